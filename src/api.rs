@@ -1,0 +1,201 @@
+//! The API server's routes (DESIGN §4): sessions, logs, files, confirmations, workers, health.
+//!
+//! Each handler returns `Result<Reply, ApiError>`; `http::finish` turns that into exactly one
+//! response. Bodies are JSON, capped at 1 MiB. Auth is a bearer token checked in constant
+//! time on every route but `/health`.
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::http::{self, Reply, query_param, split_url};
+use crate::hub::WorkerHub;
+use crate::protocol::{ConfirmationAnswer, CreateSessionRequest};
+use crate::sessions::{LOG_WAIT_MAX, Session, SessionManager};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tiny_http::{Method, Request, Response};
+
+pub const JSON_LIMIT: usize = 1024 * 1024;
+
+pub struct Api {
+    pub config: Arc<Config>,
+    pub sessions: Arc<SessionManager>,
+    pub hub: Arc<WorkerHub>,
+}
+
+impl Api {
+    pub fn handle(&self, mut request: Request) {
+        let result = self.route(&mut request);
+        http::finish(request, result);
+    }
+
+    fn route(&self, request: &mut Request) -> Result<Reply, ApiError> {
+        let (segments, query) = split_url(request.url());
+        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        let method = match request.method() {
+            Method::Head => Method::Get,
+            m => m.clone(),
+        };
+        if segs != ["health"] {
+            http::check_bearer(request, self.config.server.api_token.expose())?;
+        }
+        use Method::{Delete, Get, Post};
+        match (&method, segs.as_slice()) {
+            (Get, ["health"]) => Ok(self.health()),
+            (Get, ["workers"]) => Ok(Reply::json(200, &self.hub.workers())),
+            (Post, ["sessions"]) => self.create_session(request),
+            (Get, ["sessions"]) => Ok(Reply::json(200, &self.sessions.list())),
+            (Get, ["sessions", id]) => Ok(Reply::json(200, &self.sessions.get(id)?.record())),
+            (Delete, ["sessions", id]) => {
+                let status = self.sessions.stop(id)?;
+                Ok(Reply::json(200, &json!({"stopped": true, "status": status})))
+            }
+            (Get, ["sessions", id, "log"]) => self.log(id, &query),
+            (Get, ["sessions", id, "report"]) => {
+                Ok(Reply::json(200, &json!({"report": self.sessions.get(id)?.report()})))
+            }
+            (Get, ["sessions", id, "notes"]) => Ok(Reply::json(200, &self.sessions.get(id)?.notes())),
+            (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
+            (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
+            (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name),
+            (Get, ["sessions", id, "confirmation"]) => {
+                let record = self.sessions.get(id)?.record();
+                Ok(match record.confirmation_pending {
+                    Some(c) => {
+                        let mut v = serde_json::to_value(&c).unwrap_or_default();
+                        v["pending"] = json!(true);
+                        Reply::json(200, &v)
+                    }
+                    None => Reply::json(200, &json!({"pending": false})),
+                })
+            }
+            (Post, ["sessions", id, "confirmation"]) => {
+                let session = self.sessions.get(id)?;
+                let answer: ConfirmationAnswer = http::read_json(request, JSON_LIMIT)?;
+                session.answer_confirmation(&answer.confirmation_id, answer.approved)?;
+                Ok(Reply::json(200, &json!({"ok": true})))
+            }
+            (_, ["health" | "workers" | "sessions"])
+            | (_, ["sessions", _])
+            | (_, ["sessions", _, "log" | "report" | "notes" | "files" | "confirmation"])
+            | (_, ["sessions", _, "files", _]) => {
+                Err(ApiError::MethodNotAllowed(format!("{} is not allowed on {}", request.method(), request.url())))
+            }
+            _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url()))),
+        }
+    }
+
+    fn health(&self) -> Reply {
+        Reply::json(
+            200,
+            &json!({
+                "status": "ok",
+                "version": env!("CARGO_PKG_VERSION"),
+                "sessions": self.sessions.status_counts(),
+                "workers": self.hub.connected_count(),
+            }),
+        )
+    }
+
+    fn create_session(&self, request: &mut Request) -> Result<Reply, ApiError> {
+        let body: CreateSessionRequest = http::read_json(request, JSON_LIMIT)?;
+        let new = self.sessions.validate(body)?;
+        let session = self.sessions.create(new)?;
+        let mut value = serde_json::to_value(session.record()).unwrap_or_default();
+        value["session_id"] = json!(session.id);
+        Ok(Reply::json(201, &value))
+    }
+
+    fn log(&self, id: &str, query: &[(String, String)]) -> Result<Reply, ApiError> {
+        let session = self.sessions.get(id)?;
+        let number = |name: &str| -> Result<u64, ApiError> {
+            match query_param(query, name) {
+                None | Some("") => Ok(0),
+                Some(v) => v
+                    .parse::<u64>()
+                    .map_err(|_| ApiError::BadRequest(format!("`{name}` must be a non-negative integer, got {v:?}"))),
+            }
+        };
+        let after = number("after")?;
+        let wait = Duration::from_secs(number("wait")?).min(LOG_WAIT_MAX);
+        Ok(Reply::Park(Box::new(move |request| session.log_long_poll(request, after, wait))))
+    }
+
+    fn file(&self, session: &Session, name: &str) -> Result<Reply, ApiError> {
+        let (path, size) = session.file_path(name)?;
+        let file = std::fs::File::open(&path)
+            .map_err(|e| ApiError::NotFound(format!("file {name:?} cannot be opened: {e}")))?;
+        let response = Response::new(
+            200.into(),
+            vec![
+                http::header("Content-Type", content_type(name)),
+                http::header("Content-Disposition", &content_disposition(name)),
+            ],
+            Box::new(file) as http::Body,
+            Some(size as usize),
+            None,
+        )
+        // Known length: send Content-Length, never chunked (tiny_http chunks above 32 KiB).
+        .with_chunked_threshold(usize::MAX);
+        Ok(Reply::Response(response))
+    }
+
+    /// Stream a zip through a pipe: a thread writes the archive, the response reads it
+    /// chunked; nothing is built in memory.
+    fn zip(&self, session: &Session) -> Result<Reply, ApiError> {
+        let files = session.zip_listing();
+        let (reader, writer) = std::io::pipe()?;
+        let id = session.id.clone();
+        std::thread::Builder::new()
+            .name(format!("zip-{id}"))
+            // Deflate state is large in unoptimised builds; untouched stack costs no RSS.
+            .stack_size(4 * 1024 * 1024)
+            .spawn(move || {
+                if let Err(e) = crate::store::write_zip(&files, writer) {
+                    log::debug!("{id}: zip stream ended early: {e}");
+                }
+            })
+            .map_err(|e| ApiError::Internal(format!("cannot start the zip writer: {e}")))?;
+        let response = Response::new(
+            200.into(),
+            vec![
+                http::header("Content-Type", "application/zip"),
+                http::header("Content-Disposition", &content_disposition(&format!("{}.zip", session.id))),
+            ],
+            Box::new(reader) as http::Body,
+            None,
+            None,
+        );
+        Ok(Reply::Response(response))
+    }
+}
+
+/// `attachment` with an ASCII fallback and the exact name in RFC 5987 form.
+fn content_disposition(name: &str) -> String {
+    let ascii: String =
+        name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{}", http::percent_encode(name))
+}
+
+fn content_type(name: &str) -> &'static str {
+    let ext = name.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    match ext.as_str() {
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "webp" => "image/webp",
+        "svg" => "image/svg+xml",
+        "csv" => "text/csv; charset=utf-8",
+        "txt" | "log" => "text/plain; charset=utf-8",
+        "md" => "text/markdown; charset=utf-8",
+        "html" | "htm" => "text/html; charset=utf-8",
+        "json" => "application/json",
+        "xml" => "application/xml",
+        "zip" => "application/zip",
+        "gz" | "tgz" => "application/gzip",
+        "xlsx" => "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+        "docx" => "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+        _ => "application/octet-stream",
+    }
+}

@@ -1,0 +1,416 @@
+//! `config.yaml`: every key with its default, validation, and secrets from the environment.
+//!
+//! An unknown key or a bad value is a start-up error that names the key (`server.api_port`),
+//! never a silent default. Secrets (`api.api_key`, `server.api_token`, `server.worker_token`)
+//! may come from the environment instead of the file and are held as `Secret`s.
+
+use crate::vault::Secret;
+use serde::Deserialize;
+use std::fmt;
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub api: ApiConfig,
+    pub server: ServerConfig,
+    pub exploration: ExplorationConfig,
+    pub task: TaskConfig,
+    pub agent: AgentConfig,
+    pub browser: BrowserConfig,
+    pub files: FilesConfig,
+    pub output: OutputConfig,
+    pub logging: LoggingConfig,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    pub provider: String,
+    pub api_key: Secret,
+    pub base_url: String,
+    pub model: String,
+    pub max_tokens: u32,
+    pub timeout_s: u64,
+    pub max_retries: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ServerConfig {
+    pub host: String,
+    pub api_port: u16,
+    pub worker_port: u16,
+    pub api_token: Secret,
+    pub worker_token: Secret,
+    pub api_threads: usize,
+    pub worker_threads: usize,
+    pub long_poll_s: u64,
+    pub worker_timeout_s: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ExplorationConfig {
+    pub max_turns: u32,
+    pub click_delay: f64,
+    pub screenshot_delay: f64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TaskConfig {
+    pub max_turns: u32,
+    pub confirmation_timeout: u64,
+    pub command_timeout_s: u64,
+    pub download_timeout_s: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentConfig {
+    pub keep_screenshots: usize,
+    pub max_tool_output_chars: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BrowserConfig {
+    pub headless: bool,
+    pub viewport_width: u32,
+    pub viewport_height: u32,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FilesConfig {
+    pub max_file_size_mb: u64,
+    pub max_session_storage_mb: u64,
+    pub max_files_per_session: usize,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct OutputConfig {
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LoggingConfig {
+    pub level: String,
+    pub file: String,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            provider: "anthropic".into(),
+            api_key: Secret::default(),
+            base_url: "https://api.anthropic.com".into(),
+            model: "claude-sonnet-4-6".into(),
+            max_tokens: 4096,
+            timeout_s: 120,
+            max_retries: 5,
+        }
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            host: "127.0.0.1".into(),
+            api_port: 5900,
+            worker_port: 5901,
+            api_token: Secret::default(),
+            worker_token: Secret::default(),
+            api_threads: 8,
+            worker_threads: 8,
+            long_poll_s: 20,
+            worker_timeout_s: 60,
+        }
+    }
+}
+
+impl Default for ExplorationConfig {
+    fn default() -> Self {
+        ExplorationConfig { max_turns: 50, click_delay: 1.0, screenshot_delay: 0.5 }
+    }
+}
+
+impl Default for TaskConfig {
+    fn default() -> Self {
+        TaskConfig { max_turns: 200, confirmation_timeout: 300, command_timeout_s: 120, download_timeout_s: 900 }
+    }
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig { keep_screenshots: 3, max_tool_output_chars: 20_000 }
+    }
+}
+
+impl Default for BrowserConfig {
+    fn default() -> Self {
+        BrowserConfig { headless: false, viewport_width: 1280, viewport_height: 720 }
+    }
+}
+
+impl Default for FilesConfig {
+    fn default() -> Self {
+        FilesConfig { max_file_size_mb: 500, max_session_storage_mb: 5000, max_files_per_session: 1000 }
+    }
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        OutputConfig { dir: PathBuf::from("./output") }
+    }
+}
+
+impl Default for LoggingConfig {
+    fn default() -> Self {
+        LoggingConfig { level: "info".into(), file: String::new() }
+    }
+}
+
+/// A start-up error. `key` names the offending config key when there is one.
+#[derive(Debug)]
+pub struct ConfigError {
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl ConfigError {
+    fn key(key: &str, message: impl Into<String>) -> ConfigError {
+        ConfigError { key: Some(key.to_string()), message: message.into() }
+    }
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.key {
+            Some(key) => write!(f, "config key `{key}`: {}", self.message),
+            None => f.write_str(&self.message),
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// Where the environment may override a secret.
+pub const ENV_API_KEY: &str = "ANTHROPIC_API_KEY";
+pub const ENV_API_TOKEN: &str = "AGENT_CONTROLLER_TOKEN";
+pub const ENV_WORKER_TOKEN: &str = "AGENT_CONTROLLER_WORKER_TOKEN";
+
+impl Config {
+    /// Parse YAML text. An empty document is all defaults.
+    pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
+        if text.trim().is_empty() || text.lines().all(|l| l.trim_start().starts_with('#') || l.trim().is_empty()) {
+            return Ok(Config::default());
+        }
+        serde_yaml::from_str::<Config>(text).map_err(|e| {
+            let msg = e.to_string();
+            // yaml_serde prefixes the path ("server.api_port: invalid type…"); lift it out so
+            // the message always starts with the key.
+            match msg.split_once(": ") {
+                Some((path, rest)) if is_key_path(path) => ConfigError::key(path, rest),
+                _ => ConfigError { key: None, message: format!("config.yaml: {msg}") },
+            }
+        })
+    }
+
+    /// Read the file (a missing file is an error when it was asked for by name), apply the
+    /// environment, validate.
+    pub fn load(path: &Path, required: bool) -> Result<Config, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && !required => String::new(),
+            Err(e) => {
+                return Err(ConfigError { key: None, message: format!("cannot read {}: {e}", path.display()) });
+            }
+        };
+        let mut config = Config::from_yaml(&text)?;
+        config.apply_env(|name| std::env::var(name).ok());
+        config.validate()?;
+        Ok(config)
+    }
+
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
+        let nonempty = |name: &str| get(name).filter(|v| !v.is_empty()).map(Secret::new);
+        if let Some(v) = nonempty(ENV_API_KEY) {
+            self.api.api_key = v;
+        }
+        if let Some(v) = nonempty(ENV_API_TOKEN) {
+            self.server.api_token = v;
+        }
+        if let Some(v) = nonempty(ENV_WORKER_TOKEN) {
+            self.server.worker_token = v;
+        }
+    }
+
+    /// Values serde accepts but the daemon cannot run with.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let positive = |key: &str, v: u64| {
+            if v == 0 { Err(ConfigError::key(key, "must be greater than 0")) } else { Ok(()) }
+        };
+        if !matches!(self.api.provider.as_str(), "anthropic" | "openai" | "gemini") {
+            return Err(ConfigError::key(
+                "api.provider",
+                format!("unknown provider {:?}; expected anthropic, openai or gemini", self.api.provider),
+            ));
+        }
+        if !(self.api.base_url.starts_with("http://") || self.api.base_url.starts_with("https://")) {
+            return Err(ConfigError::key("api.base_url", "must start with http:// or https://"));
+        }
+        if self.api.model.trim().is_empty() {
+            return Err(ConfigError::key("api.model", "must not be empty"));
+        }
+        positive("api.max_tokens", self.api.max_tokens.into())?;
+        positive("api.timeout_s", self.api.timeout_s)?;
+        if self.api.max_retries > 20 {
+            return Err(ConfigError::key("api.max_retries", "must be at most 20"));
+        }
+        if self.server.host.parse::<IpAddr>().is_err() && self.server.host != "localhost" {
+            return Err(ConfigError::key(
+                "server.host",
+                format!("{:?} is not an IP address (use 127.0.0.1, 0.0.0.0, ::1 …)", self.server.host),
+            ));
+        }
+        for (key, n) in
+            [("server.api_threads", self.server.api_threads), ("server.worker_threads", self.server.worker_threads)]
+        {
+            if n == 0 || n > 256 {
+                return Err(ConfigError::key(key, "must be between 1 and 256"));
+            }
+        }
+        if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
+            return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
+        }
+        positive("server.long_poll_s", self.server.long_poll_s)?;
+        positive("server.worker_timeout_s", self.server.worker_timeout_s)?;
+        positive("exploration.max_turns", self.exploration.max_turns.into())?;
+        for (key, v) in [
+            ("exploration.click_delay", self.exploration.click_delay),
+            ("exploration.screenshot_delay", self.exploration.screenshot_delay),
+        ] {
+            if !(0.0..=60.0).contains(&v) {
+                return Err(ConfigError::key(key, "must be between 0 and 60 seconds"));
+            }
+        }
+        positive("task.max_turns", self.task.max_turns.into())?;
+        positive("task.confirmation_timeout", self.task.confirmation_timeout)?;
+        positive("task.command_timeout_s", self.task.command_timeout_s)?;
+        positive("task.download_timeout_s", self.task.download_timeout_s)?;
+        positive("agent.max_tool_output_chars", self.agent.max_tool_output_chars as u64)?;
+        positive("browser.viewport_width", self.browser.viewport_width.into())?;
+        positive("browser.viewport_height", self.browser.viewport_height.into())?;
+        positive("files.max_file_size_mb", self.files.max_file_size_mb)?;
+        positive("files.max_session_storage_mb", self.files.max_session_storage_mb)?;
+        positive("files.max_files_per_session", self.files.max_files_per_session as u64)?;
+        if self.output.dir.as_os_str().is_empty() {
+            return Err(ConfigError::key("output.dir", "must not be empty"));
+        }
+        if self.log_level().is_none() {
+            return Err(ConfigError::key(
+                "logging.level",
+                format!("unknown level {:?}; expected off, error, warn, info, debug or trace", self.logging.level),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn log_level(&self) -> Option<log::LevelFilter> {
+        match self.logging.level.to_ascii_lowercase().as_str() {
+            "off" => Some(log::LevelFilter::Off),
+            "error" => Some(log::LevelFilter::Error),
+            "warn" | "warning" => Some(log::LevelFilter::Warn),
+            "info" => Some(log::LevelFilter::Info),
+            "debug" => Some(log::LevelFilter::Debug),
+            "trace" => Some(log::LevelFilter::Trace),
+            _ => None,
+        }
+    }
+
+    /// Refuse a non-loopback bind that nothing protects (DESIGN §9).
+    pub fn check_exposure(&self, insecure: bool) -> Result<(), ConfigError> {
+        let loopback = self.server.host == "localhost"
+            || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false);
+        if loopback || insecure {
+            return Ok(());
+        }
+        if self.server.api_token.is_empty() && self.server.worker_token.is_empty() {
+            return Err(ConfigError::key(
+                "server.host",
+                format!(
+                    "{} is reachable from other machines but no token is set. Set server.api_token and \
+                     server.worker_token (or {ENV_API_TOKEN} / {ENV_WORKER_TOKEN}), or pass --insecure \
+                     if something else guards the ports.",
+                    self.server.host
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    pub fn max_file_bytes(&self) -> u64 {
+        self.files.max_file_size_mb.saturating_mul(1024 * 1024)
+    }
+
+    pub fn max_session_bytes(&self) -> u64 {
+        self.files.max_session_storage_mb.saturating_mul(1024 * 1024)
+    }
+}
+
+fn is_key_path(s: &str) -> bool {
+    !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '[' || c == ']')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_is_defaults() {
+        let c = Config::from_yaml("").unwrap();
+        assert_eq!(c.server.api_port, 5900);
+        assert_eq!(c.task.confirmation_timeout, 300);
+        c.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = Config::from_yaml("server:\n  api_prot: 1\n").unwrap_err();
+        assert!(e.to_string().contains("api_prot"), "{e}");
+        let e = Config::from_yaml("nonsense: 1\n").unwrap_err();
+        assert!(e.to_string().contains("nonsense"), "{e}");
+    }
+
+    #[test]
+    fn bad_value_is_named() {
+        let e = Config::from_yaml("server:\n  api_port: lots\n").unwrap_err();
+        assert!(e.to_string().contains("server.api_port"), "{e}");
+        let mut c = Config::default();
+        c.logging.level = "loud".into();
+        assert!(c.validate().unwrap_err().to_string().contains("logging.level"));
+    }
+
+    #[test]
+    fn env_overrides_secrets() {
+        let mut c = Config::default();
+        c.apply_env(|k| (k == ENV_API_TOKEN).then(|| "tok".to_string()));
+        assert_eq!(c.server.api_token.expose(), "tok");
+        assert!(c.server.worker_token.is_empty());
+    }
+
+    #[test]
+    fn exposure_needs_a_token() {
+        let mut c = Config::default();
+        c.server.host = "0.0.0.0".into();
+        assert!(c.check_exposure(false).is_err());
+        assert!(c.check_exposure(true).is_ok());
+        c.server.api_token = Secret::new("x");
+        assert!(c.check_exposure(false).is_ok());
+    }
+}

@@ -1,0 +1,187 @@
+//! Start and stop the whole controller: the store, the session manager, the worker hub, both
+//! HTTP servers, the long-poll reaper and the liveness monitor.
+//!
+//! `Daemon::start` returns once both servers listen (port 0 picks free ports; the bound
+//! addresses are logged and returned). `Daemon::shutdown` stops accepting, marks active
+//! sessions interrupted, answers every parked request, and returns within about 2 s.
+
+use crate::api::Api;
+use crate::config::Config;
+use crate::http::{self, Parker};
+use crate::hub::{HubSettings, WorkerHub};
+use crate::sessions::{AgentFn, SessionManager};
+use crate::store::Store;
+use crate::worker_api::WorkerApi;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+use tiny_http::Server;
+
+#[derive(Debug)]
+pub struct StartError(pub String);
+
+impl fmt::Display for StartError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StartError {}
+
+struct HttpServer {
+    server: Arc<Server>,
+    threads: Vec<JoinHandle<()>>,
+    addr: SocketAddr,
+}
+
+pub struct Daemon {
+    api: HttpServer,
+    worker: HttpServer,
+    parker: Arc<Parker>,
+    hub: Arc<WorkerHub>,
+    sessions: Arc<SessionManager>,
+    reaper: Option<JoinHandle<()>>,
+    monitor: Option<JoinHandle<()>>,
+    monitor_stop: Arc<(Mutex<bool>, Condvar)>,
+}
+
+impl Daemon {
+    pub fn start(config: Config, agent: AgentFn) -> Result<Daemon, StartError> {
+        let config = Arc::new(config);
+        let store = Store::open(&config.output.dir)
+            .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
+        let parker = Arc::new(Parker::default());
+        let hub = Arc::new(WorkerHub::new(
+            HubSettings {
+                long_poll: Duration::from_secs(config.server.long_poll_s),
+                worker_timeout: Duration::from_secs(config.server.worker_timeout_s),
+            },
+            Arc::clone(&parker),
+        ));
+        let sessions = Arc::new(
+            SessionManager::open(Arc::clone(&config), store, Arc::clone(&hub), Arc::clone(&parker), agent)
+                .map_err(|e| StartError(format!("cannot load sessions from {}: {e}", config.output.dir.display())))?,
+        );
+
+        let reaper = {
+            let parker = Arc::clone(&parker);
+            std::thread::Builder::new()
+                .name("long-poll-reaper".into())
+                .stack_size(256 * 1024)
+                .spawn(move || parker.run_reaper())
+                .map_err(|e| StartError(format!("cannot start a thread: {e}")))?
+        };
+        let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
+        let monitor = {
+            let hub = Arc::clone(&hub);
+            let stop = Arc::clone(&monitor_stop);
+            std::thread::Builder::new()
+                .name("worker-monitor".into())
+                .stack_size(256 * 1024)
+                .spawn(move || {
+                    let (lock, cv) = &*stop;
+                    let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                    while !*stopped {
+                        stopped =
+                            cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
+                        hub.check_liveness();
+                    }
+                })
+                .map_err(|e| StartError(format!("cannot start a thread: {e}")))?
+        };
+
+        let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
+        let bind = |port: u16, what: &str| -> Result<(Arc<Server>, SocketAddr), StartError> {
+            let addr = format_addr(host, port);
+            let server =
+                Server::http(&addr).map_err(|e| StartError(format!("cannot listen on {addr} for the {what}: {e}")))?;
+            let bound =
+                server.server_addr().to_ip().ok_or_else(|| StartError(format!("{what} did not bind an IP address")))?;
+            Ok((Arc::new(server), bound))
+        };
+        let (api_server, api_addr) = bind(config.server.api_port, "API server")?;
+        let (worker_server, worker_addr) = bind(config.server.worker_port, "worker server")?;
+
+        let api = Arc::new(Api { config: Arc::clone(&config), sessions: Arc::clone(&sessions), hub: Arc::clone(&hub) });
+        let worker_api =
+            Arc::new(WorkerApi { config: Arc::clone(&config), hub: Arc::clone(&hub), sessions: Arc::clone(&sessions) });
+        let api_threads = http::spawn_pool(
+            "api",
+            Arc::clone(&api_server),
+            config.server.api_threads,
+            Arc::new(move |r| api.handle(r)),
+        )
+        .map_err(|e| StartError(format!("cannot start API threads: {e}")))?;
+        let worker_threads = http::spawn_pool(
+            "worker-api",
+            Arc::clone(&worker_server),
+            config.server.worker_threads,
+            Arc::new(move |r| worker_api.handle(r)),
+        )
+        .map_err(|e| StartError(format!("cannot start worker-server threads: {e}")))?;
+
+        log::info!("API server listening on http://{api_addr}");
+        log::info!("worker server listening on http://{worker_addr}");
+        if config.server.api_token.is_empty() {
+            log::info!("API auth is off (server.api_token is empty)");
+        }
+        Ok(Daemon {
+            api: HttpServer { server: api_server, threads: api_threads, addr: api_addr },
+            worker: HttpServer { server: worker_server, threads: worker_threads, addr: worker_addr },
+            parker,
+            hub,
+            sessions,
+            reaper: Some(reaper),
+            monitor: Some(monitor),
+            monitor_stop,
+        })
+    }
+
+    pub fn api_addr(&self) -> SocketAddr {
+        self.api.addr
+    }
+
+    pub fn worker_addr(&self) -> SocketAddr {
+        self.worker.addr
+    }
+
+    pub fn sessions(&self) -> &Arc<SessionManager> {
+        &self.sessions
+    }
+
+    pub fn hub(&self) -> &Arc<WorkerHub> {
+        &self.hub
+    }
+
+    /// Graceful stop: no new requests, sessions marked interrupted and woken, parked polls
+    /// answered, threads joined.
+    pub fn shutdown(mut self) {
+        static ONCE: AtomicBool = AtomicBool::new(false);
+        let _ = ONCE.swap(true, Ordering::AcqRel);
+        log::info!("shutting down");
+        http::stop_pool(&self.api.server, std::mem::take(&mut self.api.threads));
+        http::stop_pool(&self.worker.server, std::mem::take(&mut self.worker.threads));
+        self.hub.shutdown();
+        self.sessions.shutdown(Duration::from_millis(1500));
+        self.parker.close();
+        if let Some(h) = self.reaper.take() {
+            let _ = h.join();
+        }
+        {
+            let (lock, cv) = &*self.monitor_stop;
+            *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
+            cv.notify_all();
+        }
+        if let Some(h) = self.monitor.take() {
+            let _ = h.join();
+        }
+        log::info!("stopped");
+    }
+}
+
+fn format_addr(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}

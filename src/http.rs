@@ -1,0 +1,362 @@
+//! HTTP plumbing shared by both servers: handler thread pools over tiny_http, bounded body
+//! reading, JSON responses, bearer auth, URL helpers, and the `Parker` that holds long-poll
+//! requests without holding a thread.
+//!
+//! Invariants: every request gets exactly one response, with a JSON body for errors; bodies are
+//! read through `take(limit + 1)` so no client can make us buffer more than the limit; a parked
+//! request is answered by whoever takes it first (the event it waits for, its deadline, or
+//! shutdown) and by nobody else.
+
+use crate::error::ApiError;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tiny_http::{Header, Request, Response, Server};
+
+pub type Body = Box<dyn Read + Send + 'static>;
+pub type HttpResponse = Response<Body>;
+
+/// What a route handler hands back.
+pub enum Reply {
+    Response(HttpResponse),
+    /// The handler keeps the request (long poll); the closure owns answering it.
+    Park(Box<dyn FnOnce(Request) + Send>),
+}
+
+impl Reply {
+    pub fn json<T: Serialize>(status: u16, value: &T) -> Reply {
+        Reply::Response(json_response(status, value))
+    }
+}
+
+/// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
+#[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above
+pub fn header(name: &'static str, value: &str) -> Header {
+    let value: String = value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect();
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+}
+
+pub fn json_bytes_response(status: u16, body: Vec<u8>) -> HttpResponse {
+    let len = body.len();
+    Response::new(
+        status.into(),
+        vec![header("Content-Type", "application/json")],
+        Box::new(std::io::Cursor::new(body)) as Body,
+        Some(len),
+        None,
+    )
+}
+
+pub fn json_response<T: Serialize>(status: u16, value: &T) -> HttpResponse {
+    match serde_json::to_vec(value) {
+        Ok(body) => json_bytes_response(status, body),
+        Err(e) => error_response(&ApiError::Internal(format!("cannot encode response: {e}"))),
+    }
+}
+
+pub fn error_response(err: &ApiError) -> HttpResponse {
+    let mut resp = json_bytes_response(err.status(), err.body().into_bytes());
+    if matches!(err, ApiError::Unauthorized) {
+        resp.add_header(header("WWW-Authenticate", "Bearer"));
+    }
+    resp
+}
+
+/// Answer a request, ignoring a client that already went away.
+pub fn send(request: Request, response: HttpResponse) {
+    if let Err(e) = request.respond(response) {
+        log::debug!("client went away before the response was written: {e}");
+    }
+}
+
+/// Run `threads` handler threads that take requests from `server` and pass them to `handle`.
+pub fn spawn_pool(
+    name: &str,
+    server: Arc<Server>,
+    threads: usize,
+    handle: Arc<dyn Fn(Request) + Send + Sync>,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    (0..threads)
+        .map(|i| {
+            let server = Arc::clone(&server);
+            let handle = Arc::clone(&handle);
+            std::thread::Builder::new().name(format!("{name}-{i}")).stack_size(1024 * 1024).spawn(move || {
+                // recv() fails only after Server::unblock() (shutdown) or a listener error.
+                while let Ok(request) = server.recv() {
+                    handle(request);
+                }
+            })
+        })
+        .collect()
+}
+
+/// Stop a pool: one unblock per handler thread, then join them.
+pub fn stop_pool(server: &Server, handles: Vec<JoinHandle<()>>) {
+    for _ in 0..handles.len() {
+        server.unblock();
+    }
+    for h in handles {
+        let _ = h.join();
+    }
+}
+
+/// Dispatch helper: run a handler and turn its `Result` into exactly one response.
+pub fn finish(request: Request, result: Result<Reply, ApiError>) {
+    match result {
+        Ok(Reply::Response(resp)) => send(request, resp),
+        Ok(Reply::Park(park)) => park(request),
+        Err(err) => {
+            if err.status() >= 500 {
+                log::error!("{} {} -> {err}", request.method(), request.url());
+            } else {
+                log::debug!("{} {} -> {err}", request.method(), request.url());
+            }
+            send(request, error_response(&err));
+        }
+    }
+}
+
+pub fn header_value<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
+    request.headers().iter().find(|h| h.field.as_str().as_str().eq_ignore_ascii_case(name)).map(|h| h.value.as_str())
+}
+
+/// Compare in time that depends only on the lengths, not on where the bytes differ.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut diff = a.len() ^ b.len();
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).copied().unwrap_or(0);
+        let y = b.get(i).copied().unwrap_or(0xff);
+        diff |= usize::from(x ^ y);
+    }
+    diff == 0
+}
+
+/// `Authorization: Bearer <token>` check; an empty expected token means auth is off.
+pub fn check_bearer(request: &Request, expected: &str) -> Result<(), ApiError> {
+    if expected.is_empty() {
+        return Ok(());
+    }
+    let given = header_value(request, "Authorization")
+        .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
+        .map(str::trim)
+        .unwrap_or("");
+    if constant_time_eq(given.as_bytes(), expected.as_bytes()) { Ok(()) } else { Err(ApiError::Unauthorized) }
+}
+
+/// Read a whole body, refusing more than `limit` bytes.
+pub fn read_body(request: &mut Request, limit: usize) -> Result<Vec<u8>, ApiError> {
+    let too_large = || ApiError::TooLarge(format!("request body is larger than the {} byte limit", limit));
+    if request.body_length().is_some_and(|n| n > limit) {
+        return Err(too_large());
+    }
+    let mut body = Vec::new();
+    request
+        .as_reader()
+        .take(limit as u64 + 1)
+        .read_to_end(&mut body)
+        .map_err(|e| ApiError::BadRequest(format!("could not read the request body: {e}")))?;
+    if body.len() > limit {
+        return Err(too_large());
+    }
+    Ok(body)
+}
+
+pub fn read_json<T: DeserializeOwned>(request: &mut Request, limit: usize) -> Result<T, ApiError> {
+    let body = read_body(request, limit)?;
+    if body.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::BadRequest("request body is empty; expected a JSON object".into()));
+    }
+    serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+}
+
+/// Split `/a/b?x=1` into decoded path segments and query pairs.
+pub fn split_url(url: &str) -> (Vec<String>, Vec<(String, String)>) {
+    let (path, query) = url.split_once('?').unwrap_or((url, ""));
+    let segments = path.split('/').filter(|s| !s.is_empty()).map(percent_decode).collect();
+    let pairs = query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=').unwrap_or((p, ""));
+            (percent_decode(k), percent_decode(&v.replace('+', " ")))
+        })
+        .collect();
+    (segments, pairs)
+}
+
+pub fn query_param<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    pairs.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// Percent-decoding; invalid escapes are kept literally, invalid UTF-8 is replaced.
+pub fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' && i + 2 < bytes.len() {
+            let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok().and_then(|h| u8::from_str_radix(h, 16).ok());
+            if let Some(b) = hex {
+                out.push(b);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+pub fn percent_encode(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parker: long polls without a thread each
+// ---------------------------------------------------------------------------------------------
+
+/// Identifies one parked request.
+pub type ParkKey = (Instant, u64);
+
+struct Parked {
+    request: Request,
+    on_timeout: Vec<u8>,
+}
+
+#[derive(Default)]
+struct ParkState {
+    entries: BTreeMap<ParkKey, Parked>,
+    next_id: u64,
+}
+
+/// Holds requests until an event answers them or their deadline passes; one reaper thread
+/// answers the expired ones with the body given at park time.
+#[derive(Default)]
+pub struct Parker {
+    state: Mutex<ParkState>,
+    changed: Condvar,
+    closed: AtomicBool,
+}
+
+impl Parker {
+    fn lock(&self) -> MutexGuard<'_, ParkState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Park `request` for `timeout`; on expiry it is answered 200 with `on_timeout`.
+    /// After shutdown it is answered at once.
+    pub fn park(&self, request: Request, timeout: Duration, on_timeout: Vec<u8>) -> Option<ParkKey> {
+        if self.closed.load(Ordering::Acquire) {
+            send(request, json_bytes_response(200, on_timeout));
+            return None;
+        }
+        let mut state = self.lock();
+        state.next_id += 1;
+        let key = (Instant::now() + timeout, state.next_id);
+        let first = state.entries.keys().next().is_none_or(|k| key < *k);
+        state.entries.insert(key, Parked { request, on_timeout });
+        drop(state);
+        if first {
+            self.changed.notify_one();
+        }
+        Some(key)
+    }
+
+    /// Take a parked request to answer it now; `None` if it already timed out.
+    pub fn take(&self, key: ParkKey) -> Option<Request> {
+        self.lock().entries.remove(&key).map(|p| p.request)
+    }
+
+    pub fn contains(&self, key: ParkKey) -> bool {
+        self.lock().entries.contains_key(&key)
+    }
+
+    pub fn len(&self) -> usize {
+        self.lock().entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The reaper loop; returns after `close`.
+    pub fn run_reaper(&self) {
+        let mut state = self.lock();
+        loop {
+            let closed = self.closed.load(Ordering::Acquire);
+            let now = Instant::now();
+            let mut due = Vec::new();
+            while let Some(entry) = state.entries.first_entry() {
+                if closed || entry.key().0 <= now {
+                    due.push(entry.remove());
+                } else {
+                    break;
+                }
+            }
+            if !due.is_empty() {
+                drop(state);
+                for p in due {
+                    send(p.request, json_bytes_response(200, p.on_timeout));
+                }
+                state = self.lock();
+                continue;
+            }
+            if closed {
+                return;
+            }
+            let wait = state
+                .entries
+                .keys()
+                .next()
+                .map(|k| k.0.saturating_duration_since(now))
+                .unwrap_or(Duration::from_secs(3600));
+            state = self.changed.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// Answer everything parked and stop the reaper; later parks are answered at once.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        let _guard = self.lock();
+        self.changed.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constant_time_eq_works() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"abcd"));
+        assert!(!constant_time_eq(b"", b"a"));
+        assert!(constant_time_eq(b"", b""));
+    }
+
+    #[test]
+    fn url_splitting() {
+        let (segs, q) = split_url("/sessions/a%20b/files/x%2Fy?after=3&wait=1");
+        assert_eq!(segs, vec!["sessions", "a b", "files", "x/y"]);
+        assert_eq!(query_param(&q, "after"), Some("3"));
+        assert_eq!(percent_decode("%"), "%");
+        assert_eq!(percent_decode("a%4"), "a%4");
+        assert_eq!(percent_decode("%41"), "A");
+        assert_eq!(percent_encode("a b/c"), "a%20b%2Fc");
+    }
+}

@@ -1,0 +1,369 @@
+//! Wire types: every JSON shape that crosses a socket, for both servers.
+//!
+//! Requests from API clients are strict (`deny_unknown_fields`): a typo such as `instuction`
+//! is a 400, not a silently ignored field. Messages from workers are tolerant: workers evolve
+//! separately, and the seed's original shapes (no `worker_id`, `has_playwright`) must work.
+//! Only this module and `vault` (which may only deserialize) derive serde for the wire.
+
+use crate::vault::{Credentials, Notifications};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Explore,
+    Task,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionType {
+    Browser,
+    App,
+    Shell,
+}
+
+impl SessionType {
+    /// An `http(s)://` target is a browser session; anything else is a desktop app.
+    pub fn infer(target: &str) -> SessionType {
+        let lower = target.trim().to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            SessionType::Browser
+        } else {
+            SessionType::App
+        }
+    }
+
+    /// The worker capability this kind of session needs.
+    pub fn capability(self) -> &'static str {
+        match self {
+            SessionType::Browser => "browser",
+            SessionType::App => "app",
+            SessionType::Shell => "shell",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    Waiting,
+    Running,
+    Confirming,
+    Finished,
+    Error,
+    Stopped,
+}
+
+impl Status {
+    pub fn is_active(self) -> bool {
+        matches!(self, Status::Waiting | Status::Running | Status::Confirming)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Status::Waiting => "waiting",
+            Status::Running => "running",
+            Status::Confirming => "confirming",
+            Status::Finished => "finished",
+            Status::Error => "error",
+            Status::Stopped => "stopped",
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// API server
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSessionRequest {
+    pub mode: Mode,
+    pub target: String,
+    #[serde(default, rename = "type")]
+    pub session_type: Option<SessionType>,
+    #[serde(default)]
+    pub instruction: Option<String>,
+    #[serde(default)]
+    pub goal: Option<String>,
+    #[serde(default)]
+    pub credentials: Option<Credentials>,
+    #[serde(default)]
+    pub notifications: Option<Notifications>,
+    #[serde(default)]
+    pub worker: Option<String>,
+    #[serde(default)]
+    pub options: Option<SessionOptionsRequest>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SessionOptionsRequest {
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    #[serde(default)]
+    pub auto_confirm: Option<bool>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionOptions {
+    pub max_turns: u32,
+    pub auto_confirm: bool,
+}
+
+/// What a session will notify, without the secrets (those stay in the vault).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct NotifySummary {
+    pub telegram: bool,
+    pub webhook: bool,
+}
+
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_creation_input_tokens: u64,
+    #[serde(default)]
+    pub cache_read_input_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
+        self.cache_read_input_tokens += other.cache_read_input_tokens;
+    }
+}
+
+/// A question the agent put to a person.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Confirmation {
+    pub confirmation_id: String,
+    pub action: String,
+    pub description: String,
+    #[serde(default)]
+    pub details: Value,
+    pub risk_level: String,
+}
+
+/// `session.json` and the body of `GET /sessions/:id`. Holds no secrets by construction:
+/// credentials and notification targets live in the vault, never here.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SessionRecord {
+    pub session_id: String,
+    pub status: Status,
+    pub mode: Mode,
+    #[serde(rename = "type")]
+    pub session_type: SessionType,
+    pub target: String,
+    pub instruction: Option<String>,
+    pub goal: Option<String>,
+    pub options: SessionOptions,
+    #[serde(default)]
+    pub has_credentials: bool,
+    #[serde(default)]
+    pub notifications: NotifySummary,
+    /// The worker asked for in `POST /sessions`, if any.
+    #[serde(default)]
+    pub requested_worker: Option<String>,
+    /// Hostname of the worker serving (or last served) this session.
+    pub worker: Option<String>,
+    pub turn: u32,
+    pub max_turns: u32,
+    pub created_at: String,
+    pub finished_at: Option<String>,
+    pub confirmation_pending: Option<Confirmation>,
+    pub files: usize,
+    pub usage: Usage,
+    pub error: Option<String>,
+    pub summary: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct SessionSummary {
+    pub session_id: String,
+    pub status: Status,
+    pub mode: Mode,
+    #[serde(rename = "type")]
+    pub session_type: SessionType,
+    pub target: String,
+    pub created_at: String,
+    pub turn: u32,
+}
+
+impl From<&SessionRecord> for SessionSummary {
+    fn from(r: &SessionRecord) -> Self {
+        SessionSummary {
+            session_id: r.session_id.clone(),
+            status: r.status,
+            mode: r.mode,
+            session_type: r.session_type,
+            target: r.target.clone(),
+            created_at: r.created_at.clone(),
+            turn: r.turn,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LogKind {
+    System,
+    Assistant,
+    Tool,
+    Result,
+    Confirmation,
+    Error,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LogEntry {
+    pub seq: u64,
+    pub ts: String,
+    #[serde(rename = "type")]
+    pub kind: LogKind,
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct LogPage {
+    pub entries: Vec<LogEntry>,
+    pub next: u64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Note {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub content: String,
+    pub ts: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FileKind {
+    Download,
+    Generated,
+    Screenshot,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct FileEntry {
+    pub filename: String,
+    pub size_kb: u64,
+    #[serde(rename = "type")]
+    pub kind: FileKind,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmationAnswer {
+    pub confirmation_id: String,
+    pub approved: bool,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WorkerInfo {
+    pub worker_id: String,
+    pub hostname: String,
+    pub capabilities: Vec<String>,
+    pub connected: bool,
+    pub last_seen: String,
+    pub session_id: Option<String>,
+}
+
+// ---------------------------------------------------------------------------------------------
+// Worker server
+// ---------------------------------------------------------------------------------------------
+
+#[derive(Debug, Deserialize)]
+pub struct RegisterRequest {
+    pub hostname: String,
+    #[serde(default)]
+    pub has_pywinauto: Option<bool>,
+    #[serde(default)]
+    pub has_playwright: Option<bool>,
+    #[serde(default)]
+    pub capabilities: Option<Vec<String>>,
+}
+
+impl RegisterRequest {
+    /// Explicit capabilities win; otherwise the seed's flags say what the worker can drive.
+    pub fn capabilities(&self) -> Vec<String> {
+        let mut caps: Vec<String> = match &self.capabilities {
+            Some(list) => list.iter().map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect(),
+            None => {
+                let mut v = Vec::new();
+                if self.has_playwright.unwrap_or(false) {
+                    v.push("browser".to_string());
+                }
+                if self.has_pywinauto.unwrap_or(false) {
+                    v.push("app".to_string());
+                }
+                v
+            }
+        };
+        caps.sort();
+        caps.dedup();
+        caps
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerSettings {
+    pub browser: WorkerBrowserSettings,
+    pub click_delay: f64,
+    pub screenshot_delay: f64,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerBrowserSettings {
+    pub headless: bool,
+    pub viewport_width: u32,
+    pub viewport_height: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RegisterResponse {
+    pub success: bool,
+    pub message: String,
+    pub worker_id: String,
+    pub config: WorkerSettings,
+}
+
+/// One unit of work for a worker.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Command {
+    pub id: String,
+    pub action: String,
+    pub params: Value,
+    pub session_id: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct CommandResult {
+    pub id: String,
+    pub success: bool,
+    #[serde(default)]
+    pub data: Option<Value>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct UploadResponse {
+    pub success: bool,
+    pub stored_as: String,
+    pub size_kb: u64,
+}
+
+/// Kibibytes, rounded up so a non-empty file never shows as 0.
+pub fn size_kb(bytes: u64) -> u64 {
+    bytes.div_ceil(1024)
+}

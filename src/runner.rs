@@ -1,0 +1,157 @@
+//! The agent seam: everything an agent loop may do to its session, and nothing more.
+//!
+//! A `SessionRunner` is handed to the agent on the session's thread once a worker is leased.
+//! It can send the worker one command at a time and wait for the result, ask a person for a
+//! confirmation, write the log, notes, report and conversation, store files and screenshots,
+//! count turns and tokens, read the session's secrets, and see a stop request. Every wait it
+//! offers ends early on a stop. Everything it writes is scrubbed of the vault's secrets.
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::hub::{CommandError, Worker, WorkerHub};
+use crate::protocol::{FileEntry, FileKind, LogKind, Mode, SessionRecord, SessionType, Usage};
+use crate::sessions::{ConfirmationOutcome, Session};
+use crate::vault::{Credentials, Notifications};
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the agent's work ended; the session's final status follows from it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentOutcome {
+    Finished { summary: String },
+    Failed(String),
+    Stopped,
+}
+
+#[derive(Clone)]
+pub struct SessionRunner {
+    session: Arc<Session>,
+    hub: Arc<WorkerHub>,
+    worker: Arc<Worker>,
+    config: Arc<Config>,
+}
+
+impl SessionRunner {
+    pub(crate) fn new(session: Arc<Session>, hub: Arc<WorkerHub>, worker: Arc<Worker>, config: Arc<Config>) -> Self {
+        SessionRunner { session, hub, worker, config }
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.session.id
+    }
+
+    /// A snapshot of the session's record (mode, type, target, instruction, goal, options…).
+    pub fn record(&self) -> SessionRecord {
+        self.session.record()
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.session.record().mode
+    }
+
+    pub fn session_type(&self) -> SessionType {
+        self.session.record().session_type
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn worker_hostname(&self) -> &str {
+        &self.worker.hostname
+    }
+
+    /// Run `action` on the worker; wait at most `timeout` (or until a stop).
+    pub fn worker_command(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, CommandError> {
+        if self.stop_requested() {
+            return Err(CommandError::Stopped);
+        }
+        let session = Arc::clone(&self.session);
+        self.hub.execute(&self.worker, &self.session.id, action, params, timeout, &move || session.stop_requested())
+    }
+
+    /// Ask a person (or approve at once under `auto_confirm`).
+    pub fn request_confirmation(
+        &self,
+        action: &str,
+        description: &str,
+        details: Value,
+        risk_level: &str,
+    ) -> ConfirmationOutcome {
+        self.session.request_confirmation(action, description, details, risk_level)
+    }
+
+    pub fn log(&self, kind: LogKind, text: &str, data: Option<Value>) -> u64 {
+        self.session.log(kind, text, data)
+    }
+
+    /// Store bytes under `files/` (sanitized, never overwriting), within the session's limits.
+    pub fn store_file(&self, name: &str, bytes: &[u8], kind: FileKind) -> Result<FileEntry, ApiError> {
+        self.session.store_bytes(name, bytes, kind)
+    }
+
+    /// Store a PNG under `screenshots/` as `step_NNNN.png`.
+    pub fn store_screenshot(&self, step: u32, png: &[u8]) -> Result<FileEntry, ApiError> {
+        self.session.store_bytes(&format!("step_{step:04}.png"), png, FileKind::Screenshot)
+    }
+
+    pub fn files(&self) -> Vec<FileEntry> {
+        self.session.files()
+    }
+
+    pub fn save_note(&self, title: Option<&str>, content: &str) {
+        self.session.add_note(title, content)
+    }
+
+    pub fn write_report(&self, markdown: &str) {
+        self.session.write_report(markdown)
+    }
+
+    pub fn write_conversation(&self, conversation: &Value) {
+        self.session.write_conversation(conversation)
+    }
+
+    pub fn set_turn(&self, turn: u32) {
+        self.session.update(|r| r.turn = turn)
+    }
+
+    pub fn add_usage(&self, usage: &Usage) {
+        self.session.update(|r| r.usage.add(usage))
+    }
+
+    /// The login data from the vault. The password must only ever go into a worker command.
+    pub fn credentials(&self) -> Option<Credentials> {
+        self.session.vault().credentials.clone()
+    }
+
+    pub fn notifications(&self) -> Option<Notifications> {
+        self.session.vault().notifications.clone()
+    }
+
+    /// Replace any vault secret inside `text` (for text that leaves through other paths).
+    pub fn scrub(&self, text: &str) -> String {
+        self.session.vault().scrub(text)
+    }
+
+    pub fn stop_requested(&self) -> bool {
+        self.session.stop_requested()
+    }
+
+    /// Sleep until stopped or `timeout`; true when stopped.
+    pub fn wait_for_stop(&self, timeout: Duration) -> bool {
+        self.session.wait_for_stop(timeout)
+    }
+}
+
+/// The agent used until an LLM loop is plugged in: it says so and holds the worker until the
+/// session is stopped.
+pub fn idle_agent(runner: SessionRunner) -> AgentOutcome {
+    runner.log(
+        LogKind::System,
+        "no agent loop is built into this controller yet; the session holds its worker until it is stopped",
+        None,
+    );
+    while !runner.wait_for_stop(Duration::from_secs(3600)) {}
+    AgentOutcome::Stopped
+}

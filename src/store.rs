@@ -1,0 +1,492 @@
+//! The output directory: one folder per session, written as things happen.
+//!
+//! Layout (DESIGN §3): `session.json`, `log.jsonl`, `notes.json`, `report.md`,
+//! `conversation_log.json`, `files.json` (which file is a download, which generated),
+//! `screenshots/`, `files/`. Invariants: JSON state is replaced atomically (temp file, fsync,
+//! rename); an incoming file is staged under the session folder and renamed into `files/` only
+//! when complete, so a failed upload leaves nothing; names are sanitized and never overwrite.
+//! No other module builds paths inside the output directory.
+
+use crate::protocol::{FileKind, SessionRecord};
+use std::collections::BTreeMap;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub const SESSION_JSON: &str = "session.json";
+pub const LOG_JSONL: &str = "log.jsonl";
+pub const NOTES_JSON: &str = "notes.json";
+pub const REPORT_MD: &str = "report.md";
+pub const CONVERSATION_JSON: &str = "conversation_log.json";
+pub const FILES_JSON: &str = "files.json";
+pub const FILES_DIR: &str = "files";
+pub const SCREENSHOTS_DIR: &str = "screenshots";
+
+/// Names clients use for routes under `/files/`; a stored file may not take them.
+const ROUTE_NAMES: [&str; 1] = ["zip"];
+const MAX_NAME_BYTES: usize = 150;
+
+/// The root of all session folders.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    pub fn open(root: &Path) -> io::Result<Store> {
+        fs::create_dir_all(root)?;
+        Ok(Store { root: root.to_path_buf() })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Create a new, empty session folder; fails with `AlreadyExists` on a clash.
+    pub fn create_session_dir(&self, id: &str) -> io::Result<SessionDir> {
+        let dir = self.root.join(id);
+        fs::create_dir(&dir)?;
+        fs::create_dir(dir.join(FILES_DIR))?;
+        fs::create_dir(dir.join(SCREENSHOTS_DIR))?;
+        Ok(SessionDir { dir })
+    }
+
+    /// Every session folder with a readable `session.json`. Unreadable ones are reported and
+    /// skipped: one damaged folder must not keep the daemon from starting.
+    pub fn load_all(&self) -> io::Result<Vec<(SessionDir, SessionRecord)>> {
+        let mut out = Vec::new();
+        for entry in fs::read_dir(&self.root)? {
+            let entry = entry?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if !name.starts_with("sess_") || !entry.file_type()?.is_dir() {
+                continue;
+            }
+            let dir = SessionDir { dir: entry.path() };
+            match fs::read(dir.path(SESSION_JSON))
+                .map_err(|e| e.to_string())
+                .and_then(|b| serde_json::from_slice::<SessionRecord>(&b).map_err(|e| e.to_string()))
+            {
+                Ok(record) if record.session_id == name => out.push((dir, record)),
+                Ok(_) => log::warn!("skipping {name}: session.json names another session"),
+                Err(e) => log::warn!("skipping {name}: cannot load session.json: {e}"),
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// One session's folder.
+#[derive(Debug, Clone)]
+pub struct SessionDir {
+    dir: PathBuf,
+}
+
+impl SessionDir {
+    pub fn root(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.join(name)
+    }
+
+    pub fn write_json<T: serde::Serialize>(&self, name: &str, value: &T) -> io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(value).map_err(io::Error::other)?;
+        write_atomic(&self.path(name), &bytes)
+    }
+
+    pub fn write_text(&self, name: &str, text: &str) -> io::Result<()> {
+        write_atomic(&self.path(name), text.as_bytes())
+    }
+
+    pub fn read_text(&self, name: &str) -> io::Result<Option<String>> {
+        match fs::read_to_string(self.path(name)) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Append one line to `log.jsonl`; returns the byte offset the line starts at.
+    pub fn append_log_line(&self, line: &str) -> io::Result<u64> {
+        let mut file = OpenOptions::new().create(true).append(true).open(self.path(LOG_JSONL))?;
+        let offset = file.seek(SeekFrom::End(0))?;
+        let mut buf = Vec::with_capacity(line.len() + 1);
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+        file.write_all(&buf)?;
+        Ok(offset)
+    }
+
+    /// Byte offsets of every complete line of `log.jsonl` (a torn last line is ignored).
+    pub fn index_log(&self) -> io::Result<Vec<u64>> {
+        let file = match File::open(self.path(LOG_JSONL)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        let mut reader = BufReader::new(file);
+        let mut offsets = Vec::new();
+        let mut offset = 0u64;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 || line.last() != Some(&b'\n') {
+                break;
+            }
+            offsets.push(offset);
+            offset += n as u64;
+        }
+        Ok(offsets)
+    }
+
+    /// Up to `max` lines of `log.jsonl` starting at byte `from`.
+    pub fn read_log_lines(&self, from: u64, max: usize) -> io::Result<Vec<String>> {
+        let mut file = File::open(self.path(LOG_JSONL))?;
+        file.seek(SeekFrom::Start(from))?;
+        let mut out = Vec::new();
+        for line in BufReader::new(file).lines() {
+            if out.len() >= max {
+                break;
+            }
+            out.push(line?);
+        }
+        Ok(out)
+    }
+
+    pub fn files_dir(&self) -> PathBuf {
+        self.path(FILES_DIR)
+    }
+
+    pub fn screenshots_dir(&self) -> PathBuf {
+        self.path(SCREENSHOTS_DIR)
+    }
+
+    /// The file manifest: what is in `files/` and `screenshots/`, with kinds and sizes.
+    pub fn scan_files(&self) -> io::Result<FileIndex> {
+        let kinds: BTreeMap<String, FileKind> = match fs::read(self.path(FILES_JSON)) {
+            Ok(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => BTreeMap::new(),
+            Err(e) => return Err(e),
+        };
+        let mut index = FileIndex::default();
+        for (dir, default_kind) in
+            [(self.files_dir(), FileKind::Download), (self.screenshots_dir(), FileKind::Screenshot)]
+        {
+            let entries = match fs::read_dir(&dir) {
+                Ok(e) => e,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            for entry in entries {
+                let entry = entry?;
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+                let meta = entry.metadata()?;
+                if !meta.is_file() || name.starts_with('.') {
+                    continue;
+                }
+                let kind = if default_kind == FileKind::Screenshot {
+                    FileKind::Screenshot
+                } else {
+                    kinds.get(&name).copied().unwrap_or(FileKind::Download)
+                };
+                index.insert(name, kind, meta.len());
+            }
+        }
+        Ok(index)
+    }
+
+    pub fn save_file_kinds(&self, index: &FileIndex) -> io::Result<()> {
+        let kinds: BTreeMap<&str, FileKind> = index
+            .entries
+            .iter()
+            .filter(|(_, e)| e.kind != FileKind::Screenshot)
+            .map(|(n, e)| (n.as_str(), e.kind))
+            .collect();
+        self.write_json(FILES_JSON, &kinds)
+    }
+
+    /// Absolute path of a stored file, resolved strictly inside this session's folders.
+    pub fn file_path(&self, index: &FileIndex, name: &str) -> Option<PathBuf> {
+        let entry = index.entries.get(name)?;
+        let dir = if entry.kind == FileKind::Screenshot { self.screenshots_dir() } else { self.files_dir() };
+        Some(dir.join(name))
+    }
+
+    /// A staging file for an incoming upload, removed on drop unless committed.
+    pub fn stage(&self) -> io::Result<StagedFile> {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = self.path(&format!(".upload-{}-{n}.part", std::process::id()));
+        let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
+        Ok(StagedFile { path, file: Some(file), written: 0, committed: false })
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct FileInfo {
+    pub kind: FileKind,
+    pub size: u64,
+}
+
+/// In-memory view of a session's stored files.
+#[derive(Debug, Default, Clone)]
+pub struct FileIndex {
+    pub entries: BTreeMap<String, FileInfo>,
+    pub total_bytes: u64,
+}
+
+impl FileIndex {
+    pub fn insert(&mut self, name: String, kind: FileKind, size: u64) {
+        self.total_bytes += size;
+        if let Some(old) = self.entries.insert(name, FileInfo { kind, size }) {
+            self.total_bytes -= old.size;
+        }
+    }
+
+    /// Files that count against `max_files_per_session` (screenshots do not).
+    pub fn file_count(&self) -> usize {
+        self.entries.values().filter(|e| e.kind != FileKind::Screenshot).count()
+    }
+
+    /// `name`, or `name-2`, `name-3`… before the extension, whichever is free.
+    pub fn unique_name(&self, name: &str) -> String {
+        if !self.entries.contains_key(name) {
+            return name.to_string();
+        }
+        let (stem, ext) = split_ext(name);
+        (2..)
+            .map(|n| format!("{stem}-{n}{ext}"))
+            .find(|candidate| !self.entries.contains_key(candidate))
+            .unwrap_or_else(|| name.to_string())
+    }
+}
+
+fn split_ext(name: &str) -> (&str, &str) {
+    match name.rfind('.') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    }
+}
+
+/// Make any name from outside (model, worker, URL) safe as a single file name: no separators,
+/// no `..`, no control characters, no leading dots, bounded length, no Windows-reserved or
+/// route names. Never empty.
+pub fn sanitize_filename(raw: &str) -> String {
+    // Keep only the last path component, whichever separator the sender used.
+    let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
+    let mut name: String = base
+        .chars()
+        .map(|c| if c.is_control() || matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*') { '_' } else { c })
+        .collect();
+    name = name.trim().trim_start_matches('.').trim_end_matches(['.', ' ']).to_string();
+    if name.is_empty() {
+        name = "file".to_string();
+    }
+    if name.len() > MAX_NAME_BYTES {
+        let (stem, ext) = split_ext(&name);
+        let ext = if ext.len() <= 16 { ext } else { "" };
+        let mut cut = MAX_NAME_BYTES - ext.len();
+        while !stem.is_char_boundary(cut.min(stem.len())) {
+            cut -= 1;
+        }
+        name = format!("{}{ext}", &stem[..cut.min(stem.len())]);
+    }
+    let stem_upper = split_ext(&name).0.to_ascii_uppercase();
+    let reserved = matches!(stem_upper.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || (stem_upper.len() == 4
+            && (stem_upper.starts_with("COM") || stem_upper.starts_with("LPT"))
+            && stem_upper.as_bytes()[3].is_ascii_digit());
+    if reserved || ROUTE_NAMES.contains(&name.as_str()) {
+        name = format!("_{name}");
+    }
+    name
+}
+
+/// An upload in progress. Dropped without `commit`, it deletes itself.
+pub struct StagedFile {
+    path: PathBuf,
+    file: Option<File>,
+    written: u64,
+    committed: bool,
+}
+
+/// Why copying into a staged file stopped.
+#[derive(Debug)]
+pub enum StageError {
+    /// The source had more than `limit` bytes.
+    Limit,
+    Io(io::Error),
+}
+
+impl StagedFile {
+    /// Copy `src` in, refusing to go past `limit` bytes in total.
+    pub fn copy_from(&mut self, src: &mut dyn Read, limit: u64) -> Result<u64, StageError> {
+        let file = self.file.as_mut().ok_or_else(|| StageError::Io(io::Error::other("staged file already closed")))?;
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = match src.read(&mut buf) {
+                Ok(0) => return Ok(self.written),
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(StageError::Io(e)),
+            };
+            if self.written + n as u64 > limit {
+                return Err(StageError::Limit);
+            }
+            file.write_all(&buf[..n]).map_err(StageError::Io)?;
+            self.written += n as u64;
+        }
+    }
+
+    pub fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        let file = self.file.as_mut().ok_or_else(|| io::Error::other("staged file already closed"))?;
+        file.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    pub fn len(&self) -> u64 {
+        self.written
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.written == 0
+    }
+
+    /// fsync, then rename to `dest`. `dest` must not exist (names are made unique first).
+    pub fn commit(mut self, dest: &Path) -> io::Result<()> {
+        if let Some(file) = self.file.take() {
+            file.sync_all()?;
+        }
+        fs::rename(&self.path, dest)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for StagedFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            self.file.take();
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Replace `path` atomically: temp file beside it, fsync, rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
+    let tmp = path.with_file_name(format!(".{name}.tmp"));
+    let result = (|| {
+        let mut file = File::create(&tmp)?;
+        file.write_all(bytes)?;
+        file.sync_all()?;
+        fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Extensions whose content is already compressed: stored in zips as they are.
+fn already_compressed(name: &str) -> bool {
+    let ext = split_ext(name).1.to_ascii_lowercase();
+    matches!(
+        ext.as_str(),
+        ".pdf"
+            | ".png"
+            | ".jpg"
+            | ".jpeg"
+            | ".gif"
+            | ".webp"
+            | ".zip"
+            | ".gz"
+            | ".tgz"
+            | ".bz2"
+            | ".xz"
+            | ".zst"
+            | ".7z"
+            | ".rar"
+            | ".mp3"
+            | ".mp4"
+            | ".mkv"
+            | ".webm"
+            | ".avi"
+            | ".mov"
+            | ".docx"
+            | ".xlsx"
+            | ".pptx"
+            | ".odt"
+            | ".ods"
+            | ".jar"
+            | ".apk"
+            | ".woff"
+            | ".woff2"
+    )
+}
+
+/// Write a zip of `files` (name in archive, path on disk) to `out`, streaming: each file is
+/// copied through a fixed buffer, compressed media is stored, never held whole in memory.
+pub fn write_zip(files: &[(String, PathBuf)], out: impl Write) -> zip::result::ZipResult<()> {
+    use zip::CompressionMethod;
+    use zip::write::SimpleFileOptions;
+    let mut zip = zip::ZipWriter::new_stream(out);
+    for (name, path) in files {
+        let mut src = match File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue, // removed meanwhile
+            Err(e) => return Err(e.into()),
+        };
+        let size = src.metadata()?.len();
+        let method = if already_compressed(name) { CompressionMethod::Stored } else { CompressionMethod::Deflated };
+        let options = SimpleFileOptions::default()
+            .compression_method(method)
+            .large_file(size >= u32::MAX as u64)
+            .unix_permissions(0o644);
+        zip.start_file(name.as_str(), options)?;
+        io::copy(&mut src, &mut zip)?;
+    }
+    zip.finish()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_examples() {
+        assert_eq!(sanitize_filename("../x"), "x");
+        assert_eq!(sanitize_filename("/etc/passwd"), "passwd");
+        assert_eq!(sanitize_filename("a\\b"), "b");
+        assert_eq!(sanitize_filename("a\0b.txt"), "a_b.txt");
+        assert_eq!(sanitize_filename(".hidden"), "hidden");
+        assert_eq!(sanitize_filename(".."), "file");
+        assert_eq!(sanitize_filename(""), "file");
+        assert_eq!(sanitize_filename("CON"), "_CON");
+        assert_eq!(sanitize_filename("com1.txt"), "_com1.txt");
+        assert_eq!(sanitize_filename("zip"), "_zip");
+        assert_eq!(sanitize_filename("report.pdf"), "report.pdf");
+        let long = format!("{}.pdf", "a".repeat(300));
+        let s = sanitize_filename(&long);
+        assert!(s.len() <= MAX_NAME_BYTES && s.ends_with(".pdf"), "{s}");
+        let multi = "é".repeat(200);
+        assert!(sanitize_filename(&multi).len() <= MAX_NAME_BYTES);
+    }
+
+    #[test]
+    fn unique_names() {
+        let mut idx = FileIndex::default();
+        idx.insert("a.pdf".into(), FileKind::Download, 1);
+        idx.insert("a-2.pdf".into(), FileKind::Download, 1);
+        assert_eq!(idx.unique_name("a.pdf"), "a-3.pdf");
+        assert_eq!(idx.unique_name("b"), "b");
+        idx.insert("b".into(), FileKind::Download, 1);
+        assert_eq!(idx.unique_name("b"), "b-2");
+    }
+}

@@ -1,0 +1,204 @@
+//! The worker server's routes (DESIGN §5): register, long-poll for a command, post a result,
+//! upload a file, health.
+//!
+//! Seed-compatible: a worker that never sends `worker_id` is recognised by its address. The
+//! long poll is parked (see `http::Parker`), so it holds no handler thread. Uploads stream
+//! from the socket into a staged file with the session's limits applied as bytes arrive.
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::http::{self, Reply, query_param, split_url};
+use crate::hub::{Worker, WorkerHub};
+use crate::protocol::{
+    CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
+    WorkerSettings,
+};
+use crate::sessions::{self, SessionManager};
+use multipart2::server::Multipart;
+use serde_json::json;
+use std::io::Read;
+use std::net::IpAddr;
+use std::sync::Arc;
+use tiny_http::{Method, Request};
+
+const REGISTER_LIMIT: usize = 64 * 1024;
+const RESULT_LIMIT: usize = 32 * 1024 * 1024;
+const FIELD_LIMIT: u64 = 4096;
+
+pub struct WorkerApi {
+    pub config: Arc<Config>,
+    pub hub: Arc<WorkerHub>,
+    pub sessions: Arc<SessionManager>,
+}
+
+impl WorkerApi {
+    pub fn handle(&self, mut request: Request) {
+        let result = self.route(&mut request);
+        http::finish(request, result);
+    }
+
+    fn route(&self, request: &mut Request) -> Result<Reply, ApiError> {
+        let (segments, query) = split_url(request.url());
+        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+        if segs != ["health"] {
+            http::check_bearer(request, self.config.server.worker_token.expose())?;
+        }
+        let addr = request.remote_addr().map(|a| a.ip());
+        let worker_id = query_param(&query, "worker_id").map(str::to_string);
+        match (request.method(), segs.as_slice()) {
+            (Method::Get | Method::Head, ["health"]) => Ok(Reply::json(200, &json!({"status": "ok"}))),
+            (Method::Post, ["register"]) => self.register(request, addr),
+            (Method::Get, ["command"]) => {
+                let worker = self.worker(worker_id.as_deref(), addr)?;
+                let hub = Arc::clone(&self.hub);
+                Ok(Reply::Park(Box::new(move |request| hub.poll(&worker, request))))
+            }
+            (Method::Post, ["result"]) => {
+                let worker = self.worker(worker_id.as_deref(), addr)?;
+                let result: CommandResult = http::read_json(request, RESULT_LIMIT)?;
+                let id = result.id.clone();
+                if self.hub.post_result(&worker, result) {
+                    Ok(Reply::json(200, &json!({"success": true})))
+                } else {
+                    log::debug!("worker {}: ignored a result for {id}, which nobody waits for", worker.id);
+                    Ok(Reply::json(
+                        200,
+                        &json!({"success": true, "ignored": format!("no command {id} is waiting for a result")}),
+                    ))
+                }
+            }
+            (Method::Post, ["upload"]) => self.upload(request, worker_id.as_deref(), addr),
+            (_, ["health" | "register" | "command" | "result" | "upload"]) => {
+                Err(ApiError::MethodNotAllowed(format!("{} is not allowed on {}", request.method(), request.url())))
+            }
+            _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url()))),
+        }
+    }
+
+    fn worker(&self, worker_id: Option<&str>, addr: Option<IpAddr>) -> Result<Arc<Worker>, ApiError> {
+        self.hub.identify(worker_id, addr).ok_or_else(|| match worker_id {
+            Some(id) => ApiError::NotFound(format!("unknown worker_id {id:?}; POST /register first")),
+            None => ApiError::NotFound("unknown worker; POST /register first (or send worker_id)".into()),
+        })
+    }
+
+    fn register(&self, request: &mut Request, addr: Option<IpAddr>) -> Result<Reply, ApiError> {
+        let body: RegisterRequest = http::read_json(request, REGISTER_LIMIT)?;
+        let hostname = body.hostname.trim();
+        if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_control()) {
+            return Err(ApiError::BadRequest("`hostname` must be 1-255 printable characters".into()));
+        }
+        let worker = self.hub.register(&body, addr);
+        let c = &self.config;
+        Ok(Reply::json(
+            200,
+            &RegisterResponse {
+                success: true,
+                message: "registered".into(),
+                worker_id: worker.id.clone(),
+                config: WorkerSettings {
+                    browser: WorkerBrowserSettings {
+                        headless: c.browser.headless,
+                        viewport_width: c.browser.viewport_width,
+                        viewport_height: c.browser.viewport_height,
+                    },
+                    click_delay: c.exploration.click_delay,
+                    screenshot_delay: c.exploration.screenshot_delay,
+                },
+            },
+        ))
+    }
+
+    /// `POST /upload` (multipart: session_id, filename, file, command_id).
+    fn upload(&self, request: &mut Request, worker_id: Option<&str>, addr: Option<IpAddr>) -> Result<Reply, ApiError> {
+        let worker = self.worker(worker_id, addr)?;
+        self.hub.touch(&worker);
+        let serving = self.hub.serving(&worker).ok_or_else(|| {
+            ApiError::Conflict(format!("worker {} is not serving a session; nothing to upload to", worker.hostname))
+        })?;
+        let session = self.sessions.get(&serving)?;
+        let boundary = http::header_value(request, "Content-Type")
+            .and_then(|ct| {
+                let (kind, params) = ct.split_once(';')?;
+                if !kind.trim().eq_ignore_ascii_case("multipart/form-data") {
+                    return None;
+                }
+                params.split(';').find_map(|p| {
+                    let (k, v) = p.trim().split_once('=')?;
+                    k.eq_ignore_ascii_case("boundary").then(|| v.trim_matches('"').to_string())
+                })
+            })
+            .ok_or_else(|| ApiError::BadRequest("expected a multipart/form-data body with a boundary".into()))?;
+
+        let (allowance, per_file_binds) = session.upload_allowance()?;
+        // A declared length far beyond the allowance is refused before reading a byte.
+        if request.body_length().is_some_and(|n| n as u64 > allowance.saturating_add(64 * 1024)) {
+            return Err(sessions::stage_error(
+                crate::store::StageError::Limit,
+                per_file_binds,
+                &self.config,
+                &session.id,
+            ));
+        }
+
+        let mut multipart = Multipart::with_body(request.as_reader(), boundary);
+        let mut claimed_session: Option<String> = None;
+        let mut filename: Option<String> = None;
+        let mut part_filename: Option<String> = None;
+        let mut staged = None;
+        loop {
+            let field =
+                multipart.read_entry().map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
+            let Some(mut field) = field else { break };
+            let name = field.headers.name.to_string();
+            match name.as_str() {
+                "file" => {
+                    if staged.is_some() {
+                        return Err(ApiError::BadRequest("more than one `file` part".into()));
+                    }
+                    part_filename = field.headers.filename.clone();
+                    let mut file = session.stage()?;
+                    file.copy_from(&mut field.data, allowance)
+                        .map_err(|e| sessions::stage_error(e, per_file_binds, &self.config, &session.id))?;
+                    staged = Some(file);
+                }
+                "session_id" | "filename" | "command_id" => {
+                    let mut value = String::new();
+                    field
+                        .data
+                        .by_ref()
+                        .take(FIELD_LIMIT)
+                        .read_to_string(&mut value)
+                        .map_err(|e| ApiError::BadRequest(format!("bad `{name}` field: {e}")))?;
+                    match name.as_str() {
+                        "session_id" => claimed_session = Some(value.trim().to_string()),
+                        "filename" => filename = Some(value),
+                        _ => {}
+                    }
+                }
+                _ => {
+                    // Unknown parts are read past, bounded by the same allowance.
+                    std::io::copy(&mut field.data.by_ref().take(allowance), &mut std::io::sink())
+                        .map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
+                }
+            }
+        }
+        if let Some(claimed) = claimed_session.filter(|c| !c.is_empty()) {
+            if claimed != serving {
+                return Err(ApiError::Forbidden(format!(
+                    "worker {} serves session {serving}, not {claimed}",
+                    worker.hostname
+                )));
+            }
+        }
+        let staged = staged.ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
+        let wanted = filename.filter(|f| !f.trim().is_empty()).or(part_filename).unwrap_or_else(|| "download".into());
+        let entry = session.commit_file(staged, &wanted, FileKind::Download)?;
+        session.log(
+            LogKind::System,
+            &format!("worker uploaded {} ({} KB)", entry.filename, entry.size_kb),
+            Some(json!({"filename": entry.filename, "size_kb": entry.size_kb})),
+        );
+        Ok(Reply::json(200, &UploadResponse { success: true, stored_as: entry.filename, size_kb: entry.size_kb }))
+    }
+}

@@ -1,0 +1,199 @@
+//! The API server's routes, error shapes and auth.
+
+use crate::support::*;
+use serde_json::json;
+
+#[test]
+fn health_and_empty_lists() {
+    let dir = TempDir::new("health");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let c = d.client();
+    let h = c.get("/health");
+    assert_eq!(h.status, 200);
+    assert_eq!(h.header("content-type"), Some("application/json"));
+    let v = h.json();
+    assert_eq!(v["status"], "ok");
+    assert_eq!(v["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(v["workers"], 0);
+    assert_eq!(c.get("/sessions").json(), json!([]));
+    assert_eq!(c.get("/workers").json(), json!([]));
+}
+
+#[test]
+fn create_session_shapes_and_defaults() {
+    let dir = TempDir::new("create");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let c = d.client();
+    let r = c.post(
+        "/sessions",
+        &json!({"mode": "task", "target": "https://example.test/", "instruction": "Download all PDFs"}),
+    );
+    assert_eq!(r.status, 201, "{}", r.text());
+    let v = r.json();
+    let id = v["session_id"].as_str().unwrap().to_string();
+    assert!(id.starts_with("sess_") && id.len() == "sess_20261122_143022".len(), "{id}");
+    assert_eq!(v["status"], "waiting");
+    assert_eq!(v["type"], "browser");
+    assert_eq!(v["max_turns"], 200);
+    assert_eq!(v["options"], json!({"max_turns": 200, "auto_confirm": false}));
+    assert_eq!(v["confirmation_pending"], json!(null));
+    assert_eq!(v["usage"]["input_tokens"], 0);
+
+    // A second one in the same second gets a suffix; explore on a window title is an app session.
+    let id2 = create_session(
+        &c,
+        json!({"mode": "explore", "target": "Calculator", "goal": "map the UI", "options": {"max_turns": 7}}),
+    );
+    assert_ne!(id, id2);
+    let s2 = c.get(&format!("/sessions/{id2}")).json();
+    assert_eq!(s2["type"], "app");
+    assert_eq!(s2["max_turns"], 7);
+    assert_eq!(s2["goal"], "map the UI");
+
+    let list = c.get("/sessions").json();
+    let ids: Vec<&str> = list.as_array().unwrap().iter().map(|s| s["session_id"].as_str().unwrap()).collect();
+    assert_eq!(ids.len(), 2);
+    assert!(ids[0] >= ids[1], "newest first: {ids:?}");
+    for s in list.as_array().unwrap() {
+        for key in ["session_id", "status", "mode", "type", "target", "created_at", "turn"] {
+            assert!(s.get(key).is_some(), "{key} missing in {s}");
+        }
+    }
+    let health = c.get("/health").json();
+    assert_eq!(health["sessions"]["waiting"], 2);
+
+    // Files, notes, report, confirmation, log of a fresh session.
+    assert_eq!(c.get(&format!("/sessions/{id}/files")).json(), json!([]));
+    assert_eq!(c.get(&format!("/sessions/{id}/notes")).json(), json!([]));
+    assert_eq!(c.get(&format!("/sessions/{id}/report")).json(), json!({"report": ""}));
+    assert_eq!(c.get(&format!("/sessions/{id}/confirmation")).json(), json!({"pending": false}));
+    let log = c.get(&format!("/sessions/{id}/log")).json();
+    assert_eq!(log["entries"][0]["seq"], 1);
+    assert_eq!(log["entries"][0]["type"], "system");
+    assert!(log["next"].as_u64().unwrap() >= 1);
+
+    // Stop it: 200, then idempotent; the session is stopped on disk too.
+    let r = c.delete(&format!("/sessions/{id}"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.json(), json!({"stopped": true, "status": "stopped"}));
+    assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
+    let on_disk: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(&id).join("session.json")).unwrap()).unwrap();
+    assert_eq!(on_disk["status"], "stopped");
+}
+
+#[test]
+fn bad_input_gets_json_errors() {
+    let dir = TempDir::new("badinput");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let c = d.client();
+    let cases: Vec<(&[u8], &str)> = vec![
+        (b"{not json", "invalid JSON"),
+        (b"", "empty"),
+        (br#"{"mode":"task","target":"https://x.test"}"#, "instruction"),
+        (br#"{"mode":"fly","target":"x"}"#, "unknown variant"),
+        (br#"{"target":"x"}"#, "mode"),
+        (br#"{"mode":"explore","target":"   "}"#, "target"),
+        (br#"{"mode":"explore","target":"x","instuction":"typo"}"#, "instuction"),
+        (br#"{"mode":"explore","target":"x","options":{"max_turns":0}}"#, "max_turns"),
+        (br#"{"mode":"explore","target":"x","worker":"nobody"}"#, "nobody"),
+        (br#"{"mode":"explore","target":"x","credentials":{"username":"u"}}"#, "password"),
+        (br#"{"mode":"explore","target":"x","notifications":{"webhook":{"url":"ftp://x"}}}"#, "webhook"),
+        (br#"[1,2]"#, "invalid"),
+    ];
+    for (body, needle) in cases {
+        let r = c.post_raw("/sessions", "application/json", body);
+        assert_error(&r, 400, "bad_request");
+        let msg = r.json()["error"].as_str().unwrap().to_string();
+        assert!(msg.contains(needle), "{:?} -> {msg}", String::from_utf8_lossy(body));
+    }
+    // Oversized body.
+    let big = format!(r#"{{"mode":"explore","target":"x","goal":"{}"}}"#, "a".repeat(1024 * 1024 + 10));
+    assert_error(&c.post_raw("/sessions", "application/json", big.as_bytes()), 413, "too_large");
+    // Unknown session on every per-session route.
+    for path in ["", "/log", "/report", "/notes", "/files", "/files/zip", "/files/a.txt", "/confirmation"] {
+        assert_error(&c.get(&format!("/sessions/sess_19990101_000000{path}")), 404, "not_found");
+    }
+    assert_error(&c.delete("/sessions/nope"), 404, "not_found");
+    assert_error(
+        &c.post("/sessions/nope/confirmation", &json!({"confirmation_id": "conf_001", "approved": true})),
+        404,
+        "not_found",
+    );
+    // Unknown route and wrong method.
+    assert_error(&c.get("/nowhere"), 404, "not_found");
+    assert_error(&c.request("PUT", "/sessions", None, None), 405, "method_not_allowed");
+    // Bad query values.
+    let id = create_session(&c, json!({"mode": "explore", "target": "x"}));
+    assert_error(&c.get(&format!("/sessions/{id}/log?after=-1")), 400, "bad_request");
+    assert_error(&c.get(&format!("/sessions/{id}/log?wait=soon")), 400, "bad_request");
+    // No confirmation pending: 409; malformed answer: 400.
+    assert_error(
+        &c.post(&format!("/sessions/{id}/confirmation"), &json!({"confirmation_id": "conf_001", "approved": true})),
+        409,
+        "conflict",
+    );
+    assert_error(&c.post(&format!("/sessions/{id}/confirmation"), &json!({"approved": "yes"})), 400, "bad_request");
+    // Stopping an ended session that did not stop: 409 is covered in confirmations; here the
+    // daemon is still healthy after all of it.
+    assert_eq!(c.get("/health").status, 200);
+}
+
+#[test]
+fn api_auth_is_bearer_and_health_stays_open() {
+    let dir = TempDir::new("auth");
+    let mut config = test_config(dir.path());
+    config.server.api_token = agent_controller::vault::Secret::new("s3cret-api-token");
+    let d = TestDaemon::idle(config);
+    let authed = d.client();
+    let anon = authed.with_token(None);
+    let wrong = authed.with_token(Some("s3cret-api-tokeX"));
+    assert_eq!(anon.get("/health").status, 200);
+    for path in ["/sessions", "/workers", "/sessions/sess_x", "/sessions/sess_x/files/zip"] {
+        let r = anon.get(path);
+        assert_error(&r, 401, "unauthorized");
+        assert_eq!(r.header("www-authenticate"), Some("Bearer"));
+        assert_error(&wrong.get(path), 401, "unauthorized");
+    }
+    assert_error(&anon.post("/sessions", &json!({"mode": "explore", "target": "x"})), 401, "unauthorized");
+    assert_eq!(authed.get("/sessions").status, 200);
+    // The worker server does not accept the API token's absence as anything special: it has
+    // its own (empty here) token.
+    assert_eq!(d.worker_client().get("/health").status, 200);
+}
+
+#[test]
+fn log_long_poll_wakes_on_new_entries() {
+    let dir = TempDir::new("logwait");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    let _w = ScriptedWorker::start(&d.worker_client(), "logbox", &["browser"], false, |_| json!({"success": true}));
+    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    let (runner, done) = test_agent.next();
+    let next = c.get(&format!("/sessions/{id}/log")).json()["next"].as_u64().unwrap();
+    let c2 = c.clone();
+    let path = format!("/sessions/{id}/log?after={next}&wait=20");
+    let waiter = std::thread::spawn(move || {
+        let t = std::time::Instant::now();
+        (c2.get(&path).json(), t.elapsed())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    runner.log(agent_controller::protocol::LogKind::Assistant, "hello from the agent", Some(json!({"k": 1})));
+    let (page, elapsed) = waiter.join().unwrap();
+    assert!(elapsed < std::time::Duration::from_secs(5), "woke after {elapsed:?}");
+    assert_eq!(page["entries"][0]["text"], "hello from the agent");
+    assert_eq!(page["entries"][0]["type"], "assistant");
+    assert_eq!(page["entries"][0]["data"], json!({"k": 1}));
+    assert_eq!(page["entries"][0]["seq"], next + 1);
+    assert_eq!(page["next"], next + 1);
+    // A wait with nothing new times out with an empty page.
+    let t = std::time::Instant::now();
+    let empty = c.get(&format!("/sessions/{id}/log?after={}&wait=1", next + 1)).json();
+    assert!(t.elapsed() >= std::time::Duration::from_millis(900));
+    assert_eq!(empty, json!({"entries": [], "next": next + 1}));
+    done.send(agent_controller::runner::AgentOutcome::Finished { summary: "done".into() }).unwrap();
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["summary"], "done");
+    assert!(s["finished_at"].is_string());
+}

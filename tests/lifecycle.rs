@@ -1,0 +1,291 @@
+//! Start-up, shutdown, restart persistence, config errors, exposure, secrets.
+
+use crate::support::*;
+use agent_controller::protocol::LogKind;
+use agent_controller::runner::AgentOutcome;
+use serde_json::json;
+use std::io::BufReader;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn sessions_survive_a_restart_and_interrupted_ones_become_errors() {
+    let dir = TempDir::new("restart");
+    let (finished_id, running_id);
+    {
+        let (test_agent, agent) = TestAgent::new();
+        let d = TestDaemon::start(test_config(dir.path()), agent);
+        let c = d.client();
+        let _w1 = register(&d.worker_client(), json!({"hostname": "r1", "capabilities": ["browser"]}));
+        let _w2 = register(&d.worker_client(), json!({"hostname": "r2", "capabilities": ["browser"]}));
+        finished_id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "first"}));
+        let (runner, done) = test_agent.next();
+        runner.save_note(Some("Prices"), "A costs 1");
+        runner.write_report("# Report\nAll good.");
+        runner.write_conversation(&json!([{"role": "user", "content": "hi"}]));
+        runner.store_file("out.csv", b"a,b\n1,2\n", agent_controller::protocol::FileKind::Generated).unwrap();
+        runner.set_turn(3);
+        runner.log(LogKind::Assistant, "working", None);
+        done.send(AgentOutcome::Finished { summary: "all done".into() }).unwrap();
+        wait_status(&c, &finished_id, "finished");
+        running_id = create_session(&c, json!({"mode": "explore", "target": "https://y.test"}));
+        let _ = test_agent.next();
+        wait_status(&c, &running_id, "running");
+        // Simulate a crash: write nothing more, just drop the in-memory state. A graceful
+        // shutdown marks sessions itself, so fake the crash by rewriting the status on disk.
+        let mut d = d;
+        d.shutdown();
+        let path = dir.path().join(&running_id).join("session.json");
+        let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(v["status"], "error", "graceful shutdown marks active sessions");
+        assert_eq!(v["error"], "interrupted: the controller shut down");
+        v["status"] = json!("running");
+        v["error"] = json!(null);
+        std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    }
+    // A damaged folder does not stop start-up.
+    std::fs::create_dir_all(dir.path().join("sess_20000101_000000")).unwrap();
+    std::fs::write(dir.path().join("sess_20000101_000000/session.json"), b"{broken").unwrap();
+
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let c = d.client();
+    let list = c.get("/sessions").json();
+    assert_eq!(list.as_array().unwrap().len(), 2, "{list}");
+    let s = c.get(&format!("/sessions/{finished_id}")).json();
+    assert_eq!(s["status"], "finished");
+    assert_eq!(s["summary"], "all done");
+    assert_eq!(s["turn"], 3);
+    assert_eq!(s["files"], 1);
+    assert_eq!(c.get(&format!("/sessions/{finished_id}/report")).json()["report"], "# Report\nAll good.");
+    let notes = c.get(&format!("/sessions/{finished_id}/notes")).json();
+    assert_eq!(notes[0]["title"], "Prices");
+    assert_eq!(notes[0]["content"], "A costs 1");
+    assert_eq!(c.get(&format!("/sessions/{finished_id}/files/out.csv")).text(), "a,b\n1,2\n");
+    assert_eq!(c.get(&format!("/sessions/{finished_id}/files")).json()[0]["type"], "generated");
+    let log = c.get(&format!("/sessions/{finished_id}/log")).json();
+    assert!(log["entries"].as_array().unwrap().iter().any(|e| e["text"] == "working"));
+    let conv: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join(&finished_id).join("conversation_log.json")).unwrap())
+            .unwrap();
+    assert_eq!(conv[0]["content"], "hi");
+
+    let s = c.get(&format!("/sessions/{running_id}")).json();
+    assert_eq!(s["status"], "error");
+    assert_eq!(s["error"], "interrupted by controller restart");
+    let log = c.get(&format!("/sessions/{running_id}/log")).json();
+    let last = log["entries"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["type"], "error");
+    // New sessions still get unique ids next to the old ones.
+    let new_id = create_session(&c, json!({"mode": "explore", "target": "z"}));
+    assert_ne!(new_id, finished_id);
+}
+
+#[test]
+fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
+    let dir = TempDir::new("sigterm");
+    let mut child = Command::new(binary())
+        .args(["serve", "--api-port", "0", "--worker-port", "0"])
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let c = Client { base: api, token: None };
+    let w = Client { base: worker, token: None };
+    let worker_id = register(&w, json!({"hostname": "h", "capabilities": ["browser"]}));
+    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    wait_status(&c, &id, "running");
+    // A parked worker poll and a parked log poll must both be answered by the shutdown.
+    let w2 = w.clone();
+    let poll = std::thread::spawn(move || w2.get(&format!("/command?worker_id={worker_id}")));
+    let c2 = c.clone();
+    let next = c.get(&format!("/sessions/{id}/log")).json()["next"].as_u64().unwrap();
+    let log_poll = std::thread::spawn(move || c2.get(&format!("/sessions/{id}/log?after={next}&wait=30")));
+    std::thread::sleep(Duration::from_millis(300));
+    let t = Instant::now();
+    unsafe_kill(child.id(), "TERM");
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(t.elapsed() < Duration::from_secs(2), "did not exit within 2 s");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success(), "{status:?}");
+    assert_eq!(poll.join().unwrap().json(), json!({"action": "wait"}));
+    assert_eq!(log_poll.join().unwrap().status, 200);
+    let sess = std::fs::read_dir(dir.path().join("output")).unwrap().next().unwrap().unwrap().path();
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(sess.join("session.json")).unwrap()).unwrap();
+    assert_eq!(v["status"], "error");
+    assert_eq!(v["error"], "interrupted: the controller shut down");
+}
+
+fn unsafe_kill(pid: u32, sig: &str) {
+    let ok = Command::new("kill").args([&format!("-{sig}"), &pid.to_string()]).status().unwrap().success();
+    assert!(ok);
+}
+
+fn run_binary(dir: &std::path::Path, args: &[&str], env: &[(&str, &str)]) -> (i32, String) {
+    let mut cmd = Command::new(binary());
+    cmd.args(args).current_dir(dir).stdout(Stdio::null()).stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap();
+    (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn config_errors_name_the_key_and_exit_2() {
+    let dir = TempDir::new("configerr");
+    let cases = [
+        ("server:\n  api_prot: 5900\n", "api_prot"),
+        ("server:\n  api_port: lots\n", "server.api_port"),
+        ("logging:\n  level: loud\n", "logging.level"),
+        ("api:\n  provider: acme\n", "api.provider"),
+        ("surprise: true\n", "surprise"),
+        ("server:\n  long_poll_s: 0\n", "server.long_poll_s"),
+    ];
+    for (yaml, key) in cases {
+        std::fs::write(dir.path().join("bad.yaml"), yaml).unwrap();
+        let (code, stderr) = run_binary(dir.path(), &["--config", "bad.yaml"], &[]);
+        assert_eq!(code, 2, "{yaml:?}: {stderr}");
+        assert!(stderr.contains(key), "{yaml:?}: {stderr}");
+        assert_eq!(stderr.lines().count(), 1, "one clear line, no trace: {stderr}");
+    }
+    let (code, stderr) = run_binary(dir.path(), &["--config", "missing.yaml"], &[]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("missing.yaml"), "{stderr}");
+    let (code, stderr) = run_binary(dir.path(), &["--api-port", "notaport"], &[]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, _) = run_binary(dir.path(), &["frobnicate"], &[]);
+    assert_eq!(code, 2);
+}
+
+#[test]
+fn non_loopback_without_tokens_refuses_to_start() {
+    let dir = TempDir::new("exposed");
+    let (code, stderr) = run_binary(dir.path(), &["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"], &[]);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("api_token") && stderr.contains("--insecure"), "{stderr}");
+    // With a token from the environment it starts (then we stop it).
+    let mut child = Command::new(binary())
+        .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"])
+        .env("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (api, _, lines) = read_bound_addresses(&mut stderr);
+    let port = api.rsplit(':').next().unwrap();
+    let c = Client { base: format!("http://127.0.0.1:{port}"), token: None };
+    assert_error(&c.get("/sessions"), 401, "unauthorized");
+    assert_eq!(c.with_token(Some("tok-from-env-123")).get("/sessions").status, 200);
+    assert!(!lines.concat().contains("tok-from-env-123"));
+    unsafe_kill(child.id(), "INT");
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn planted_secrets_never_reach_disk_logs_or_responses() {
+    let dir = TempDir::new("secrets");
+    let log_file = dir.path().join("daemon.log");
+    let mut config = test_config(&dir.path().join("out"));
+    config.logging.file = log_file.to_string_lossy().into_owned();
+    config.api.api_key = agent_controller::vault::Secret::new("sk-ant-PLANTED-API-KEY");
+    let password = "PLANTED-pa55w0rd-xyz";
+    let bot_token = "123456:PLANTED-BOT-TOKEN";
+    let hook_query = "token=PLANTED-HOOK-SECRET";
+    let (test_agent, agent) = TestAgent::new();
+    // The log file is written by the binary's logger; in-process we check what the library
+    // returns and writes, and run the binary separately below for its log.
+    let d = TestDaemon::start(config, agent);
+    let c = d.client();
+    let _ = register(&d.worker_client(), json!({"hostname": "s", "capabilities": ["browser"]}));
+    let r = c.post(
+        "/sessions",
+        &json!({
+            "mode": "explore", "target": "https://x.test",
+            "credentials": {"username": "alice", "password": password},
+            "notifications": {"telegram": {"bot_token": bot_token, "chat_id": "42"},
+                              "webhook": {"url": format!("https://hooks.test/x?{hook_query}"), "method": "POST"}}
+        }),
+    );
+    assert_eq!(r.status, 201);
+    let mut responses = r.text();
+    let id = r.json()["session_id"].as_str().unwrap().to_string();
+    let (runner, done) = test_agent.next();
+    // The agent can read the password from the vault (to type it on the worker)…
+    assert_eq!(runner.credentials().unwrap().password.expose(), password);
+    // …and anything it echoes back is scrubbed before it lands.
+    runner.log(LogKind::Tool, &format!("typing {password}"), Some(json!({"value": password, "hook": hook_query})));
+    runner.save_note(None, &format!("bot {bot_token}"));
+    runner.write_report(&format!("report with {password}"));
+    runner.write_conversation(&json!([{"content": format!("pw {password} token {bot_token}")}]));
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!(s["has_credentials"], true);
+    assert_eq!(s["notifications"], json!({"telegram": true, "webhook": true}));
+    for path in ["", "/log", "/notes", "/report", "/files"] {
+        responses.push_str(&c.get(&format!("/sessions/{id}{path}")).text());
+    }
+    responses.push_str(&c.get("/sessions").text());
+    done.send(AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &id, "finished");
+    drop(d);
+    let planted = [password, bot_token, hook_query, "PLANTED-HOOK-SECRET", "sk-ant-PLANTED-API-KEY"];
+    for (path, bytes) in all_files(dir.path()) {
+        let text = String::from_utf8_lossy(&bytes);
+        for p in planted {
+            assert!(!text.contains(p), "{p} found in {path:?}");
+        }
+    }
+    for p in planted {
+        assert!(!responses.contains(p), "{p} found in an API response");
+    }
+    assert!(responses.contains("[redacted]"), "echoed secrets are replaced, not dropped silently");
+}
+
+#[test]
+fn daemon_log_never_shows_tokens() {
+    let dir = TempDir::new("daemonlog");
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        "logging:\n  level: trace\n  file: daemon.log\nserver:\n  api_port: 0\n  worker_port: 0\n",
+    )
+    .unwrap();
+    let mut child = Command::new(binary())
+        .current_dir(dir.path())
+        .env("AGENT_CONTROLLER_TOKEN", "PLANTED-API-TOKEN-1")
+        .env("AGENT_CONTROLLER_WORKER_TOKEN", "PLANTED-WORKER-TOKEN-2")
+        .env("ANTHROPIC_API_KEY", "sk-ant-PLANTED-3")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (api, worker, mut lines) = read_bound_addresses(&mut stderr);
+    let c = Client { base: api, token: Some("PLANTED-API-TOKEN-1".into()) };
+    let w = Client { base: worker, token: Some("PLANTED-WORKER-TOKEN-2".into()) };
+    register(&w, json!({"hostname": "l", "capabilities": ["browser"]}));
+    let id = create_session(
+        &c,
+        json!({"mode": "explore", "target": "https://x.test", "credentials": {"username": "u", "password": "PLANTED-PASSWORD-4"}}),
+    );
+    wait_status(&c, &id, "running");
+    assert_error(&c.with_token(Some("wrong")).get("/sessions"), 401, "unauthorized");
+    c.delete(&format!("/sessions/{id}"));
+    unsafe_kill(child.id(), "TERM");
+    assert!(child.wait().unwrap().success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    lines.push(rest);
+    let all = format!("{}{}", lines.concat(), std::fs::read_to_string(dir.path().join("daemon.log")).unwrap());
+    assert!(all.contains("created"), "the log file has content: {all}");
+    for p in ["PLANTED-API-TOKEN-1", "PLANTED-WORKER-TOKEN-2", "sk-ant-PLANTED-3", "PLANTED-PASSWORD-4"] {
+        assert!(!all.contains(p), "{p} in daemon log");
+    }
+    for (path, bytes) in all_files(&dir.path().join("output")) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("PLANTED"), "secret in {path:?}");
+    }
+}

@@ -1,0 +1,386 @@
+//! Test support: the real daemon on port 0 in-process, an HTTP client, scripted workers, a
+//! test-driven agent, temp dirs, and the built binary for signal and config tests.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use agent_controller::config::Config;
+use agent_controller::daemon::Daemon;
+use agent_controller::runner::{AgentOutcome, SessionRunner};
+use agent_controller::sessions::AgentFn;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// A directory removed when dropped.
+pub struct TempDir(pub PathBuf);
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let dir = std::env::temp_dir().join(format!(
+            "ac-test-{tag}-{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub fn test_config(dir: &Path) -> Config {
+    let mut c = Config::default();
+    c.server.api_port = 0;
+    c.server.worker_port = 0;
+    c.output.dir = dir.to_path_buf();
+    c
+}
+
+/// The daemon running in this process; shut down on drop.
+pub struct TestDaemon {
+    pub daemon: Option<Daemon>,
+    pub api: String,
+    pub worker: String,
+    pub api_token: Option<String>,
+    pub worker_token: Option<String>,
+}
+
+impl TestDaemon {
+    pub fn start(config: Config, agent: AgentFn) -> TestDaemon {
+        let api_token = Some(config.server.api_token.expose().to_string()).filter(|t| !t.is_empty());
+        let worker_token = Some(config.server.worker_token.expose().to_string()).filter(|t| !t.is_empty());
+        let daemon = Daemon::start(config, agent).expect("daemon starts");
+        TestDaemon {
+            api: format!("http://{}", daemon.api_addr()),
+            worker: format!("http://{}", daemon.worker_addr()),
+            daemon: Some(daemon),
+            api_token,
+            worker_token,
+        }
+    }
+
+    pub fn idle(config: Config) -> TestDaemon {
+        TestDaemon::start(config, Arc::new(agent_controller::runner::idle_agent))
+    }
+
+    pub fn client(&self) -> Client {
+        Client { base: self.api.clone(), token: self.api_token.clone() }
+    }
+
+    pub fn worker_client(&self) -> Client {
+        Client { base: self.worker.clone(), token: self.worker_token.clone() }
+    }
+
+    pub fn shutdown(&mut self) {
+        if let Some(d) = self.daemon.take() {
+            d.shutdown();
+        }
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_global(Some(Duration::from_secs(60)))
+        .build()
+        .into()
+}
+
+/// A JSON client for one server.
+#[derive(Clone)]
+pub struct Client {
+    pub base: String,
+    pub token: Option<String>,
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Reply {
+    pub fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", String::from_utf8_lossy(&self.body)))
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+}
+
+impl Client {
+    pub fn with_token(&self, token: Option<&str>) -> Client {
+        Client { base: self.base.clone(), token: token.map(str::to_string) }
+    }
+
+    pub fn request(&self, method: &str, path: &str, content_type: Option<&str>, body: Option<Vec<u8>>) -> Reply {
+        let url = format!("{}{}", self.base, path);
+        let mut builder = ureq::http::Request::builder().method(method).uri(&url);
+        if let Some(t) = &self.token {
+            builder = builder.header("Authorization", format!("Bearer {t}"));
+        }
+        if let Some(ct) = content_type {
+            builder = builder.header("Content-Type", ct);
+        }
+        let agent = agent();
+        let result = match body {
+            Some(b) => agent.run(builder.body(b).unwrap()),
+            None => agent.run(builder.body(()).unwrap()),
+        };
+        let mut resp = result.unwrap_or_else(|e| panic!("{method} {url}: {e}"));
+        let status = resp.status().as_u16();
+        let headers =
+            resp.headers().iter().map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string())).collect();
+        let body = resp.body_mut().with_config().limit(1 << 34).read_to_vec().unwrap();
+        Reply { status, headers, body }
+    }
+
+    pub fn get(&self, path: &str) -> Reply {
+        self.request("GET", path, None, None)
+    }
+    pub fn delete(&self, path: &str) -> Reply {
+        self.request("DELETE", path, None, None)
+    }
+    pub fn post(&self, path: &str, body: &Value) -> Reply {
+        self.request("POST", path, Some("application/json"), Some(serde_json::to_vec(body).unwrap()))
+    }
+    pub fn post_raw(&self, path: &str, content_type: &str, body: &[u8]) -> Reply {
+        self.request("POST", path, Some(content_type), Some(body.to_vec()))
+    }
+}
+
+/// Assert the standard error shape and return the code.
+pub fn assert_error(reply: &Reply, status: u16, code: &str) {
+    assert_eq!(reply.status, status, "body: {}", reply.text());
+    let v = reply.json();
+    assert_eq!(v["code"], code, "body: {v}");
+    assert!(v["error"].as_str().is_some_and(|s| !s.is_empty()), "error message missing: {v}");
+}
+
+/// Poll `f` until it returns Some, or panic after `timeout`.
+pub fn wait_until<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        if Instant::now() > deadline {
+            panic!("timed out waiting for {what}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+pub fn wait_status(client: &Client, id: &str, status: &str) -> Value {
+    wait_until(Duration::from_secs(10), &format!("{id} to be {status}"), || {
+        let s = client.get(&format!("/sessions/{id}")).json();
+        (s["status"] == status).then_some(s)
+    })
+}
+
+pub fn create_session(client: &Client, body: Value) -> String {
+    let r = client.post("/sessions", &body);
+    assert_eq!(r.status, 201, "{}", r.text());
+    r.json()["session_id"].as_str().unwrap().to_string()
+}
+
+// ----- workers --------------------------------------------------------------------------------
+
+/// Register a worker with the given body; returns its worker_id.
+pub fn register(worker: &Client, body: Value) -> String {
+    let r = worker.post("/register", &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json();
+    assert_eq!(v["success"], true);
+    v["worker_id"].as_str().unwrap().to_string()
+}
+
+/// A scripted worker on its own thread: long-polls and answers each command with `respond`.
+pub struct ScriptedWorker {
+    pub worker_id: String,
+    pub seen: Arc<Mutex<Vec<Value>>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ScriptedWorker {
+    /// `seed_shape`: register with has_playwright and never send worker_id, as the seed did.
+    pub fn start(
+        worker: &Client,
+        hostname: &str,
+        capabilities: &[&str],
+        seed_shape: bool,
+        respond: impl Fn(&Value) -> Value + Send + 'static,
+    ) -> ScriptedWorker {
+        let body = if seed_shape {
+            json!({"hostname": hostname, "has_playwright": true, "has_pywinauto": false})
+        } else {
+            json!({"hostname": hostname, "capabilities": capabilities})
+        };
+        let worker_id = register(worker, body);
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (client, id, seen2, stop2) = (worker.clone(), worker_id.clone(), Arc::clone(&seen), Arc::clone(&stop));
+        let handle = std::thread::spawn(move || {
+            let path = if seed_shape { "/command".to_string() } else { format!("/command?worker_id={id}") };
+            let result_path = if seed_shape { "/result".to_string() } else { format!("/result?worker_id={id}") };
+            while !stop2.load(Ordering::Acquire) {
+                let r = client.get(&path);
+                if r.status != 200 {
+                    std::thread::sleep(Duration::from_millis(20));
+                    continue;
+                }
+                let cmd = r.json();
+                match cmd["action"].as_str() {
+                    Some("wait") => continue,
+                    Some("shutdown") | None => break,
+                    Some(_) => {
+                        seen2.lock().unwrap().push(cmd.clone());
+                        let mut result = respond(&cmd);
+                        result["id"] = cmd["id"].clone();
+                        let r = client.post(&result_path, &result);
+                        assert_eq!(r.status, 200, "{}", r.text());
+                    }
+                }
+            }
+        });
+        ScriptedWorker { worker_id, seen, stop, handle: Some(handle) }
+    }
+}
+
+impl Drop for ScriptedWorker {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // The thread ends at its next poll answer (at most long_poll_s) or at daemon shutdown.
+        if let Some(h) = self.handle.take() {
+            if h.is_finished() {
+                let _ = h.join();
+            }
+        }
+    }
+}
+
+// ----- a test acting as the agent ----------------------------------------------------------------
+
+/// Hands each session's runner to the test; the session runs until the test sends its outcome.
+pub struct TestAgent {
+    runners: crossbeam_channel::Receiver<(SessionRunner, crossbeam_channel::Sender<AgentOutcome>)>,
+}
+
+impl TestAgent {
+    pub fn new() -> (TestAgent, AgentFn) {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let agent: AgentFn = Arc::new(move |runner: SessionRunner| {
+            let (done_tx, done_rx) = crossbeam_channel::bounded(1);
+            let stop_probe = runner.clone();
+            if tx.send((runner, done_tx)).is_err() {
+                return AgentOutcome::Failed("test agent gone".into());
+            }
+            // Until the test decides, behave like an agent that honours stops.
+            loop {
+                if let Ok(outcome) = done_rx.recv_timeout(Duration::from_millis(20)) {
+                    return outcome;
+                }
+                if stop_probe.stop_requested() {
+                    return AgentOutcome::Stopped;
+                }
+            }
+        });
+        (TestAgent { runners: rx }, agent)
+    }
+
+    /// The next session's runner, once it has a worker.
+    pub fn next(&self) -> (SessionRunner, crossbeam_channel::Sender<AgentOutcome>) {
+        self.runners.recv_timeout(Duration::from_secs(10)).expect("a session reached the agent")
+    }
+}
+
+// ----- the built binary ----------------------------------------------------------------------------
+
+pub fn binary() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agent-controller"))
+}
+
+/// Read the child's stderr until both "listening on" lines appear; returns (api, worker) URLs
+/// and the lines read so far.
+pub fn read_bound_addresses(stderr: &mut impl std::io::BufRead) -> (String, String, Vec<String>) {
+    let mut api = None;
+    let mut worker = None;
+    let mut lines = Vec::new();
+    let mut line = String::new();
+    while api.is_none() || worker.is_none() {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            panic!("daemon exited early: {lines:?}");
+        }
+        if let Some(rest) = line.split("API server listening on ").nth(1) {
+            api = Some(rest.trim().to_string());
+        }
+        if let Some(rest) = line.split("worker server listening on ").nth(1) {
+            worker = Some(rest.trim().to_string());
+        }
+        lines.push(line.clone());
+    }
+    (api.unwrap(), worker.unwrap(), lines)
+}
+
+/// Build a multipart body from (name, filename?, bytes) parts.
+pub fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "----actestboundary7MA4YWxkTrZu0gW";
+    let mut body = Vec::new();
+    for (name, filename, data) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\n").as_bytes());
+        match filename {
+            Some(f) => body.extend_from_slice(
+                format!(
+                    "Content-Disposition: form-data; name=\"{name}\"; filename=\"{f}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
+                )
+                .as_bytes(),
+            ),
+            None => body.extend_from_slice(format!("Content-Disposition: form-data; name=\"{name}\"\r\n\r\n").as_bytes()),
+        }
+        body.extend_from_slice(data);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Every file under `dir`, recursively, with its bytes.
+pub fn all_files(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, bytes));
+            }
+        }
+    }
+    out
+}

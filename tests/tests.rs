@@ -1,0 +1,11 @@
+//! One integration test binary (faster links): the real daemon on port 0, over HTTP.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+mod api;
+mod confirmations;
+mod files;
+mod lifecycle;
+mod workers;

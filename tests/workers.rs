@@ -1,0 +1,295 @@
+//! The worker protocol: registration (seed shape too), long poll, results, leases,
+//! disconnects, auth.
+
+use crate::support::*;
+use agent_controller::hub::CommandError;
+use agent_controller::runner::AgentOutcome;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
+
+#[test]
+fn seed_shaped_worker_runs_commands_unchanged() {
+    let dir = TempDir::new("seedworker");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    // The seed's register body, and its reply shape.
+    let r = d
+        .worker_client()
+        .post("/register", &json!({"hostname": "OFFICE-PC-01", "has_pywinauto": false, "has_playwright": true}));
+    let v = r.json();
+    assert_eq!(v["success"], true);
+    assert_eq!(v["message"], "registered");
+    assert_eq!(v["config"]["browser"]["viewport_width"], 1280);
+    assert_eq!(v["config"]["click_delay"], 1.0);
+    let w = ScriptedWorker::start(
+        &d.worker_client(),
+        "OFFICE-PC-01",
+        &[],
+        true,
+        |cmd| json!({"success": true, "data": {"echo": cmd["params"].clone(), "action": cmd["action"].clone()}}),
+    );
+    let workers = c.get("/workers").json();
+    assert_eq!(workers.as_array().unwrap().len(), 1, "re-registering the same hostname resumes: {workers}");
+    assert_eq!(workers[0]["hostname"], "OFFICE-PC-01");
+    assert_eq!(workers[0]["capabilities"], json!(["browser"]));
+    assert_eq!(workers[0]["connected"], true);
+
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (runner, done) = test_agent.next();
+    assert_eq!(runner.session_id(), id);
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!(s["status"], "running");
+    assert_eq!(s["worker"], "OFFICE-PC-01");
+    assert_eq!(c.get("/workers").json()[0]["session_id"], id.as_str());
+
+    let out =
+        runner.worker_command("browser_navigate", json!({"url": "https://x.test/a"}), Duration::from_secs(10)).unwrap();
+    assert_eq!(out, json!({"echo": {"url": "https://x.test/a"}, "action": "browser_navigate"}));
+    let seen = w.seen.lock().unwrap().clone();
+    assert_eq!(seen[0]["session_id"], id.as_str());
+    assert!(seen[0]["id"].as_str().unwrap().starts_with("cmd_"));
+    done.send(AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &id, "finished");
+    // The lease ends with the session.
+    wait_until(Duration::from_secs(5), "lease released", || {
+        c.get("/workers").json()[0]["session_id"].is_null().then_some(())
+    });
+}
+
+#[test]
+fn worker_failure_and_unknown_result_ids() {
+    let dir = TempDir::new("workerfail");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _w = ScriptedWorker::start(&d.worker_client(), "sh1", &["shell"], false, |cmd| {
+        if cmd["action"] == "run_command" {
+            json!({"success": false, "error": "no element matches `#buy`"})
+        } else {
+            json!({"success": true})
+        }
+    });
+    let id = create_session(&d.client(), json!({"mode": "task", "type": "shell", "target": "box", "instruction": "x"}));
+    let (runner, done) = test_agent.next();
+    let err = runner.worker_command("run_command", json!({"command": "ls"}), Duration::from_secs(10)).unwrap_err();
+    assert_eq!(err, CommandError::Failed("no element matches `#buy`".into()));
+    // A stray result is acknowledged but ignored.
+    let r = d.worker_client().post("/result", &json!({"id": "cmd_9999", "success": true}));
+    assert_eq!(r.status, 200);
+    assert!(r.json()["ignored"].is_string());
+    // Malformed results are 400s with the JSON error shape.
+    assert_error(&d.worker_client().post_raw("/result", "application/json", b"{\"id\":"), 400, "bad_request");
+    done.send(AgentOutcome::Failed("gave up".into())).unwrap();
+    let s = wait_status(&d.client(), &id, "error");
+    assert_eq!(s["error"], "gave up");
+}
+
+/// A raw long poll: send the request, return when the response head arrives.
+fn raw_poll(addr: &str, worker_id: &str) -> (Value, Instant) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_nodelay(true).unwrap();
+    write!(s, "GET /command?worker_id={worker_id} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(s);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    let arrived = Instant::now();
+    let mut len = 0;
+    loop {
+        line.clear();
+        reader.read_line(&mut line).unwrap();
+        if line == "\r\n" {
+            break;
+        }
+        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+            len = v.trim().parse().unwrap();
+        }
+    }
+    let mut body = vec![0; len];
+    reader.read_exact(&mut body).unwrap();
+    (serde_json::from_slice(&body).unwrap(), arrived)
+}
+
+#[test]
+fn command_reaches_a_parked_poll_within_a_millisecond() {
+    let dir = TempDir::new("latency");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let worker_id = register(&d.worker_client(), json!({"hostname": "fast", "capabilities": ["browser"]}));
+    let addr = d.worker.trim_start_matches("http://").to_string();
+    let id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
+    let (runner, _done) = test_agent.next();
+    let mut latencies = Vec::new();
+    for i in 0..30 {
+        let (a, w) = (addr.clone(), worker_id.clone());
+        let poller = std::thread::spawn(move || raw_poll(&a, &w));
+        // Let the poll park first.
+        std::thread::sleep(Duration::from_millis(30));
+        let r = runner.clone();
+        let sender = std::thread::spawn(move || {
+            let t0 = Instant::now();
+            let res = r.worker_command("browser_get_page_info", json!({"i": i}), Duration::from_secs(10));
+            (t0, res)
+        });
+        let (cmd, arrived) = poller.join().unwrap();
+        assert_eq!(cmd["params"]["i"], i);
+        assert_eq!(cmd["session_id"], id.as_str());
+        // Answer so the sender returns.
+        let r = d.worker_client().post(
+            &format!("/result?worker_id={worker_id}"),
+            &json!({"id": cmd["id"], "success": true, "data": {"i": i}}),
+        );
+        assert_eq!(r.status, 200);
+        let (t0, res) = sender.join().unwrap();
+        assert_eq!(res.unwrap(), json!({"i": i}));
+        latencies.push(arrived.saturating_duration_since(t0));
+    }
+    latencies.sort();
+    let median = latencies[latencies.len() / 2];
+    eprintln!("command delivery to a parked poll: median {median:?}, max {:?}", latencies.last().unwrap());
+    assert!(median < Duration::from_millis(1), "median delivery {median:?}");
+}
+
+#[test]
+fn silent_worker_is_disconnected_and_its_waiting_command_fails() {
+    let dir = TempDir::new("disconnect");
+    let mut config = test_config(dir.path());
+    config.server.worker_timeout_s = 1;
+    config.server.long_poll_s = 1;
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let c = d.client();
+    // Registers, never polls.
+    let worker_id = register(&d.worker_client(), json!({"hostname": "ghost", "capabilities": ["browser"]}));
+    let _id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    let (runner, _done) = test_agent.next();
+    let t = Instant::now();
+    let err = runner.worker_command("browser_screenshot", json!({}), Duration::from_secs(30)).unwrap_err();
+    let waited = t.elapsed();
+    match &err {
+        CommandError::Disconnected(msg) => assert!(msg.contains("ghost") && msg.contains("disconnected"), "{msg}"),
+        other => panic!("expected a disconnect, got {other:?}"),
+    }
+    assert!(waited < Duration::from_secs(5), "failed after {waited:?}, not at once");
+    let workers = c.get("/workers").json();
+    assert_eq!(workers[0]["connected"], false);
+    assert_eq!(c.get("/health").json()["workers"], 0);
+    // While disconnected, a command fails at once with a clear message.
+    let t = Instant::now();
+    let err = runner.worker_command("browser_screenshot", json!({}), Duration::from_secs(30)).unwrap_err();
+    assert!(t.elapsed() < Duration::from_millis(200));
+    assert!(err.to_string().contains("disconnected"), "{err}");
+    // Polling again reconnects it; the next command goes through.
+    let addr = d.worker.trim_start_matches("http://").to_string();
+    let w = worker_id.clone();
+    let poller = std::thread::spawn(move || raw_poll(&addr, &w));
+    wait_until(Duration::from_secs(5), "reconnect", || {
+        (c.get("/workers").json()[0]["connected"] == true).then_some(())
+    });
+    let r = runner.clone();
+    let sender = std::thread::spawn(move || r.worker_command("browser_back", json!({}), Duration::from_secs(10)));
+    let (cmd, _) = poller.join().unwrap();
+    let reply = d
+        .worker_client()
+        .post(&format!("/result?worker_id={worker_id}"), &json!({"id": cmd["id"], "success": true, "data": "ok"}));
+    assert_eq!(reply.status, 200);
+    assert_eq!(sender.join().unwrap().unwrap(), json!("ok"));
+}
+
+#[test]
+fn sessions_wait_for_a_capable_free_worker() {
+    let dir = TempDir::new("lease");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    let _shell = ScriptedWorker::start(&d.worker_client(), "shellbox", &["shell"], false, |_| json!({"success": true}));
+    // A browser session cannot use a shell worker: it waits.
+    let a = create_session(&c, json!({"mode": "explore", "target": "https://a.test"}));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.get(&format!("/sessions/{a}")).json()["status"], "waiting");
+    let b = create_session(&c, json!({"mode": "explore", "target": "https://b.test"}));
+    // One browser worker arrives: the first session gets it, the second keeps waiting.
+    let _browser =
+        ScriptedWorker::start(&d.worker_client(), "chromebox", &["browser"], false, |_| json!({"success": true}));
+    let (runner_a, done_a) = test_agent.next();
+    assert_eq!(runner_a.session_id(), a);
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(c.get(&format!("/sessions/{b}")).json()["status"], "waiting");
+    // When the first ends, the second gets the worker.
+    done_a.send(AgentOutcome::Finished { summary: "a".into() }).unwrap();
+    let (runner_b, done_b) = test_agent.next();
+    assert_eq!(runner_b.session_id(), b);
+    assert_eq!(runner_b.worker_hostname(), "chromebox");
+    // Naming a worker that cannot do the job is refused up front.
+    assert_error(
+        &c.post("/sessions", &json!({"mode": "explore", "target": "https://c.test", "worker": "shellbox"})),
+        400,
+        "bad_request",
+    );
+    // Stopping a waiting session ends it at once.
+    let w = create_session(&c, json!({"mode": "explore", "target": "https://d.test", "worker": "chromebox"}));
+    assert_eq!(c.delete(&format!("/sessions/{w}")).json()["status"], "stopped");
+    wait_status(&c, &w, "stopped");
+    done_b.send(AgentOutcome::Stopped).unwrap();
+}
+
+#[test]
+fn stop_wakes_a_command_wait_at_once() {
+    let dir = TempDir::new("stopcmd");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    // A worker that takes commands and never answers.
+    let _w = register(&d.worker_client(), json!({"hostname": "slow", "capabilities": ["browser"]}));
+    let id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
+    let (runner, _done) = test_agent.next();
+    let r = runner.clone();
+    let waiter = std::thread::spawn(move || {
+        let t = Instant::now();
+        (r.worker_command("browser_wait_for", json!({}), Duration::from_secs(60)), t.elapsed())
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    assert_eq!(d.client().delete(&format!("/sessions/{id}")).status, 200);
+    let (res, _) = waiter.join().unwrap();
+    assert_eq!(res.unwrap_err(), CommandError::Stopped);
+    assert!(t.elapsed() < Duration::from_secs(1), "woke after {:?}", t.elapsed());
+    wait_status(&d.client(), &id, "stopped");
+}
+
+#[test]
+fn worker_auth_is_separate_from_api_auth() {
+    let dir = TempDir::new("workerauth");
+    let mut config = test_config(dir.path());
+    config.server.api_token = agent_controller::vault::Secret::new("api-token-123");
+    config.server.worker_token = agent_controller::vault::Secret::new("worker-token-456");
+    let d = TestDaemon::idle(config);
+    let w = d.worker_client();
+    let body = json!({"hostname": "h", "capabilities": ["browser"]});
+    assert_error(&w.with_token(None).post("/register", &body), 401, "unauthorized");
+    assert_error(&w.with_token(Some("api-token-123")).post("/register", &body), 401, "unauthorized");
+    assert_error(&w.with_token(None).get("/command"), 401, "unauthorized");
+    assert_error(&w.with_token(None).post("/result", &json!({})), 401, "unauthorized");
+    assert_error(&w.with_token(None).post_raw("/upload", "multipart/form-data; boundary=x", b""), 401, "unauthorized");
+    assert_eq!(w.with_token(None).get("/health").json(), json!({"status": "ok"}));
+    assert_eq!(w.post("/register", &body).status, 200);
+    // The worker token does not open the API.
+    assert_error(&d.client().with_token(Some("worker-token-456")).get("/sessions"), 401, "unauthorized");
+    // Unknown worker ids are told to register.
+    assert_error(&w.get("/command?worker_id=wkr_9999"), 404, "not_found");
+    assert_error(&w.post("/register", &json!({"hostname": ""})), 400, "bad_request");
+    assert_error(&w.post("/register", &json!({"nohost": 1})), 400, "bad_request");
+}
+
+#[test]
+fn poll_times_out_with_wait() {
+    let dir = TempDir::new("pollwait");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    let d = TestDaemon::idle(config);
+    let id = register(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
+    let t = Instant::now();
+    let r = d.worker_client().get(&format!("/command?worker_id={id}"));
+    assert_eq!(r.json(), json!({"action": "wait"}));
+    assert!(t.elapsed() >= Duration::from_millis(900) && t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+}
