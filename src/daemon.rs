@@ -96,8 +96,11 @@ impl Daemon {
         let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
         let bind = |port: u16, what: &str| -> Result<(Arc<Server>, SocketAddr), StartError> {
             let addr = format_addr(host, port);
-            let server =
-                Server::http(&addr).map_err(|e| StartError(format!("cannot listen on {addr} for the {what}: {e}")))?;
+            let listener = std::net::TcpListener::bind(&addr)
+                .map_err(|e| StartError(format!("cannot listen on {addr} for the {what}: {e}")))?;
+            widen_backlog(&listener);
+            let server = Server::from_listener(listener, None)
+                .map_err(|e| StartError(format!("cannot serve on {addr} for the {what}: {e}")))?;
             let bound =
                 server.server_addr().to_ip().ok_or_else(|| StartError(format!("{what} did not bind an IP address")))?;
             Ok((Arc::new(server), bound))
@@ -179,6 +182,18 @@ impl Daemon {
             let _ = h.join();
         }
         log::info!("stopped");
+    }
+}
+
+/// std listens with a backlog of 128; hundreds of workers reconnecting at once (after a
+/// restart) overflow it and get resets. Linux lets `listen` be called again to raise it (the
+/// kernel caps it at net.core.somaxconn).
+fn widen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the fd belongs to `listener`, which is alive and already listening.
+    let rc = unsafe { libc::listen(listener.as_raw_fd(), 4096) };
+    if rc != 0 {
+        log::debug!("could not raise the listen backlog: {}", std::io::Error::last_os_error());
     }
 }
 

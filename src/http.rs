@@ -50,6 +50,8 @@ pub fn json_bytes_response(status: u16, body: Vec<u8>) -> HttpResponse {
         Some(len),
         None,
     )
+    // The length is known: say so instead of chunking (tiny_http chunks above 32 KiB).
+    .with_chunked_threshold(usize::MAX)
 }
 
 pub fn json_response<T: Serialize>(status: u16, value: &T) -> HttpResponse {
