@@ -8,4 +8,5 @@ mod api;
 mod confirmations;
 mod files;
 mod lifecycle;
+mod tidy;
 mod workers;
