@@ -18,7 +18,7 @@ run: build
 
 # Installs what the tests need (only what is missing), checks formatting and lints, runs all tests.
 test: deps lint
-	$(CARGO) test --all-targets
+	$(CARGO) test
 
 deps:
 	@scripts/install-test-deps.sh
