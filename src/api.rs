@@ -24,7 +24,8 @@ pub struct Api {
 }
 
 impl Api {
-    pub fn handle(&self, mut request: Request) {
+    pub fn handle(&self, request: Request) {
+        let Some(mut request) = http::refuse_oversized(request) else { return };
         let result = self.route(&mut request);
         http::finish(request, result);
     }

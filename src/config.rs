@@ -22,6 +22,7 @@ pub struct Config {
     pub files: FilesConfig,
     pub output: OutputConfig,
     pub logging: LoggingConfig,
+    pub notifications: NotificationsConfig,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -94,6 +95,20 @@ pub struct FilesConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct OutputConfig {
     pub dir: PathBuf,
+}
+
+/// How the controller reaches notification services (the targets come per session).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NotificationsConfig {
+    pub telegram_base_url: String,
+    pub timeout_s: u64,
+}
+
+impl Default for NotificationsConfig {
+    fn default() -> Self {
+        NotificationsConfig { telegram_base_url: "https://api.telegram.org".into(), timeout_s: 10 }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -288,8 +303,25 @@ impl Config {
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
+        let at_most = |key: &str, v: u64, max: u64| {
+            if v > max { Err(ConfigError::key(key, format!("must be at most {max}"))) } else { Ok(()) }
+        };
         positive("server.long_poll_s", self.server.long_poll_s)?;
         positive("server.worker_timeout_s", self.server.worker_timeout_s)?;
+        at_most("server.long_poll_s", self.server.long_poll_s, 300)?;
+        at_most("server.worker_timeout_s", self.server.worker_timeout_s, 86_400)?;
+        at_most("task.confirmation_timeout", self.task.confirmation_timeout, 7 * 86_400)?;
+        at_most("task.command_timeout_s", self.task.command_timeout_s, 86_400)?;
+        at_most("task.download_timeout_s", self.task.download_timeout_s, 7 * 86_400)?;
+        at_most("api.timeout_s", self.api.timeout_s, 3_600)?;
+        at_most("notifications.timeout_s", self.notifications.timeout_s, 300)?;
+        at_most("files.max_file_size_mb", self.files.max_file_size_mb, 1024 * 1024)?;
+        if self.server.long_poll_s >= self.server.worker_timeout_s {
+            return Err(ConfigError::key(
+                "server.long_poll_s",
+                "must be shorter than server.worker_timeout_s, or idle workers would look silent",
+            ));
+        }
         positive("exploration.max_turns", self.exploration.max_turns.into())?;
         for (key, v) in [
             ("exploration.click_delay", self.exploration.click_delay),
@@ -309,6 +341,12 @@ impl Config {
         positive("files.max_file_size_mb", self.files.max_file_size_mb)?;
         positive("files.max_session_storage_mb", self.files.max_session_storage_mb)?;
         positive("files.max_files_per_session", self.files.max_files_per_session as u64)?;
+        if !(self.notifications.telegram_base_url.starts_with("http://")
+            || self.notifications.telegram_base_url.starts_with("https://"))
+        {
+            return Err(ConfigError::key("notifications.telegram_base_url", "must start with http:// or https://"));
+        }
+        positive("notifications.timeout_s", self.notifications.timeout_s)?;
         if self.output.dir.as_os_str().is_empty() {
             return Err(ConfigError::key("output.dir", "must not be empty"));
         }

@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tiny_http::Server;
 
 #[derive(Debug)]
@@ -46,6 +46,7 @@ pub struct Daemon {
     reaper: Option<JoinHandle<()>>,
     monitor: Option<JoinHandle<()>>,
     monitor_stop: Arc<(Mutex<bool>, Condvar)>,
+    stopping: Arc<AtomicBool>,
 }
 
 impl Daemon {
@@ -111,10 +112,12 @@ impl Daemon {
         let api = Arc::new(Api { config: Arc::clone(&config), sessions: Arc::clone(&sessions), hub: Arc::clone(&hub) });
         let worker_api =
             Arc::new(WorkerApi { config: Arc::clone(&config), hub: Arc::clone(&hub), sessions: Arc::clone(&sessions) });
+        let stopping = Arc::new(AtomicBool::new(false));
         let api_threads = http::spawn_pool(
             "api",
             Arc::clone(&api_server),
             config.server.api_threads,
+            Arc::clone(&stopping),
             Arc::new(move |r| api.handle(r)),
         )
         .map_err(|e| StartError(format!("cannot start API threads: {e}")))?;
@@ -122,6 +125,7 @@ impl Daemon {
             "worker-api",
             Arc::clone(&worker_server),
             config.server.worker_threads,
+            Arc::clone(&stopping),
             Arc::new(move |r| worker_api.handle(r)),
         )
         .map_err(|e| StartError(format!("cannot start worker-server threads: {e}")))?;
@@ -140,6 +144,7 @@ impl Daemon {
             reaper: Some(reaper),
             monitor: Some(monitor),
             monitor_stop,
+            stopping,
         })
     }
 
@@ -159,16 +164,15 @@ impl Daemon {
         &self.hub
     }
 
-    /// Graceful stop: no new requests, sessions marked interrupted and woken, parked polls
-    /// answered, threads joined.
+    /// Graceful stop, bounded to about 2 s: sessions are marked interrupted and woken, parked
+    /// polls answered, then the handler pools are stopped; handlers still busy with a slow
+    /// client at the deadline are left to the process exit.
     pub fn shutdown(mut self) {
-        static ONCE: AtomicBool = AtomicBool::new(false);
-        let _ = ONCE.swap(true, Ordering::AcqRel);
+        let deadline = Instant::now() + Duration::from_millis(1800);
         log::info!("shutting down");
-        http::stop_pool(&self.api.server, std::mem::take(&mut self.api.threads));
-        http::stop_pool(&self.worker.server, std::mem::take(&mut self.worker.threads));
+        self.stopping.store(true, Ordering::Release);
         self.hub.shutdown();
-        self.sessions.shutdown(Duration::from_millis(1500));
+        self.sessions.shutdown(Duration::from_millis(1000));
         self.parker.close();
         if let Some(h) = self.reaper.take() {
             let _ = h.join();
@@ -180,6 +184,11 @@ impl Daemon {
         }
         if let Some(h) = self.monitor.take() {
             let _ = h.join();
+        }
+        let busy = http::stop_pool(&self.api.server, std::mem::take(&mut self.api.threads), deadline)
+            + http::stop_pool(&self.worker.server, std::mem::take(&mut self.worker.threads), deadline);
+        if busy > 0 {
+            log::warn!("{busy} handler threads were still busy with clients at shutdown");
         }
         log::info!("stopped");
     }

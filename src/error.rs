@@ -84,6 +84,11 @@ impl std::error::Error for ApiError {}
 
 impl From<std::io::Error> for ApiError {
     fn from(e: std::io::Error) -> Self {
-        ApiError::Internal(format!("I/O error: {e}"))
+        match e.kind() {
+            std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded => {
+                ApiError::StorageFull(format!("the controller's disk is full: {e}"))
+            }
+            _ => ApiError::Internal(format!("I/O error: {e}")),
+        }
     }
 }

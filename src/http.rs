@@ -11,7 +11,7 @@ use crate::error::ApiError;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
@@ -77,34 +77,110 @@ pub fn send(request: Request, response: HttpResponse) {
 }
 
 /// Run `threads` handler threads that take requests from `server` and pass them to `handle`.
+/// A receive error while not `stopping` means the listener died (tiny_http stops accepting
+/// for good after an accept error): the process exits 1 so the service manager restarts it,
+/// rather than living on deaf.
 pub fn spawn_pool(
     name: &str,
     server: Arc<Server>,
     threads: usize,
+    stopping: Arc<AtomicBool>,
     handle: Arc<dyn Fn(Request) + Send + Sync>,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
     (0..threads)
         .map(|i| {
             let server = Arc::clone(&server);
             let handle = Arc::clone(&handle);
-            std::thread::Builder::new().name(format!("{name}-{i}")).stack_size(1024 * 1024).spawn(move || {
-                // recv() fails only after Server::unblock() (shutdown) or a listener error.
-                while let Ok(request) = server.recv() {
-                    handle(request);
+            let stopping = Arc::clone(&stopping);
+            let thread_name = format!("{name}-{i}");
+            std::thread::Builder::new().name(thread_name.clone()).stack_size(1024 * 1024).spawn(move || {
+                loop {
+                    match server.recv() {
+                        Ok(request) => handle(request),
+                        Err(_) if stopping.load(Ordering::Acquire) => return,
+                        Err(e) => {
+                            log::error!("{thread_name}: the listener failed ({e}); exiting so the daemon is restarted");
+                            std::process::exit(1);
+                        }
+                    }
                 }
             })
         })
         .collect()
 }
 
-/// Stop a pool: one unblock per handler thread, then join them.
-pub fn stop_pool(server: &Server, handles: Vec<JoinHandle<()>>) {
+/// Stop a pool: one unblock per handler thread, then join them until `deadline`. Threads still
+/// busy then (a slow download, a stalled upload) are left to the process exit.
+pub fn stop_pool(server: &Server, handles: Vec<JoinHandle<()>>, deadline: Instant) -> usize {
     for _ in 0..handles.len() {
         server.unblock();
     }
-    for h in handles {
-        let _ = h.join();
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let total = handles.len();
+    let joiner = std::thread::Builder::new().name("pool-join".into()).spawn(move || {
+        for h in handles {
+            let _ = h.join();
+            let _ = tx.send(());
+        }
+    });
+    if joiner.is_err() {
+        return total;
     }
+    let mut joined = 0;
+    while joined < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(()) => joined += 1,
+            Err(_) => break,
+        }
+    }
+    total - joined
+}
+
+/// tiny_http 0.12 drains an unread request body when the request is dropped, allocating the
+/// whole *declared* remainder at once (upstream issue #252, fix in PR #290, unreleased). A
+/// zeroed allocation is mapped lazily, so that is harmless while the kernel agrees to map it;
+/// beyond RAM + swap it refuses and the process aborts. So a request declaring more than
+/// `safe_drain_bytes()` is answered 413 here and its connection deliberately abandoned (never
+/// dropped), which costs what an idle connection costs. Honest large bodies never get here:
+/// they are refused by the route's own limit and drained normally.
+pub fn refuse_oversized(request: Request) -> Option<Request> {
+    let cap = safe_drain_bytes();
+    match request.body_length() {
+        Some(n) if n > cap => {
+            log::warn!(
+                "{} {} declares a {n}-byte body (more than can be drained safely); answered 413 and abandoned",
+                request.method(),
+                request.url()
+            );
+            let err = ApiError::TooLarge(format!("request body of {n} bytes is far beyond any limit"));
+            let body = err.body();
+            let head = Response::empty(413).with_header(header("Content-Type", "application/json"));
+            // `upgrade` writes the head and hands over the socket without touching the body
+            // reader; the error body follows by hand.
+            let mut stream = request.upgrade("none", head);
+            let _ = stream.write_all(body.as_bytes());
+            let _ = stream.flush();
+            std::mem::forget(stream);
+            None
+        }
+        _ => Some(request),
+    }
+}
+
+/// Half of RAM + swap (the kernel's heuristic overcommit limit), at least 256 MiB.
+pub fn safe_drain_bytes() -> usize {
+    static CAP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CAP.get_or_init(|| {
+        // SAFETY: sysinfo fills the zeroed struct we own.
+        let mut info: libc::sysinfo = unsafe { std::mem::zeroed() };
+        let total = if unsafe { libc::sysinfo(&mut info) } == 0 {
+            (info.totalram as u128 + info.totalswap as u128) * u128::from(info.mem_unit.max(1))
+        } else {
+            1 << 30
+        };
+        usize::try_from(total / 2).unwrap_or(usize::MAX / 4).max(256 << 20)
+    })
 }
 
 /// Dispatch helper: run a handler and turn its `Result` into exactly one response.
@@ -173,7 +249,22 @@ pub fn read_json<T: DeserializeOwned>(request: &mut Request, limit: usize) -> Re
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadRequest("request body is empty; expected a JSON object".into()));
     }
-    serde_json::from_slice(&body).map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {e}")))
+    serde_json::from_slice(&body)
+        .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {}", describe_json_error(&e))))
+}
+
+/// serde's message, minus the offending value: "invalid type: string \"<a webhook URL>\"…"
+/// would echo secrets into responses and logs.
+fn describe_json_error(e: &serde_json::Error) -> String {
+    let msg = e.to_string();
+    for prefix in ["invalid type: ", "invalid value: "] {
+        if let Some(rest) = msg.strip_prefix(prefix) {
+            if let Some(i) = rest.find(", expected ") {
+                return format!("{} (value not shown), expected {}", prefix.trim_end_matches(": "), &rest[i + 11..]);
+            }
+        }
+    }
+    msg
 }
 
 /// Split `/a/b?x=1` into decoded path segments and query pairs.
@@ -268,7 +359,9 @@ impl Parker {
         }
         let mut state = self.lock();
         state.next_id += 1;
-        let key = (Instant::now() + timeout, state.next_id);
+        let deadline =
+            Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
+        let key = (deadline, state.next_id);
         let first = state.entries.keys().next().is_none_or(|k| key < *k);
         state.entries.insert(key, Parked { request, on_timeout });
         drop(state);

@@ -147,7 +147,17 @@ impl WorkerHub {
                 inner.capabilities = caps.clone();
                 let was = inner.connected;
                 touch(&mut inner);
+                // A worker that registers again has restarted: its old poll is dead and a
+                // command it had taken will never get a result.
+                if let Some(request) = inner.parked.take().and_then(|k| self.parker.take(k)) {
+                    http::send(request, http::json_bytes_response(200, WAIT_BODY.to_vec()));
+                }
+                let lost =
+                    fail_lost_command(&mut inner, &format!("worker {} restarted (registered again)", w.hostname));
                 drop(inner);
+                if lost {
+                    w.result_ready.notify_all();
+                }
                 log::info!(
                     "worker {} ({}) registered again{}; capabilities: {}",
                     w.id,
@@ -235,6 +245,11 @@ impl WorkerHub {
         let mut inner = worker.lock();
         let was = inner.connected;
         touch(&mut inner);
+        // Workers run one command at a time: a new poll while a handed-over command has no
+        // result means the worker never got it (dead socket) or dropped it.
+        if fail_lost_command(&mut inner, &format!("worker {} asked for new work instead", worker.hostname)) {
+            worker.result_ready.notify_all();
+        }
         let previous = inner.parked.take().and_then(|k| self.parker.take(k));
         let reply = if let Ok(cmd) = worker.rx.try_recv() {
             if let Some(f) = inner.in_flight.as_mut().filter(|f| f.id == cmd.id) {
@@ -311,7 +326,8 @@ impl WorkerHub {
             http::send(request, http::json_bytes_response(200, body));
         }
 
-        let deadline = Instant::now() + timeout;
+        let deadline =
+            Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
         let mut inner = worker.lock();
         let outcome = loop {
             if let Some((rid, result)) = inner.result.take() {
@@ -484,10 +500,26 @@ impl WorkerHub {
         self.shutting_down.store(true, Ordering::Release);
         let state = self.lock();
         for w in state.workers.values() {
+            // Taking the lock orders this wake-up after any waiter's check of the flag.
+            drop(w.lock());
             w.result_ready.notify_all();
         }
         self.lease_changed.notify_all();
     }
+}
+
+/// Fail a delivered command that has no result yet; true when one was failed.
+fn fail_lost_command(inner: &mut WorkerInner, why: &str) -> bool {
+    let Some(f) = inner.in_flight.as_ref().filter(|f| f.delivered) else { return false };
+    let answered = inner.result.as_ref().is_some_and(|(id, _)| id == &f.id);
+    if answered || inner.failure.is_some() {
+        return false;
+    }
+    let id = f.id.clone();
+    inner.failure =
+        Some((id.clone(), format!("{why} without returning a result for {id}; the command may not have run")));
+    inner.in_flight = None;
+    true
 }
 
 fn touch(inner: &mut WorkerInner) {

@@ -4,16 +4,22 @@
 //! server for the machines that do the work), one OS thread per session, crossbeam `bounded(1)`
 //! channels and Condvars for the handshakes. See ARCHITECTURE.md for the codemap.
 
+pub mod agent;
 pub mod api;
+pub mod b64;
 pub mod clock;
 pub mod config;
 pub mod daemon;
 pub mod error;
 pub mod http;
 pub mod hub;
+pub mod llm;
+pub mod notify;
+pub mod prompts;
 pub mod protocol;
 pub mod runner;
 pub mod sessions;
 pub mod store;
+pub mod tools;
 pub mod vault;
 pub mod worker_api;

@@ -7,7 +7,6 @@ use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 const USAGE: &str = "\
 agent-controller — controller daemon for LLM-driven remote automation
@@ -100,10 +99,15 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
 
     // Block the stop signals in every thread (they inherit the mask) so only sigwait sees them.
     let signals = signals::block_stop_signals().map_err(Failure::Runtime)?;
-    let daemon = Daemon::start(config, Arc::new(agent_controller::runner::idle_agent))
-        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let agent = agent_controller::agent::llm_agent(&config);
+    let daemon = Daemon::start(config, agent).map_err(|e| Failure::Runtime(e.to_string()))?;
     let signal = signals::wait(&signals);
-    log::info!("received {signal}");
+    log::info!("received {signal}; a second one exits at once");
+    std::thread::spawn(move || {
+        let again = signals::wait(&signals);
+        log::warn!("received {again} again: exiting now");
+        std::process::exit(1);
+    });
     daemon.shutdown();
     Ok(())
 }
@@ -117,6 +121,10 @@ fn init_logging(config: &Config) -> Result<(), String> {
     let under_journald = std::env::var_os("JOURNAL_STREAM").is_some();
     let mut builder = ConfigBuilder::new();
     builder.set_target_level(LevelFilter::Off).set_thread_level(LevelFilter::Off);
+    // Dependencies may log URLs (a Telegram bot token sits in the path) or body bytes.
+    for noisy in ["ureq", "ureq_proto", "rustls", "multipart2", "tiny_http"] {
+        builder.add_filter_ignore_str(noisy);
+    }
     if under_journald {
         builder.set_time_level(LevelFilter::Off);
     } else {

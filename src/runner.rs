@@ -100,6 +100,15 @@ impl SessionRunner {
         self.session.files()
     }
 
+    pub fn notes(&self) -> Vec<crate::protocol::Note> {
+        self.session.notes()
+    }
+
+    /// Log entries whose text or data contains `query` (case-insensitive), newest last.
+    pub fn search_log(&self, query: &str, max: usize) -> Vec<crate::protocol::LogEntry> {
+        self.session.search_log(query, max)
+    }
+
     pub fn save_note(&self, title: Option<&str>, content: &str) {
         self.session.add_note(title, content)
     }

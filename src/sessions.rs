@@ -164,6 +164,28 @@ impl Session {
         LogPage { entries, next }
     }
 
+    /// Entries mentioning `query` (case-insensitive), at most `max`, the most recent ones.
+    pub fn search_log(&self, query: &str, max: usize) -> Vec<LogEntry> {
+        let needle = query.to_lowercase();
+        let mut hits = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self.read_log(after);
+            if page.entries.is_empty() {
+                break;
+            }
+            after = page.next;
+            for e in page.entries {
+                let data = e.data.as_ref().map(|d| d.to_string()).unwrap_or_default();
+                if e.text.to_lowercase().contains(&needle) || data.to_lowercase().contains(&needle) {
+                    hits.push(e);
+                }
+            }
+        }
+        let skip = hits.len().saturating_sub(max);
+        hits.split_off(skip)
+    }
+
     /// `GET /log?wait=S`: answer now if there is something after `after` or the session has
     /// ended, else park until the next entry or the deadline.
     pub fn log_long_poll(self: &Arc<Self>, request: tiny_http::Request, after: u64, wait: Duration) {
@@ -248,9 +270,16 @@ impl Session {
     }
 
     /// Move a complete staged file into `files/` under a sanitized, unused name.
-    pub fn commit_file(&self, staged: StagedFile, wanted_name: &str, kind: FileKind) -> Result<FileEntry, ApiError> {
+    pub fn commit_file(
+        &self,
+        mut staged: StagedFile,
+        wanted_name: &str,
+        kind: FileKind,
+    ) -> Result<FileEntry, ApiError> {
         let name = store::sanitize_filename(wanted_name);
         let size = staged.len();
+        // The fsync may take seconds for a big file: not under the session lock.
+        staged.finish()?;
         let mut state = self.lock();
         let max_files = self.config.files.max_files_per_session;
         let max_bytes = self.config.max_session_bytes();
@@ -367,8 +396,15 @@ impl Session {
             );
             return ConfirmationOutcome::AutoApproved;
         }
+        let (description, details) = {
+            let vault = self.vault();
+            let mut details = details;
+            vault.scrub_json(&mut details);
+            (vault.scrub(description), details)
+        };
+        let description = description.as_str();
         let mut state = self.lock();
-        if self.stop_requested() {
+        if self.stop_requested() || !state.record.status.is_active() {
             return ConfirmationOutcome::Stopped;
         }
         state.confirmations_asked += 1;
@@ -495,6 +531,11 @@ fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> ApiError {
 pub fn stage_error(err: StageError, per_file_binds: bool, config: &Config, id: &str) -> ApiError {
     match err {
         StageError::Limit => limit_error(per_file_binds, config, id),
+        StageError::Io(e)
+            if matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) =>
+        {
+            ApiError::from(e)
+        }
         StageError::Io(e) => ApiError::BadRequest(format!("upload interrupted: {e}")),
     }
 }
@@ -532,6 +573,7 @@ impl SessionManager {
     ) -> std::io::Result<SessionManager> {
         let mut sessions = BTreeMap::new();
         for (dir, mut record) in store.load_all()? {
+            dir.remove_leftovers();
             let interrupted = record.status.is_active();
             if interrupted {
                 record.status = Status::Error;
@@ -758,6 +800,7 @@ impl SessionManager {
     }
 
     fn spawn(&self, session: Arc<Session>) -> Result<(), ApiError> {
+        let id = session.id.clone();
         let hub = Arc::clone(&self.hub);
         let agent = Arc::clone(&self.agent);
         let config = Arc::clone(&self.config);
@@ -774,7 +817,16 @@ impl SessionManager {
             });
         if let Err(e) = spawned {
             *self.threads.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
-            return Err(ApiError::Internal(format!("cannot start the session thread: {e}")));
+            let reason = format!("cannot start the session thread: {e}");
+            if let Ok(session) = self.get(&id) {
+                session.stop.store(true, Ordering::Release);
+                session.update(|r| {
+                    r.status = Status::Error;
+                    r.error = Some(reason.clone());
+                    r.finished_at = Some(crate::clock::now_rfc3339());
+                });
+            }
+            return Err(ApiError::Internal(reason));
         }
         Ok(())
     }
@@ -790,6 +842,8 @@ impl SessionManager {
             }
             return Err(ApiError::Conflict(format!("session {id} has already ended ({})", status.as_str())));
         }
+        // The flag goes up under the state lock, so nothing can slip a new wait in between.
+        session.stop.store(true, Ordering::Release);
         state.record.status = Status::Stopped;
         state.record.confirmation_pending = None;
         state.record.finished_at = Some(crate::clock::now_rfc3339());
@@ -809,6 +863,7 @@ impl SessionManager {
         for s in &sessions {
             let mut state = s.lock();
             if state.record.status.is_active() {
+                s.stop.store(true, Ordering::Release);
                 state.record.status = Status::Error;
                 state.record.error = Some("interrupted: the controller shut down".into());
                 state.record.confirmation_pending = None;
@@ -862,6 +917,15 @@ fn release(hub: &WorkerHub, worker: &Worker, session: &Session) {
 /// Record how the session ended (a stop or shutdown already did), empty the vault, answer
 /// log pollers.
 fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
+    // Summaries and errors come from the model, the API or a worker: scrub them like the log.
+    let outcome = {
+        let vault = session.vault();
+        match outcome {
+            AgentOutcome::Finished { summary } => AgentOutcome::Finished { summary: vault.scrub(&summary) },
+            AgentOutcome::Failed(reason) => AgentOutcome::Failed(vault.scrub(&reason)),
+            AgentOutcome::Stopped => AgentOutcome::Stopped,
+        }
+    };
     let mut state = session.lock();
     let active = state.record.status.is_active();
     if active {

@@ -216,6 +216,20 @@ impl SessionDir {
         Some(dir.join(name))
     }
 
+    /// Remove staging and temp files a crash left behind (`.upload-*.part`, `.*.tmp`).
+    pub fn remove_leftovers(&self) {
+        let Ok(entries) = fs::read_dir(&self.dir) else { return };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if (name.starts_with(".upload-") && name.ends_with(".part"))
+                || (name.starts_with('.') && name.ends_with(".tmp"))
+            {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+    }
+
     /// A staging file for an incoming upload, removed on drop unless committed.
     pub fn stage(&self) -> io::Result<StagedFile> {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -357,11 +371,18 @@ impl StagedFile {
         self.written == 0
     }
 
-    /// fsync, then rename to `dest`. `dest` must not exist (names are made unique first).
-    pub fn commit(mut self, dest: &Path) -> io::Result<()> {
+    /// fsync and close; done before taking any lock, since it may take seconds for big files.
+    pub fn finish(&mut self) -> io::Result<()> {
         if let Some(file) = self.file.take() {
             file.sync_all()?;
         }
+        Ok(())
+    }
+
+    /// Rename to `dest` (after `finish`, which this does if it was not done). `dest` must not
+    /// exist (names are made unique first).
+    pub fn commit(mut self, dest: &Path) -> io::Result<()> {
+        self.finish()?;
         fs::rename(&self.path, dest)?;
         self.committed = true;
         Ok(())

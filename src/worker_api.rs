@@ -32,7 +32,8 @@ pub struct WorkerApi {
 }
 
 impl WorkerApi {
-    pub fn handle(&self, mut request: Request) {
+    pub fn handle(&self, request: Request) {
+        let Some(mut request) = http::refuse_oversized(request) else { return };
         let result = self.route(&mut request);
         http::finish(request, result);
     }
@@ -183,13 +184,17 @@ impl WorkerApi {
                 }
             }
         }
-        if let Some(claimed) = claimed_session.filter(|c| !c.is_empty()) {
-            if claimed != serving {
+        // Required: a late upload from a session the worker no longer serves must not land in
+        // the next one.
+        match claimed_session.filter(|c| !c.is_empty()) {
+            None => return Err(ApiError::BadRequest("the multipart body has no `session_id` field".into())),
+            Some(claimed) if claimed != serving => {
                 return Err(ApiError::Forbidden(format!(
                     "worker {} serves session {serving}, not {claimed}",
                     worker.hostname
                 )));
             }
+            Some(_) => {}
         }
         let staged = staged.ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
         let wanted = filename.filter(|f| !f.trim().is_empty()).or(part_filename).unwrap_or_else(|| "download".into());

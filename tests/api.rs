@@ -197,3 +197,49 @@ fn log_long_poll_wakes_on_new_entries() {
     assert_eq!(s["summary"], "done");
     assert!(s["finished_at"].is_string());
 }
+
+/// A raw request with a lying Content-Length and no body: answered 413, daemon alive.
+fn lying_length(addr: &str, path: &str, length: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    write!(s, "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n")
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 512];
+    while !String::from_utf8_lossy(&got).contains("\"code\"") {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&got).into_owned()
+}
+
+#[test]
+fn absurd_content_length_is_refused_without_killing_the_daemon() {
+    let dir = TempDir::new("absurd");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    for length in ["18446744073709551615", "9000000000000000000", "99999999999"] {
+        let head = lying_length(d.api.trim_start_matches("http://"), "/sessions", length);
+        assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+        assert!(head.contains("too_large"), "{head}");
+        let head = lying_length(d.worker.trim_start_matches("http://"), "/upload", length);
+        assert!(head.starts_with("HTTP/1.1 413"), "{head}");
+    }
+    assert_eq!(d.client().get("/health").status, 200);
+    assert_eq!(d.worker_client().get("/health").status, 200);
+}
+
+#[test]
+fn json_errors_do_not_echo_values() {
+    let dir = TempDir::new("noecho");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let r = d.client().post(
+        "/sessions",
+        &json!({"mode": "explore", "target": "x", "notifications": {"webhook": "https://hooks.test/x?token=ECHO-SECRET"}}),
+    );
+    assert_error(&r, 400, "bad_request");
+    assert!(!r.text().contains("ECHO-SECRET"), "{}", r.text());
+    assert!(r.text().contains("expected"), "{}", r.text());
+}

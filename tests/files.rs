@@ -222,7 +222,10 @@ fn uploads_go_only_to_the_session_the_worker_serves() {
     assert_error(&w.post_raw(&format!("/upload?worker_id={}", f.worker_id), &ct, &body), 400, "bad_request");
     f.assert_no_partials();
     // The part's own filename is used when no `filename` field is sent.
-    let (ct, body) = multipart(&[("file", Some("from-part.txt"), b"hello")]);
+    let (ct, body) = multipart(&[("file", Some("no-session.txt"), b"hello")]);
+    assert_error(&w.post_raw(&format!("/upload?worker_id={}", f.worker_id), &ct, &body), 400, "bad_request");
+    f.assert_no_partials();
+    let (ct, body) = multipart(&[("session_id", None, f.id.as_bytes()), ("file", Some("from-part.txt"), b"hello")]);
     let r = w.post_raw(&format!("/upload?worker_id={}", f.worker_id), &ct, &body);
     assert_eq!(r.json()["stored_as"], "from-part.txt");
     // After the session ends the worker serves nothing: 409.

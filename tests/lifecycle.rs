@@ -83,8 +83,14 @@ fn sessions_survive_a_restart_and_interrupted_ones_become_errors() {
 #[test]
 fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
     let dir = TempDir::new("sigterm");
+    // A model that takes its time keeps the session running until the signal.
+    let llm = crate::support::llm::ScriptedLlm::start(vec![
+        crate::support::llm::text("slow").delayed(Duration::from_secs(30)),
+    ]);
+    std::fs::write(dir.path().join("config.yaml"), format!("api:\n  base_url: \"{}\"\n", llm.url)).unwrap();
     let mut child = Command::new(binary())
         .args(["serve", "--api-port", "0", "--worker-port", "0"])
+        .env("ANTHROPIC_API_KEY", "sk-test")
         .current_dir(dir.path())
         .stderr(Stdio::piped())
         .spawn()
@@ -146,6 +152,8 @@ fn config_errors_name_the_key_and_exit_2() {
         ("api:\n  provider: acme\n", "api.provider"),
         ("surprise: true\n", "surprise"),
         ("server:\n  long_poll_s: 0\n", "server.long_poll_s"),
+        ("server:\n  long_poll_s: 90\n", "server.long_poll_s"),
+        ("task:\n  confirmation_timeout: 99999999999\n", "task.confirmation_timeout"),
     ];
     for (yaml, key) in cases {
         std::fs::write(dir.path().join("bad.yaml"), yaml).unwrap();
@@ -250,9 +258,12 @@ fn planted_secrets_never_reach_disk_logs_or_responses() {
 #[test]
 fn daemon_log_never_shows_tokens() {
     let dir = TempDir::new("daemonlog");
+    let llm = crate::support::llm::ScriptedLlm::start(vec![
+        crate::support::llm::text("slow").delayed(Duration::from_secs(30)),
+    ]);
     std::fs::write(
         dir.path().join("config.yaml"),
-        "logging:\n  level: trace\n  file: daemon.log\nserver:\n  api_port: 0\n  worker_port: 0\n",
+        format!("logging:\n  level: trace\n  file: daemon.log\nserver:\n  api_port: 0\n  worker_port: 0\napi:\n  base_url: \"{}\"\n", llm.url),
     )
     .unwrap();
     let mut child = Command::new(binary())

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod agent;
 mod api;
 mod confirmations;
 mod files;

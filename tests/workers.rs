@@ -293,3 +293,37 @@ fn poll_times_out_with_wait() {
     assert_eq!(r.json(), json!({"action": "wait"}));
     assert!(t.elapsed() >= Duration::from_millis(900) && t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
+
+#[test]
+fn a_worker_that_restarts_mid_command_fails_it_at_once() {
+    let dir = TempDir::new("restartmid");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let worker_id = register(&d.worker_client(), json!({"hostname": "flaky", "capabilities": ["browser"]}));
+    let _id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
+    let (runner, _done) = test_agent.next();
+    let r = runner.clone();
+    let sender = std::thread::spawn(move || {
+        r.worker_command("browser_navigate", json!({"url": "https://x.test"}), Duration::from_secs(60))
+    });
+    // The worker takes the command…
+    let addr = d.worker.trim_start_matches("http://").to_string();
+    let (cmd, _) = raw_poll(&addr, &worker_id);
+    assert_eq!(cmd["action"], "browser_navigate");
+    // …then crashes and registers again: the command fails now, not after 60 s.
+    let t = Instant::now();
+    assert_eq!(register(&d.worker_client(), json!({"hostname": "flaky", "capabilities": ["browser"]})), worker_id);
+    let err = sender.join().unwrap().unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+    assert!(err.to_string().contains("restarted"), "{err}");
+    // The same happens when it simply polls again without a result.
+    let r = runner.clone();
+    let sender = std::thread::spawn(move || r.worker_command("browser_back", json!({}), Duration::from_secs(60)));
+    let (cmd, _) = raw_poll(&addr, &worker_id);
+    assert_eq!(cmd["action"], "browser_back");
+    let a2 = addr.clone();
+    let w2 = worker_id.clone();
+    let _next_poll = std::thread::spawn(move || raw_poll(&a2, &w2));
+    let err = sender.join().unwrap().unwrap_err();
+    assert!(err.to_string().contains("asked for new work"), "{err}");
+}

@@ -3,6 +3,8 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod llm;
+
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
 use agent_controller::runner::{AgentOutcome, SessionRunner};

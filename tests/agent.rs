@@ -1,0 +1,496 @@
+//! The agent loop end to end: the real daemon, a scripted Anthropic server speaking the wire
+//! format, scripted workers, REST for confirmations, a local webhook receiver.
+
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const PNG_1X1: &str =
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+
+struct World {
+    dir: TempDir,
+    d: TestDaemon,
+    llm: ScriptedLlm,
+}
+
+fn world(tag: &str, script: Vec<Step>, tune: impl FnOnce(&mut agent_controller::config::Config)) -> World {
+    let dir = TempDir::new(tag);
+    let llm = ScriptedLlm::start(script);
+    let mut config = test_config(dir.path());
+    config.api.base_url = llm.url.clone();
+    config.api.api_key = agent_controller::vault::Secret::new("sk-test-key-123");
+    config.api.max_retries = 2;
+    tune(&mut config);
+    let agent = agent_controller::agent::llm_agent(&config);
+    let d = TestDaemon::start(config, agent);
+    World { dir, d, llm }
+}
+
+/// A browser worker that answers like a real one would.
+fn browser_worker(d: &TestDaemon, hostname: &str) -> ScriptedWorker {
+    let uploader = d.worker_client();
+    ScriptedWorker::start(&d.worker_client(), hostname, &["browser"], false, move |cmd| {
+        let p = &cmd["params"];
+        match cmd["action"].as_str().unwrap() {
+            "browser_scrape_links" => json!({"success": true, "data": {"links": [
+                {"text": "Chapter 1", "url": "https://books.test/ch1.pdf"},
+                {"text": "Chapter 2", "url": "https://books.test/ch2.pdf"}]}}),
+            "browser_download_batch" => {
+                let mut done = Vec::new();
+                for u in p["urls"].as_array().unwrap() {
+                    let url = u["url"].as_str().unwrap();
+                    let name = url.rsplit('/').next().unwrap();
+                    let bytes = format!("%PDF-1.4 fake body of {url}");
+                    let (ct, body) = multipart(&[
+                        ("session_id", None, cmd["session_id"].as_str().unwrap().as_bytes()),
+                        ("filename", None, name.as_bytes()),
+                        ("file", Some(name), bytes.as_bytes()),
+                    ]);
+                    let r = uploader.post_raw("/upload", &ct, &body);
+                    assert_eq!(r.status, 200, "{}", r.text());
+                    done.push(r.json());
+                }
+                json!({"success": true, "data": {"downloaded": done}})
+            }
+            "browser_screenshot" => {
+                json!({"success": true, "data": {"image_base64": PNG_1X1, "media_type": "image/png", "width": 1, "height": 1}})
+            }
+            "browser_get_dom" => json!({"success": true, "data": {"outline": "x".repeat(50_000)}}),
+            "browser_click" if p["selector"] == "#missing" => {
+                json!({"success": false, "error": "no element matches `#missing`"})
+            }
+            _ => json!({"success": true, "data": {"ok": true, "action": cmd["action"]}}),
+        }
+    })
+}
+
+fn conversation(w: &World, id: &str) -> Value {
+    serde_json::from_slice(&std::fs::read(w.dir.path().join(id).join("conversation_log.json")).unwrap()).unwrap()
+}
+
+/// Every tool_use in the saved conversation has its tool_result.
+fn assert_conversation_complete(conv: &Value) {
+    let violations = std::sync::Mutex::new(Vec::new());
+    check_pairs(conv, &violations);
+    let v = violations.into_inner().unwrap();
+    assert!(v.is_empty(), "conversation_log.json: {v:?}");
+}
+
+fn approve_when_asked(c: &Client, id: &str, approved: bool) -> Value {
+    let p = wait_until(Duration::from_secs(10), "confirmation", || {
+        let v = c.get(&format!("/sessions/{id}/confirmation")).json();
+        (v["pending"] == true).then_some(v)
+    });
+    let r = c.post(
+        &format!("/sessions/{id}/confirmation"),
+        &json!({"confirmation_id": p["confirmation_id"], "approved": approved}),
+    );
+    assert_eq!(r.status, 200);
+    p
+}
+
+#[test]
+fn seed_download_flow_end_to_end() {
+    let hook = Receiver::start();
+    let script = vec![
+        tools(
+            Some("Let me look for the PDFs."),
+            &[("browser_scrape_links", json!({"selector": "a", "pattern": "\\.pdf$"}))],
+        ),
+        tool(
+            "request_confirmation",
+            json!({"action": "batch_download", "description": "Download 2 PDF files", "details": ["ch1.pdf", "ch2.pdf"], "risk_level": "medium"}),
+        ),
+        tool(
+            "browser_download_batch",
+            json!({"urls": [{"url": "https://books.test/ch1.pdf"}, {"url": "https://books.test/ch2.pdf"}]}),
+        ),
+        tools(
+            None,
+            &[
+                (
+                    "save_file",
+                    json!({"filename": "chapters.csv", "content": "title,url\nChapter 1,https://books.test/ch1.pdf\nChapter 2,https://books.test/ch2.pdf\n"}),
+                ),
+                ("save_note", json!({"title": "Downloads", "content": "Both chapters downloaded"})),
+            ],
+        ),
+        tool("send_notification", json!({"message": "Downloaded 2 PDFs", "include_files": true})),
+        tool(
+            "finish_task",
+            json!({"summary": "Downloaded 2 chapter PDFs and listed them in chapters.csv", "report_markdown": "# Done\n\nTwo PDFs downloaded."}),
+        ),
+    ];
+    let w = world("downloadflow", script, |_| {});
+    let c = w.d.client();
+    let worker = browser_worker(&w.d, "books-pc");
+    let hook_url = format!("{}/hook?token=SECRET-HOOK-TOKEN", hook.url);
+    let id = create_session(
+        &c,
+        json!({
+            "mode": "task", "target": "https://books.test/", "instruction": "Download all chapter PDFs",
+            "notifications": {"webhook": {"url": hook_url, "method": "POST"}}
+        }),
+    );
+    let p = approve_when_asked(&c, &id, true);
+    assert_eq!(p["action"], "batch_download");
+    assert_eq!(p["details"], json!(["ch1.pdf", "ch2.pdf"]));
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["summary"], "Downloaded 2 chapter PDFs and listed them in chapters.csv");
+    assert_eq!(s["turn"], 6);
+    assert_eq!(s["usage"]["input_tokens"], 600);
+    assert_eq!(s["usage"]["output_tokens"], 120);
+    assert_eq!(s["usage"]["cache_read_input_tokens"], 300);
+    assert_eq!(s["files"], 3);
+
+    // What the worker was asked to do, in order.
+    let actions: Vec<String> =
+        worker.seen.lock().unwrap().iter().map(|c| c["action"].as_str().unwrap().to_string()).collect();
+    assert_eq!(actions, vec!["browser_scrape_links", "browser_download_batch"]);
+
+    // Files, byte for byte, and the zip.
+    assert_eq!(
+        c.get(&format!("/sessions/{id}/files/ch1.pdf")).text(),
+        "%PDF-1.4 fake body of https://books.test/ch1.pdf"
+    );
+    assert!(c.get(&format!("/sessions/{id}/files/chapters.csv")).text().starts_with("title,url\n"));
+    let kinds: Vec<(String, String)> = c
+        .get(&format!("/sessions/{id}/files"))
+        .json()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| (f["filename"].as_str().unwrap().into(), f["type"].as_str().unwrap().into()))
+        .collect();
+    assert!(
+        kinds.contains(&("chapters.csv".into(), "generated".into()))
+            && kinds.contains(&("ch2.pdf".into(), "download".into())),
+        "{kinds:?}"
+    );
+    let zip = c.get(&format!("/sessions/{id}/files/zip"));
+    let archive = zip::ZipArchive::new(std::io::Cursor::new(zip.body)).unwrap();
+    assert_eq!(archive.len(), 3);
+
+    // Report, notes, log.
+    assert_eq!(c.get(&format!("/sessions/{id}/report")).json()["report"], "# Done\n\nTwo PDFs downloaded.");
+    assert_eq!(c.get(&format!("/sessions/{id}/notes")).json()[0]["content"], "Both chapters downloaded");
+    let log = c.get(&format!("/sessions/{id}/log")).json();
+    let kinds: Vec<&str> = log["entries"].as_array().unwrap().iter().map(|e| e["type"].as_str().unwrap()).collect();
+    for k in ["system", "assistant", "tool", "result", "confirmation"] {
+        assert!(kinds.contains(&k), "log has no {k} entry: {kinds:?}");
+    }
+
+    // The webhook got the tool's message with the files, then one end notification.
+    let hits = wait_until(Duration::from_secs(10), "two webhook calls", || {
+        let h = hook.hits();
+        (h.len() >= 2).then_some(h)
+    });
+    assert_eq!(hits[0].0, "POST");
+    assert_eq!(hits[0].1, "/hook?token=SECRET-HOOK-TOKEN");
+    assert_eq!(hits[0].2["message"], "Downloaded 2 PDFs");
+    assert_eq!(hits[0].2["session_id"], id.as_str());
+    let mut files: Vec<String> =
+        hits[0].2["files"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect();
+    files.sort();
+    assert_eq!(files, vec!["ch1.pdf", "ch2.pdf", "chapters.csv"]);
+    assert!(hits[1].2["message"].as_str().unwrap().contains("finished"), "{:?}", hits[1]);
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(hook.hits().len(), 2, "exactly one end notification");
+
+    // What was sent to the model.
+    w.llm.assert_well_formed();
+    let reqs = w.llm.requests();
+    assert_eq!(reqs.len(), 6);
+    let first = &reqs[0];
+    assert_eq!(first.header("x-api-key"), Some("sk-test-key-123"));
+    assert_eq!(first.header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(first.body["max_tokens"], 4096);
+    assert_eq!(first.body["system"][0]["cache_control"], json!({"type": "ephemeral"}));
+    let tools = first.body["tools"].as_array().unwrap();
+    assert_eq!(tools.last().unwrap()["cache_control"], json!({"type": "ephemeral"}));
+    assert_eq!(tools.iter().filter(|t| t.get("cache_control").is_some()).count(), 1);
+    assert_eq!(first.tool_names().len(), 28, "task·browser without credentials");
+    assert!(!first.tool_names().contains(&"perform_login".to_string()));
+    let opening = first.body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(opening.contains("Download all chapter PDFs") && opening.contains("https://books.test/"));
+    // The confirmation answer reached the model as {"approved": true}.
+    let results = reqs[2].last_results();
+    assert_eq!(results[0]["type"], "tool_result");
+    assert_eq!(
+        serde_json::from_str::<Value>(results[0]["content"][0]["text"].as_str().unwrap()).unwrap(),
+        json!({"approved": true})
+    );
+    assert_eq!(results[0]["is_error"], false);
+
+    let conv = conversation(&w, &id);
+    assert_conversation_complete(&conv);
+    assert_eq!(conv["session_id"], id.as_str());
+    // The webhook's secret query never reached disk.
+    for (path, bytes) in all_files(w.dir.path()) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("SECRET-HOOK-TOKEN"), "{path:?}");
+    }
+}
+
+#[test]
+fn explore_browser_tool_sets_and_login_keep_the_password_out() {
+    let password = "Hunter2-PLANTED-pw";
+    let script = vec![
+        // Without credentials: one turn, then finish.
+        tool("finish_exploration", json!({"summary": "small site", "report_markdown": "# Site\nTiny."})),
+        // With credentials: log in, click something missing (tool error), bad args, unknown tool, finish.
+        tool("perform_login", json!({})),
+        tools(
+            None,
+            &[
+                ("browser_click", json!({"selector": "#missing"})),
+                ("browser_click", json!({})),
+                ("browser_download", json!({"url": "x"})),
+            ],
+        ),
+        tool("finish_exploration", json!({"summary": "logged in and looked around"})),
+    ];
+    let w = world("explore", script, |_| {});
+    let c = w.d.client();
+    let worker = browser_worker(&w.d, "explorer");
+    let id1 = create_session(&c, json!({"mode": "explore", "target": "https://shop.test/"}));
+    wait_status(&c, &id1, "finished");
+    assert_eq!(c.get(&format!("/sessions/{id1}/report")).json()["report"], "# Site\nTiny.");
+    let id2 = create_session(
+        &c,
+        json!({"mode": "explore", "target": "https://shop.test/",
+        "credentials": {"username": "alice", "password": password, "login_url": "https://shop.test/login"}}),
+    );
+    let s = wait_status(&c, &id2, "finished");
+    assert_eq!(s["summary"], "logged in and looked around");
+
+    let reqs = w.llm.requests();
+    w.llm.assert_well_formed();
+    let core = [
+        "browser_navigate",
+        "browser_screenshot",
+        "browser_get_dom",
+        "browser_get_text",
+        "browser_click",
+        "browser_type",
+        "browser_press_key",
+        "browser_scroll",
+        "browser_hover",
+        "browser_select_option",
+        "browser_wait_for",
+        "browser_back",
+        "browser_forward",
+        "browser_get_page_info",
+        "browser_switch_tab",
+    ];
+    let mut without: Vec<String> = core.iter().map(|s| s.to_string()).collect();
+    without.extend(["save_note".to_string(), "finish_exploration".to_string()]);
+    assert_eq!(reqs[0].tool_names(), without);
+    let mut with = core.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    with.extend(["perform_login".to_string(), "save_note".to_string(), "finish_exploration".to_string()]);
+    assert_eq!(reqs[1].tool_names(), with);
+    assert!(reqs[0].body["system"][0]["text"].as_str().unwrap().contains("only observe"));
+
+    // The login ran on the worker: navigate, username, password, submit, screenshot.
+    let seen = worker.seen.lock().unwrap().clone();
+    let login: Vec<&Value> = seen.iter().filter(|c| c["session_id"] == id2.as_str()).collect();
+    assert_eq!(login[0]["action"], "browser_navigate");
+    assert_eq!(login[0]["params"]["url"], "https://shop.test/login");
+    assert_eq!(login[1]["params"]["text"], "alice");
+    assert_eq!(login[2]["params"]["text"], password, "only the worker command carries the password");
+    assert_eq!(login[2]["params"]["selector"], "input[type=password]");
+    assert_eq!(login[3]["action"], "browser_click");
+    assert_eq!(login[4]["action"], "browser_screenshot");
+    // The model got a screenshot back from the login, and tool errors for the bad calls.
+    assert_eq!(reqs[2].image_count(), 1);
+    let results = reqs[3].last_results();
+    assert_eq!(results.len(), 3);
+    assert!(results.iter().all(|r| r["is_error"] == true), "{results:?}");
+    let texts: Vec<&str> = results.iter().map(|r| r["content"][0]["text"].as_str().unwrap()).collect();
+    assert!(texts[0].contains("no element matches `#missing`"), "{texts:?}");
+    assert!(texts[1].contains("missing required `selector`"), "{texts:?}");
+    assert!(texts[2].contains("unknown tool `browser_download`"), "{texts:?}");
+
+    // The password is nowhere: not in what the model saw, not on disk, not in the API.
+    for r in &reqs {
+        assert!(!r.body.to_string().contains(password), "the model saw the password");
+    }
+    for (path, bytes) in all_files(w.dir.path()) {
+        assert!(!String::from_utf8_lossy(&bytes).contains(password), "password in {path:?}");
+    }
+    for path in ["", "/log", "/notes", "/report"] {
+        assert!(!c.get(&format!("/sessions/{id2}{path}")).text().contains(password));
+    }
+}
+
+#[test]
+fn overloaded_then_success_is_retried() {
+    let script = vec![
+        Step::error(529, "overloaded_error", "Overloaded").with_header("retry-after", "0.2"),
+        Step::error(500, "api_error", "Internal error"),
+        tool("finish_task", json!({"summary": "done after retries"})),
+    ];
+    let w = world("retry", script, |_| {});
+    let _worker = browser_worker(&w.d, "r");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    let s = wait_status(&w.d.client(), &id, "finished");
+    assert_eq!(s["summary"], "done after retries");
+    let reqs = w.llm.requests();
+    assert_eq!(reqs.len(), 3);
+    assert_eq!(reqs[0].body, reqs[2].body, "the same request is retried");
+    assert_eq!(reqs[1].header("x-stainless-retry-count"), Some("1"));
+}
+
+#[test]
+fn unauthorized_fails_fast_with_the_api_message() {
+    let w = world("401", vec![Step::error(401, "authentication_error", "invalid x-api-key")], |_| {});
+    let _worker = browser_worker(&w.d, "u");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    let t = Instant::now();
+    let s = wait_status(&w.d.client(), &id, "error");
+    assert!(t.elapsed() < Duration::from_secs(3));
+    assert_eq!(s["error"], "Anthropic API 401 authentication_error: invalid x-api-key");
+    assert_eq!(w.llm.requests().len(), 1, "no retry on 401");
+    let log = w.d.client().get(&format!("/sessions/{id}/log")).json();
+    assert!(
+        log["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["type"] == "error" && e["text"].as_str().unwrap().contains("invalid x-api-key"))
+    );
+}
+
+#[test]
+fn max_turns_finishes_with_a_report_that_says_so() {
+    let script = vec![
+        tool("save_note", json!({"content": "first"})),
+        tool("save_note", json!({"content": "second"})),
+        tool("save_note", json!({"content": "never sent"})),
+    ];
+    let w = world("maxturns", script, |_| {});
+    let _worker = browser_worker(&w.d, "m");
+    let id = create_session(
+        &w.d.client(),
+        json!({"mode": "task", "target": "https://x.test", "instruction": "x", "options": {"max_turns": 2}}),
+    );
+    let s = wait_status(&w.d.client(), &id, "finished");
+    assert_eq!(s["turn"], 2);
+    assert!(s["summary"].as_str().unwrap().contains("limit of 2 turns"));
+    assert_eq!(w.llm.requests().len(), 2);
+    let report = w.d.client().get(&format!("/sessions/{id}/report")).json()["report"].as_str().unwrap().to_string();
+    assert!(report.contains("limit of 2 turns") && report.contains("second"), "{report}");
+    assert_conversation_complete(&conversation(&w, &id));
+}
+
+#[test]
+fn stop_during_a_confirmation_wait_and_during_a_slow_llm_call() {
+    let script = vec![
+        tool("request_confirmation", json!({"action": "submit", "description": "Submit the form"})),
+        tool("save_note", json!({"content": "x"})).delayed(Duration::from_secs(30)),
+    ];
+    let w = world("stops", script, |_| {});
+    let c = w.d.client();
+    let _worker = browser_worker(&w.d, "s");
+    // 1. Stop while waiting for a confirmation.
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    wait_until(Duration::from_secs(10), "pending", || {
+        (c.get(&format!("/sessions/{id}/confirmation")).json()["pending"] == true).then_some(())
+    });
+    let t = Instant::now();
+    assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
+    wait_until(Duration::from_secs(1), "lease released (agent thread ended)", || {
+        c.get("/workers").json()[0]["session_id"].is_null().then_some(())
+    });
+    assert!(t.elapsed() < Duration::from_secs(1));
+    let conv = conversation(&w, &id);
+    assert_conversation_complete(&conv);
+    let last = conv["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["content"][0]["is_error"], true);
+    // 2. Stop during a slow model call.
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "y"}));
+    wait_until(Duration::from_secs(10), "the slow call", || (w.llm.requests().len() == 2).then_some(()));
+    std::thread::sleep(Duration::from_millis(200));
+    let t = Instant::now();
+    assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
+    wait_until(Duration::from_secs(1), "lease released (agent thread ended)", || {
+        c.get("/workers").json()[0]["session_id"].is_null().then_some(())
+    });
+    assert!(t.elapsed() < Duration::from_secs(1), "{:?}", t.elapsed());
+    assert_eq!(c.get(&format!("/sessions/{id}")).json()["status"], "stopped");
+    assert_conversation_complete(&conversation(&w, &id));
+}
+
+#[test]
+fn only_the_last_three_screenshots_stay_in_context() {
+    let mut script: Vec<Step> = (0..5).map(|_| tool("browser_screenshot", json!({}))).collect();
+    script.push(tool("finish_task", json!({"summary": "looked five times"})));
+    let w = world("trim", script, |_| {});
+    let _worker = browser_worker(&w.d, "t");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    wait_status(&w.d.client(), &id, "finished");
+    let counts: Vec<usize> = w.llm.requests().iter().map(Recorded::image_count).collect();
+    assert_eq!(counts, vec![0, 1, 2, 3, 3, 3]);
+    // All five were stored.
+    let shots: Vec<Value> =
+        w.d.client()
+            .get(&format!("/sessions/{id}/files"))
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["type"] == "screenshot")
+            .cloned()
+            .collect();
+    assert_eq!(shots.len(), 5);
+    let png = w.d.client().get(&format!("/sessions/{id}/files/step_0001.png"));
+    assert!(png.body.starts_with(b"\x89PNG"));
+    // The stored conversation keeps no image data.
+    let conv = conversation(&w, &id).to_string();
+    assert!(!conv.contains(PNG_1X1));
+}
+
+#[test]
+fn a_denied_confirmation_is_told_to_the_model_which_goes_on() {
+    let script = vec![
+        tool(
+            "request_confirmation",
+            json!({"action": "submit_form", "description": "Send the order", "risk_level": "high"}),
+        ),
+        tool("finish_task", json!({"summary": "not submitted: the user declined"})),
+    ];
+    let w = world("deny", script, |_| {});
+    let c = w.d.client();
+    let _worker = browser_worker(&w.d, "d");
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "order"}));
+    let p = approve_when_asked(&c, &id, false);
+    assert_eq!(p["risk_level"], "high");
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["summary"], "not submitted: the user declined");
+    let results = w.llm.requests()[1].last_results();
+    assert_eq!(
+        serde_json::from_str::<Value>(results[0]["content"][0]["text"].as_str().unwrap()).unwrap(),
+        json!({"approved": false})
+    );
+}
+
+#[test]
+fn big_tool_output_is_stored_and_previewed_and_a_text_reply_is_nudged_once() {
+    let script = vec![tool("browser_get_dom", json!({})), text("I think I am done."), text("Really done.")];
+    let w = world("bigoutput", script, |c| c.agent.max_tool_output_chars = 10_000);
+    let _worker = browser_worker(&w.d, "b");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    let s = wait_status(&w.d.client(), &id, "finished");
+    assert_eq!(s["summary"], "Really done.");
+    let reqs = w.llm.requests();
+    assert_eq!(reqs.len(), 3);
+    let preview = reqs[1].last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(preview.len() < 3000 && preview.contains("tool_output_0001_browser_get_dom.txt"), "{preview}");
+    let stored = w.d.client().get(&format!("/sessions/{id}/files/tool_output_0001_browser_get_dom.txt"));
+    assert_eq!(stored.status, 200);
+    assert!(stored.text().len() > 50_000);
+    // The nudge.
+    let last = reqs[2].body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert!(last["content"][0]["text"].as_str().unwrap().contains("finish_task"));
+}

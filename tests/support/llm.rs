@@ -1,0 +1,258 @@
+//! A scripted Anthropic Messages server on loopback: replays a script of responses in order,
+//! records every request, and checks on each one that every `tool_use` of an assistant turn is
+//! answered by a `tool_result` in the next user message. Also a recording HTTP receiver for
+//! webhook and Telegram notifications.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// One scripted answer.
+#[derive(Clone)]
+pub struct Step {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+    pub delay: Duration,
+}
+
+impl Step {
+    pub fn ok(body: Value) -> Step {
+        Step { status: 200, headers: vec![], body, delay: Duration::ZERO }
+    }
+    pub fn error(status: u16, kind: &str, message: &str) -> Step {
+        Step {
+            status,
+            headers: vec![],
+            body: json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_test"}),
+            delay: Duration::ZERO,
+        }
+    }
+    pub fn with_header(mut self, k: &str, v: &str) -> Step {
+        self.headers.push((k.into(), v.into()));
+        self
+    }
+    pub fn delayed(mut self, d: Duration) -> Step {
+        self.delay = d;
+        self
+    }
+}
+
+/// A reply calling tools: `[(name, input)]`, with an optional leading text.
+pub fn tools(text: Option<&str>, calls: &[(&str, Value)]) -> Step {
+    static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let mut content = Vec::new();
+    if let Some(t) = text {
+        content.push(json!({"type": "text", "text": t}));
+    }
+    for (name, input) in calls {
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        content.push(json!({"type": "tool_use", "id": format!("toolu_{n:04}"), "name": name, "input": input}));
+    }
+    Step::ok(message(content, "tool_use"))
+}
+
+pub fn tool(name: &str, input: Value) -> Step {
+    tools(None, &[(name, input)])
+}
+
+pub fn text(t: &str) -> Step {
+    Step::ok(message(vec![json!({"type": "text", "text": t})], "end_turn"))
+}
+
+fn message(content: Vec<Value>, stop_reason: &str) -> Value {
+    json!({
+        "id": "msg_test", "type": "message", "role": "assistant", "model": "claude-test",
+        "content": content, "stop_reason": stop_reason, "stop_sequence": null,
+        "usage": {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 50}
+    })
+}
+
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub headers: Vec<(String, String)>,
+    pub body: Value,
+}
+
+impl Recorded {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+    pub fn tool_names(&self) -> Vec<String> {
+        self.body["tools"]
+            .as_array()
+            .map(|a| a.iter().map(|t| t["name"].as_str().unwrap().to_string()).collect())
+            .unwrap_or_default()
+    }
+    /// Image blocks anywhere in the messages.
+    pub fn image_count(&self) -> usize {
+        fn count(v: &Value) -> usize {
+            match v {
+                Value::Object(m) => {
+                    usize::from(m.get("type") == Some(&json!("image"))) + m.values().map(count).sum::<usize>()
+                }
+                Value::Array(a) => a.iter().map(count).sum(),
+                _ => 0,
+            }
+        }
+        count(&self.body["messages"])
+    }
+    /// The tool_result blocks of the last user message.
+    pub fn last_results(&self) -> Vec<Value> {
+        let msgs = self.body["messages"].as_array().unwrap();
+        msgs.last().unwrap()["content"].as_array().cloned().unwrap_or_default()
+    }
+}
+
+pub struct ScriptedLlm {
+    pub url: String,
+    pub requests: Arc<Mutex<Vec<Recorded>>>,
+    pub violations: Arc<Mutex<Vec<String>>>,
+    server: Arc<tiny_http::Server>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ScriptedLlm {
+    pub fn start(script: Vec<Step>) -> ScriptedLlm {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+        let requests = Arc::new(Mutex::new(Vec::new()));
+        let violations = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(std::collections::VecDeque::from(script)));
+        let (srv, reqs, viol) = (Arc::clone(&server), Arc::clone(&requests), Arc::clone(&violations));
+        let handle = std::thread::spawn(move || {
+            while let Ok(mut rq) = srv.recv() {
+                let mut body = String::new();
+                let _ = rq.as_reader().read_to_string(&mut body);
+                let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+                let headers = rq.headers().iter().map(|h| (h.field.to_string(), h.value.to_string())).collect();
+                if rq.url() != "/v1/messages" {
+                    viol.lock().unwrap().push(format!("request to {}", rq.url()));
+                }
+                check_pairs(&body, &viol);
+                reqs.lock().unwrap().push(Recorded { headers, body });
+                let step = script.lock().unwrap().pop_front();
+                // Answer on its own thread so a slow step does not block the next request.
+                std::thread::spawn(move || {
+                    let step = step.unwrap_or_else(|| Step::error(400, "invalid_request_error", "script exhausted"));
+                    std::thread::sleep(step.delay);
+                    let mut resp =
+                        tiny_http::Response::from_string(step.body.to_string()).with_status_code(step.status);
+                    resp.add_header(tiny_http::Header::from_bytes("content-type", "application/json").unwrap());
+                    for (k, v) in step.headers {
+                        resp.add_header(tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()).unwrap());
+                    }
+                    let _ = rq.respond(resp);
+                });
+            }
+        });
+        ScriptedLlm { url, requests, violations, server, handle: Some(handle) }
+    }
+
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.requests.lock().unwrap().clone()
+    }
+
+    pub fn assert_well_formed(&self) {
+        let v = self.violations.lock().unwrap();
+        assert!(v.is_empty(), "malformed requests: {v:?}");
+    }
+}
+
+impl Drop for ScriptedLlm {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Every tool_use id in an assistant message must appear as a tool_result in the next message.
+pub fn check_pairs(body: &Value, violations: &Mutex<Vec<String>>) {
+    let Some(msgs) = body["messages"].as_array() else {
+        violations.lock().unwrap().push("no messages".into());
+        return;
+    };
+    if msgs.first().map(|m| m["role"] != "user").unwrap_or(true) {
+        violations.lock().unwrap().push("first message is not from the user".into());
+    }
+    for (i, m) in msgs.iter().enumerate() {
+        if i > 0 && m["role"] == msgs[i - 1]["role"] {
+            violations.lock().unwrap().push(format!("two {} messages in a row at {i}", m["role"]));
+        }
+        if m["role"] != "assistant" {
+            continue;
+        }
+        let uses: Vec<&str> = m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_use")
+            .filter_map(|b| b["id"].as_str())
+            .collect();
+        if uses.is_empty() {
+            continue;
+        }
+        let Some(next) = msgs.get(i + 1) else {
+            violations.lock().unwrap().push(format!("tool_use at message {i} has no following message"));
+            continue;
+        };
+        let results: Vec<&str> = next["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .filter_map(|b| b["tool_use_id"].as_str())
+            .collect();
+        for u in uses {
+            if !results.contains(&u) {
+                violations.lock().unwrap().push(format!("tool_use {u} has no tool_result"));
+            }
+        }
+    }
+}
+
+/// Records every request (method, path, JSON body) and answers 200 `{"ok":true}`.
+pub struct Receiver {
+    pub url: String,
+    pub hits: Arc<Mutex<Vec<(String, String, Value)>>>,
+    server: Arc<tiny_http::Server>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    pub fn start() -> Receiver {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+        let hits = Arc::new(Mutex::new(Vec::new()));
+        let (srv, h) = (Arc::clone(&server), Arc::clone(&hits));
+        let handle = std::thread::spawn(move || {
+            while let Ok(mut rq) = srv.recv() {
+                let mut body = String::new();
+                let _ = rq.as_reader().read_to_string(&mut body);
+                h.lock().unwrap().push((
+                    rq.method().to_string(),
+                    rq.url().to_string(),
+                    serde_json::from_str(&body).unwrap_or(Value::Null),
+                ));
+                let _ = rq.respond(tiny_http::Response::from_string("{\"ok\":true}"));
+            }
+        });
+        Receiver { url, hits, server, handle: Some(handle) }
+    }
+    pub fn hits(&self) -> Vec<(String, String, Value)> {
+        self.hits.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
