@@ -69,12 +69,32 @@ impl Drop for Spawned {
     }
 }
 
+/// A loopback "model" that holds every call for a minute, so sessions stay running as they
+/// do while a real model thinks. Its URL goes into each daemon's config.
+fn slow_model() -> &'static str {
+    static URL: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    URL.get_or_init(|| {
+        let server = tiny_http::Server::http("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+        std::thread::spawn(move || {
+            for request in server.incoming_requests() {
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_secs(60));
+                    let _ = request.respond(tiny_http::Response::empty(529));
+                });
+            }
+        });
+        url
+    })
+}
+
 fn spawn(bin: &Path, dir: &Path, config: &str) -> (Spawned, Duration) {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), config).unwrap();
+    std::fs::write(dir.join("config.yaml"), format!("{config}api: {{base_url: \"{}\"}}\n", slow_model())).unwrap();
     let t = Instant::now();
     let mut child = Command::new(bin)
         .args(["serve", "--config", "config.yaml"])
+        .env("ANTHROPIC_API_KEY", "bench")
         .current_dir(dir)
         .stderr(Stdio::piped())
         .spawn()

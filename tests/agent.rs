@@ -494,3 +494,36 @@ fn big_tool_output_is_stored_and_previewed_and_a_text_reply_is_nudged_once() {
     let last = reqs[2].body["messages"].as_array().unwrap().last().unwrap().clone();
     assert!(last["content"][0]["text"].as_str().unwrap().contains("finish_task"));
 }
+
+#[test]
+fn telegram_gets_the_end_notification_and_the_token_stays_off_disk() {
+    let telegram = Receiver::start();
+    let tg_url = telegram.url.clone();
+    let w = world("telegram", vec![tool("finish_exploration", json!({"summary": "seen it all"}))], move |c| {
+        c.notifications.telegram_base_url = tg_url;
+    });
+    let _worker = browser_worker(&w.d, "tg");
+    let token = "123456:PLANTED-TG-TOKEN";
+    let id = create_session(
+        &w.d.client(),
+        json!({"mode": "explore", "target": "https://x.test",
+        "notifications": {"telegram": {"bot_token": token, "chat_id": "4242"}}}),
+    );
+    wait_status(&w.d.client(), &id, "finished");
+    let hits = wait_until(Duration::from_secs(10), "telegram call", || {
+        let h = telegram.hits();
+        (!h.is_empty()).then_some(h)
+    });
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].0, "POST");
+    assert_eq!(hits[0].1, format!("/bot{token}/sendMessage"));
+    assert_eq!(hits[0].2["chat_id"], "4242");
+    assert!(hits[0].2["text"].as_str().unwrap().contains("seen it all"));
+    wait_until(Duration::from_secs(5), "the delivery to be logged", || {
+        let log = w.d.client().get(&format!("/sessions/{id}/log")).text();
+        log.contains("end notification sent (telegram)").then_some(())
+    });
+    for (path, bytes) in all_files(w.dir.path()) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("PLANTED-TG-TOKEN"), "{path:?}");
+    }
+}
