@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Install what `make test` needs, only when it is missing. Idempotent; safe to run often.
-# Today the tests need only the Rust toolchain plus rustfmt and clippy; browser tests
-# (agent-worker) will add chromium, xvfb and poppler-utils here.
+# The tests need the Rust toolchain with rustfmt and clippy, Chromium for the agent-worker's
+# browser tests, and pdfinfo (poppler-utils) to check the PDFs it prints.
 set -euo pipefail
 
 need_apt=()
 # Packages the test suite uses, as "command:package".
-for pair in "curl:curl"; do
+for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils"; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

@@ -540,12 +540,28 @@ fn shell_task_runs_commands_and_searches_its_history() {
         assert_eq!(cmd["action"], "run_command");
         json!({"success": true, "data": {"exit_code": 0, "stdout": "LINUX-KERNEL-6.1 x86_64", "stderr": ""}})
     });
-    let id = create_session(&w.d.client(), json!({"mode": "task", "type": "shell", "target": "box", "instruction": "which kernel?"}));
+    let id = create_session(
+        &w.d.client(),
+        json!({"mode": "task", "type": "shell", "target": "box", "instruction": "which kernel?"}),
+    );
     wait_status(&w.d.client(), &id, "finished");
     let reqs = w.llm.requests();
     let names = reqs[0].tool_names();
-    assert_eq!(names, vec!["run_command", "read_file", "list_dir", "search_history", "write_file", "save_note",
-        "request_confirmation", "save_file", "send_notification", "finish_task"]);
+    assert_eq!(
+        names,
+        vec![
+            "run_command",
+            "read_file",
+            "list_dir",
+            "search_history",
+            "write_file",
+            "save_note",
+            "request_confirmation",
+            "save_file",
+            "send_notification",
+            "finish_task"
+        ]
+    );
     let found: Value = serde_json::from_str(reqs[2].last_results()[0]["content"][0]["text"].as_str().unwrap()).unwrap();
     let matches = found["matches"].as_array().unwrap();
     assert!(!matches.is_empty() && matches.iter().all(|m| m.to_string().contains("LINUX-KERNEL-6")), "{found}");

@@ -10,4 +10,5 @@ mod confirmations;
 mod files;
 mod lifecycle;
 mod tidy;
+mod worker_e2e;
 mod workers;

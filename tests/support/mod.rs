@@ -4,6 +4,7 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 pub mod llm;
+pub mod site;
 
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;

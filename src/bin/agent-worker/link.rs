@@ -1,0 +1,195 @@
+//! The worker's side of the worker protocol: register, long-poll, post results, upload files.
+//!
+//! Uploads stream from disk with a known length (never read whole into memory). When the
+//! controller is away, `Backoff` spaces the retries (1 s doubling to 30 s, with jitter) and the
+//! outage is logged once, not on every attempt.
+
+use agent_controller::protocol::{RegisterResponse, UploadResponse};
+use serde_json::{Value, json};
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+pub struct Link {
+    base: String,
+    token: Option<String>,
+    agent: ureq::Agent,
+    pub hostname: String,
+    pub capabilities: Vec<String>,
+    pub worker_id: Option<String>,
+}
+
+#[derive(Debug)]
+pub enum LinkError {
+    /// The controller does not know this worker (it restarted): register again.
+    Unknown,
+    /// No answer, or an answer that is not the protocol.
+    Down(String),
+    /// The controller refused (auth, bad request).
+    Refused(u16, String),
+}
+
+impl std::fmt::Display for LinkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LinkError::Unknown => f.write_str("the controller does not know this worker"),
+            LinkError::Down(m) => f.write_str(m),
+            LinkError::Refused(s, m) => write!(f, "HTTP {s}: {m}"),
+        }
+    }
+}
+
+fn describe(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Io(io) => format!("connection error ({})", io.kind()),
+        ureq::Error::Timeout(_) => "timed out".into(),
+        ureq::Error::ConnectionFailed => "connection refused".into(),
+        ureq::Error::HostNotFound => "host not found".into(),
+        other => other.to_string(),
+    }
+}
+
+impl Link {
+    pub fn new(base: &str, token: Option<String>, hostname: String, capabilities: Vec<String>) -> Link {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .build()
+            .into();
+        Link { base: base.trim_end_matches('/').to_string(), token, agent, hostname, capabilities, worker_id: None }
+    }
+
+    fn url(&self, path: &str) -> String {
+        match &self.worker_id {
+            Some(id) => format!("{}{path}?worker_id={id}", self.base),
+            None => format!("{}{path}", self.base),
+        }
+    }
+
+    fn auth(
+        &self,
+        rb: ureq::RequestBuilder<ureq::typestate::WithBody>,
+    ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+        match &self.token {
+            Some(t) => rb.header("Authorization", format!("Bearer {t}")),
+            None => rb,
+        }
+    }
+
+    fn answer(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Value, LinkError> {
+        let mut resp = result.map_err(|e| LinkError::Down(describe(&e)))?;
+        let status = resp.status().as_u16();
+        let text = resp
+            .body_mut()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| LinkError::Down(describe(&e)))?;
+        let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+        match status {
+            200..=299 => Ok(body),
+            404 => Err(LinkError::Unknown),
+            s => Err(LinkError::Refused(s, body["error"].as_str().unwrap_or(&text).to_string())),
+        }
+    }
+
+    pub fn register(&mut self) -> Result<RegisterResponse, LinkError> {
+        self.worker_id = None;
+        let body = json!({"hostname": self.hostname, "capabilities": self.capabilities,
+            "has_playwright": self.capabilities.iter().any(|c| c == "browser"),
+            "has_pywinauto": self.capabilities.iter().any(|c| c == "app")});
+        let rb = self.auth(
+            self.agent.post(self.url("/register")).config().timeout_global(Some(Duration::from_secs(30))).build(),
+        );
+        let v = Self::answer(rb.send_json(&body))?;
+        let reg: RegisterResponse =
+            serde_json::from_value(v).map_err(|e| LinkError::Down(format!("unexpected /register reply: {e}")))?;
+        self.worker_id = Some(reg.worker_id.clone());
+        Ok(reg)
+    }
+
+    /// One long poll: a command, `{"action":"wait"}` or `{"action":"shutdown"}`.
+    pub fn poll(&self) -> Result<Value, LinkError> {
+        let mut rb =
+            self.agent.get(self.url("/command")).config().timeout_global(Some(Duration::from_secs(330))).build();
+        if let Some(t) = &self.token {
+            rb = rb.header("Authorization", format!("Bearer {t}"));
+        }
+        Self::answer(rb.call())
+    }
+
+    pub fn post_result(&self, id: &str, outcome: &Result<Value, String>) -> Result<(), LinkError> {
+        let body = match outcome {
+            Ok(data) => json!({"id": id, "success": true, "data": data}),
+            Err(e) => json!({"id": id, "success": false, "error": e}),
+        };
+        let rb = self
+            .auth(self.agent.post(self.url("/result")).config().timeout_global(Some(Duration::from_secs(60))).build());
+        Self::answer(rb.send_json(&body)).map(|_| ())
+    }
+
+    /// Stream `path` to the controller as `filename` for `session_id`.
+    pub fn upload(
+        &self,
+        session_id: &str,
+        command_id: &str,
+        filename: &str,
+        path: &Path,
+    ) -> Result<UploadResponse, String> {
+        let boundary = format!("agentworker{:x}", std::process::id() as u64 ^ jitter_seed());
+        let safe_name = filename.replace(['"', '\r', '\n'], "_");
+        let head = format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"session_id\"\r\n\r\n{session_id}\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"command_id\"\r\n\r\n{command_id}\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"filename\"\r\n\r\n{safe_name}\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{safe_name}\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n"
+        );
+        let tail = format!("\r\n--{boundary}--\r\n");
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot open the downloaded file: {e}"))?;
+        let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+        let total = head.len() as u64 + size + tail.len() as u64;
+        let body = std::io::Cursor::new(head.into_bytes()).chain(file).chain(std::io::Cursor::new(tail.into_bytes()));
+        let rb = self
+            .auth(self.agent.post(self.url("/upload")).config().timeout_global(Some(Duration::from_secs(3600))).build())
+            .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
+            .header("Content-Length", total.to_string());
+        let v = Self::answer(rb.send(ureq::SendBody::from_owned_reader(body)))
+            .map_err(|e| format!("upload to the controller failed: {e}"))?;
+        serde_json::from_value(v).map_err(|e| format!("unexpected /upload reply: {e}"))
+    }
+}
+
+fn jitter_seed() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.finish()
+}
+
+/// 1 s doubling to 30 s, each wait ±20 % so a fleet does not reconnect in step.
+pub struct Backoff {
+    failures: u32,
+}
+
+impl Backoff {
+    pub fn new() -> Backoff {
+        Backoff { failures: 0 }
+    }
+
+    /// Note a failure; returns how long to wait and whether this is the first of a run.
+    pub fn fail(&mut self) -> (Duration, bool) {
+        let first = self.failures == 0;
+        let base = (1u64 << self.failures.min(5)).min(30) as f64;
+        self.failures += 1;
+        let jitter = 0.8 + 0.4 * (jitter_seed() % 1000) as f64 / 1000.0;
+        (Duration::from_secs_f64(base * jitter), first)
+    }
+
+    /// Note a success; true when it ends a run of failures.
+    pub fn succeed(&mut self) -> bool {
+        let was = self.failures > 0;
+        self.failures = 0;
+        was
+    }
+}

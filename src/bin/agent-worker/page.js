@@ -1,0 +1,185 @@
+// agent-worker page helpers: defined once per document as window.__ac.
+// Selectors: CSS, `text=Visible text`, and `css:has-text("text")`.
+if (!window.__ac) { window.__ac = (() => {
+  const norm = s => (s || "").replace(/\s+/g, " ").trim();
+  const visible = el => {
+    if (!(el instanceof Element)) return false;
+    const r = el.getBoundingClientRect();
+    const st = getComputedStyle(el);
+    return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
+  };
+  const textOf = el => norm(el.innerText !== undefined ? el.innerText : el.textContent) ||
+    norm(el.value) || norm(el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt")));
+  // Prefer the innermost match: an element none of whose children also match.
+  const innermost = list => list.filter(el => !list.some(o => o !== el && el.contains(o)));
+  const INTERACTIVE = "a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick]";
+  function findAll(sel) {
+    sel = String(sel || "").trim();
+    if (!sel) throw new Error("empty selector");
+    let m = sel.match(/^text=(.*)$/s);
+    if (m) {
+      let want = norm(m[1].replace(/^["']|["']$/g, ""));
+      const all = Array.from(document.querySelectorAll("body *")).filter(visible);
+      let exact = innermost(all.filter(el => textOf(el) === want));
+      if (!exact.length) exact = innermost(all.filter(el => textOf(el).toLowerCase().includes(want.toLowerCase())));
+      // A click on text usually means the interactive element around it.
+      return exact.map(el => el.closest(INTERACTIVE) || el);
+    }
+    m = sel.match(/^(.*?):has-text\((.*)\)\s*$/s);
+    if (m) {
+      const base = m[1].trim() || "*";
+      const want = norm(m[2].replace(/^["']|["']$/g, "")).toLowerCase();
+      return innermost(Array.from(document.querySelectorAll(base)).filter(el => textOf(el).toLowerCase().includes(want)));
+    }
+    try { return Array.from(document.querySelectorAll(sel)); }
+    catch (e) { throw new Error("invalid selector `" + sel + "`: " + e.message); }
+  }
+  function find(sel) {
+    const all = findAll(sel);
+    const el = all.find(visible) || all[0];
+    if (!el) throw new Error("no element matches `" + sel + "`");
+    return el;
+  }
+  function cssPath(el) {
+    if (el.id && document.querySelectorAll("#" + CSS.escape(el.id)).length === 1) return "#" + CSS.escape(el.id);
+    const tag = el.tagName.toLowerCase();
+    for (const attr of ["name", "data-testid", "aria-label", "placeholder"]) {
+      const v = el.getAttribute(attr);
+      if (v) {
+        const s = `${tag}[${attr}="${v.replace(/"/g, '\\"')}"]`;
+        if (document.querySelectorAll(s).length === 1) return s;
+      }
+    }
+    if ((tag === "a" || tag === "button") && textOf(el) && textOf(el).length < 60) {
+      const s = `${tag}:has-text("${textOf(el).replace(/"/g, "'")}")`;
+      if (findAll(s).length === 1) return s;
+    }
+    const parts = [];
+    for (let e = el; e && e.nodeType === 1 && e !== document.body; e = e.parentElement) {
+      if (e.id && document.querySelectorAll("#" + CSS.escape(e.id)).length === 1) { parts.unshift("#" + CSS.escape(e.id)); break; }
+      let i = 1;
+      for (let s = e.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === e.tagName) i++;
+      parts.unshift(e.tagName.toLowerCase() + ":nth-of-type(" + i + ")");
+    }
+    return parts.join(" > ");
+  }
+  function labelFor(el) {
+    if (el.id) { const l = document.querySelector(`label[for="${CSS.escape(el.id)}"]`); if (l) return textOf(l); }
+    const l = el.closest("label"); if (l) return textOf(l);
+    return el.getAttribute("aria-label") || el.getAttribute("placeholder") || "";
+  }
+  function outline(rootSel, max) {
+    const root = rootSel ? find(rootSel) : document.body;
+    const out = [`# ${document.title || "(untitled)"} — ${location.href}`];
+    let n = 0;
+    const push = line => { if (n++ < 400) out.push(line); };
+    const els = root.querySelectorAll("h1,h2,h3,h4,a[href],button,input,select,textarea,form,table,[role=button],img[alt]");
+    for (const el of els) {
+      if (!visible(el) && !(el.tagName === "INPUT" && el.type === "hidden")) continue;
+      const tag = el.tagName.toLowerCase();
+      if (/^h[1-4]$/.test(tag)) push(`${"#".repeat(+tag[1] + 1)} ${textOf(el).slice(0, 120)}`);
+      else if (tag === "a") push(`- link "${textOf(el).slice(0, 80)}" → ${el.href}  [${cssPath(el)}]`);
+      else if (tag === "button" || el.getAttribute("role") === "button") push(`- button "${textOf(el).slice(0, 80)}"  [${cssPath(el)}]`);
+      else if (tag === "input") {
+        if (el.type === "hidden") continue;
+        const what = el.type === "submit" || el.type === "button" ? `button "${el.value}"` : `input ${el.type} "${labelFor(el)}"${el.value && el.type !== "password" ? ` = "${el.value.slice(0, 40)}"` : ""}`;
+        push(`- ${what}  [${cssPath(el)}]`);
+      } else if (tag === "select") {
+        const opts = Array.from(el.options).slice(0, 12).map(o => o.text.trim()).join(" | ");
+        push(`- select "${labelFor(el)}" options: ${opts}  [${cssPath(el)}]`);
+      } else if (tag === "textarea") push(`- textarea "${labelFor(el)}"  [${cssPath(el)}]`);
+      else if (tag === "form") push(`- form ${(el.method || "get").toUpperCase()} ${el.action}  [${cssPath(el)}]`);
+      else if (tag === "table") {
+        const rows = el.rows.length, cols = rows ? el.rows[0].cells.length : 0;
+        const head = rows ? Array.from(el.rows[0].cells).map(c => textOf(c)).join(" | ").slice(0, 200) : "";
+        push(`- table ${rows}×${cols}: ${head}  [${cssPath(el)}]`);
+      } else if (tag === "img") push(`- image "${el.alt.slice(0, 80)}"`);
+    }
+    if (n > 400) out.push(`… ${n - 400} more elements not shown (pass a selector to look inside one part)`);
+    let text = out.join("\n");
+    if (text.length > max) text = text.slice(0, max) + "\n… (outline truncated)";
+    return text;
+  }
+  function center(el) {
+    el.scrollIntoView({block: "center", inline: "center"});
+    const r = el.getBoundingClientRect();
+    return {x: r.left + r.width / 2, y: r.top + r.height / 2, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
+  }
+  function setValue(el, value) {
+    const proto = el.tagName === "TEXTAREA" ? HTMLTextAreaElement.prototype : el.tagName === "SELECT" ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
+    const setter = Object.getOwnPropertyDescriptor(proto, "value").set;
+    setter.call(el, value);
+    el.dispatchEvent(new Event("input", {bubbles: true}));
+    el.dispatchEvent(new Event("change", {bubbles: true}));
+  }
+  function selectOption(sel, value) {
+    const el = find(sel);
+    if (el.tagName !== "SELECT") throw new Error("`" + sel + "` is a " + el.tagName.toLowerCase() + ", not a select");
+    const opt = Array.from(el.options).find(o => o.value === value) || Array.from(el.options).find(o => norm(o.text) === norm(value))
+      || Array.from(el.options).find(o => norm(o.text).toLowerCase().includes(norm(value).toLowerCase()));
+    if (!opt) throw new Error("no option `" + value + "` in `" + sel + "`; options: " + Array.from(el.options).map(o => o.text.trim()).join(", "));
+    setValue(el, opt.value);
+    return {selected: opt.value, label: opt.text.trim()};
+  }
+  function fill(fields) {
+    const done = [];
+    for (const f of fields) {
+      const el = find(f.selector);
+      const kind = f.type || (el.tagName === "SELECT" ? "select" : (el.type === "checkbox" || el.type === "radio") ? el.type : "text");
+      if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
+      else if (kind === "checkbox" || kind === "radio") {
+        const want = !/^(false|0|no|off|unchecked)$/i.test(String(f.value));
+        if (el.checked !== want) el.click();
+        done.push({selector: f.selector, checked: el.checked});
+      } else { el.focus(); setValue(el, String(f.value)); done.push({selector: f.selector, filled: true}); }
+    }
+    return done;
+  }
+  function links(sel, pattern, attr) {
+    const root = sel ? findAll(sel) : [document];
+    const re = pattern ? new RegExp(pattern) : null;
+    const seen = new Set(), out = [];
+    for (const r of root) {
+      const anchors = r.matches && r.matches("a,[href],[src]") ? [r] : Array.from(r.querySelectorAll(attr ? `[${attr}]` : "a[href]"));
+      for (const a of anchors) {
+        let url = attr && attr !== "href" ? a.getAttribute(attr) : (a.href || a.getAttribute("href"));
+        if (!url) continue;
+        try { url = new URL(url, location.href).href; } catch (e) {}
+        if (re && !re.test(url)) continue;
+        if (seen.has(url)) continue;
+        seen.add(url);
+        out.push({text: textOf(a).slice(0, 200), url});
+      }
+    }
+    return out;
+  }
+  function table(sel) {
+    const el = find(sel);
+    const t = el.tagName === "TABLE" ? el : el.querySelector("table");
+    if (!t) throw new Error("`" + sel + "` is not a table and holds none");
+    return Array.from(t.rows).map(r => Array.from(r.cells).map(c => norm(c.innerText)));
+  }
+  function texts(selectors) {
+    const out = {};
+    for (const s of selectors) {
+      const all = findAll(s.selector);
+      out[s.name] = all.length === 0 ? null : all.length === 1 ? textOf(all[0]) : all.map(textOf);
+    }
+    return out;
+  }
+  function submit(formSel, buttonSel) {
+    if (buttonSel) { const b = find(buttonSel); b.click(); return {clicked: buttonSel}; }
+    const el = formSel ? find(formSel) : document.querySelector("form");
+    if (!el) throw new Error("no form on the page");
+    const form = el.tagName === "FORM" ? el : el.closest("form");
+    if (!form) throw new Error("`" + formSel + "` is not inside a form");
+    if (form.requestSubmit) form.requestSubmit(); else form.submit();
+    return {submitted: form.action || location.href};
+  }
+  function info() {
+    return {url: location.href, title: document.title, ready: document.readyState,
+      scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
+  }
+  return {find, findAll, outline, center, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
+          text: sel => textOf(sel ? find(sel) : document.body)};
+})(); }

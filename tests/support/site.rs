@@ -1,0 +1,143 @@
+//! A small website on loopback for browser tests: PDF links, a table, a login that sets a
+//! cookie guarding a private PDF, a form with a result page, content that appears late.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+pub struct Site {
+    pub url: String,
+    server: Arc<tiny_http::Server>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+pub fn pdf_bytes(name: &str) -> Vec<u8> {
+    // Not a real PDF, but distinct bytes per file, some of them binary.
+    let mut v = format!("%PDF-1.4\n% test file {name}\n").into_bytes();
+    v.extend((0..5000u32).map(|i| (i.wrapping_mul(31) ^ name.len() as u32) as u8));
+    v
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!("<!doctype html><html><head><meta charset=utf-8><title>{title}</title></head><body>{body}</body></html>")
+}
+
+fn form_value(body: &str, key: &str) -> String {
+    body.split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| agent_controller::http::percent_decode(&v.replace('+', " ")))
+        .unwrap_or_default()
+}
+
+impl Site {
+    pub fn start() -> Site {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+        let srv = Arc::clone(&server);
+        let handle = std::thread::spawn(move || {
+            while let Ok(mut rq) = srv.recv() {
+                let mut body = String::new();
+                let _ = rq.as_reader().read_to_string(&mut body);
+                let cookie = rq
+                    .headers()
+                    .iter()
+                    .find(|h| h.field.equiv("Cookie"))
+                    .map(|h| h.value.to_string())
+                    .unwrap_or_default();
+                let logged_in = cookie.contains("session=ok");
+                let path = rq.url().split('?').next().unwrap_or("/").to_string();
+                let html = |s: String| {
+                    tiny_http::Response::from_string(s)
+                        .with_header(tiny_http::Header::from_bytes("Content-Type", "text/html; charset=utf-8").unwrap())
+                };
+                let resp = match (rq.method().as_str(), path.as_str()) {
+                    ("GET", "/") => html(page(
+                        "Library",
+                        r#"
+                        <h1>Lecture library</h1>
+                        <nav><a href="/login">Log in</a> <a href="/form">Order form</a> <a href="/delayed">Slow page</a></nav>
+                        <ul id="toc">
+                          <li><a href="/files/chapter1.pdf">Chapter 1</a></li>
+                          <li><a href="/files/chapter2.pdf">Chapter 2</a></li>
+                          <li><a href="/about.html">About</a></li>
+                        </ul>
+                        <table id="prices"><tr><th>Plan</th><th>Price</th></tr>
+                          <tr><td>Basic</td><td>10</td></tr><tr><td>Pro, yearly</td><td>99</td></tr></table>
+                        <button id="hello" onclick="document.getElementById('out').textContent='clicked!'">Say hello</button>
+                        <div id="out"></div>
+                        <div style="height:3000px"></div><p id="bottom">Bottom of the page</p>"#,
+                    )),
+                    ("GET", p) if p.starts_with("/files/") => {
+                        let name = p.trim_start_matches("/files/");
+                        tiny_http::Response::from_data(pdf_bytes(name))
+                            .with_header(tiny_http::Header::from_bytes("Content-Type", "application/pdf").unwrap())
+                    }
+                    ("GET", "/private/report.pdf") if logged_in => {
+                        tiny_http::Response::from_data(pdf_bytes("private-report"))
+                            .with_header(tiny_http::Header::from_bytes("Content-Type", "application/pdf").unwrap())
+                    }
+                    ("GET", "/private/report.pdf") => {
+                        html(page("Forbidden", "<p>log in first</p>")).with_status_code(403)
+                    }
+                    ("GET", "/login") => html(page(
+                        "Log in",
+                        r#"
+                        <form method="post" action="/login"><label>Email <input type="email" name="user"></label>
+                        <label>Password <input type="password" name="pass"></label><button type="submit">Sign in</button></form>"#,
+                    )),
+                    ("POST", "/login") => {
+                        if form_value(&body, "user") == "alice@example.test" && form_value(&body, "pass") == "s3cret-pw"
+                        {
+                            tiny_http::Response::from_string("")
+                                .with_status_code(303)
+                                .with_header(tiny_http::Header::from_bytes("Location", "/account").unwrap())
+                                .with_header(tiny_http::Header::from_bytes("Set-Cookie", "session=ok; Path=/").unwrap())
+                        } else {
+                            html(page("Log in", "<p id=error>Wrong email or password</p>")).with_status_code(401)
+                        }
+                    }
+                    ("GET", "/account") if logged_in => {
+                        html(page("Account", r#"<h1>Welcome alice</h1><a href="/private/report.pdf">Your report</a>"#))
+                    }
+                    ("GET", "/account") => html(page("Account", "<p>not logged in</p>")),
+                    ("GET", "/form") => html(page(
+                        "Order",
+                        r#"
+                        <form id="order" method="post" action="/submit">
+                          <input name="name" placeholder="Your name">
+                          <select name="color"><option value="r">Red</option><option value="g">Green</option></select>
+                          <label><input type="checkbox" name="gift" value="yes"> Gift wrap</label>
+                          <input type="submit" value="Send order"></form>"#,
+                    )),
+                    ("POST", "/submit") => html(page(
+                        "Thanks",
+                        &format!(
+                            "<h1>Order received</h1><p id=summary>name={} color={} gift={}</p>",
+                            form_value(&body, "name"),
+                            form_value(&body, "color"),
+                            form_value(&body, "gift")
+                        ),
+                    )),
+                    ("GET", "/delayed") => html(page(
+                        "Slow",
+                        r#"<p>Loading…</p>
+                        <script>setTimeout(() => { const d = document.createElement('div'); d.id = 'late'; d.textContent = 'Ready now'; document.body.appendChild(d); }, 800);</script>"#,
+                    )),
+                    _ => html(page("Not found", "<p>404</p>")).with_status_code(404),
+                };
+                let _ = rq.respond(resp);
+            }
+        });
+        Site { url, server, handle: Some(handle) }
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! The real agent-worker with real headless Chromium, through the real controller, against a
+//! site served on loopback. Skipped with a message when Chromium is not installed.
+
+use crate::support::llm::*;
+use crate::support::site::{Site, pdf_bytes};
+use crate::support::*;
+use agent_controller::runner::SessionRunner;
+use serde_json::{Value, json};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn have_chromium() -> bool {
+    let ok = std::path::Path::new(CHROMIUM).exists();
+    if !ok {
+        eprintln!("SKIPPED: {CHROMIUM} is not installed (make test installs it)");
+    }
+    ok
+}
+
+/// The agent-worker binary, stopped with SIGTERM on drop.
+struct RealWorker(Child);
+
+impl RealWorker {
+    fn start(d: &TestDaemon, hostname: &str, caps: &str) -> RealWorker {
+        let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+            .args([
+                "--controller",
+                &d.worker,
+                "--headless",
+                "--hostname",
+                hostname,
+                "--capabilities",
+                caps,
+                "--browser",
+                CHROMIUM,
+            ])
+            .stdout(Stdio::null())
+            // AC_TEST_WORKER_LOG=1 shows the worker's log.
+            .stderr(if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
+            .spawn()
+            .unwrap();
+        let c = d.client();
+        wait_until(Duration::from_secs(10), "the worker to register", || {
+            c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == hostname).then_some(())
+        });
+        RealWorker(child)
+    }
+}
+
+impl Drop for RealWorker {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let _ = self.0.wait();
+    }
+}
+
+fn cmd(r: &SessionRunner, action: &str, params: Value) -> Value {
+    r.worker_command(action, params.clone(), Duration::from_secs(60))
+        .unwrap_or_else(|e| panic!("{action} {params}: {e}"))
+}
+
+fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
+    match r.worker_command(action, params.clone(), Duration::from_secs(60)) {
+        Ok(v) => panic!("{action} {params} should fail, got {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn timed(samples: &mut Vec<Duration>, f: impl FnOnce() -> Value) -> Value {
+    let t = Instant::now();
+    let v = f();
+    samples.push(t.elapsed());
+    v
+}
+
+#[test]
+fn every_browser_tool_through_controller_and_worker() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("browser-e2e");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let worker = RealWorker::start(&d, "chrome-box", "browser,shell");
+    let id = create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "test every tool"}));
+    let (r, _done) = test_agent.next();
+    let (mut nav_t, mut shot_t, mut click_t) = (Vec::new(), Vec::new(), Vec::new());
+
+    // Observe.
+    let info = timed(&mut nav_t, || cmd(&r, "browser_navigate", json!({"url": format!("{}/", site.url)})));
+    assert_eq!(info["title"], "Library");
+    let dom = cmd(&r, "browser_get_dom", json!({}));
+    let outline = dom["outline"].as_str().unwrap();
+    assert!(
+        outline.contains("Lecture library") && outline.contains("Chapter 1") && outline.contains("table 3×2"),
+        "{outline}"
+    );
+    assert!(outline.contains("[#prices]") && outline.contains("[#hello]"), "selectors that work: {outline}");
+    assert!(cmd(&r, "browser_get_text", json!({"selector": "h1"}))["text"] == "Lecture library");
+    let shot = timed(&mut shot_t, || cmd(&r, "browser_screenshot", json!({})));
+    assert_eq!(shot["media_type"], "image/png");
+    assert_eq!(shot["width"], 1280);
+    let png = agent_controller::b64::decode(shot["image_base64"].as_str().unwrap()).unwrap();
+    assert!(png.starts_with(b"\x89PNG"));
+    let full = cmd(&r, "browser_screenshot", json!({"full_page": true}));
+    assert!(full["height"].as_u64().unwrap() > 3000, "{}", full["height"]);
+
+    // Act: clicks by CSS, text= and :has-text.
+    timed(&mut click_t, || cmd(&r, "browser_click", json!({"selector": "#hello"})));
+    assert_eq!(cmd(&r, "browser_get_text", json!({"selector": "#out"}))["text"], "clicked!");
+    cmd(&r, "browser_click", json!({"selector": "text=Say hello"}));
+    cmd(&r, "browser_click", json!({"selector": "button:has-text(\"hello\")"}));
+    let e = cmd_err(&r, "browser_click", json!({"selector": "#buy"}));
+    assert!(e.contains("no element matches `#buy`"), "{e}");
+    let scrolled = cmd(&r, "browser_scroll", json!({"direction": "down", "amount": 500}));
+    assert_eq!(scrolled["scroll"]["y"], 500);
+    cmd(&r, "browser_scroll", json!({"selector": "#bottom"}));
+    cmd(&r, "browser_hover", json!({"selector": "#hello"}));
+    let info = cmd(&r, "browser_get_page_info", json!({}));
+    assert_eq!(info["tabs"].as_array().unwrap().len(), 1);
+    assert_eq!(cmd(&r, "browser_switch_tab", json!({"index": 0}))["title"], "Library");
+
+    // Scrape.
+    let links = cmd(&r, "browser_scrape_links", json!({"selector": "#toc", "pattern": "\\.pdf$"}));
+    assert_eq!(links["count"], 2, "{links}");
+    assert_eq!(links["links"][0]["url"], format!("{}/files/chapter1.pdf", site.url));
+    let table = cmd(&r, "browser_scrape_table", json!({"selector": "#prices"}));
+    assert_eq!(table["csv"], "Plan,Price\nBasic,10\n\"Pro, yearly\",99\n");
+    let table = cmd(&r, "browser_scrape_table", json!({"selector": "#prices", "format": "json"}));
+    assert_eq!(table["data"][1], json!({"Plan": "Pro, yearly", "Price": "99"}));
+    let texts = cmd(
+        &r,
+        "browser_scrape_text",
+        json!({"selectors": [{"name": "title", "selector": "h1"}, {"name": "items", "selector": "#toc li"}]}),
+    );
+    assert_eq!(texts["title"], "Lecture library");
+    assert_eq!(texts["items"].as_array().unwrap().len(), 3);
+
+    // Downloads, uploaded into the session, byte for byte.
+    let batch = cmd(
+        &r,
+        "browser_download_batch",
+        json!({"urls": [
+        {"url": format!("{}/files/chapter1.pdf", site.url)},
+        {"url": format!("{}/files/chapter2.pdf", site.url), "filename": "second.pdf"},
+        {"url": format!("{}/files/missing", site.url).replace("/files/", "/nope/")}]}),
+    );
+    assert_eq!(batch["downloaded"].as_array().unwrap().len(), 2, "{batch}");
+    assert!(batch["failed"][0]["error"].as_str().unwrap().contains("HTTP 404"), "{batch}");
+    let c = d.client();
+    assert_eq!(c.get(&format!("/sessions/{id}/files/chapter1.pdf")).body, pdf_bytes("chapter1.pdf"));
+    assert_eq!(c.get(&format!("/sessions/{id}/files/second.pdf")).body, pdf_bytes("chapter2.pdf"));
+
+    // Forms.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/form", site.url)}));
+    let filled = cmd(
+        &r,
+        "browser_fill_form",
+        json!({"fields": [
+        {"selector": "input[name=name]", "value": "Zoe"},
+        {"selector": "select[name=color]", "value": "Green", "type": "select"},
+        {"selector": "input[name=gift]", "value": "true", "type": "checkbox"}]}),
+    );
+    assert_eq!(filled["filled"].as_array().unwrap().len(), 3);
+    cmd(&r, "browser_select_option", json!({"selector": "select[name=color]", "value": "g"}));
+    let e = cmd_err(&r, "browser_select_option", json!({"selector": "select[name=color]", "value": "Blue"}));
+    assert!(e.contains("no option `Blue`") && e.contains("Red"), "{e}");
+    let done = cmd(&r, "browser_submit_form", json!({"selector": "#order"}));
+    assert_eq!(done["title"], "Thanks");
+    assert_eq!(cmd(&r, "browser_get_text", json!({"selector": "#summary"}))["text"], "name=Zoe color=g gift=yes");
+    assert_eq!(cmd(&r, "browser_back", json!({}))["title"], "Order");
+    assert_eq!(cmd(&r, "browser_forward", json!({}))["title"], "Thanks");
+
+    // Typing, keys, login, a file behind the login cookie.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/login", site.url)}));
+    let typed = cmd(&r, "browser_type", json!({"selector": "input[name=user]", "text": "alice@example.test"}));
+    assert_eq!(typed["typed"], 18);
+    let typed = cmd(&r, "browser_type", json!({"selector": "input[type=password]", "text": "s3cret-pw"}));
+    assert!(!typed.to_string().contains("s3cret-pw"), "typed text is never echoed");
+    cmd(&r, "browser_press_key", json!({"key": "Enter"}));
+    assert_eq!(cmd(&r, "browser_get_text", json!({"selector": "h1"}))["text"], "Welcome alice");
+    let private = cmd(&r, "browser_download", json!({"url": format!("{}/private/report.pdf", site.url)}));
+    assert_eq!(private["filename"], "report.pdf");
+    assert_eq!(c.get(&format!("/sessions/{id}/files/report.pdf")).body, pdf_bytes("private-report"));
+
+    // Waiting for late content, and a wait that gives up with a clear message.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/delayed", site.url)}));
+    let waited = cmd(&r, "browser_wait_for", json!({"selector": "#late", "timeout_s": 10}));
+    assert!(waited["after_ms"].as_u64().unwrap() >= 300, "{waited}");
+    cmd(&r, "browser_wait_for", json!({"text": "Ready now"}));
+    let e = cmd_err(&r, "browser_wait_for", json!({"selector": "#never", "timeout_s": 1}));
+    assert!(e.contains("waited 1 s") && e.contains("#never"), "{e}");
+
+    // Save as PDF: a real PDF with pages.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/", site.url)}));
+    let pdf = cmd(&r, "browser_save_as_pdf", json!({"filename": "library", "wait_for_selector": "#prices"}));
+    assert_eq!(pdf["filename"], "library.pdf");
+    let bytes = c.get(&format!("/sessions/{id}/files/library.pdf")).body;
+    assert!(bytes.starts_with(b"%PDF"), "not a PDF");
+    assert_pdf_has_pages(&bytes);
+
+    // Errors a model can act on.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let e = cmd_err(&r, "browser_navigate", json!({"url": format!("http://127.0.0.1:{closed}/")}));
+    assert!(e.contains("failed") && e.contains("ERR_CONNECTION_REFUSED"), "{e}");
+    let e = cmd_err(&r, "browser_navigate", json!({"url": "example.com"}));
+    assert!(e.contains("not an absolute"), "{e}");
+
+    // If Chromium dies, the next command starts a new one and says so.
+    let pid = worker.0.id();
+    let _ = Command::new("pkill").args(["-KILL", "-f", &format!("agent-worker-profile-{pid}-")]).status();
+    std::thread::sleep(Duration::from_millis(300));
+    let after =
+        match r.worker_command("browser_navigate", json!({"url": format!("{}/", site.url)}), Duration::from_secs(60)) {
+            Ok(v) => {
+                assert!(v["note"].as_str().unwrap_or("").contains("restarted"), "the result says so: {v}");
+                v
+            }
+            // If the death is noticed mid-command, that command fails saying so and the next one
+            // runs on a new browser.
+            Err(e) => {
+                assert!(e.to_string().contains("restarted on the next command"), "{e}");
+                cmd(&r, "browser_navigate", json!({"url": format!("{}/", site.url)}))
+            }
+        };
+    assert_eq!(after["title"], "Library");
+
+    let median = |v: &mut Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let rss = std::fs::read_to_string(format!("/proc/{}/status", worker.0.id())).unwrap_or_default();
+    let rss = rss.lines().find(|l| l.starts_with("VmRSS:")).unwrap_or("VmRSS: ?").to_string();
+    eprintln!(
+        "worker timings (debug build): navigate {:?}, screenshot {:?}, click {:?}; worker {rss}",
+        median(&mut nav_t),
+        median(&mut shot_t),
+        median(&mut click_t)
+    );
+}
+
+fn assert_pdf_has_pages(bytes: &[u8]) {
+    let path = std::env::temp_dir().join(format!("ac-pdf-{}.pdf", std::process::id()));
+    std::fs::write(&path, bytes).unwrap();
+    match Command::new("pdfinfo").arg(&path).output() {
+        Ok(out) => {
+            let text = String::from_utf8_lossy(&out.stdout);
+            let pages: u32 =
+                text.lines().find_map(|l| l.strip_prefix("Pages:")).map(|p| p.trim().parse().unwrap()).unwrap_or(0);
+            assert!(pages >= 1, "pdfinfo: {text}");
+        }
+        Err(_) => eprintln!("pdfinfo not installed; checked only the %PDF header"),
+    }
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn shell_tools_including_killing_a_process_tree() {
+    let dir = TempDir::new("shell-e2e");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "shell-box", "shell");
+    let _id = create_session(
+        &d.client(),
+        json!({"mode": "task", "type": "shell", "target": "shell-box", "instruction": "x"}),
+    );
+    let (r, _done) = test_agent.next();
+    let work = TempDir::new("shell-files");
+    let w = work.path().display().to_string();
+
+    let out = cmd(
+        &r,
+        "run_command",
+        json!({"command": "echo hello; echo oops >&2; printf '\\033[31mred\\033[0m\\n'; exit 3"}),
+    );
+    assert_eq!(out["exit_code"], 3);
+    assert_eq!(out["stdout"], "hello\nred\n", "ANSI codes stripped");
+    assert_eq!(out["stderr"], "oops\n");
+    let out = cmd(&r, "run_command", json!({"command": "pwd; echo $PAGER", "cwd": w}));
+    assert_eq!(out["stdout"], format!("{w}\ncat\n"));
+
+    // A tree: a background child and a foreground sleep; the timeout kills both.
+    let t = Instant::now();
+    let out = cmd(
+        &r,
+        "run_command",
+        json!({"command": format!("sleep 300 & echo $! > {w}/bg.pid; sleep 300"), "timeout_s": 1}),
+    );
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!(out["timed_out"], true);
+    let pid = std::fs::read_to_string(work.path().join("bg.pid")).unwrap().trim().to_string();
+    std::thread::sleep(Duration::from_millis(200));
+    let state = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        state.is_empty() || state.split_whitespace().nth(2) == Some("Z"),
+        "background child {pid} survived: {state}"
+    );
+
+    // Big output is capped.
+    let out = cmd(&r, "run_command", json!({"command": "yes x | head -c 200000"}));
+    assert!(out["stdout"].as_str().unwrap().len() <= 64 * 1024);
+    assert!(out["truncated"].as_str().unwrap().contains("200000"));
+
+    cmd(&r, "write_file", json!({"path": format!("{w}/a.txt"), "content": "line one\nline two\n"}));
+    let read = cmd(&r, "read_file", json!({"path": format!("{w}/a.txt")}));
+    assert_eq!(read["content"], "line one\nline two\n");
+    let read = cmd(&r, "read_file", json!({"path": format!("{w}/a.txt"), "max_bytes": 4}));
+    assert_eq!(read["content"], "line");
+    assert_eq!(read["truncated"], true);
+    let list = cmd(&r, "list_dir", json!({"path": w}));
+    let names: Vec<&str> = list["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
+    assert_eq!(names, vec!["a.txt", "bg.pid"]);
+    let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/missing")}));
+    assert!(e.contains("cannot open") && e.contains("missing"), "{e}");
+    // A browser command to a shell-only worker is an error, not a crash.
+    let e = cmd_err(&r, "browser_navigate", json!({"url": "http://x.test"}));
+    assert!(e.contains("without the browser capability"), "{e}");
+}
+
+#[test]
+fn a_full_task_session_with_the_scripted_model() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("task-e2e");
+    let script = vec![
+        tool("perform_login", json!({})),
+        tool("browser_navigate", json!({"url": format!("{}/", site.url)})),
+        tool("browser_scrape_links", json!({"selector": "#toc", "pattern": "\\.pdf$"})),
+        tool("request_confirmation", json!({"action": "batch_download", "description": "Download 3 PDFs"})),
+        tool(
+            "browser_download_batch",
+            json!({"urls": [
+            {"url": format!("{}/files/chapter1.pdf", site.url)},
+            {"url": format!("{}/files/chapter2.pdf", site.url)},
+            {"url": format!("{}/private/report.pdf", site.url)}]}),
+        ),
+        tool("browser_scrape_table", json!({"selector": "#prices"})),
+        tool("save_file", json!({"filename": "prices.csv", "content": "Plan,Price\nBasic,10\n\"Pro, yearly\",99\n"})),
+        tool("browser_save_as_pdf", json!({"filename": "library.pdf"})),
+        tool("finish_task", json!({"summary": "3 PDFs, the price table and a PDF of the page"})),
+    ];
+    let llm = ScriptedLlm::start(script);
+    let mut config = test_config(dir.path());
+    config.api.base_url = llm.url.clone();
+    config.api.api_key = agent_controller::vault::Secret::new("sk-test");
+    config.task.confirmation_timeout = 30;
+    let agent = agent_controller::agent::llm_agent(&config);
+    let d = TestDaemon::start(config, agent);
+    let _worker = RealWorker::start(&d, "task-box", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "Get the PDFs and the prices",
+        "credentials": {"username": "alice@example.test", "password": "s3cret-pw", "login_url": format!("{}/login", site.url)}}),
+    );
+    let p = wait_until(Duration::from_secs(60), "the confirmation", || {
+        let v = c.get(&format!("/sessions/{id}/confirmation")).json();
+        (v["pending"] == true).then_some(v)
+    });
+    c.post(
+        &format!("/sessions/{id}/confirmation"),
+        &json!({"confirmation_id": p["confirmation_id"], "approved": true}),
+    );
+    let s = wait_until(Duration::from_secs(90), "the session to end", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        (!["waiting", "running", "confirming"].contains(&s["status"].as_str().unwrap())).then_some(s)
+    });
+    assert_eq!(s["status"], "finished", "{s}");
+    llm.assert_well_formed();
+    // The login worked: the private report (behind the cookie) came down too.
+    assert_eq!(c.get(&format!("/sessions/{id}/files/chapter1.pdf")).body, pdf_bytes("chapter1.pdf"));
+    assert_eq!(c.get(&format!("/sessions/{id}/files/chapter2.pdf")).body, pdf_bytes("chapter2.pdf"));
+    assert_eq!(c.get(&format!("/sessions/{id}/files/report.pdf")).body, pdf_bytes("private-report"));
+    assert!(c.get(&format!("/sessions/{id}/files/prices.csv")).text().contains("\"Pro, yearly\",99"));
+    let pdf = c.get(&format!("/sessions/{id}/files/library.pdf")).body;
+    assert!(pdf.starts_with(b"%PDF"));
+    assert_pdf_has_pages(&pdf);
+    // The model saw the login screenshot and the scraped table, never the password.
+    let reqs = llm.requests();
+    assert_eq!(reqs[1].image_count(), 1);
+    assert!(reqs[6].body.to_string().contains("Pro, yearly"));
+    for req in &reqs {
+        assert!(!req.body.to_string().contains("s3cret-pw"));
+    }
+    for (path, bytes) in all_files(dir.path()) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("s3cret-pw"), "{path:?}");
+    }
+}
