@@ -51,6 +51,9 @@ fn main() {
     if want("workers") {
         many_workers(&bin, &work);
     }
+    if want("browser") {
+        browser_commands(&bin.with_file_name("agent-worker"), &work);
+    }
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -504,4 +507,80 @@ fn many_workers(bin: &Path, work: &Path) {
     for h in handles {
         let _ = h.join();
     }
+}
+
+/// Time per browser command through controller + agent-worker + headless Chromium.
+fn browser_commands(worker_bin: &Path, work: &Path) {
+    if !Path::new("/usr/bin/chromium").exists() || !worker_bin.exists() {
+        println!("browser commands: skipped (needs /usr/bin/chromium and {})", worker_bin.display());
+        return;
+    }
+    let site = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let site_url = format!("http://{}", site.server_addr().to_ip().unwrap());
+    std::thread::spawn(move || {
+        for rq in site.incoming_requests() {
+            let body = "<!doctype html><title>Bench</title><h1>Bench page</h1><button id=b onclick=\"this.textContent='ok'\">Click</button>\
+                        <table id=t><tr><th>a</th><th>b</th></tr><tr><td>1</td><td>2</td></tr></table>";
+            let resp = tiny_http::Response::from_string(body)
+                .with_header(tiny_http::Header::from_bytes("Content-Type", "text/html").unwrap());
+            let _ = rq.respond(resp);
+        }
+    });
+    let mut config = Config::default();
+    config.server.api_port = 0;
+    config.server.worker_port = 0;
+    config.output.dir = work.join("browser");
+    let (tx, rx) = crossbeam_channel::bounded::<SessionRunner>(1);
+    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
+    let done_rx = Arc::new(done_rx);
+    let agent: agent_controller::sessions::AgentFn = Arc::new(move |runner: SessionRunner| {
+        tx.send(runner).unwrap();
+        let _ = done_rx.recv();
+        AgentOutcome::Finished { summary: "bench".into() }
+    });
+    let daemon = Daemon::start(config, agent).unwrap();
+    let mut worker = Command::new(worker_bin)
+        .args(["--controller", &format!("http://{}", daemon.worker_addr()), "--headless", "--capabilities", "browser"])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    while daemon.hub().workers().is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(10), "worker never registered");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    post_json(
+        &daemon.api_addr().to_string(),
+        "/sessions",
+        &json!({"mode": "task", "target": site_url, "instruction": "bench"}),
+    );
+    let runner = rx.recv().unwrap();
+    let run = |action: &str, params: Value| -> Duration {
+        let t = Instant::now();
+        runner.worker_command(action, params, Duration::from_secs(60)).unwrap();
+        t.elapsed()
+    };
+    let first = run("browser_navigate", json!({"url": format!("{site_url}/")}));
+    let (mut nav, mut shot, mut click) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..20 {
+        nav.push(run("browser_navigate", json!({"url": format!("{site_url}/?{i}")})));
+        shot.push(run("browser_screenshot", json!({})));
+        click.push(run("browser_click", json!({"selector": "#b"})));
+    }
+    for v in [&mut nav, &mut shot, &mut click] {
+        v.sort();
+    }
+    let worker_rss = rss_kib(worker.id(), "VmRSS:");
+    println!(
+        "browser commands via controller + agent-worker + headless Chromium (20 each): navigate p50 {:.1} ms, screenshot p50 {:.1} ms, click p50 {:.1} ms; first command (starts Chromium) {:.0} ms; agent-worker RSS {:.1} MiB (Chromium itself not counted)",
+        ms(percentile(&nav, 0.5)),
+        ms(percentile(&shot, 0.5)),
+        ms(percentile(&click, 0.5)),
+        ms(first),
+        worker_rss as f64 / 1024.0
+    );
+    let _ = Command::new("kill").args(["-TERM", &worker.id().to_string()]).status();
+    let _ = worker.wait();
+    let _ = done_tx.send(());
+    daemon.shutdown();
 }

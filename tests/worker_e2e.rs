@@ -391,3 +391,74 @@ fn a_full_task_session_with_the_scripted_model() {
         assert!(!String::from_utf8_lossy(&bytes).contains("s3cret-pw"), "{path:?}");
     }
 }
+
+fn worker_cmd(controller: &str, extra: &[&str]) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_agent-worker"));
+    c.args(["--controller", controller, "--capabilities", "shell", "--hostname", "proto-box"]).args(extra);
+    c
+}
+
+#[test]
+fn worker_retries_quietly_until_the_controller_appears_and_uses_its_token() {
+    // A port with nothing on it yet.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let log = TempDir::new("worker-log");
+    let log_path = log.path().join("worker.log");
+    let mut child = worker_cmd(&format!("http://127.0.0.1:{port}"), &["--token", "wtok-123"])
+        .stderr(std::fs::File::create(&log_path).unwrap())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    let dir = TempDir::new("late-controller");
+    let mut config = test_config(dir.path());
+    config.server.worker_port = port;
+    config.server.worker_token = agent_controller::vault::Secret::new("wtok-123");
+    let d = TestDaemon::idle(config);
+    let c = d.client();
+    wait_until(Duration::from_secs(45), "the worker to come in", || {
+        c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == "proto-box").then_some(())
+    });
+    let text = std::fs::read_to_string(&log_path).unwrap();
+    assert_eq!(text.matches("cannot reach the controller").count(), 1, "the outage is logged once: {text}");
+    wait_until(Duration::from_secs(5), "the recovery line", || {
+        std::fs::read_to_string(&log_path).unwrap().contains("reachable again").then_some(())
+    });
+    // SIGTERM: a clean exit.
+    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
+    assert!(child.wait().unwrap().success());
+}
+
+#[test]
+fn worker_exits_cleanly_on_shutdown_and_refuses_a_bad_token() {
+    // A controller stand-in: registers the worker, then tells it to shut down.
+    let server = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+    let url = format!("http://{}", server.server_addr().to_ip().unwrap());
+    let srv = std::sync::Arc::clone(&server);
+    let fake = std::thread::spawn(move || {
+        while let Ok(rq) = srv.recv() {
+            let authed =
+                rq.headers().iter().any(|h| h.field.equiv("Authorization") && h.value.as_str() == "Bearer good");
+            let body = match (authed, rq.url().split('?').next().unwrap()) {
+                (false, _) => (401, json!({"error": "missing or invalid bearer token", "code": "unauthorized"})),
+                (true, "/register") => (
+                    200,
+                    json!({"success": true, "message": "registered", "worker_id": "wkr_0001",
+                    "config": {"browser": {"headless": true, "viewport_width": 800, "viewport_height": 600}, "click_delay": 1.0, "screenshot_delay": 0.5}}),
+                ),
+                (true, _) => (200, json!({"action": "shutdown"})),
+            };
+            let _ = rq.respond(tiny_http::Response::from_string(body.1.to_string()).with_status_code(body.0));
+        }
+    });
+    let t = Instant::now();
+    let status = worker_cmd(&url, &["--token", "good"]).stderr(Stdio::null()).status().unwrap();
+    assert!(status.success(), "{status:?}");
+    assert!(t.elapsed() < Duration::from_secs(5));
+    let out = worker_cmd(&url, &["--token", "bad"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("refused the worker token"));
+    let out = worker_cmd("not-a-url", &[]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    server.unblock();
+    let _ = fake.join();
+}
