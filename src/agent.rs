@@ -95,6 +95,8 @@ pub struct Agent {
     tools: Vec<ToolDef>,
     messages: Vec<Message>,
     turn: u32,
+    /// Last error of each distinct call (name + input), to notice verbatim repeats.
+    failed_calls: std::collections::HashMap<String, String>,
 }
 
 impl Agent {
@@ -103,7 +105,17 @@ impl Agent {
         let system = prompts::system_prompt(&record);
         let tools = tools::toolset(record.mode, record.session_type, record.has_credentials);
         let opening = Message::user(vec![Block::text(prompts::opening_message(&record))]);
-        Agent { runner, provider, notifier, record, system, tools, messages: vec![opening], turn: 0 }
+        Agent {
+            runner,
+            provider,
+            notifier,
+            record,
+            system,
+            tools,
+            messages: vec![opening],
+            turn: 0,
+            failed_calls: Default::default(),
+        }
     }
 
     pub fn run(mut self) -> AgentOutcome {
@@ -217,7 +229,21 @@ impl Agent {
             &format!("{name} {}", excerpt(&input.to_string(), LOG_EXCERPT)),
             Some(json!({"tool": name, "input": input})),
         );
-        let outcome = self.dispatch(name, input);
+        let mut outcome = self.dispatch(name, input);
+        // Weak models repeat a failing call verbatim; say so, so the next turn changes course.
+        let key = format!("{name} {input}");
+        if outcome.is_error && !outcome.stopped {
+            let text = first_text(&outcome.content);
+            if self.failed_calls.get(&key) == Some(&text) {
+                outcome.content.push(Block::text(
+                    "This exact call already failed the same way. Repeating it will not help: look at the page or output \
+                     first (e.g. browser_get_dom, browser_screenshot) and try something different.",
+                ));
+            }
+            self.failed_calls.insert(key, text);
+        } else {
+            self.failed_calls.remove(&key);
+        }
         let text: String = outcome
             .content
             .iter()
@@ -509,6 +535,16 @@ impl Agent {
             }
         });
     }
+}
+
+fn first_text(blocks: &[Block]) -> String {
+    blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }
 
 fn last_text(reply: &Reply) -> String {

@@ -566,3 +566,21 @@ fn shell_task_runs_commands_and_searches_its_history() {
     let matches = found["matches"].as_array().unwrap();
     assert!(!matches.is_empty() && matches.iter().all(|m| m.to_string().contains("LINUX-KERNEL-6")), "{found}");
 }
+
+#[test]
+fn a_repeated_failing_call_is_pointed_out() {
+    let script = vec![
+        tool("browser_click", json!({"selector": "#missing"})),
+        tool("browser_click", json!({"selector": "#missing"})),
+        tool("finish_task", json!({"summary": "gave up"})),
+    ];
+    let w = world("repeat", script, |_| {});
+    let _worker = browser_worker(&w.d, "rep");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    wait_status(&w.d.client(), &id, "finished");
+    let reqs = w.llm.requests();
+    let first = reqs[1].last_results()[0]["content"].as_array().unwrap().len();
+    let second = reqs[2].last_results()[0]["content"].clone();
+    assert_eq!(first, 1);
+    assert!(second[1]["text"].as_str().unwrap().contains("already failed the same way"), "{second}");
+}

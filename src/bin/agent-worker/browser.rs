@@ -484,7 +484,9 @@ impl Browser {
         }
         std::thread::sleep(Duration::from_millis(30));
         self.wait_ready(NAVIGATION).map_err(|_| format!("navigation timed out after {} s", NAVIGATION.as_secs()))?;
-        self.eval("__ac.info()")
+        let mut info = self.eval("__ac.info()")?;
+        info["page"] = self.eval("__ac.glance()")?;
+        Ok(info)
     }
 
     fn screenshot(&mut self, full_page: bool) -> Result<Value, String> {

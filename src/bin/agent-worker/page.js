@@ -34,11 +34,22 @@ if (!window.__ac) { window.__ac = (() => {
     try { return Array.from(document.querySelectorAll(sel)); }
     catch (e) { throw new Error("invalid selector `" + sel + "`: " + e.message); }
   }
+  // Point a model that guessed a selector at what exists.
+  function hint() {
+    const ids = Array.from(document.querySelectorAll("[id]")).filter(visible).slice(0, 12).map(e => "#" + e.id);
+    return (ids.length ? "; ids on this page: " + ids.join(", ") : "") + " (browser_get_dom lists the elements with selectors that work)";
+  }
   function find(sel) {
     const all = findAll(sel);
     const el = all.find(visible) || all[0];
-    if (!el) throw new Error("no element matches `" + sel + "`");
+    if (!el) throw new Error("no element matches `" + sel + "`" + hint());
     return el;
+  }
+  function glance() {
+    const count = s => document.querySelectorAll(s).length;
+    return {headings: Array.from(document.querySelectorAll("h1,h2,h3")).slice(0, 6).map(textOf),
+      links: count("a[href]"), buttons: count("button,input[type=submit],[role=button]"), inputs: count("input:not([type=hidden]),select,textarea"),
+      forms: count("form"), tables: count("table"), next: "browser_get_dom shows these with selectors"};
   }
   function cssPath(el) {
     if (el.id && document.querySelectorAll("#" + CSS.escape(el.id)).length === 1) return "#" + CSS.escape(el.id);
@@ -137,6 +148,7 @@ if (!window.__ac) { window.__ac = (() => {
   }
   function links(sel, pattern, attr) {
     const root = sel ? findAll(sel) : [document];
+    if (sel && !root.length) throw new Error("no element matches `" + sel + "`" + hint());
     const re = pattern ? new RegExp(pattern) : null;
     const seen = new Set(), out = [];
     for (const r of root) {
@@ -180,6 +192,6 @@ if (!window.__ac) { window.__ac = (() => {
     return {url: location.href, title: document.title, ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {find, findAll, outline, center, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
+  return {find, findAll, glance, outline, center, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
           text: sel => textOf(sel ? find(sel) : document.body)};
 })(); }
