@@ -114,7 +114,11 @@ fn every_browser_tool_through_controller_and_worker() {
     cmd(&r, "browser_click", json!({"selector": "text=Say hello"}));
     cmd(&r, "browser_click", json!({"selector": "button:has-text(\"hello\")"}));
     let e = cmd_err(&r, "browser_click", json!({"selector": "#buy"}));
-    assert!(e.contains("no element matches `#buy`"), "{e}");
+    assert!(e.contains("no element matches `#buy`") && e.contains("#prices"), "names the page's ids: {e}");
+    let e = cmd_err(&r, "browser_scrape_table", json!({"selector": "prices"}));
+    assert!(e.contains("did you mean `#prices`?"), "{e}");
+    let e = cmd_err(&r, "browser_scrape_links", json!({"selector": "#nothing-here"}));
+    assert!(e.contains("no element matches"), "an empty match is an error, not an empty list: {e}");
     let scrolled = cmd(&r, "browser_scroll", json!({"direction": "down", "amount": 500}));
     assert_eq!(scrolled["scroll"]["y"], 500);
     cmd(&r, "browser_scroll", json!({"selector": "#bottom"}));

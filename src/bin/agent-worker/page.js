@@ -35,14 +35,20 @@ if (!window.__ac) { window.__ac = (() => {
     catch (e) { throw new Error("invalid selector `" + sel + "`: " + e.message); }
   }
   // Point a model that guessed a selector at what exists.
-  function hint() {
+  function hint(sel) {
+    const word = String(sel || "").trim();
+    if (/^[A-Za-z][\w-]*$/.test(word)) {
+      if (document.getElementById(word)) return "; did you mean `#" + word + "`?";
+      if (document.getElementsByClassName(word).length) return "; did you mean `." + word + "`?";
+    }
     const ids = Array.from(document.querySelectorAll("[id]")).filter(visible).slice(0, 12).map(e => "#" + e.id);
-    return (ids.length ? "; ids on this page: " + ids.join(", ") : "") + " (browser_get_dom lists the elements with selectors that work)";
+    return (ids.length ? "; ids on this page: " + ids.join(", ") : "") +
+      " (browser_get_dom without a selector lists the page's elements with selectors that work)";
   }
   function find(sel) {
     const all = findAll(sel);
     const el = all.find(visible) || all[0];
-    if (!el) throw new Error("no element matches `" + sel + "`" + hint());
+    if (!el) throw new Error("no element matches `" + sel + "`" + hint(sel));
     return el;
   }
   function glance() {
@@ -148,7 +154,7 @@ if (!window.__ac) { window.__ac = (() => {
   }
   function links(sel, pattern, attr) {
     const root = sel ? findAll(sel) : [document];
-    if (sel && !root.length) throw new Error("no element matches `" + sel + "`" + hint());
+    if (sel && !root.length) throw new Error("no element matches `" + sel + "`" + hint(sel));
     const re = pattern ? new RegExp(pattern) : null;
     const seen = new Set(), out = [];
     for (const r of root) {
