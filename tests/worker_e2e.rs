@@ -100,6 +100,8 @@ fn every_browser_tool_through_controller_and_worker() {
     );
     assert!(outline.contains("[#prices]") && outline.contains("[#hello]"), "selectors that work: {outline}");
     assert!(cmd(&r, "browser_get_text", json!({"selector": "h1"}))["text"] == "Lecture library");
+    let part = cmd(&r, "browser_get_dom", json!({"selector": "table#prices"}));
+    assert!(part["outline"].as_str().unwrap().contains("table 3×2: Plan | Price"), "{part}");
     let shot = timed(&mut shot_t, || cmd(&r, "browser_screenshot", json!({})));
     assert_eq!(shot["media_type"], "image/png");
     assert_eq!(shot["width"], 1280);

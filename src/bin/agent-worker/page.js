@@ -90,7 +90,9 @@ if (!window.__ac) { window.__ac = (() => {
     const out = [`# ${document.title || "(untitled)"} — ${location.href}`];
     let n = 0;
     const push = line => { if (n++ < 400) out.push(line); };
-    const els = root.querySelectorAll("h1,h2,h3,h4,a[href],button,input,select,textarea,form,table,[role=button],img[alt]");
+    const SHOWN = "h1,h2,h3,h4,a[href],button,input,select,textarea,form,table,[role=button],img[alt]";
+    // The root itself counts too: `browser_get_dom {selector: "table#fees"}` must show the table.
+    const els = (root.matches && root.matches(SHOWN) ? [root] : []).concat(Array.from(root.querySelectorAll(SHOWN)));
     for (const el of els) {
       if (!visible(el) && !(el.tagName === "INPUT" && el.type === "hidden")) continue;
       const tag = el.tagName.toLowerCase();
