@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install what `make test` needs, only when it is missing. Idempotent; safe to run often.
 # The tests need the Rust toolchain with rustfmt and clippy, Chromium for the agent-worker's
-# browser tests, and pdfinfo (poppler-utils) to check the PDFs it prints.
+# browser tests, pdfinfo (poppler-utils) to check the PDFs it prints, python3 with the `mcp`
+# package for the MCP tests.
 set -euo pipefail
 
 need_apt=()
 # Packages the test suite uses, as "command:package".
-for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils"; do
+for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils" "python3:python3" "pip3:python3-pip"; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
@@ -20,6 +21,11 @@ if [ ${#need_apt[@]} -gt 0 ]; then
     echo "missing packages: ${need_apt[*]} (install them as root)" >&2
     exit 1
   fi
+fi
+
+# The official MCP Python client drives `agent-controller mcp` in the tests.
+if ! python3 -c "import mcp" >/dev/null 2>&1; then
+  python3 -m pip install -q mcp
 fi
 
 for comp in rustfmt clippy; do

@@ -7,13 +7,16 @@
 pub mod agent;
 pub mod api;
 pub mod b64;
+pub mod client;
 pub mod clock;
 pub mod config;
+pub mod console;
 pub mod daemon;
 pub mod error;
 pub mod http;
 pub mod hub;
 pub mod llm;
+pub mod mcp;
 pub mod notify;
 pub mod prompts;
 pub mod protocol;

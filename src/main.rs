@@ -12,7 +12,8 @@ const USAGE: &str = "\
 agent-controller — controller daemon for LLM-driven remote automation
 
 USAGE:
-    agent-controller [serve] [OPTIONS]
+    agent-controller [serve] [OPTIONS]      the daemon
+    agent-controller COMMAND …              the console (below)
 
 OPTIONS:
     --config FILE        config file (default ./config.yaml; missing = all defaults)
@@ -32,7 +33,7 @@ ENVIRONMENT:
 fn main() -> ExitCode {
     let mut args = pico_args::Arguments::from_env();
     if args.contains(["-h", "--help"]) {
-        print!("{USAGE}");
+        print!("{USAGE}\n{}\n", agent_controller::console::USAGE);
         return ExitCode::SUCCESS;
     }
     if args.contains(["-V", "--version"]) {
@@ -42,10 +43,19 @@ fn main() -> ExitCode {
     match args.subcommand() {
         Ok(None) => {}
         Ok(Some(cmd)) if cmd == "serve" => {}
-        Ok(Some(cmd)) => {
-            eprintln!("agent-controller: unknown command {cmd:?}\n\n{USAGE}");
+        Ok(Some(cmd)) if cmd == "mcp" => {
+            let api: Option<String> = args.opt_value_from_str("--api").unwrap_or(None);
+            let token: Option<String> = args.opt_value_from_str("--token").unwrap_or(None);
+            let files: Option<std::path::PathBuf> = args.opt_value_from_str("--files-dir").unwrap_or(None);
+            let files = files.unwrap_or_else(|| std::env::temp_dir().join("agent-controller-files"));
+            let client = agent_controller::client::ApiClient::new(api, token);
+            return ExitCode::from(agent_controller::mcp::serve(client, files));
+        }
+        Ok(Some(cmd)) if cmd.starts_with('-') => {
+            eprintln!("agent-controller: unknown option {cmd:?}\n\n{USAGE}");
             return ExitCode::from(2);
         }
+        Ok(Some(cmd)) => return ExitCode::from(agent_controller::console::run(&cmd, args)),
         Err(e) => {
             eprintln!("agent-controller: {e}");
             return ExitCode::from(2);

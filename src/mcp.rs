@@ -1,0 +1,467 @@
+//! `agent-controller mcp`: an MCP server on stdio that drives the REST API, for Claude Code and
+//! other MCP clients.
+//!
+//! JSON-RPC 2.0, one message per line. Only protocol messages go to stdout (one writer thread
+//! owns it); logs go to stderr. Speaks the handshake versions 2024-11-05 … 2025-11-25 and
+//! answers any unknown request (e.g. the 2026 `server/discover`) with -32601 at once, even
+//! before `initialize`. Tool calls run on their own threads, so `ping` and
+//! `notifications/cancelled` are handled while one waits; no call blocks longer than ~60 s:
+//! confirmations are answered by polling tools, not by holding a call open.
+
+use crate::client::{ApiClient, ClientError};
+use crate::http::percent_encode;
+use serde_json::{Value, json};
+use std::collections::HashSet;
+use std::io::{BufRead, Write};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+const WAIT_MAX: Duration = Duration::from_secs(50);
+const INLINE_MAX: u64 = 20 * 1024 * 1024;
+
+struct Shared {
+    client: ApiClient,
+    files_dir: PathBuf,
+    out: crossbeam_channel::Sender<Value>,
+    cancelled: Mutex<HashSet<String>>,
+    running: Mutex<Vec<(String, Arc<AtomicBool>)>>,
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+}
+
+/// Serve until stdin closes. Returns the exit code.
+pub fn serve(client: ApiClient, files_dir: PathBuf) -> u8 {
+    let (tx, rx) = crossbeam_channel::unbounded::<Value>();
+    let writer = std::thread::spawn(move || {
+        let stdout = std::io::stdout();
+        for msg in rx {
+            let mut lock = stdout.lock();
+            // Compact JSON never contains a raw newline.
+            if writeln!(lock, "{msg}").and_then(|_| lock.flush()).is_err() {
+                break;
+            }
+        }
+    });
+    let shared = Arc::new(Shared {
+        client,
+        files_dir,
+        out: tx,
+        cancelled: Mutex::new(HashSet::new()),
+        running: Mutex::new(Vec::new()),
+    });
+    eprintln!("agent-controller mcp: serving on stdio for the controller at {}", shared.client.base);
+    let stdin = std::io::stdin();
+    let mut calls = Vec::new();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(handle) = handle_line(&shared, &line) {
+            calls.push(handle);
+        }
+        calls.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
+    }
+    // stdin closed: let running calls end (bounded by their own limits), then stop writing.
+    for h in calls {
+        let _ = h.join();
+    }
+    drop(shared);
+    let _ = writer.join();
+    0
+}
+
+fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHandle<()>> {
+    let send = |v: Value| {
+        let _ = shared.out.send(v);
+    };
+    let msg: Value = match serde_json::from_str(line) {
+        Ok(v) => v,
+        Err(e) => {
+            send(error(&Value::Null, -32700, &format!("parse error: {e}")));
+            return None;
+        }
+    };
+    if msg.is_array() {
+        send(error(&Value::Null, -32600, "batches are not supported; send one message per line"));
+        return None;
+    }
+    let id = msg.get("id").cloned();
+    let Some(method) = msg.get("method").and_then(Value::as_str) else {
+        // A response to a request we never sent, or garbage.
+        if id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
+            return None;
+        }
+        send(error(&id.unwrap_or(Value::Null), -32600, "invalid request: no method"));
+        return None;
+    };
+    let params = msg.get("params").cloned().unwrap_or(json!({}));
+    let Some(id) = id.filter(|i| i.is_string() || i.is_number()) else {
+        // Notifications: nothing is answered.
+        if method == "notifications/cancelled" {
+            let key = params["requestId"].to_string();
+            shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone());
+            for (k, flag) in shared.running.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+                if *k == key {
+                    flag.store(true, Ordering::Release);
+                }
+            }
+        }
+        return None;
+    };
+    match method {
+        "initialize" => {
+            let asked = params["protocolVersion"].as_str().unwrap_or("");
+            let version = if VERSIONS.contains(&asked) { asked } else { VERSIONS[0] };
+            send(response(
+                &id,
+                json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "agent-controller", "title": "agent-controller", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "Drives remote browser, desktop and shell automation through an agent-controller. \
+                        Start with create_session, then call wait_for_session repeatedly: it returns on a status change, \
+                        a pending confirmation (answer it with respond_confirmation) or the end. Read results with \
+                        get_report, list_files and get_file."
+                }),
+            ));
+            None
+        }
+        "ping" => {
+            send(response(&id, json!({})));
+            None
+        }
+        "tools/list" => {
+            send(response(&id, json!({"tools": tool_list()})));
+            None
+        }
+        "tools/call" => {
+            let name = params["name"].as_str().unwrap_or("").to_string();
+            let args = params.get("arguments").cloned().unwrap_or(json!({}));
+            let Some(def) = tool_list().into_iter().find(|t| t["name"] == name.as_str()) else {
+                send(error(&id, -32602, &format!("unknown tool {name:?}")));
+                return None;
+            };
+            let shared = Arc::clone(shared);
+            let key = id.to_string();
+            let flag = Arc::new(AtomicBool::new(false));
+            shared.running.lock().unwrap_or_else(|p| p.into_inner()).push((key.clone(), Arc::clone(&flag)));
+            Some(std::thread::spawn(move || {
+                let result = match crate::tools::validate(&def["inputSchema"], &args) {
+                    Err(e) => tool_error(&format!("invalid arguments: {e}")),
+                    Ok(()) => call(&shared, &name, &args, &flag),
+                };
+                shared.running.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _)| *k != key);
+                // A cancelled request gets no response.
+                if !shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {
+                    let _ = shared.out.send(response(&id, result));
+                }
+            }))
+        }
+        other => {
+            send(error(&id, -32601, &format!("method not found: {other}")));
+            None
+        }
+    }
+}
+
+fn obj(props: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
+}
+
+fn tool(
+    name: &str,
+    title: &str,
+    description: &str,
+    schema: Value,
+    read_only: bool,
+    destructive: bool,
+    idempotent: bool,
+) -> Value {
+    json!({"name": name, "title": title, "description": description, "inputSchema": schema,
+        "annotations": {"title": title, "readOnlyHint": read_only, "destructiveHint": destructive,
+                        "idempotentHint": idempotent, "openWorldHint": !read_only}})
+}
+
+fn sid() -> Value {
+    obj(json!({"session_id": {"type": "string"}}), &["session_id"])
+}
+
+pub fn tool_list() -> Vec<Value> {
+    vec![
+        tool(
+            "create_session",
+            "Create a session",
+            "Start an automation session on a worker: mode `task` (do something: download, scrape, fill forms, run commands) \
+             or `explore` (observe and report). target is a URL (browser), a window title (desktop app) or a host (type shell).",
+            obj(
+                json!({"mode": {"type": "string", "enum": ["task", "explore"]}, "target": {"type": "string"},
+                       "type": {"type": "string", "enum": ["browser", "app", "shell"]}, "instruction": {"type": "string"},
+                       "goal": {"type": "string"}, "worker": {"type": "string"}, "max_turns": {"type": "integer"},
+                       "auto_confirm": {"type": "boolean"}}),
+                &["mode", "target"],
+            ),
+            false,
+            false,
+            false,
+        ),
+        tool("list_sessions", "List sessions", "All sessions, newest first.", obj(json!({}), &[]), true, false, true),
+        tool(
+            "get_session",
+            "Get a session",
+            "Status, turn, files, usage, pending confirmation, summary or error.",
+            sid(),
+            true,
+            false,
+            true,
+        ),
+        tool(
+            "get_log",
+            "Read a session's log",
+            "Log entries after `after` (0 = from the start); returns `next` to continue.",
+            obj(json!({"session_id": {"type": "string"}, "after": {"type": "integer"}}), &["session_id"]),
+            true,
+            false,
+            true,
+        ),
+        tool("get_report", "Read the report", "The session's report (markdown).", sid(), true, false, true),
+        tool("get_notes", "Read the notes", "Notes the agent saved.", sid(), true, false, true),
+        tool(
+            "list_files",
+            "List files",
+            "Downloaded, generated and screenshot files of a session.",
+            sid(),
+            true,
+            false,
+            true,
+        ),
+        tool(
+            "get_file",
+            "Get a file",
+            "A session file: text inline, images as images, anything else saved to a local folder (the path is returned).",
+            obj(json!({"session_id": {"type": "string"}, "filename": {"type": "string"}}), &["session_id", "filename"]),
+            false,
+            false,
+            true,
+        ),
+        tool(
+            "respond_confirmation",
+            "Answer a confirmation",
+            "Approve or deny the action the session is waiting on (see wait_for_session / get_session).",
+            obj(
+                json!({"session_id": {"type": "string"}, "approved": {"type": "boolean"}, "confirmation_id": {"type": "string"}}),
+                &["session_id", "approved"],
+            ),
+            false,
+            true,
+            false,
+        ),
+        tool("stop_session", "Stop a session", "Stop a running session.", sid(), false, true, true),
+        tool(
+            "list_workers",
+            "List workers",
+            "Workers, their capabilities and which session each serves.",
+            obj(json!({}), &[]),
+            true,
+            false,
+            true,
+        ),
+        tool(
+            "wait_for_session",
+            "Wait for a session",
+            "Wait (at most ~50 s) until the session changes status, asks for a confirmation, or ends; returns its state and new log lines. Call again to keep waiting.",
+            obj(json!({"session_id": {"type": "string"}, "timeout_s": {"type": "integer"}}), &["session_id"]),
+            true,
+            false,
+            true,
+        ),
+    ]
+}
+
+fn text_result(text: String) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": false})
+}
+
+fn tool_error(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}], "isError": true})
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn call(shared: &Shared, name: &str, args: &Value, cancelled: &AtomicBool) -> Value {
+    let c = &shared.client;
+    let id = args["session_id"].as_str().map(percent_encode).unwrap_or_default();
+    let result: Result<Value, ClientError> = match name {
+        "create_session" => {
+            let mut body = json!({"mode": args["mode"], "target": args["target"]});
+            for key in ["type", "instruction", "goal", "worker"] {
+                if let Some(v) = args.get(key).filter(|v| !v.is_null()) {
+                    body[key] = v.clone();
+                }
+            }
+            let mut options = json!({});
+            if let Some(n) = args["max_turns"].as_u64() {
+                options["max_turns"] = json!(n);
+            }
+            if let Some(b) = args["auto_confirm"].as_bool() {
+                options["auto_confirm"] = json!(b);
+            }
+            body["options"] = options;
+            c.post("/sessions", &body).map(|s| {
+                text_result(format!(
+                    "Created session {} ({}). Call wait_for_session to follow it.\n{}",
+                    s["session_id"].as_str().unwrap_or(""),
+                    s["status"].as_str().unwrap_or(""),
+                    pretty(&s)
+                ))
+            })
+        }
+        "list_sessions" => c.get("/sessions").map(|v| text_result(pretty(&v))),
+        "get_session" => c.get(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
+        "get_log" => c
+            .get(&format!("/sessions/{id}/log?after={}", args["after"].as_u64().unwrap_or(0)))
+            .map(|v| text_result(format_log(&v))),
+        "get_report" => c.get(&format!("/sessions/{id}/report")).map(|v| {
+            let r = v["report"].as_str().unwrap_or("");
+            text_result(if r.is_empty() { "(no report yet)".into() } else { r.to_string() })
+        }),
+        "get_notes" => c.get(&format!("/sessions/{id}/notes")).map(|v| text_result(pretty(&v))),
+        "list_files" => c.get(&format!("/sessions/{id}/files")).map(|v| text_result(pretty(&v))),
+        "list_workers" => c.get("/workers").map(|v| text_result(pretty(&v))),
+        "stop_session" => c.delete(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
+        "respond_confirmation" => respond(c, &id, args),
+        "get_file" => get_file(shared, &id, args["filename"].as_str().unwrap_or("")),
+        "wait_for_session" => wait(c, &id, args, cancelled),
+        other => Ok(tool_error(&format!("unknown tool {other}"))),
+    };
+    result.unwrap_or_else(|e| tool_error(&e.to_string()))
+}
+
+fn format_log(page: &Value) -> String {
+    let mut out = String::new();
+    for e in page["entries"].as_array().into_iter().flatten() {
+        out.push_str(&format!(
+            "{} {} [{}] {}\n",
+            e["seq"],
+            e["ts"].as_str().and_then(|t| t.get(11..19)).unwrap_or(""),
+            e["type"].as_str().unwrap_or(""),
+            e["text"].as_str().unwrap_or("")
+        ));
+    }
+    out.push_str(&format!("next: {}", page["next"]));
+    out
+}
+
+fn respond(c: &ApiClient, id: &str, args: &Value) -> Result<Value, ClientError> {
+    let cid = match args["confirmation_id"].as_str() {
+        Some(cid) => cid.to_string(),
+        None => {
+            let pending = c.get(&format!("/sessions/{id}/confirmation"))?;
+            if pending["pending"] != true {
+                return Ok(tool_error(&format!("session {id} is not waiting for a confirmation")));
+            }
+            pending["confirmation_id"].as_str().unwrap_or("").to_string()
+        }
+    };
+    let approved = args["approved"].as_bool().unwrap_or(false);
+    c.post(&format!("/sessions/{id}/confirmation"), &json!({"confirmation_id": cid, "approved": approved}))?;
+    Ok(text_result(format!("{} {cid}", if approved { "Approved" } else { "Denied" })))
+}
+
+fn get_file(shared: &Shared, id: &str, filename: &str) -> Result<Value, ClientError> {
+    let path = format!("/sessions/{id}/files/{}", percent_encode(filename));
+    let files = shared.client.get(&format!("/sessions/{id}/files"))?;
+    let size_kb = files
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|f| f["filename"] == filename)
+        .and_then(|f| f["size_kb"].as_u64())
+        .ok_or_else(|| ClientError::Other(format!("session {id} has no file {filename:?} (list_files shows them)")))?;
+    let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
+    let textual =
+        matches!(ext.as_str(), "txt" | "csv" | "md" | "json" | "log" | "html" | "htm" | "xml" | "tsv" | "yaml" | "yml");
+    let image = matches!(ext.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp");
+    if (textual || image) && size_kb * 1024 <= INLINE_MAX {
+        let (bytes, ct) = shared.client.get_bytes(&path, INLINE_MAX)?;
+        if image {
+            let mime = if ct.starts_with("image/") {
+                ct
+            } else {
+                format!("image/{}", if ext == "jpg" { "jpeg" } else { &ext })
+            };
+            return Ok(json!({"content": [
+                {"type": "text", "text": format!("{filename} ({size_kb} KB)")},
+                {"type": "image", "data": crate::b64::encode(&bytes), "mimeType": mime}], "isError": false}));
+        }
+        return Ok(text_result(String::from_utf8_lossy(&bytes).into_owned()));
+    }
+    let dir = shared.files_dir.join(crate::store::sanitize_filename(id));
+    std::fs::create_dir_all(&dir).map_err(|e| ClientError::Other(format!("cannot create {}: {e}", dir.display())))?;
+    let dest = dir.join(crate::store::sanitize_filename(filename));
+    let size = shared.client.download(&path, &dest)?;
+    Ok(text_result(format!("Saved {filename} ({} KB) to {}", size.div_ceil(1024), dest.display())))
+}
+
+/// Return on a status change, a new pending confirmation, the end, or after the timeout.
+fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result<Value, ClientError> {
+    let limit = Duration::from_secs(args["timeout_s"].as_u64().unwrap_or(50)).min(WAIT_MAX);
+    let deadline = Instant::now() + limit;
+    let start = c.get(&format!("/sessions/{id}"))?;
+    let first_status = start["status"].clone();
+    let log = c.get(&format!("/sessions/{id}/log"))?;
+    let mut after = log["next"].as_u64().unwrap_or(0).saturating_sub(5);
+    let mut lines = String::new();
+    let (state, why) = loop {
+        let s = c.get(&format!("/sessions/{id}"))?;
+        let active = matches!(s["status"].as_str(), Some("waiting" | "running" | "confirming"));
+        let why = if !active {
+            Some("ended")
+        } else if !s["confirmation_pending"].is_null() {
+            Some("confirmation pending: answer with respond_confirmation")
+        } else if s["status"] != first_status {
+            Some("status changed")
+        } else if Instant::now() >= deadline {
+            Some("still running; call wait_for_session again")
+        } else if cancelled.load(Ordering::Acquire) {
+            Some("cancelled")
+        } else {
+            None
+        };
+        if let Some(w) = why {
+            break (s, w);
+        }
+        let left = deadline.saturating_duration_since(Instant::now()).as_secs().clamp(1, 5);
+        let page = c.get(&format!("/sessions/{id}/log?after={after}&wait={left}"))?;
+        for e in page["entries"].as_array().into_iter().flatten() {
+            lines.push_str(&format!("[{}] {}\n", e["type"].as_str().unwrap_or(""), e["text"].as_str().unwrap_or("")));
+        }
+        after = page["next"].as_u64().unwrap_or(after);
+    };
+    let mut text = format!("{}: {why}\n", state["status"].as_str().unwrap_or(""));
+    if let Some(conf) = state["confirmation_pending"].as_object() {
+        text.push_str(&format!("confirmation: {}\n", pretty(&Value::Object(conf.clone()))));
+    }
+    for key in ["summary", "error"] {
+        if let Some(v) = state[key].as_str() {
+            text.push_str(&format!("{key}: {v}\n"));
+        }
+    }
+    text.push_str(&format!("turn {}/{}, {} file(s)\n", state["turn"], state["max_turns"], state["files"]));
+    if !lines.is_empty() {
+        text.push_str("recent log:\n");
+        text.push_str(&lines);
+    }
+    Ok(text_result(text))
+}
