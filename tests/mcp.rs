@@ -216,3 +216,24 @@ fn a_whole_session_through_the_official_python_client() {
     assert_eq!(std::fs::read(path).unwrap(), b"%PDF-1.4 mcp", "other files are saved locally");
     assert_eq!(seen["bad_is_error"], true);
 }
+
+#[test]
+fn get_file_returns_images_as_image_content() {
+    let dir = TempDir::new("mcp-image");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    register(&d.worker_client(), json!({"hostname": "img", "capabilities": ["browser"]}));
+    let id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
+    let (runner, _done) = test_agent.next();
+    let png = b"\x89PNG\r\n\x1a\nnot-really-a-png".to_vec();
+    runner.store_screenshot(3, &png).unwrap();
+    let r = exchange(
+        &d.api,
+        &[init("2025-11-25", 1), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_file", "arguments": {"session_id": id, "filename": "step_0003.png"}}})],
+        2,
+    );
+    let content = &r[1]["result"]["content"];
+    assert_eq!(content[1]["type"], "image", "{content}");
+    assert_eq!(content[1]["mimeType"], "image/png");
+    assert_eq!(agent_controller::b64::decode(content[1]["data"].as_str().unwrap()).unwrap(), png);
+}
