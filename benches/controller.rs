@@ -230,15 +230,15 @@ fn idle_and_startup(bin: &Path, work: &Path) {
     println!("idle RSS: {:.2} MiB", rss as f64 / 1024.0);
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
-
-fn round_trip(work: &Path) {
+/// An in-process daemon whose agent hands each session's runner to the bench and finishes
+/// when told to.
+fn daemon_with_test_agent(
+    dir: &Path,
+) -> (Daemon, crossbeam_channel::Receiver<SessionRunner>, crossbeam_channel::Sender<()>) {
     let mut config = Config::default();
     config.server.api_port = 0;
     config.server.worker_port = 0;
-    config.output.dir = work.join("rt");
+    config.output.dir = dir.to_path_buf();
     let (tx, rx) = crossbeam_channel::bounded::<SessionRunner>(1);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let done_rx = Arc::new(done_rx);
@@ -247,7 +247,15 @@ fn round_trip(work: &Path) {
         let _ = done_rx.recv();
         AgentOutcome::Finished { summary: "bench".into() }
     });
-    let daemon = Daemon::start(config, agent).unwrap();
+    (Daemon::start(config, agent).unwrap(), rx, done_tx)
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
+fn round_trip(work: &Path) {
+    let (daemon, rx, done_tx) = daemon_with_test_agent(&work.join("rt"));
     let worker_addr = daemon.worker_addr().to_string();
     let api_addr = daemon.api_addr().to_string();
     let reg = post_json(&worker_addr, "/register", &json!({"hostname": "bench", "capabilities": ["browser"]}));
@@ -526,19 +534,7 @@ fn browser_commands(worker_bin: &Path, work: &Path) {
             let _ = rq.respond(resp);
         }
     });
-    let mut config = Config::default();
-    config.server.api_port = 0;
-    config.server.worker_port = 0;
-    config.output.dir = work.join("browser");
-    let (tx, rx) = crossbeam_channel::bounded::<SessionRunner>(1);
-    let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
-    let done_rx = Arc::new(done_rx);
-    let agent: agent_controller::sessions::AgentFn = Arc::new(move |runner: SessionRunner| {
-        tx.send(runner).unwrap();
-        let _ = done_rx.recv();
-        AgentOutcome::Finished { summary: "bench".into() }
-    });
-    let daemon = Daemon::start(config, agent).unwrap();
+    let (daemon, rx, done_tx) = daemon_with_test_agent(&work.join("browser"));
     let mut worker = Command::new(worker_bin)
         .args(["--controller", &format!("http://{}", daemon.worker_addr()), "--headless", "--capabilities", "browser"])
         .stderr(Stdio::null())

@@ -47,6 +47,17 @@ impl std::fmt::Display for ClientError {
     }
 }
 
+/// The `{error, code}` body of a failed response.
+fn api_error(status: u16, resp: &mut ureq::http::Response<ureq::Body>) -> ClientError {
+    let text = resp.body_mut().with_config().limit(1 << 20).read_to_string().unwrap_or_default();
+    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    ClientError::Api {
+        status,
+        code: v["code"].as_str().unwrap_or("").into(),
+        message: v["error"].as_str().unwrap_or("error").into(),
+    }
+}
+
 impl ApiClient {
     pub fn new(api: Option<String>, token: Option<String>) -> ApiClient {
         let base = api
@@ -121,13 +132,7 @@ impl ApiClient {
             self.auth(self.stream_agent.get(format!("{}{path}", self.base))).call().map_err(|e| self.fail(e))?;
         let status = resp.status().as_u16();
         if status != 200 {
-            let text = resp.body_mut().read_to_string().unwrap_or_default();
-            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            return Err(ClientError::Api {
-                status,
-                code: v["code"].as_str().unwrap_or("").into(),
-                message: v["error"].as_str().unwrap_or("error").into(),
-            });
+            return Err(api_error(status, &mut resp));
         }
         let ct = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let bytes = resp.body_mut().with_config().limit(limit).read_to_vec().map_err(|e| self.fail(e))?;
@@ -140,13 +145,7 @@ impl ApiClient {
             self.auth(self.stream_agent.get(format!("{}{path}", self.base))).call().map_err(|e| self.fail(e))?;
         let status = resp.status().as_u16();
         if status != 200 {
-            let text = resp.body_mut().read_to_string().unwrap_or_default();
-            let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
-            return Err(ClientError::Api {
-                status,
-                code: v["code"].as_str().unwrap_or("").into(),
-                message: v["error"].as_str().unwrap_or("error").into(),
-            });
+            return Err(api_error(status, &mut resp));
         }
         let tmp =
             dest.with_file_name(format!(".{}.part", dest.file_name().and_then(|n| n.to_str()).unwrap_or("download")));

@@ -229,7 +229,10 @@ fn get_file_returns_images_as_image_content() {
     runner.store_screenshot(3, &png).unwrap();
     let r = exchange(
         &d.api,
-        &[init("2025-11-25", 1), json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_file", "arguments": {"session_id": id, "filename": "step_0003.png"}}})],
+        &[
+            init("2025-11-25", 1),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "get_file", "arguments": {"session_id": id, "filename": "step_0003.png"}}}),
+        ],
         2,
     );
     let content = &r[1]["result"]["content"];
