@@ -27,6 +27,8 @@ use std::time::Duration;
 const LOG_EXCERPT: usize = 300;
 /// Characters of an oversized tool output shown to the model.
 const PREVIEW_CHARS: usize = 2000;
+/// The Messages API's per-image limit, measured on the base64 text.
+const MAX_IMAGE_BASE64: usize = 5_000_000;
 
 /// Build the agent for every session from the config: the LLM adapter and the notifier.
 pub fn llm_agent(config: &Config) -> AgentFn {
@@ -160,7 +162,11 @@ impl Agent {
                     }
                 }
             }
-            self.messages.push(Message::assistant(reply.content.clone()));
+            // An empty assistant turn is invalid in the next request: keep it out.
+            let empty = reply.content.is_empty();
+            if !empty {
+                self.messages.push(Message::assistant(reply.content.clone()));
+            }
             let calls: Vec<(String, String, Value)> = reply
                 .content
                 .iter()
@@ -174,7 +180,12 @@ impl Agent {
                 let last_text = last_text(&reply);
                 if !nudged && reply.stop_reason != StopReason::Refusal {
                     nudged = true;
-                    self.messages.push(Message::user(vec![Block::text(prompts::nudge(self.record.mode))]));
+                    let nudge = Block::text(prompts::nudge(self.record.mode));
+                    match self.messages.last_mut() {
+                        // After an empty reply the last message is ours: add to it, keeping turns alternating.
+                        Some(last) if empty && last.role == Role::User => last.content.push(nudge),
+                        _ => self.messages.push(Message::user(vec![nudge])),
+                    }
                     self.save_conversation();
                     continue;
                 }
@@ -341,8 +352,22 @@ impl Agent {
         } else {
             Vec::new()
         };
-        let message = input["message"].as_str().unwrap_or("");
-        let deliveries = self.notifier.send(&targets, message, self.runner.session_id(), &files);
+        let message = input["message"].as_str().unwrap_or("").to_string();
+        // Delivery may take tens of seconds (timeouts, retries): off this thread, so a stop
+        // still ends the session at once.
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let notifier = Arc::clone(&self.notifier);
+        let id = self.runner.session_id().to_string();
+        std::thread::spawn(move || {
+            let _ = tx.send(notifier.send(&targets, &message, &id, &files));
+        });
+        let deliveries = loop {
+            match rx.recv_timeout(Duration::from_millis(50)) {
+                Ok(d) => break d,
+                Err(crossbeam_channel::RecvTimeoutError::Timeout) if !self.runner.stop_requested() => continue,
+                Err(_) => return ToolOutcome::stopped(),
+            }
+        };
         let report: Vec<Value> = deliveries
             .iter()
             .map(|d| match &d.result {
@@ -403,9 +428,14 @@ impl Agent {
     fn worker_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
         let timeout = tools::timeout_for(name, input, self.runner.config());
         match self.runner.worker_command(name, input.clone(), timeout) {
-            Ok(data) => self.result_blocks(name, data),
+            // A page can echo a typed secret back (a wrong field, an error page): scrub what
+            // goes into the model's context just like what goes to disk.
+            Ok(mut data) => {
+                self.runner.scrub_json(&mut data);
+                self.result_blocks(name, data)
+            }
             Err(CommandError::Stopped) => ToolOutcome::stopped(),
-            Err(e) => ToolOutcome::error(e.to_string()),
+            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
         }
     }
 
@@ -452,8 +482,17 @@ impl Agent {
         let media_type = data["media_type"].as_str().unwrap_or("image/png").to_string();
         match b64::decode(encoded) {
             Ok(bytes) => {
-                if let Err(e) = self.runner.store_screenshot(self.turn, &bytes) {
+                let stored = self.runner.store_screenshot(self.turn, &bytes);
+                if let Err(e) = &stored {
                     log::warn!("{}: screenshot not stored: {}", self.runner.session_id(), e.message());
+                }
+                // The API refuses images over 5 MB (of base64) and would end the session.
+                if encoded.len() > MAX_IMAGE_BASE64 {
+                    let name = stored.map(|f| f.filename).unwrap_or_default();
+                    return vec![Block::text(format!(
+                        "(the screenshot is too large to show: {} MB; saved as {name}. Take a viewport screenshot instead.)",
+                        bytes.len() / (1024 * 1024)
+                    ))];
                 }
                 vec![Block::Image { media_type, data: encoded.to_string() }]
             }

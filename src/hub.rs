@@ -110,6 +110,9 @@ struct HubState {
 }
 
 pub struct WorkerHub {
+    /// Differs per daemon start, so ids from before a restart are unknown (404) rather than
+    /// taken for someone else's.
+    boot: String,
     settings: HubSettings,
     parker: Arc<Parker>,
     state: Mutex<HubState>,
@@ -128,6 +131,7 @@ impl WorkerHub {
             state: Mutex::new(HubState::default()),
             lease_changed: Condvar::new(),
             next_command: AtomicU64::new(0),
+            boot: boot_tag(),
             shutting_down: AtomicBool::new(false),
         }
     }
@@ -169,7 +173,7 @@ impl WorkerHub {
             }
             None => {
                 state.next_worker += 1;
-                let id = format!("wkr_{:04}", state.next_worker);
+                let id = format!("wkr_{}_{:04}", self.boot, state.next_worker);
                 let (tx, rx) = crossbeam_channel::bounded(1);
                 let w = Arc::new(Worker {
                     id: id.clone(),
@@ -293,7 +297,7 @@ impl WorkerHub {
         timeout: Duration,
         stopped: &dyn Fn() -> bool,
     ) -> Result<Value, CommandError> {
-        let id = format!("cmd_{:04}", self.next_command.fetch_add(1, Ordering::Relaxed) + 1);
+        let id = format!("cmd_{}_{:04}", self.boot, self.next_command.fetch_add(1, Ordering::Relaxed) + 1);
         let cmd = Command { id: id.clone(), action: action.to_string(), params, session_id: session_id.to_string() };
         let mut inner = worker.lock();
         if !inner.connected {
@@ -520,6 +524,13 @@ fn fail_lost_command(inner: &mut WorkerInner, why: &str) -> bool {
         Some((id.clone(), format!("{why} without returning a result for {id}; the command may not have run")));
     inner.in_flight = None;
     true
+}
+
+fn boot_tag() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    format!("{:04x}", h.finish() & 0xffff)
 }
 
 fn touch(inner: &mut WorkerInner) {

@@ -143,6 +143,10 @@ impl SessionRunner {
         self.session.vault().scrub(text)
     }
 
+    pub fn scrub_json(&self, value: &mut Value) {
+        self.session.vault().scrub_json(value)
+    }
+
     pub fn stop_requested(&self) -> bool {
         self.session.stop_requested()
     }

@@ -584,3 +584,22 @@ fn a_repeated_failing_call_is_pointed_out() {
     assert_eq!(first, 1);
     assert!(second[1]["text"].as_str().unwrap().contains("already failed the same way"), "{second}");
 }
+
+#[test]
+fn an_empty_reply_is_nudged_without_breaking_the_conversation() {
+    let script = vec![
+        tool("save_note", json!({"content": "x"})),
+        empty(),
+        tool("finish_task", json!({"summary": "ok after nudge"})),
+    ];
+    let w = world("emptyreply", script, |_| {});
+    let _worker = browser_worker(&w.d, "e");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    let s = wait_status(&w.d.client(), &id, "finished");
+    assert_eq!(s["summary"], "ok after nudge");
+    w.llm.assert_well_formed();
+    let last = w.llm.requests()[2].body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "user");
+    assert!(last.to_string().contains("finish_task"), "the nudge rides on the tool results: {last}");
+    assert_conversation_complete(&conversation(&w, &id));
+}

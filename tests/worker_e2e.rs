@@ -192,6 +192,24 @@ fn every_browser_tool_through_controller_and_worker() {
     assert_eq!(private["filename"], "report.pdf");
     assert_eq!(c.get(&format!("/sessions/{id}/files/report.pdf")).body, pdf_bytes("private-report"));
 
+    // Behind a redirect the cookie still goes along.
+    let again =
+        cmd(&r, "browser_download", json!({"url": format!("{}/go-private", site.url), "filename": "via-redirect.pdf"}));
+    assert_eq!(again["filename"], "via-redirect.pdf");
+    assert_eq!(c.get(&format!("/sessions/{id}/files/via-redirect.pdf")).body, pdf_bytes("private-report"));
+
+    // A JavaScript alert is accepted and reported; the page goes on working.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/dialog", site.url)}));
+    let clicked = cmd(&r, "browser_click", json!({"selector": "#save"}));
+    assert!(clicked["dialogs"].as_str().unwrap_or("").contains("Saved!"), "{clicked}");
+    assert_eq!(cmd(&r, "browser_get_text", json!({"selector": "#done"}))["text"], "after alert");
+    // Text is never typed into a field that cannot take it (it would land elsewhere).
+    cmd(&r, "browser_click", json!({"selector": "#visible"}));
+    let e = cmd_err(&r, "browser_type", json!({"selector": "#secret", "text": "hunter2"}));
+    assert!(e.contains("not visible"), "{e}");
+    let e = cmd_err(&r, "browser_navigate", json!({"url": "file:///etc/passwd"}));
+    assert!(e.contains("not an absolute http(s) URL"), "{e}");
+
     // Waiting for late content, and a wait that gives up with a clear message.
     cmd(&r, "browser_navigate", json!({"url": format!("{}/delayed", site.url)}));
     let waited = cmd(&r, "browser_wait_for", json!({"selector": "#late", "timeout_s": 10}));

@@ -211,7 +211,10 @@ fn parse_reply(body: &str) -> Result<Reply, String> {
     let mut content = Vec::new();
     for block in v["content"].as_array().ok_or("the API reply has no `content`")? {
         match block["type"].as_str() {
-            Some("text") => content.push(Block::text(block["text"].as_str().unwrap_or(""))),
+            // Empty text blocks cannot be sent back; drop them.
+            Some("text") if block["text"].as_str().is_some_and(|t| !t.is_empty()) => {
+                content.push(Block::text(block["text"].as_str().unwrap_or("")))
+            }
             Some("tool_use") => content.push(Block::ToolUse {
                 id: block["id"].as_str().unwrap_or("").to_string(),
                 name: block["name"].as_str().unwrap_or("").to_string(),
@@ -243,7 +246,9 @@ impl Provider for Anthropic {
                 Attempt::Done(200, _, text) => return parse_reply(&text).map_err(LlmError::GaveUp),
                 Attempt::Done(status, headers, text) => {
                     let message = api_message(status, &text);
-                    if !should_retry(status, &headers) {
+                    // A spend cap does not lift by retrying (protocols.md §1.10).
+                    let capped = status == 429 && text.contains("enforced_spend_limit_reached");
+                    if capped || !should_retry(status, &headers) {
                         return Err(LlmError::Rejected(message));
                     }
                     (retry_after(&headers).unwrap_or_else(|| backoff(retries)), message)

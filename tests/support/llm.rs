@@ -256,3 +256,8 @@ impl Drop for Receiver {
         }
     }
 }
+
+/// A reply with no content at all (models do this after tool results sometimes).
+pub fn empty() -> Step {
+    Step::ok(message(vec![], "end_turn"))
+}

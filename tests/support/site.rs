@@ -97,6 +97,14 @@ impl Site {
                             html(page("Log in", "<p id=error>Wrong email or password</p>")).with_status_code(401)
                         }
                     }
+                    ("GET", "/dialog") => html(page(
+                        "Dialog",
+                        r#"<button id="save" onclick="alert('Saved!'); document.getElementById('done').textContent = 'after alert'">Save</button><p id="done"></p>
+                        <input id="secret" type="password" style="display:none"><input id="visible" name="visible">"#,
+                    )),
+                    ("GET", "/go-private") => tiny_http::Response::from_string("")
+                        .with_status_code(302)
+                        .with_header(tiny_http::Header::from_bytes("Location", "/private/report.pdf").unwrap()),
                     ("GET", "/account") if logged_in => {
                         html(page("Account", r#"<h1>Welcome alice</h1><a href="/private/report.pdf">Your report</a>"#))
                     }

@@ -21,8 +21,62 @@ const NAVIGATION: Duration = Duration::from_secs(30);
 const DOM_CHARS: usize = 12_000;
 const TEXT_CHARS: usize = 20_000;
 
-/// Process group of the running Chromium, for the signal handler.
+/// Process group and profile of the running Chromium, for the signal handler's cleanup.
 pub static BROWSER_PGID: AtomicI32 = AtomicI32::new(0);
+pub static PROFILE: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// A Chromium being started: killed (whole group) and its profile removed unless handed over.
+struct Launching {
+    child: Option<Child>,
+    profile: PathBuf,
+}
+
+impl Drop for Launching {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            // SAFETY: our own child's process group.
+            unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
+            let _ = child.wait();
+            BROWSER_PGID.store(0, Ordering::Release);
+            *PROFILE.lock().unwrap_or_else(|p| p.into_inner()) = None;
+            let _ = std::fs::remove_dir_all(&self.profile);
+        }
+    }
+}
+
+/// A new directory only we can use, with an unguessable name (exclusive create, mode 0700).
+pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    for _ in 0..16 {
+        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", random_u64()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary directory name"))
+}
+
+/// A new file in `dir` that did not exist before (never follows a planted symlink).
+fn temp_file(dir: &Path, tag: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
+    use std::os::unix::fs::OpenOptionsExt;
+    loop {
+        let path = dir.join(format!(".{tag}-{:016x}", random_u64()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
+            Ok(f) => return Ok((path, f)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.finish()
+}
 
 pub struct Options {
     pub path: PathBuf,
@@ -66,6 +120,7 @@ impl Drop for Running {
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = self.child.wait();
         BROWSER_PGID.store(0, Ordering::Release);
+        *PROFILE.lock().unwrap_or_else(|p| p.into_inner()) = None;
         let _ = std::fs::remove_dir_all(&self.profile);
     }
 }
@@ -88,14 +143,8 @@ impl Browser {
     }
 
     fn launch(&self) -> Result<Running, String> {
-        static N: AtomicI32 = AtomicI32::new(0);
-        let profile = std::env::temp_dir().join(format!(
-            "agent-worker-profile-{}-{}",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
-        let _ = std::fs::remove_dir_all(&profile);
-        std::fs::create_dir_all(&profile).map_err(|e| format!("cannot create a browser profile: {e}"))?;
+        let profile = private_dir(&format!("agent-worker-profile-{}-", std::process::id()))
+            .map_err(|e| format!("cannot create a browser profile: {e}"))?;
         let mut cmd = Command::new(&self.opts.path);
         cmd.arg("--remote-debugging-port=0")
             .arg(format!("--user-data-dir={}", profile.display()))
@@ -123,9 +172,17 @@ impl Browser {
             cmd.arg("--no-sandbox");
         }
         cmd.arg("about:blank").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
-        let mut child =
-            cmd.spawn().map_err(|e| format!("cannot start the browser {}: {e}", self.opts.path.display()))?;
+        let child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&profile);
+                return Err(format!("cannot start the browser {}: {e}", self.opts.path.display()));
+            }
+        };
         BROWSER_PGID.store(child.id() as i32, Ordering::Release);
+        *PROFILE.lock().unwrap_or_else(|p| p.into_inner()) = Some(profile.clone());
+        // From here on the guard kills the process group and removes the profile on any failure.
+        let mut guard = Launching { child: Some(child), profile: profile.clone() };
         let port_file = profile.join("DevToolsActivePort");
         let deadline = Instant::now() + Duration::from_secs(20);
         let (port, path) = loop {
@@ -137,40 +194,26 @@ impl Browser {
                     break (port, path.trim().to_string());
                 }
             }
-            if let Ok(Some(status)) = child.try_wait() {
-                let _ = std::fs::remove_dir_all(&profile);
-                return Err(format!("the browser exited at start ({status})"));
+            if let Some(Ok(Some(status))) = guard.child.as_mut().map(Child::try_wait) {
+                let hint = if std::env::var_os("DISPLAY").is_none() && !self.opts.headless {
+                    " (headed, but there is no DISPLAY: pass --headless)"
+                } else {
+                    ""
+                };
+                return Err(format!("the browser exited at start ({status}){hint}"));
             }
             if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = std::fs::remove_dir_all(&profile);
                 return Err("the browser did not open its DevTools port within 20 s".into());
             }
             std::thread::sleep(Duration::from_millis(25));
         };
-        let mut cdp = match Cdp::connect(port, &path) {
-            Ok(c) => c,
-            Err(e) => {
-                let _ = child.kill();
-                return Err(format!("cannot connect to the browser: {e}"));
-            }
-        };
-        let targets = cdp.call(None, "Target.getTargets", json!({}), CALL).map_err(cdp_err)?;
-        let target = targets["targetInfos"]
-            .as_array()
-            .and_then(|t| t.iter().find(|t| t["type"] == "page"))
-            .and_then(|t| t["targetId"].as_str().map(str::to_string));
-        let target = match target {
-            Some(t) => t,
-            None => {
-                cdp.call(None, "Target.createTarget", json!({"url": "about:blank"}), CALL).map_err(cdp_err)?["targetId"]
-                    .as_str()
-                    .unwrap_or_default()
-                    .to_string()
-            }
-        };
+        let mut cdp = Cdp::connect(port, &path).map_err(|e| format!("cannot connect to the browser: {e}"))?;
+        // Downloads go through browser_download (with cookies, uploaded to the controller);
+        // nothing is saved behind the worker's back.
+        cdp.call(None, "Browser.setDownloadBehavior", json!({"behavior": "deny"}), CALL).map_err(cdp_err)?;
+        let child = guard.child.take().ok_or("internal: the browser process is gone")?;
         let mut running = Running { child, profile, cdp, session: String::new(), target: String::new() };
-        attach(&mut running, &target, self.opts.width, self.opts.height)?;
+        reattach(&mut running, self.opts.width, self.opts.height)?;
         Ok(running)
     }
 
@@ -196,21 +239,37 @@ impl Browser {
 
     pub fn execute(&mut self, action: &str, p: &Value, up: &dyn Uploader) -> Result<Value, String> {
         let note = self.ensure()?;
-        let result = self.dispatch(action, p, up);
-        // A dead connection means a dead browser: drop it so the next command starts fresh.
+        let mut result = self.dispatch(action, p, up);
         if let Err(e) = &result {
-            if e.starts_with("the browser connection closed") {
+            // A dead connection or a browser that stopped answering: start afresh next time.
+            if e.starts_with("the browser connection closed") || e.starts_with("the browser did not answer") {
                 self.running = None;
                 return Err(format!("{e}; it will be restarted on the next command"));
             }
-        }
-        match (result, note) {
-            (Ok(mut v), Some(n)) => {
-                if let Some(map) = v.as_object_mut() {
-                    map.insert("note".into(), json!(n));
+            // The page closed its own tab: attach to another one.
+            if e.contains("No session with given id")
+                || e.contains("No target with given id")
+                || e.contains("Target closed")
+            {
+                let (w, h) = (self.opts.width, self.opts.height);
+                if let Some(r) = self.running.as_mut() {
+                    if reattach(r, w, h).is_err() {
+                        self.running = None;
+                    }
                 }
-                Ok(v)
+                result = Err(format!("{e} (the tab was closed; now on another tab: navigate again)"));
             }
+        }
+        let dialogs = self.running.as_mut().map(|r| r.cdp.take_dialogs()).unwrap_or_default();
+        let result = match (result, dialogs.is_empty()) {
+            (Ok(v), false) => {
+                Ok(with(v, "dialogs", json!(format!("the page showed {} and it was accepted", dialogs.join(", ")))))
+            }
+            (Err(e), false) => Err(format!("{e} (the page showed {}, accepted)", dialogs.join(", "))),
+            (r, true) => r,
+        };
+        match (result, note) {
+            (Ok(v), Some(n)) => Ok(with(v, "note", json!(n))),
             (Err(e), Some(n)) => Err(format!("{e} ({n})")),
             (r, None) => r,
         }
@@ -242,10 +301,7 @@ impl Browser {
                 let selector = sel("selector")?;
                 let text = p["text"].as_str().ok_or("missing `text`")?;
                 let clear = p["clear"].as_bool().unwrap_or(true);
-                self.eval(&format!(
-                    "(() => {{ const el = __ac.find({}); el.scrollIntoView({{block: 'center'}}); el.focus(); if ({clear}) __ac.setValue(el, ''); return true; }})()",
-                    js(selector)
-                ))?;
+                self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
                 self.page_call("Input.insertText", json!({"text": text}))?;
                 if p["press_enter"].as_bool().unwrap_or(false) {
                     self.key("Enter")?;
@@ -306,9 +362,8 @@ impl Browser {
                 self.eval("__ac.info()")
             }
             "browser_get_page_info" => {
-                let mut info = self.eval("__ac.info()")?;
-                info["tabs"] = self.tabs()?;
-                Ok(info)
+                let info = self.eval("__ac.info()")?;
+                Ok(with(info, "tabs", self.tabs()?))
             }
             "browser_switch_tab" => self.switch_tab(p),
             "browser_download" => {
@@ -385,9 +440,8 @@ impl Browser {
                 let what = self.eval(&format!("__ac.submit({form}, {button})"))?;
                 std::thread::sleep(Duration::from_millis(150));
                 self.settle()?;
-                let mut info = self.eval("__ac.info()")?;
-                info["action"] = what;
-                Ok(info)
+                let info = self.eval("__ac.info()")?;
+                Ok(with(info, "action", what))
             }
             "browser_save_as_pdf" => {
                 let filename = sel("filename")?;
@@ -405,14 +459,13 @@ impl Browser {
                 } else {
                     format!("{filename}.pdf")
                 };
-                let path =
-                    self.opts.download_dir.join(format!(".pdf-{}-{}", std::process::id(), name.replace('/', "_")));
-                std::fs::write(&path, &bytes).map_err(|e| format!("cannot write the PDF: {e}"))?;
+                let (path, mut file) =
+                    temp_file(&self.opts.download_dir, "pdf").map_err(|e| format!("cannot write the PDF: {e}"))?;
+                file.write_all(&bytes).map_err(|e| format!("cannot write the PDF: {e}"))?;
+                drop(file);
                 let uploaded = up.upload(&name, &path);
                 let _ = std::fs::remove_file(&path);
-                let mut v = uploaded?;
-                v["bytes"] = json!(bytes.len());
-                Ok(v)
+                Ok(with(uploaded?, "bytes", json!(bytes.len())))
             }
             other => Err(format!("this worker's browser cannot do `{other}`")),
         }
@@ -471,11 +524,8 @@ impl Browser {
 
     fn navigate(&mut self, url: &str) -> Result<Value, String> {
         let lower = url.to_ascii_lowercase();
-        if !(lower.starts_with("http://")
-            || lower.starts_with("https://")
-            || lower.starts_with("file://")
-            || lower.starts_with("about:"))
-        {
+        // No file:// — a page of the worker's own disk would leak through get_text or a PDF.
+        if !(lower.starts_with("http://") || lower.starts_with("https://") || lower == "about:blank") {
             return Err(format!("`{url}` is not an absolute http(s) URL"));
         }
         let nav = self.page_call("Page.navigate", json!({"url": url}))?;
@@ -484,9 +534,8 @@ impl Browser {
         }
         std::thread::sleep(Duration::from_millis(30));
         self.wait_ready(NAVIGATION).map_err(|_| format!("navigation timed out after {} s", NAVIGATION.as_secs()))?;
-        let mut info = self.eval("__ac.info()")?;
-        info["page"] = self.eval("__ac.glance()")?;
-        Ok(info)
+        let info = self.eval("__ac.info()")?;
+        Ok(with(info, "page", self.eval("__ac.glance()")?))
     }
 
     fn screenshot(&mut self, full_page: bool) -> Result<Value, String> {
@@ -671,18 +720,41 @@ impl Browser {
         let referer = self.eval("location.href").ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_connect(Some(Duration::from_secs(20)))
             .timeout_global(Some(Duration::from_secs(3600)))
             .build()
             .into();
-        let mut req = agent.get(url).header("User-Agent", &ua);
-        if !cookie_header.is_empty() {
-            req = req.header("Cookie", cookie_header.join("; "));
-        }
-        if referer.starts_with("http") {
-            req = req.header("Referer", &referer);
-        }
-        let mut resp = req.call().map_err(|e| format!("download of {url} failed: {e}"))?;
+        // Redirects by hand: ureq drops Cookie on a redirect, and each hop needs its own cookies.
+        let mut current = url.to_string();
+        let mut cookie_header = cookie_header;
+        let mut hops = 0;
+        let mut resp = loop {
+            let mut req = agent.get(&current).header("User-Agent", &ua);
+            if !cookie_header.is_empty() {
+                req = req.header("Cookie", cookie_header.join("; "));
+            }
+            if referer.starts_with("http") {
+                req = req.header("Referer", &referer);
+            }
+            let resp = req.call().map_err(|e| format!("download of {url} failed: {e}"))?;
+            let status = resp.status().as_u16();
+            let location = resp.headers().get("location").and_then(|v| v.to_str().ok()).map(str::to_string);
+            match (status, location) {
+                (301 | 302 | 303 | 307 | 308, Some(loc)) if hops < 10 => {
+                    hops += 1;
+                    current = join_url(&current, &loc);
+                    let cookies = self.page_call("Network.getCookies", json!({"urls": [current]}))?;
+                    cookie_header = cookies["cookies"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .map(|c| format!("{}={}", c["name"].as_str().unwrap_or(""), c["value"].as_str().unwrap_or("")))
+                        .collect();
+                }
+                _ => break resp,
+            }
+        };
         let status = resp.status().as_u16();
         if status != 200 {
             return Err(format!("download of {url} failed: HTTP {status}"));
@@ -701,14 +773,9 @@ impl Browser {
                     .map(agent_controller::http::percent_decode)
             })
             .unwrap_or_else(|| "download".into());
-        std::fs::create_dir_all(&self.opts.download_dir).map_err(|e| format!("cannot use the download folder: {e}"))?;
-        let path = self.opts.download_dir.join(format!(
-            ".dl-{}-{:x}",
-            std::process::id(),
-            Instant::now().elapsed().as_nanos() ^ url.len() as u128
-        ));
+        let (path, mut file) =
+            temp_file(&self.opts.download_dir, "dl").map_err(|e| format!("cannot write the download: {e}"))?;
         let written = {
-            let mut file = std::fs::File::create(&path).map_err(|e| format!("cannot write the download: {e}"))?;
             let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
             let mut buf = vec![0u8; 256 * 1024];
             let mut total = 0u64;
@@ -731,11 +798,27 @@ impl Browser {
         };
         let uploaded = up.upload(&name, &path);
         let _ = std::fs::remove_file(&path);
-        let mut v = uploaded?;
-        v["url"] = json!(url);
-        v["bytes"] = json!(written);
-        Ok(v)
+        Ok(with(with(uploaded?, "url", json!(url)), "bytes", json!(written)))
     }
+}
+
+/// Attach to the first page target that is still there (or a new one).
+fn reattach(r: &mut Running, width: u32, height: u32) -> Result<(), String> {
+    let targets = r.cdp.call(None, "Target.getTargets", json!({}), CALL).map_err(cdp_err)?;
+    let target = targets["targetInfos"]
+        .as_array()
+        .and_then(|t| t.iter().find(|t| t["type"] == "page"))
+        .and_then(|t| t["targetId"].as_str().map(str::to_string));
+    let target = match target {
+        Some(t) => t,
+        None => {
+            r.cdp.call(None, "Target.createTarget", json!({"url": "about:blank"}), CALL).map_err(cdp_err)?["targetId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        }
+    };
+    attach(r, &target, width, height)
 }
 
 fn attach(r: &mut Running, target: &str, width: u32, height: u32) -> Result<(), String> {
@@ -758,6 +841,39 @@ fn attach(r: &mut Running, target: &str, width: u32, height: u32) -> Result<(), 
     r.session = session;
     r.target = target.to_string();
     Ok(())
+}
+
+/// Resolve a redirect target against the URL it came from.
+fn join_url(base: &str, location: &str) -> String {
+    if location.starts_with("http://") || location.starts_with("https://") {
+        return location.to_string();
+    }
+    let (scheme, rest) = base.split_once("://").unwrap_or(("http", base));
+    let host = rest.split('/').next().unwrap_or("");
+    if let Some(abs) = location.strip_prefix("//") {
+        return format!("{scheme}://{abs}");
+    }
+    if location.starts_with('/') {
+        return format!("{scheme}://{host}{location}");
+    }
+    let path = rest.split(['?', '#']).next().unwrap_or("");
+    let dir = path.rsplit_once('/').map(|(d, _)| d).unwrap_or(host);
+    format!("{scheme}://{dir}/{location}")
+}
+
+/// `value` with `key` set; a page-supplied value that is not an object is wrapped, never
+/// indexed (serde_json's IndexMut panics on non-objects).
+fn with(value: Value, key: &str, extra: Value) -> Value {
+    let mut map = match value {
+        Value::Object(m) => m,
+        other => {
+            let mut m = serde_json::Map::new();
+            m.insert("value".into(), other);
+            m
+        }
+    };
+    map.insert(key.to_string(), extra);
+    Value::Object(map)
 }
 
 fn disposition_filename(v: &str) -> Option<String> {

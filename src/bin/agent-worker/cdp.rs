@@ -15,6 +15,8 @@ pub struct Cdp {
     socket: WebSocket<TcpStream>,
     next_id: u64,
     events: VecDeque<Value>,
+    /// Messages of JavaScript dialogs accepted since the last `take_dialogs`.
+    dialogs: Vec<String>,
 }
 
 #[derive(Debug)]
@@ -45,7 +47,7 @@ impl Cdp {
         let url = format!("ws://127.0.0.1:{port}{path}");
         let (socket, _) = tungstenite::client::client_with_config(url.as_str(), stream, Some(config))
             .map_err(|e| CdpError::Closed(format!("websocket handshake failed: {e}")))?;
-        Ok(Cdp { socket, next_id: 0, events: VecDeque::new() })
+        Ok(Cdp { socket, next_id: 0, events: VecDeque::new(), dialogs: Vec::new() })
     }
 
     fn read_frame(&mut self, deadline: Instant) -> Result<Value, CdpError> {
@@ -102,6 +104,23 @@ impl Cdp {
                 }
                 return Ok(frame["result"].clone());
             }
+            if frame["method"] == "Page.javascriptDialogOpening" {
+                // An open alert/confirm/beforeunload blocks every script and input until
+                // answered: accept it at once and report it with the command's result.
+                self.dialogs.push(format!(
+                    "{} \"{}\"",
+                    frame["params"]["type"].as_str().unwrap_or("dialog"),
+                    frame["params"]["message"].as_str().unwrap_or("")
+                ));
+                self.next_id += 1;
+                let mut answer =
+                    json!({"id": self.next_id, "method": "Page.handleJavaScriptDialog", "params": {"accept": true}});
+                if let Some(s) = frame.get("sessionId") {
+                    answer["sessionId"] = s.clone();
+                }
+                self.socket.send(Message::text(answer.to_string())).map_err(|e| CdpError::Closed(e.to_string()))?;
+                continue;
+            }
             if frame.get("method").is_some() {
                 if self.events.len() > 1000 {
                     self.events.pop_front();
@@ -109,6 +128,10 @@ impl Cdp {
                 self.events.push_back(frame);
             }
         }
+    }
+
+    pub fn take_dialogs(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.dialogs)
     }
 
     pub fn clear_events(&mut self) {

@@ -137,12 +137,22 @@ impl Link {
         path: &Path,
     ) -> Result<UploadResponse, String> {
         let boundary = format!("agentworker{:x}", std::process::id() as u64 ^ jitter_seed());
-        let safe_name = filename.replace(['"', '\r', '\n'], "_");
+        // The part header takes plain ASCII only (the parser rejects control bytes); the real
+        // name, minus control characters and bounded, goes in the `filename` field.
+        let mut field_name: String =
+            filename.chars().filter(|c| !c.is_control()).collect::<String>().trim().to_string();
+        while field_name.len() > 255 {
+            field_name.pop();
+        }
+        let header_name: String = field_name
+            .chars()
+            .map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' })
+            .collect();
         let head = format!(
             "--{boundary}\r\nContent-Disposition: form-data; name=\"session_id\"\r\n\r\n{session_id}\r\n\
              --{boundary}\r\nContent-Disposition: form-data; name=\"command_id\"\r\n\r\n{command_id}\r\n\
-             --{boundary}\r\nContent-Disposition: form-data; name=\"filename\"\r\n\r\n{safe_name}\r\n\
-             --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{safe_name}\"\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"filename\"\r\n\r\n{field_name}\r\n\
+             --{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{header_name}\"\r\n\
              Content-Type: application/octet-stream\r\n\r\n"
         );
         let tail = format!("\r\n--{boundary}--\r\n");

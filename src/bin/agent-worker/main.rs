@@ -100,9 +100,19 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
         }
     }
     let hostname = hostname.unwrap_or_else(host_name);
-    let download_dir =
-        download_dir.unwrap_or_else(|| std::env::temp_dir().join(format!("agent-worker-{}", std::process::id())));
-    std::fs::create_dir_all(&download_dir).map_err(|e| (1, format!("cannot use {}: {e}", download_dir.display())))?;
+    let download_dir = match download_dir {
+        Some(d) => {
+            std::fs::create_dir_all(&d).map_err(|e| (1, format!("cannot use {}: {e}", d.display())))?;
+            d
+        }
+        // Our own, unguessable, 0700: never a directory someone else prepared in /tmp.
+        None => {
+            let d = browser::private_dir(&format!("agent-worker-{}-", std::process::id()))
+                .map_err(|e| (1, format!("cannot create a download folder: {e}")))?;
+            *signals::OWN_DOWNLOAD_DIR.lock().unwrap_or_else(|p| p.into_inner()) = Some(d.clone());
+            d
+        }
+    };
 
     signals::stop_on_signal();
     let mut link = Link::new(&controller, token, hostname.clone(), capabilities.clone());
@@ -129,9 +139,12 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
                     if backoff.succeed() {
                         log("info", "the controller is reachable again");
                     }
+                    let has_display =
+                        std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
                     browser.opts.headless = if headed {
                         false
-                    } else if headless {
+                    } else if headless || !has_display {
+                        // A headed browser needs a display; without one, headless is the only option.
                         true
                     } else {
                         reg.config.browser.headless
@@ -171,6 +184,7 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
             Some("shutdown") => {
                 log("info", "the controller asked this worker to shut down");
                 browser.shutdown();
+                signals::remove_own_dirs();
                 return Ok(());
             }
             Some(action) => {
@@ -201,10 +215,19 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
                         started.elapsed().as_millis()
                     ),
                 );
-                // The result matters: retry a few times if the controller blips.
+                // The result matters: retry a few times if the controller blips (not on 4xx:
+                // those will not change).
+                let mut outcome = outcome;
                 for attempt in 0..5 {
                     match link.post_result(&id, &outcome) {
                         Ok(()) => break,
+                        Err(LinkError::Refused(413, _)) if outcome.is_ok() => {
+                            outcome = Err("the result was too large to send to the controller; ask for less (a selector, fewer rows)".into());
+                        }
+                        Err(e @ (LinkError::Refused(..) | LinkError::Unknown)) => {
+                            log("error", &format!("the result of {id} was refused: {e}"));
+                            break;
+                        }
                         Err(e) if attempt < 4 => {
                             log("warn", &format!("posting the result of {id} failed ({e}); retrying"));
                             std::thread::sleep(std::time::Duration::from_secs(1 << attempt));
@@ -216,6 +239,7 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
         }
         if signals::STOP.load(Ordering::Acquire) {
             browser.shutdown();
+            signals::remove_own_dirs();
             return Ok(());
         }
     }
@@ -245,6 +269,14 @@ mod signals {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     pub static STOP: AtomicBool = AtomicBool::new(false);
+    /// The download folder this process created (removed at exit; a `--download-dir` is not).
+    pub static OWN_DOWNLOAD_DIR: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
+
+    pub fn remove_own_dirs() {
+        if let Some(d) = OWN_DOWNLOAD_DIR.lock().unwrap_or_else(|p| p.into_inner()).take() {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
 
     pub fn stop_on_signal() {
         // SAFETY: a zeroed sigset is initialised by sigemptyset before use; the mask is set for
@@ -262,10 +294,20 @@ mod signals {
             // SAFETY: `set` was initialised above.
             unsafe { libc::sigwait(&set, &mut sig) };
             STOP.store(true, Ordering::Release);
-            let pgid = crate::browser::BROWSER_PGID.load(Ordering::Acquire);
-            if pgid > 0 {
-                // SAFETY: our own child's process group.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
+            // `exit` runs no destructors: take the browser, a running shell command and our
+            // temporary folders down by hand.
+            for pgid in
+                [crate::browser::BROWSER_PGID.load(Ordering::Acquire), crate::shell::SHELL_PGID.load(Ordering::Acquire)]
+            {
+                if pgid > 0 {
+                    // SAFETY: our own children's process groups.
+                    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+                }
+            }
+            let profile = crate::browser::PROFILE.lock().unwrap_or_else(|p| p.into_inner()).take();
+            let downloads = OWN_DOWNLOAD_DIR.lock().unwrap_or_else(|p| p.into_inner()).take();
+            for dir in [profile, downloads].into_iter().flatten() {
+                let _ = std::fs::remove_dir_all(dir);
             }
             eprintln!("{} [info] stopping (signal {sig})", agent_controller::clock::Utc::now().rfc3339());
             std::process::exit(0);

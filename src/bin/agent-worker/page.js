@@ -1,7 +1,8 @@
 // agent-worker page helpers: defined once per document as window.__ac.
 // Selectors: CSS, `text=Visible text`, and `css:has-text("text")`.
 if (!window.__ac) { window.__ac = (() => {
-  const norm = s => (s || "").replace(/\s+/g, " ").trim();
+  const norm = s => String(s ?? "").replace(/\s+/g, " ").trim();
+  const body = () => document.body || document.documentElement;
   const visible = el => {
     if (!(el instanceof Element)) return false;
     const r = el.getBoundingClientRect();
@@ -41,7 +42,7 @@ if (!window.__ac) { window.__ac = (() => {
       if (document.getElementById(word)) return "; did you mean `#" + word + "`?";
       if (document.getElementsByClassName(word).length) return "; did you mean `." + word + "`?";
     }
-    const ids = Array.from(document.querySelectorAll("[id]")).filter(visible).slice(0, 12).map(e => "#" + e.id);
+    const ids = Array.from(document.querySelectorAll("[id]")).filter(visible).slice(0, 12).map(e => "#" + CSS.escape(e.id));
     return (ids.length ? "; ids on this page: " + ids.join(", ") : "") +
       " (browser_get_dom without a selector lists the page's elements with selectors that work)";
   }
@@ -63,8 +64,8 @@ if (!window.__ac) { window.__ac = (() => {
     for (const attr of ["name", "data-testid", "aria-label", "placeholder"]) {
       const v = el.getAttribute(attr);
       if (v) {
-        const s = `${tag}[${attr}="${v.replace(/"/g, '\\"')}"]`;
-        if (document.querySelectorAll(s).length === 1) return s;
+        const s = `${tag}[${attr}="${CSS.escape(v)}"]`;
+        try { if (document.querySelectorAll(s).length === 1) return s; } catch (e) {}
       }
     }
     if ((tag === "a" || tag === "button") && textOf(el) && textOf(el).length < 60) {
@@ -72,13 +73,16 @@ if (!window.__ac) { window.__ac = (() => {
       if (findAll(s).length === 1) return s;
     }
     const parts = [];
-    for (let e = el; e && e.nodeType === 1 && e !== document.body; e = e.parentElement) {
-      if (e.id && document.querySelectorAll("#" + CSS.escape(e.id)).length === 1) { parts.unshift("#" + CSS.escape(e.id)); break; }
+    let anchored = false;
+    for (let e = el; e && e.nodeType === 1; e = e.parentElement) {
+      if (e === document.body) { parts.unshift("body"); anchored = true; break; }
+      if (e.id && document.querySelectorAll("#" + CSS.escape(e.id)).length === 1) { parts.unshift("#" + CSS.escape(e.id)); anchored = true; break; }
       let i = 1;
       for (let s = e.previousElementSibling; s; s = s.previousElementSibling) if (s.tagName === e.tagName) i++;
       parts.unshift(e.tagName.toLowerCase() + ":nth-of-type(" + i + ")");
     }
-    return parts.join(" > ");
+    // Anchored at body or a unique id, so the path cannot match at another depth.
+    return (anchored ? "" : ":root > ") + parts.join(" > ");
   }
   function labelFor(el) {
     if (el.id) { const l = document.querySelector(`label[for="${CSS.escape(el.id)}"]`); if (l) return textOf(l); }
@@ -86,7 +90,7 @@ if (!window.__ac) { window.__ac = (() => {
     return el.getAttribute("aria-label") || el.getAttribute("placeholder") || "";
   }
   function outline(rootSel, max) {
-    const root = rootSel ? find(rootSel) : document.body;
+    const root = rootSel ? find(rootSel) : body();
     const out = [`# ${document.title || "(untitled)"} — ${location.href}`];
     let n = 0;
     const push = line => { if (n++ < 400) out.push(line); };
@@ -107,7 +111,7 @@ if (!window.__ac) { window.__ac = (() => {
         const opts = Array.from(el.options).slice(0, 12).map(o => o.text.trim()).join(" | ");
         push(`- select "${labelFor(el)}" options: ${opts}  [${cssPath(el)}]`);
       } else if (tag === "textarea") push(`- textarea "${labelFor(el)}"  [${cssPath(el)}]`);
-      else if (tag === "form") push(`- form ${(el.method || "get").toUpperCase()} ${el.action}  [${cssPath(el)}]`);
+      else if (tag === "form") push(`- form ${String(el.getAttribute("method") || "get").toUpperCase()} ${el.getAttribute("action") || location.href}  [${cssPath(el)}]`);
       else if (tag === "table") {
         const rows = el.rows.length, cols = rows ? el.rows[0].cells.length : 0;
         const head = rows ? Array.from(el.rows[0].cells).map(c => textOf(c)).join(" | ").slice(0, 200) : "";
@@ -123,6 +127,21 @@ if (!window.__ac) { window.__ac = (() => {
     el.scrollIntoView({block: "center", inline: "center"});
     const r = el.getBoundingClientRect();
     return {x: r.left + r.width / 2, y: r.top + r.height / 2, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
+  }
+  // Focus a field for typing; refuse one that cannot take the keys (hidden, disabled), so text
+  // (a password) never lands in whatever had focus before.
+  function focusForTyping(sel, clear) {
+    const el = find(sel);
+    if (!visible(el)) throw new Error("`" + sel + "` is not visible, so it cannot be typed into");
+    el.scrollIntoView({block: "center"});
+    el.focus();
+    if (document.activeElement !== el && !el.contains(document.activeElement))
+      throw new Error("`" + sel + "` does not take keyboard focus (disabled or not a field)");
+    if (clear) {
+      if (el.isContentEditable) { document.execCommand("selectAll"); document.execCommand("delete"); }
+      else if (el.tagName === "INPUT" || el.tagName === "TEXTAREA") setValue(el, "");
+    }
+    return true;
   }
   function setValue(el, value) {
     const proto = el.tagName === "TEXTAREA" ? HTMLTextAreaElement.prototype : el.tagName === "SELECT" ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
@@ -177,13 +196,14 @@ if (!window.__ac) { window.__ac = (() => {
     const el = find(sel);
     const t = el.tagName === "TABLE" ? el : el.querySelector("table");
     if (!t) throw new Error("`" + sel + "` is not a table and holds none");
-    return Array.from(t.rows).map(r => Array.from(r.cells).map(c => norm(c.innerText)));
+    return Array.from(t.rows).slice(0, 5000).map(r => Array.from(r.cells).map(c => norm(c.innerText).slice(0, 2000)));
   }
   function texts(selectors) {
     const out = {};
     for (const s of selectors) {
       const all = findAll(s.selector);
-      out[s.name] = all.length === 0 ? null : all.length === 1 ? textOf(all[0]) : all.map(textOf);
+      const cut = t => t.length > 5000 ? t.slice(0, 5000) + "…" : t;
+      out[s.name] = all.length === 0 ? null : all.length === 1 ? cut(textOf(all[0])) : all.slice(0, 200).map(e => cut(textOf(e)));
     }
     return out;
   }
@@ -197,9 +217,9 @@ if (!window.__ac) { window.__ac = (() => {
     return {submitted: form.action || location.href};
   }
   function info() {
-    return {url: location.href, title: document.title, ready: document.readyState,
+    return {url: location.href, title: String(document.title || ""), ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {find, findAll, glance, outline, center, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
-          text: sel => textOf(sel ? find(sel) : document.body)};
+  return {find, findAll, glance, outline, center, focusForTyping, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
+          text: sel => textOf(sel ? find(sel) : body())};
 })(); }

@@ -12,6 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const OUTPUT_CAP: usize = 64 * 1024;
+/// The running command's process group, for the signal handler.
+pub static SHELL_PGID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 const READ_CAP: u64 = 256 * 1024;
 
 pub fn execute(action: &str, p: &Value) -> Result<Value, String> {
@@ -29,7 +31,8 @@ fn str_arg<'a>(p: &'a Value, name: &str) -> Result<&'a str, String> {
 }
 
 /// Read a pipe to the end on its own thread, keeping the first `OUTPUT_CAP` bytes.
-fn collect(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec<u8>, usize)> {
+fn collect(mut pipe: impl Read + Send + 'static) -> crossbeam_channel::Receiver<(Vec<u8>, usize)> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
         let mut kept = Vec::new();
         let mut total = 0;
@@ -44,8 +47,9 @@ fn collect(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<(Vec
                 }
             }
         }
-        (kept, total)
-    })
+        let _ = tx.send((kept, total));
+    });
+    rx
 }
 
 fn run_command(p: &Value) -> Result<Value, String> {
@@ -64,6 +68,7 @@ fn run_command(p: &Value) -> Result<Value, String> {
     let started = Instant::now();
     let mut child = cmd.spawn().map_err(|e| format!("cannot start sh: {e}"))?;
     let pgid = child.id() as i32;
+    SHELL_PGID.store(pgid, std::sync::atomic::Ordering::Release);
     let out = child.stdout.take().map(collect);
     let err = child.stderr.take().map(collect);
     let mut timed_out = false;
@@ -83,7 +88,14 @@ fn run_command(p: &Value) -> Result<Value, String> {
     // Anything left in the group (background children) goes too, so the pipes close.
     // SAFETY: as above; ESRCH when the group is already gone is fine.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    let take = |h: Option<std::thread::JoinHandle<(Vec<u8>, usize)>>| h.and_then(|h| h.join().ok()).unwrap_or_default();
+    SHELL_PGID.store(0, std::sync::atomic::Ordering::Release);
+    // A grandchild that left the group (setsid) may hold the pipe open for ever: wait a little
+    // for the output, then give up on it rather than hang the worker.
+    let read_deadline = Instant::now() + Duration::from_secs(2);
+    let take = |rx: Option<crossbeam_channel::Receiver<(Vec<u8>, usize)>>| {
+        rx.and_then(|rx| rx.recv_timeout(read_deadline.saturating_duration_since(Instant::now())).ok())
+            .unwrap_or_default()
+    };
     let (stdout, out_total) = take(out);
     let (stderr, err_total) = take(err);
     let mut result = json!({
@@ -107,7 +119,16 @@ fn run_command(p: &Value) -> Result<Value, String> {
 fn read_file(p: &Value) -> Result<Value, String> {
     let path = str_arg(p, "path")?;
     let cap = p["max_bytes"].as_u64().unwrap_or(READ_CAP).clamp(1, 4 * READ_CAP);
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open `{path}`: {e}"))?;
+    // Only regular files: a FIFO or a device would block or never end.
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open `{path}`: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("`{path}` is not a regular file"));
+    }
+    let file = {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
+    }
+    .map_err(|e| format!("cannot open `{path}`: {e}"))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes).map_err(|e| format!("cannot read `{path}`: {e}"))?;
