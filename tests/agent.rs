@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 const PNG_1X1: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
+/// Fields drop in order: the daemon stops before its folder is removed.
 struct World {
-    dir: TempDir,
     d: TestDaemon,
     llm: ScriptedLlm,
+    dir: TempDir,
 }
 
 fn world(tag: &str, script: Vec<Step>, tune: impl FnOnce(&mut agent_controller::config::Config)) -> World {
@@ -25,7 +26,7 @@ fn world(tag: &str, script: Vec<Step>, tune: impl FnOnce(&mut agent_controller::
     tune(&mut config);
     let agent = agent_controller::agent::llm_agent(&config);
     let d = TestDaemon::start(config, agent);
-    World { dir, d, llm }
+    World { d, llm, dir }
 }
 
 /// A browser worker that answers like a real one would.

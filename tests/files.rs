@@ -6,14 +6,15 @@ use agent_controller::runner::{AgentOutcome, SessionRunner};
 use serde_json::json;
 use std::io::Read;
 
+/// Fields drop in order: the daemon stops before its folder is removed.
 struct Fixture {
-    _dir: TempDir,
-    dir: std::path::PathBuf,
     d: TestDaemon,
+    dir: std::path::PathBuf,
     id: String,
     runner: SessionRunner,
     done: crossbeam_channel::Sender<AgentOutcome>,
     worker_id: String,
+    _dir: TempDir,
 }
 
 fn fixture(tag: &str, tune: impl FnOnce(&mut agent_controller::config::Config)) -> Fixture {

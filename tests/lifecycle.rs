@@ -88,14 +88,15 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
         crate::support::llm::text("slow").delayed(Duration::from_secs(30)),
     ]);
     std::fs::write(dir.path().join("config.yaml"), format!("api:\n  base_url: \"{}\"\n", llm.url)).unwrap();
-    let mut child = Command::new(binary())
+    let child = Command::new(binary())
         .args(["serve", "--api-port", "0", "--worker-port", "0"])
         .env("ANTHROPIC_API_KEY", "sk-test")
         .current_dir(dir.path())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut child = ChildGuard(child);
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, worker, _) = read_bound_addresses(&mut stderr);
     let c = Client { base: api, token: None };
     let w = Client { base: worker, token: None };
@@ -110,9 +111,9 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
     let log_poll = std::thread::spawn(move || c2.get(&format!("/sessions/{id}/log?after={next}&wait=30")));
     std::thread::sleep(Duration::from_millis(300));
     let t = Instant::now();
-    unsafe_kill(child.id(), "TERM");
+    unsafe_kill(child.0.id(), "TERM");
     let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
+        if let Some(s) = child.0.try_wait().unwrap() {
             break s;
         }
         assert!(t.elapsed() < Duration::from_secs(2), "did not exit within 2 s");
@@ -178,22 +179,23 @@ fn non_loopback_without_tokens_refuses_to_start() {
     assert_eq!(code, 2);
     assert!(stderr.contains("api_token") && stderr.contains("--insecure"), "{stderr}");
     // With a token from the environment it starts (then we stop it).
-    let mut child = Command::new(binary())
+    let child = Command::new(binary())
         .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"])
         .env("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")
         .current_dir(dir.path())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut child = ChildGuard(child);
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, _, lines) = read_bound_addresses(&mut stderr);
     let port = api.rsplit(':').next().unwrap();
     let c = Client { base: format!("http://127.0.0.1:{port}"), token: None };
     assert_error(&c.get("/sessions"), 401, "unauthorized");
     assert_eq!(c.with_token(Some("tok-from-env-123")).get("/sessions").status, 200);
     assert!(!lines.concat().contains("tok-from-env-123"));
-    unsafe_kill(child.id(), "INT");
-    assert!(child.wait().unwrap().success());
+    unsafe_kill(child.0.id(), "INT");
+    assert!(child.0.wait().unwrap().success());
 }
 
 #[test]
@@ -266,7 +268,7 @@ fn daemon_log_never_shows_tokens() {
         format!("logging:\n  level: trace\n  file: daemon.log\nserver:\n  api_port: 0\n  worker_port: 0\napi:\n  base_url: \"{}\"\n", llm.url),
     )
     .unwrap();
-    let mut child = Command::new(binary())
+    let child = Command::new(binary())
         .current_dir(dir.path())
         .env("AGENT_CONTROLLER_TOKEN", "PLANTED-API-TOKEN-1")
         .env("AGENT_CONTROLLER_WORKER_TOKEN", "PLANTED-WORKER-TOKEN-2")
@@ -274,7 +276,8 @@ fn daemon_log_never_shows_tokens() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut child = ChildGuard(child);
+    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, worker, mut lines) = read_bound_addresses(&mut stderr);
     let c = Client { base: api, token: Some("PLANTED-API-TOKEN-1".into()) };
     let w = Client { base: worker, token: Some("PLANTED-WORKER-TOKEN-2".into()) };
@@ -286,8 +289,8 @@ fn daemon_log_never_shows_tokens() {
     wait_status(&c, &id, "running");
     assert_error(&c.with_token(Some("wrong")).get("/sessions"), 401, "unauthorized");
     c.delete(&format!("/sessions/{id}"));
-    unsafe_kill(child.id(), "TERM");
-    assert!(child.wait().unwrap().success());
+    unsafe_kill(child.0.id(), "TERM");
+    assert!(child.0.wait().unwrap().success());
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     lines.push(rest);

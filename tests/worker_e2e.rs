@@ -428,10 +428,12 @@ fn worker_retries_quietly_until_the_controller_appears_and_uses_its_token() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let log = TempDir::new("worker-log");
     let log_path = log.path().join("worker.log");
-    let mut child = worker_cmd(&format!("http://127.0.0.1:{port}"), &["--token", "wtok-123"])
-        .stderr(std::fs::File::create(&log_path).unwrap())
-        .spawn()
-        .unwrap();
+    let mut child = ChildGuard(
+        worker_cmd(&format!("http://127.0.0.1:{port}"), &["--token", "wtok-123"])
+            .stderr(std::fs::File::create(&log_path).unwrap())
+            .spawn()
+            .unwrap(),
+    );
     std::thread::sleep(Duration::from_millis(3500));
     let dir = TempDir::new("late-controller");
     let mut config = test_config(dir.path());
@@ -448,8 +450,8 @@ fn worker_retries_quietly_until_the_controller_appears_and_uses_its_token() {
         std::fs::read_to_string(&log_path).unwrap().contains("reachable again").then_some(())
     });
     // SIGTERM: a clean exit.
-    let _ = Command::new("kill").args(["-TERM", &child.id().to_string()]).status();
-    assert!(child.wait().unwrap().success());
+    let _ = Command::new("kill").args(["-TERM", &child.0.id().to_string()]).status();
+    assert!(child.0.wait().unwrap().success());
 }
 
 #[test]

@@ -321,6 +321,18 @@ impl TestAgent {
 
 // ----- the built binary ----------------------------------------------------------------------------
 
+/// A spawned process killed (and reaped) on drop, so a failing test leaves nothing running.
+pub struct ChildGuard(pub std::process::Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
 pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_agent-controller"))
 }

@@ -41,7 +41,10 @@ fn main() -> ExitCode {
         print!("{USAGE}");
         return ExitCode::SUCCESS;
     }
-    match run(args) {
+    let outcome = run(args);
+    // Every way out of `run` leaves no temporary folder behind.
+    signals::remove_own_dirs();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err((code, msg)) => {
             eprintln!("agent-worker: {msg}");
