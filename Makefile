@@ -7,6 +7,7 @@ TARGET  := x86_64-unknown-linux-gnu
 # A static binary without musl: glibc static-pie (see DEPENDENCIES.md).
 STATIC_RUSTFLAGS := -C target-feature=+crt-static
 RELEASE_BIN := target/$(TARGET)/release/agent-controller
+WORKER_BIN  := target/$(TARGET)/release/agent-worker
 
 .PHONY: build run test deps lint bench release install clean
 
@@ -33,10 +34,11 @@ bench: release
 
 release:
 	RUSTFLAGS="$(STATIC_RUSTFLAGS)" $(CARGO) build --release --target $(TARGET)
-	@ls -l $(RELEASE_BIN)
+	@ls -l $(RELEASE_BIN) $(WORKER_BIN)
 
 install: release
 	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(PREFIX)/bin/agent-controller
+	install -D -m 0755 $(WORKER_BIN) $(DESTDIR)$(PREFIX)/bin/agent-worker
 	install -D -m 0644 config.yaml $(DESTDIR)/etc/agent-controller/config.yaml
 	install -D -m 0644 systemd/agent-controller.service $(DESTDIR)/etc/systemd/system/agent-controller.service
 
