@@ -298,7 +298,13 @@ impl WorkerHub {
         stopped: &dyn Fn() -> bool,
     ) -> Result<Value, CommandError> {
         let id = format!("cmd_{}_{:04}", self.boot, self.next_command.fetch_add(1, Ordering::Relaxed) + 1);
-        let cmd = Command { id: id.clone(), action: action.to_string(), params, session_id: session_id.to_string() };
+        let cmd = Command {
+            id: id.clone(),
+            action: action.to_string(),
+            params,
+            session_id: session_id.to_string(),
+            timeout_s: timeout.as_secs(),
+        };
         let mut inner = worker.lock();
         if !inner.connected {
             return Err(CommandError::Disconnected(format!(

@@ -344,6 +344,9 @@ pub struct Command {
     pub action: String,
     pub params: Value,
     pub session_id: String,
+    /// How long the controller waits for the result; a worker should not work past it.
+    #[serde(default)]
+    pub timeout_s: u64,
 }
 
 #[derive(Debug, Deserialize)]

@@ -192,6 +192,20 @@ fn every_browser_tool_through_controller_and_worker() {
     assert_eq!(private["filename"], "report.pdf");
     assert_eq!(c.get(&format!("/sessions/{id}/files/report.pdf")).body, pdf_bytes("private-report"));
 
+    // The worker keeps to the command's deadline: a slow download is cut off, the rest of the
+    // batch is not started, and the answer arrives before the controller gives up.
+    let t = Instant::now();
+    let partial = r
+        .worker_command(
+            "browser_download_batch",
+            json!({"urls": [{"url": format!("{}/slow.pdf", site.url)}, {"url": format!("{}/files/chapter1.pdf", site.url), "filename": "late.pdf"}]}),
+            Duration::from_secs(4),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(t.elapsed() < Duration::from_secs(4), "answered within the deadline: {:?}", t.elapsed());
+    assert!(partial.contains("not started") && partial.contains("slow.pdf"), "{partial}");
+
     // Behind a redirect the cookie still goes along.
     let again =
         cmd(&r, "browser_download", json!({"url": format!("{}/go-private", site.url), "filename": "via-redirect.pdf"}));

@@ -102,6 +102,14 @@ impl Site {
                         r#"<button id="save" onclick="alert('Saved!'); document.getElementById('done').textContent = 'after alert'">Save</button><p id="done"></p>
                         <input id="secret" type="password" style="display:none"><input id="visible" name="visible">"#,
                     )),
+                    ("GET", "/slow.pdf") => {
+                        // Slower than any deadline a test gives it; answered on its own thread.
+                        std::thread::spawn(move || {
+                            std::thread::sleep(std::time::Duration::from_secs(6));
+                            let _ = rq.respond(tiny_http::Response::from_data(pdf_bytes("slow")));
+                        });
+                        continue;
+                    }
                     ("GET", "/go-private") => tiny_http::Response::from_string("")
                         .with_status_code(302)
                         .with_header(tiny_http::Header::from_bytes("Location", "/private/report.pdf").unwrap()),

@@ -101,6 +101,8 @@ struct Running {
 
 pub struct Browser {
     pub opts: Options,
+    /// When the controller stops waiting for the current command.
+    deadline: Option<Instant>,
     running: Option<Running>,
     started_once: bool,
 }
@@ -135,7 +137,7 @@ fn cdp_err(e: CdpError) -> String {
 
 impl Browser {
     pub fn new(opts: Options) -> Browser {
-        Browser { opts, running: None, started_once: false }
+        Browser { opts, running: None, started_once: false, deadline: None }
     }
 
     pub fn shutdown(&mut self) {
@@ -237,7 +239,15 @@ impl Browser {
         self.running.as_mut().ok_or_else(|| "the browser is not running".to_string())
     }
 
-    pub fn execute(&mut self, action: &str, p: &Value, up: &dyn Uploader) -> Result<Value, String> {
+    /// Run one command; `deadline` is when the controller stops waiting for it.
+    pub fn execute(
+        &mut self,
+        action: &str,
+        p: &Value,
+        up: &dyn Uploader,
+        deadline: Option<Instant>,
+    ) -> Result<Value, String> {
+        self.deadline = deadline;
         let note = self.ensure()?;
         let mut result = self.dispatch(action, p, up);
         if let Err(e) = &result {
@@ -378,6 +388,10 @@ impl Browser {
                         failed.push(json!({"entry": u, "error": "missing `url`"}));
                         continue;
                     };
+                    if self.deadline.is_some_and(|d| Instant::now() >= d) {
+                        failed.push(json!({"url": url, "error": "not started: the command's time ran out (download the rest in another call)"}));
+                        continue;
+                    }
                     match self.download(url, u["filename"].as_str(), up) {
                         Ok(v) => done.push(v),
                         Err(e) => failed.push(json!({"url": url, "error": e})),
@@ -722,7 +736,13 @@ impl Browser {
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(Some(Duration::from_secs(20)))
-            .timeout_global(Some(Duration::from_secs(3600)))
+            // No longer than the controller will wait for this command.
+            .timeout_global(Some(
+                self.deadline
+                    .map(|d| d.saturating_duration_since(Instant::now()))
+                    .unwrap_or(Duration::from_secs(3600))
+                    .max(Duration::from_secs(1)),
+            ))
             .build()
             .into();
         // Redirects by hand: ureq drops Cookie on a redirect, and each hop needs its own cookies.

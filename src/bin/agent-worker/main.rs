@@ -201,7 +201,12 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
                 let started = std::time::Instant::now();
                 let outcome = if action.starts_with("browser_") {
                     if capabilities.iter().any(|c| c == "browser") {
-                        browser.execute(action, &params, &up)
+                        // A little before the controller gives up, so the result still arrives.
+                        let deadline = cmd["timeout_s"].as_u64().filter(|t| *t > 0).map(|t| {
+                            started
+                                + std::time::Duration::from_secs(t).saturating_sub(std::time::Duration::from_secs(2))
+                        });
+                        browser.execute(action, &params, &up, deadline)
                     } else {
                         Err("this worker was started without the browser capability".into())
                     }
