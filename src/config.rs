@@ -236,8 +236,8 @@ impl Config {
         })
     }
 
-    /// Read the file (a missing file is an error when it was asked for by name), apply the
-    /// environment, validate.
+    /// Read the file (a missing file is an error when it was asked for by name) and apply the
+    /// environment. The caller validates once command-line overrides are in.
     pub fn load(path: &Path, required: bool) -> Result<Config, ConfigError> {
         let text = match std::fs::read_to_string(path) {
             Ok(text) => text,
@@ -248,7 +248,6 @@ impl Config {
         };
         let mut config = Config::from_yaml(&text)?;
         config.apply_env(|name| std::env::var(name).ok());
-        config.validate()?;
         Ok(config)
     }
 

@@ -1,6 +1,6 @@
 //! API errors: one enum, one mapping to an HTTP status and a `{error, code}` body.
 //!
-//! Handlers return `Result<_, ApiError>`; `http::respond_error` renders it. Every error has a
+//! Handlers return `Result<_, ApiError>`; `http::finish` renders it (via `http::error_response`). Every error has a
 //! human-readable message and a stable slug, so clients can branch on `code`.
 
 use std::fmt;

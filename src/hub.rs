@@ -447,7 +447,7 @@ impl WorkerHub {
         worker.lock().session.clone()
     }
 
-    /// Mark silent workers disconnected; called about once a second.
+    /// Mark silent workers disconnected; the daemon calls this every 500 ms.
     pub fn check_liveness(&self) {
         let workers: Vec<Arc<Worker>> = self.lock().workers.values().cloned().collect();
         for w in workers {

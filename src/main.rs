@@ -1,7 +1,8 @@
-//! The `agent-controller` binary: parse the command line, load the config, run the daemon
-//! until SIGINT/SIGTERM.
+//! The `agent-controller` binary: the daemon (`serve`, the default: load the config, run until
+//! SIGINT/SIGTERM), the console commands (`console.rs`) and the MCP server (`mcp`).
 //!
-//! Exit codes: 0 clean stop, 1 runtime failure, 2 usage or configuration error.
+//! Daemon exit codes: 0 clean stop, 1 runtime failure, 2 usage or configuration error; the
+//! console adds 3 stopped, 4 denied, 5 unreachable (see `console::exit`).
 
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;

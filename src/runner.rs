@@ -9,7 +9,7 @@
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::hub::{CommandError, Worker, WorkerHub};
-use crate::protocol::{FileEntry, FileKind, LogKind, Mode, SessionRecord, SessionType, Usage};
+use crate::protocol::{FileEntry, FileKind, LogKind, SessionRecord, Usage};
 use crate::sessions::{ConfirmationOutcome, Session};
 use crate::vault::{Credentials, Notifications};
 use serde_json::Value;
@@ -44,14 +44,6 @@ impl SessionRunner {
     /// A snapshot of the session's record (mode, type, target, instruction, goal, options…).
     pub fn record(&self) -> SessionRecord {
         self.session.record()
-    }
-
-    pub fn mode(&self) -> Mode {
-        self.session.record().mode
-    }
-
-    pub fn session_type(&self) -> SessionType {
-        self.session.record().session_type
     }
 
     pub fn config(&self) -> &Config {
@@ -157,8 +149,8 @@ impl SessionRunner {
     }
 }
 
-/// The agent used until an LLM loop is plugged in: it says so and holds the worker until the
-/// session is stopped.
+/// An agent that does nothing but hold the worker until the session is stopped (for tests and
+/// for embedding the daemon without a model).
 pub fn idle_agent(runner: SessionRunner) -> AgentOutcome {
     runner.log(
         LogKind::System,

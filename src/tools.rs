@@ -1,5 +1,6 @@
-//! The tool catalog: every tool the model may call, its JSON schema, where it runs (in the
-//! controller or on the worker), its timeout, and the six mode × type sets of DESIGN §6.
+//! The tool catalog: every tool the model may call, its JSON schema, its timeout on the worker,
+//! and the six mode × type sets of DESIGN §6. Which tools run in the controller is decided by
+//! `agent::Agent::dispatch` (the local ones are handled there; the rest go to the worker).
 //!
 //! A call outside the session's set, or with arguments that do not fit the schema, is
 //! answered to the model as a tool error by the agent loop; it never ends the session.
@@ -9,22 +10,6 @@ use crate::llm::ToolDef;
 use crate::protocol::{Mode, SessionType};
 use serde_json::{Value, json};
 use std::time::Duration;
-
-/// Tools handled inside the controller; everything else goes to the worker.
-pub const LOCAL_TOOLS: [&str; 8] = [
-    "save_note",
-    "finish_exploration",
-    "finish_task",
-    "request_confirmation",
-    "save_file",
-    "send_notification",
-    "perform_login",
-    "search_history",
-];
-
-pub fn is_local(name: &str) -> bool {
-    LOCAL_TOOLS.contains(&name)
-}
 
 const BROWSER_CORE: [&str; 15] = [
     "browser_navigate",

@@ -132,25 +132,32 @@ impl Vault {
         out
     }
 
-    /// Scrub every string inside a JSON value.
+    /// Scrub every string inside a JSON value (worker results can hold thousands of strings:
+    /// the secret list is built once, and nothing is walked when there are none).
     pub fn scrub_json(&self, value: &mut serde_json::Value) {
-        use serde_json::Value;
-        match value {
-            Value::String(s) => {
-                let clean = self.scrub(s);
-                if clean != *s {
-                    *s = clean;
-                }
-            }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.scrub_json(v)),
-            Value::Object(map) => map.values_mut().for_each(|v| self.scrub_json(v)),
-            _ => {}
+        let secrets = self.secrets();
+        if !secrets.is_empty() {
+            scrub_value(&secrets, value);
         }
     }
 
     pub fn clear(&mut self) {
         self.credentials = None;
         self.notifications = None;
+    }
+}
+
+fn scrub_value(secrets: &[&str], value: &mut serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if secrets.iter().any(|x| s.contains(x)) => {
+            for secret in secrets {
+                *s = s.replace(secret, REDACTED);
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub_value(secrets, v)),
+        Value::Object(map) => map.values_mut().for_each(|v| scrub_value(secrets, v)),
+        _ => {}
     }
 }
 

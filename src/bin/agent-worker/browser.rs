@@ -857,7 +857,7 @@ fn attach(r: &mut Running, target: &str, width: u32, height: u32) -> Result<(), 
     ] {
         r.cdp.call(Some(&session), method, params, CALL).map_err(cdp_err)?;
     }
-    r.cdp.clear_events();
+
     r.session = session;
     r.target = target.to_string();
     Ok(())

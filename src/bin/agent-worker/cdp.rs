@@ -1,11 +1,12 @@
 //! A synchronous Chrome DevTools Protocol connection over one websocket.
 //!
-//! `call` sends one command and reads frames until its answer arrives; events read on the way
-//! are queued for `wait_event`. Page-scoped commands carry the flat `sessionId`. Every read has
+//! `call` sends one command and reads frames until its answer arrives; other events read on the
+//! way are dropped, except JavaScript dialogs, which are accepted at once (they would block the
+//! page) and reported through `take_dialogs`. Page-scoped commands carry the flat `sessionId`. Every read has
 //! a deadline (the socket's read timeout), so a hung browser cannot hang the worker.
 
 use serde_json::{Value, json};
-use std::collections::VecDeque;
+
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 use tungstenite::protocol::WebSocketConfig;
@@ -14,7 +15,7 @@ use tungstenite::{Message, WebSocket};
 pub struct Cdp {
     socket: WebSocket<TcpStream>,
     next_id: u64,
-    events: VecDeque<Value>,
+
     /// Messages of JavaScript dialogs accepted since the last `take_dialogs`.
     dialogs: Vec<String>,
 }
@@ -47,7 +48,7 @@ impl Cdp {
         let url = format!("ws://127.0.0.1:{port}{path}");
         let (socket, _) = tungstenite::client::client_with_config(url.as_str(), stream, Some(config))
             .map_err(|e| CdpError::Closed(format!("websocket handshake failed: {e}")))?;
-        Ok(Cdp { socket, next_id: 0, events: VecDeque::new(), dialogs: Vec::new() })
+        Ok(Cdp { socket, next_id: 0, dialogs: Vec::new() })
     }
 
     fn read_frame(&mut self, deadline: Instant) -> Result<Value, CdpError> {
@@ -119,22 +120,11 @@ impl Cdp {
                     answer["sessionId"] = s.clone();
                 }
                 self.socket.send(Message::text(answer.to_string())).map_err(|e| CdpError::Closed(e.to_string()))?;
-                continue;
-            }
-            if frame.get("method").is_some() {
-                if self.events.len() > 1000 {
-                    self.events.pop_front();
-                }
-                self.events.push_back(frame);
             }
         }
     }
 
     pub fn take_dialogs(&mut self) -> Vec<String> {
         std::mem::take(&mut self.dialogs)
-    }
-
-    pub fn clear_events(&mut self) {
-        self.events.clear();
     }
 }

@@ -11,12 +11,12 @@ mod cdp;
 mod link;
 mod shell;
 
+use agent_controller::protocol::Command;
 use browser::{Browser, Options, Uploader};
 use link::{Backoff, Link, LinkError};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 const USAGE: &str = "\
 agent-worker — runs commands from an agent-controller on this machine
@@ -187,31 +187,33 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
             Some("shutdown") => {
                 log("info", "the controller asked this worker to shut down");
                 browser.shutdown();
-                signals::remove_own_dirs();
                 return Ok(());
             }
-            Some(action) => {
-                let id = cmd["id"].as_str().unwrap_or_default().to_string();
-                let params = cmd.get("params").cloned().unwrap_or(Value::Null);
-                let up = Upload {
-                    link: &link,
-                    session_id: cmd["session_id"].as_str().unwrap_or_default().to_string(),
-                    command_id: id.clone(),
+            Some(_) => {
+                let cmd: Command = match serde_json::from_value(cmd) {
+                    Ok(c) => c,
+                    Err(e) => {
+                        log("error", &format!("the controller sent a command this worker cannot read: {e}"));
+                        continue;
+                    }
                 };
+                let (id, action, params) = (cmd.id.clone(), cmd.action.as_str(), &cmd.params);
+                let up = Upload { link: &link, session_id: cmd.session_id.clone(), command_id: id.clone() };
                 let started = std::time::Instant::now();
                 let outcome = if action.starts_with("browser_") {
                     if capabilities.iter().any(|c| c == "browser") {
                         // A little before the controller gives up, so the result still arrives.
-                        let deadline = cmd["timeout_s"].as_u64().filter(|t| *t > 0).map(|t| {
+                        let deadline = (cmd.timeout_s > 0).then(|| {
                             started
-                                + std::time::Duration::from_secs(t).saturating_sub(std::time::Duration::from_secs(2))
+                                + std::time::Duration::from_secs(cmd.timeout_s)
+                                    .saturating_sub(std::time::Duration::from_secs(2))
                         });
-                        browser.execute(action, &params, &up, deadline)
+                        browser.execute(action, params, &up, deadline)
                     } else {
                         Err("this worker was started without the browser capability".into())
                     }
                 } else if capabilities.iter().any(|c| c == "shell") {
-                    shell::execute(action, &params)
+                    shell::execute(action, params)
                 } else {
                     Err(format!("this worker cannot run `{action}`"))
                 };
@@ -245,11 +247,6 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
                 }
             }
         }
-        if signals::STOP.load(Ordering::Acquire) {
-            browser.shutdown();
-            signals::remove_own_dirs();
-            return Ok(());
-        }
     }
 }
 
@@ -274,9 +271,8 @@ mod signals {
     //! SIGINT/SIGTERM: stop the browser's process group and exit 0 at once (a long poll may
     //! be in flight; nothing is lost, the controller fails the command when it sees us gone).
 
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::Ordering;
 
-    pub static STOP: AtomicBool = AtomicBool::new(false);
     /// The download folder this process created (removed at exit; a `--download-dir` is not).
     pub static OWN_DOWNLOAD_DIR: std::sync::Mutex<Option<std::path::PathBuf>> = std::sync::Mutex::new(None);
 
@@ -301,7 +297,7 @@ mod signals {
             let mut sig = 0;
             // SAFETY: `set` was initialised above.
             unsafe { libc::sigwait(&set, &mut sig) };
-            STOP.store(true, Ordering::Release);
+
             // `exit` runs no destructors: take the browser, a running shell command and our
             // temporary folders down by hand.
             for pgid in
