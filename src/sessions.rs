@@ -11,7 +11,7 @@
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, ParkKey, Parker};
-use crate::hub::{Worker, WorkerHub};
+use crate::hub::WorkerHub;
 use crate::protocol::*;
 use crate::runner::{AgentOutcome, SessionRunner};
 use crate::store::{self, FileIndex, SessionDir, StageError, StagedFile, Store};
@@ -64,6 +64,36 @@ pub enum ConfirmationOutcome {
 }
 
 impl Session {
+    /// A new session (`fresh`: empty indices, not stopped) or one loaded from disk (indices
+    /// read lazily; it already ended, so it counts as stopped).
+    fn new(
+        record: SessionRecord,
+        dir: SessionDir,
+        config: &Arc<Config>,
+        parker: &Arc<Parker>,
+        vault: Vault,
+        fresh: bool,
+    ) -> Session {
+        Session {
+            id: record.session_id.clone(),
+            dir,
+            config: Arc::clone(config),
+            parker: Arc::clone(parker),
+            state: Mutex::new(SessionState {
+                record,
+                log_offsets: fresh.then(Vec::new),
+                log_waiters: Vec::new(),
+                files: fresh.then(FileIndex::default),
+                notes: fresh.then(Vec::new),
+                confirmation_answer: None,
+                confirmations_asked: 0,
+            }),
+            changed: Condvar::new(),
+            stop: AtomicBool::new(!fresh),
+            vault: Mutex::new(vault),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, SessionState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -297,8 +327,7 @@ impl Session {
             )));
         }
         let name = index.unique_name(&name);
-        let dest =
-            if kind == FileKind::Screenshot { self.dir.screenshots_dir() } else { self.dir.files_dir() }.join(&name);
+        let dest = self.dir.path_for(kind, &name);
         staged.commit(&dest)?;
         index.insert(name.clone(), kind, size);
         if kind != FileKind::Screenshot {
@@ -513,6 +542,17 @@ impl Session {
     }
 }
 
+/// What an ended record looks like: its final status, why (for errors), no pending question,
+/// the time it ended.
+fn end_record(record: &mut SessionRecord, status: Status, error: Option<String>) {
+    record.status = status;
+    if error.is_some() {
+        record.error = error;
+    }
+    record.confirmation_pending = None;
+    record.finished_at.get_or_insert_with(crate::clock::now_rfc3339);
+}
+
 fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> ApiError {
     if per_file_binds {
         ApiError::TooLarge(format!(
@@ -576,29 +616,9 @@ impl SessionManager {
             dir.remove_leftovers();
             let interrupted = record.status.is_active();
             if interrupted {
-                record.status = Status::Error;
-                record.error = Some("interrupted by controller restart".into());
-                record.confirmation_pending = None;
-                record.finished_at.get_or_insert_with(crate::clock::now_rfc3339);
+                end_record(&mut record, Status::Error, Some("interrupted by controller restart".into()));
             }
-            let session = Arc::new(Session {
-                id: record.session_id.clone(),
-                dir,
-                config: Arc::clone(&config),
-                parker: Arc::clone(&parker),
-                state: Mutex::new(SessionState {
-                    record,
-                    log_offsets: None,
-                    log_waiters: Vec::new(),
-                    files: None,
-                    notes: None,
-                    confirmation_answer: None,
-                    confirmations_asked: 0,
-                }),
-                changed: Condvar::new(),
-                stop: AtomicBool::new(!interrupted),
-                vault: Mutex::new(Vault::default()),
-            });
+            let session = Arc::new(Session::new(record, dir, &config, &parker, Vault::default(), false));
             if interrupted {
                 session.persist(&session.lock().record);
                 session.log(LogKind::Error, "interrupted by controller restart", None);
@@ -757,24 +777,7 @@ impl SessionManager {
         };
         record.session_id = id.clone();
         record.created_at = now.rfc3339();
-        let session = Arc::new(Session {
-            id: id.clone(),
-            dir,
-            config: Arc::clone(&self.config),
-            parker: Arc::clone(&self.parker),
-            state: Mutex::new(SessionState {
-                record,
-                log_offsets: Some(Vec::new()),
-                log_waiters: Vec::new(),
-                files: Some(FileIndex::default()),
-                notes: Some(Vec::new()),
-                confirmation_answer: None,
-                confirmations_asked: 0,
-            }),
-            changed: Condvar::new(),
-            stop: AtomicBool::new(false),
-            vault: Mutex::new(vault),
-        });
+        let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
         session.persist(&session.lock().record);
         sessions.insert(id.clone(), Arc::clone(&session));
         drop(sessions);
@@ -819,12 +822,7 @@ impl SessionManager {
             *self.threads.running.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
             let reason = format!("cannot start the session thread: {e}");
             if let Ok(session) = self.get(&id) {
-                session.stop.store(true, Ordering::Release);
-                session.update(|r| {
-                    r.status = Status::Error;
-                    r.error = Some(reason.clone());
-                    r.finished_at = Some(crate::clock::now_rfc3339());
-                });
+                self.end_from_outside(&session, Status::Error, Some(reason.clone()));
             }
             return Err(ApiError::Internal(reason));
         }
@@ -834,26 +832,32 @@ impl SessionManager {
     /// `DELETE /sessions/:id`.
     pub fn stop(&self, id: &str) -> Result<Status, ApiError> {
         let session = self.get(id)?;
+        if self.end_from_outside(&session, Status::Stopped, None) {
+            session.log(LogKind::System, "stopped by request", None);
+            log::info!("{id}: stopped by request");
+            return Ok(Status::Stopped);
+        }
+        match session.status() {
+            Status::Stopped => Ok(Status::Stopped),
+            status => Err(ApiError::Conflict(format!("session {id} has already ended ({})", status.as_str()))),
+        }
+    }
+
+    /// End an active session from outside its thread (DELETE, shutdown, a failed start): record
+    /// it, then wake every wait it is in. False when it had already ended.
+    fn end_from_outside(&self, session: &Session, status: Status, error: Option<String>) -> bool {
         let mut state = session.lock();
-        let status = state.record.status;
-        if !status.is_active() {
-            if status == Status::Stopped {
-                return Ok(Status::Stopped);
-            }
-            return Err(ApiError::Conflict(format!("session {id} has already ended ({})", status.as_str())));
+        if !state.record.status.is_active() {
+            return false;
         }
         // The flag goes up under the state lock, so nothing can slip a new wait in between.
         session.stop.store(true, Ordering::Release);
-        state.record.status = Status::Stopped;
-        state.record.confirmation_pending = None;
-        state.record.finished_at = Some(crate::clock::now_rfc3339());
+        end_record(&mut state.record, status, error);
         session.persist(&state.record);
         drop(state);
         session.raise_stop();
-        self.hub.wake_session(id);
-        session.log(LogKind::System, "stopped by request", None);
-        log::info!("{id}: stopped by request");
-        Ok(Status::Stopped)
+        self.hub.wake_session(&session.id);
+        true
     }
 
     /// Mark active sessions interrupted, wake them all and wait (bounded) for their threads.
@@ -861,18 +865,7 @@ impl SessionManager {
         self.shutting_down.store(true, Ordering::Release);
         let sessions: Vec<Arc<Session>> = self.lock().values().cloned().collect();
         for s in &sessions {
-            let mut state = s.lock();
-            if state.record.status.is_active() {
-                s.stop.store(true, Ordering::Release);
-                state.record.status = Status::Error;
-                state.record.error = Some("interrupted: the controller shut down".into());
-                state.record.confirmation_pending = None;
-                state.record.finished_at = Some(crate::clock::now_rfc3339());
-                s.persist(&state.record);
-                drop(state);
-                s.raise_stop();
-                self.hub.wake_session(&s.id);
-            }
+            self.end_from_outside(s, Status::Error, Some("interrupted: the controller shut down".into()));
         }
         let deadline = Instant::now() + wait;
         let mut running = self.threads.running.lock().unwrap_or_else(|p| p.into_inner());
@@ -907,11 +900,7 @@ fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, co
     let runner = SessionRunner::new(Arc::clone(session), Arc::clone(hub), Arc::clone(&worker), config);
     let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { agent(runner) };
     finish(session, outcome);
-    release(hub, &worker, session);
-}
-
-fn release(hub: &WorkerHub, worker: &Worker, session: &Session) {
-    hub.release(worker, &session.id);
+    hub.release(&worker, &session.id);
 }
 
 /// Record how the session ended (a stop or shutdown already did), empty the vault, answer
@@ -929,18 +918,13 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
     let mut state = session.lock();
     let active = state.record.status.is_active();
     if active {
-        state.record.finished_at = Some(crate::clock::now_rfc3339());
-        state.record.confirmation_pending = None;
         match &outcome {
             AgentOutcome::Finished { summary } => {
-                state.record.status = Status::Finished;
                 state.record.summary = Some(summary.clone());
+                end_record(&mut state.record, Status::Finished, None);
             }
-            AgentOutcome::Failed(reason) => {
-                state.record.status = Status::Error;
-                state.record.error = Some(reason.clone());
-            }
-            AgentOutcome::Stopped => state.record.status = Status::Stopped,
+            AgentOutcome::Failed(reason) => end_record(&mut state.record, Status::Error, Some(reason.clone())),
+            AgentOutcome::Stopped => end_record(&mut state.record, Status::Stopped, None),
         }
         session.persist(&state.record);
     }

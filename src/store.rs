@@ -212,8 +212,13 @@ impl SessionDir {
     /// Absolute path of a stored file, resolved strictly inside this session's folders.
     pub fn file_path(&self, index: &FileIndex, name: &str) -> Option<PathBuf> {
         let entry = index.entries.get(name)?;
-        let dir = if entry.kind == FileKind::Screenshot { self.screenshots_dir() } else { self.files_dir() };
-        Some(dir.join(name))
+        Some(self.path_for(entry.kind, name))
+    }
+
+    /// Where a file of this kind and (already sanitized) name lives.
+    pub fn path_for(&self, kind: FileKind, name: &str) -> PathBuf {
+        let dir = if kind == FileKind::Screenshot { self.screenshots_dir() } else { self.files_dir() };
+        dir.join(name)
     }
 
     /// Remove staging and temp files a crash left behind (`.upload-*.part`, `.*.tmp`).
