@@ -11,6 +11,11 @@ use std::time::Duration;
 
 pub const DEFAULT_API: &str = "http://127.0.0.1:5900";
 
+/// Whether a session object from the API is still going.
+pub fn is_active(session: &Value) -> bool {
+    matches!(session["status"].as_str(), Some("waiting" | "running" | "confirming"))
+}
+
 pub struct ApiClient {
     pub base: String,
     token: Option<String>,

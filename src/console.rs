@@ -6,7 +6,7 @@
 //! final status and report and downloads the files into `--out DIR`. Ctrl-C detaches; the
 //! session goes on (`agent-controller stop ID` stops it).
 
-use crate::client::{ApiClient, ClientError};
+use crate::client::{ApiClient, ClientError, is_active};
 use crate::http::percent_encode;
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -285,10 +285,6 @@ fn print_log(client: &ApiClient, id: &str, follow: bool, out: &Out) -> u8 {
             }
         }
     }
-}
-
-fn is_active(s: &Value) -> bool {
-    matches!(s["status"].as_str(), Some("waiting" | "running" | "confirming"))
 }
 
 /// Files (not screenshots) of a session into `dir`, one progress line each.

@@ -154,7 +154,7 @@ impl WorkerHub {
                 // A worker that registers again has restarted: its old poll is dead and a
                 // command it had taken will never get a result.
                 if let Some(request) = inner.parked.take().and_then(|k| self.parker.take(k)) {
-                    http::send(request, http::json_bytes_response(200, WAIT_BODY.to_vec()));
+                    send_wait(request);
                 }
                 let lost =
                     fail_lost_command(&mut inner, &format!("worker {} restarted (registered again)", w.hostname));
@@ -238,10 +238,15 @@ impl WorkerHub {
         touch(&mut inner);
         drop(inner);
         if !was {
-            log::info!("worker {} ({}) is connected again", worker.id, worker.hostname);
-            let _state = self.lock();
-            self.lease_changed.notify_all();
+            self.reconnected(worker);
         }
+    }
+
+    /// A worker that was disconnected polls again: sessions waiting for one may lease it.
+    fn reconnected(&self, worker: &Worker) {
+        log::info!("worker {} ({}) is connected again", worker.id, worker.hostname);
+        let _state = self.lock();
+        self.lease_changed.notify_all();
     }
 
     /// `GET /command`: hand over a queued command at once, or park the request.
@@ -255,15 +260,10 @@ impl WorkerHub {
             worker.result_ready.notify_all();
         }
         let previous = inner.parked.take().and_then(|k| self.parker.take(k));
-        let reply = if let Ok(cmd) = worker.rx.try_recv() {
-            if let Some(f) = inner.in_flight.as_mut().filter(|f| f.id == cmd.id) {
-                f.delivered = true;
-            }
-            Some(serde_json::to_vec(&cmd).unwrap_or_default())
-        } else if self.shutting_down.load(Ordering::Acquire) {
-            Some(WAIT_BODY.to_vec())
-        } else {
-            None
+        let reply = match take_command(worker, &mut inner) {
+            Some(body) => Some(body),
+            None if self.shutting_down.load(Ordering::Acquire) => Some(WAIT_BODY.to_vec()),
+            None => None,
         };
         let request = match reply {
             Some(body) => Some((request, body)),
@@ -274,15 +274,13 @@ impl WorkerHub {
         };
         drop(inner);
         if let Some(old) = previous {
-            http::send(old, http::json_bytes_response(200, WAIT_BODY.to_vec()));
+            send_wait(old);
         }
         if let Some((request, body)) = request {
             http::send(request, http::json_bytes_response(200, body));
         }
         if !was {
-            log::info!("worker {} ({}) is connected again", worker.id, worker.hostname);
-            let _state = self.lock();
-            self.lease_changed.notify_all();
+            self.reconnected(worker);
         }
     }
 
@@ -323,13 +321,8 @@ impl WorkerHub {
             return Err(CommandError::Failed("internal error: the worker's command slot is busy".into()));
         }
         let handoff = inner.parked.take().and_then(|k| self.parker.take(k)).map(|request| {
-            let body = worker.rx.try_recv().map(|c| serde_json::to_vec(&c).unwrap_or_default());
-            if body.is_ok() {
-                if let Some(f) = inner.in_flight.as_mut() {
-                    f.delivered = true;
-                }
-            }
-            (request, body.unwrap_or_else(|_| WAIT_BODY.to_vec()))
+            let body = take_command(worker, &mut inner).unwrap_or_else(|| WAIT_BODY.to_vec());
+            (request, body)
         });
         drop(inner);
         if let Some((request, body)) = handoff {
@@ -516,6 +509,19 @@ impl WorkerHub {
         }
         self.lease_changed.notify_all();
     }
+}
+
+/// The queued command as a response body, marked delivered; `None` when nothing is queued.
+fn take_command(worker: &Worker, inner: &mut WorkerInner) -> Option<Vec<u8>> {
+    let cmd = worker.rx.try_recv().ok()?;
+    if let Some(f) = inner.in_flight.as_mut().filter(|f| f.id == cmd.id) {
+        f.delivered = true;
+    }
+    Some(serde_json::to_vec(&cmd).unwrap_or_default())
+}
+
+fn send_wait(request: Request) {
+    http::send(request, http::json_bytes_response(200, WAIT_BODY.to_vec()));
 }
 
 /// Fail a delivered command that has no result yet; true when one was failed.

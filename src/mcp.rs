@@ -425,7 +425,7 @@ fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result
     let mut lines = String::new();
     let (state, why) = loop {
         let s = c.get(&format!("/sessions/{id}"))?;
-        let active = matches!(s["status"].as_str(), Some("waiting" | "running" | "confirming"));
+        let active = crate::client::is_active(&s);
         let why = if !active {
             Some("ended")
         } else if !s["confirmation_pending"].is_null() {
