@@ -1,4 +1,5 @@
-//! Wall-clock formatting in UTC without a date crate.
+//! Wall-clock formatting in UTC without a date crate, and the one source of cheap randomness
+//! (jitter, unguessable names, per-boot tags).
 //!
 //! Session ids (`sess_YYYYMMDD_HHMMSS`) and every timestamp we write (RFC 3339, `Z`) come from
 //! here, so the whole daemon agrees on one format.
@@ -71,6 +72,15 @@ impl Utc {
 
 pub fn now_rfc3339() -> String {
     Utc::now().rfc3339()
+}
+
+/// 64 unpredictable-enough bits: std's randomly keyed hasher over the current time. Not for
+/// cryptography; for backoff jitter, temporary names and tags.
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_nanos());
+    h.finish()
 }
 
 #[cfg(test)]

@@ -131,7 +131,7 @@ impl WorkerHub {
             state: Mutex::new(HubState::default()),
             lease_changed: Condvar::new(),
             next_command: AtomicU64::new(0),
-            boot: boot_tag(),
+            boot: format!("{:04x}", crate::clock::random_u64() & 0xffff),
             shutting_down: AtomicBool::new(false),
         }
     }
@@ -536,13 +536,6 @@ fn fail_lost_command(inner: &mut WorkerInner, why: &str) -> bool {
         Some((id.clone(), format!("{why} without returning a result for {id}; the command may not have run")));
     inner.in_flight = None;
     true
-}
-
-fn boot_tag() -> String {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
-    format!("{:04x}", h.finish() & 0xffff)
 }
 
 fn touch(inner: &mut WorkerInner) {

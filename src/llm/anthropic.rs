@@ -181,16 +181,7 @@ fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
 /// 0.5 s · 2^n, capped at 8 s, minus up to 25 % jitter.
 pub fn backoff(retries_done: u32) -> Duration {
     let base = (0.5 * 2f64.powi(retries_done.min(10) as i32)).min(8.0);
-    Duration::from_secs_f64(base * (1.0 - 0.25 * jitter()))
-}
-
-fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(
-        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos() as u64
-    );
-    (h.finish() % 10_000) as f64 / 10_000.0
+    Duration::from_secs_f64(base * (1.0 - 0.25 * (crate::clock::random_u64() % 10_000) as f64 / 10_000.0))
 }
 
 /// `error.message` of an API error body, else a short excerpt of the body.

@@ -48,7 +48,7 @@ impl Drop for Launching {
 pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     for _ in 0..16 {
-        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", random_u64()));
+        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", agent_controller::clock::random_u64()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -62,20 +62,13 @@ pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
 fn temp_file(dir: &Path, tag: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
     use std::os::unix::fs::OpenOptionsExt;
     loop {
-        let path = dir.join(format!(".{tag}-{:016x}", random_u64()));
+        let path = dir.join(format!(".{tag}-{:016x}", agent_controller::clock::random_u64()));
         match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
             Ok(f) => return Ok((path, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
             Err(e) => return Err(e),
         }
     }
-}
-
-pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
-    h.finish()
 }
 
 pub struct Options {

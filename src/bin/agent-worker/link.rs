@@ -136,7 +136,7 @@ impl Link {
         filename: &str,
         path: &Path,
     ) -> Result<UploadResponse, String> {
-        let boundary = format!("agentworker{:x}", std::process::id() as u64 ^ jitter_seed());
+        let boundary = format!("agentworker{:x}", std::process::id() as u64 ^ agent_controller::clock::random_u64());
         // The part header takes plain ASCII only (the parser rejects control bytes); the real
         // name, minus control characters and bounded, goes in the `filename` field.
         let mut field_name: String =
@@ -170,13 +170,6 @@ impl Link {
     }
 }
 
-fn jitter_seed() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
-    h.finish()
-}
-
 /// 1 s doubling to 30 s, each wait ±20 % so a fleet does not reconnect in step.
 pub struct Backoff {
     failures: u32,
@@ -192,7 +185,7 @@ impl Backoff {
         let first = self.failures == 0;
         let base = (1u64 << self.failures.min(5)).min(30) as f64;
         self.failures += 1;
-        let jitter = 0.8 + 0.4 * (jitter_seed() % 1000) as f64 / 1000.0;
+        let jitter = 0.8 + 0.4 * (agent_controller::clock::random_u64() % 1000) as f64 / 1000.0;
         (Duration::from_secs_f64(base * jitter), first)
     }
 
