@@ -128,7 +128,8 @@ impl Agent {
     }
 
     fn run_loop(&mut self) -> AgentOutcome {
-        let config = self.runner.config().clone();
+        let (keep_screenshots, max_tokens) =
+            (self.runner.config().agent.keep_screenshots, self.runner.config().api.max_tokens);
         let mut nudged = false;
         loop {
             if self.runner.stop_requested() {
@@ -142,9 +143,9 @@ impl Agent {
             }
             self.turn += 1;
             self.runner.set_turn(self.turn);
-            trim_images(&mut self.messages, config.agent.keep_screenshots);
+            trim_images(&mut self.messages, keep_screenshots);
 
-            let reply = match self.call_model(config.api.max_tokens) {
+            let reply = match self.call_model(max_tokens) {
                 Ok(r) => r,
                 Err(LlmError::Cancelled) => return AgentOutcome::Stopped,
                 Err(e) => {
@@ -279,14 +280,12 @@ impl Agent {
     }
 
     fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if !self.tools.iter().any(|t| t.name == name) {
+        let Some(def) = self.tools.iter().find(|t| t.name == name) else {
             let known = self.tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
-        }
-        if let Some(def) = self.tools.iter().find(|t| t.name == name) {
-            if let Err(e) = tools::validate(&def.input_schema, input) {
-                return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
-            }
+        };
+        if let Err(e) = tools::validate(&def.input_schema, input) {
+            return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
         }
         match name {
             "save_note" => {
@@ -348,7 +347,7 @@ impl Agent {
             return ToolOutcome::error("no notification channel was configured for this session");
         };
         let files: Vec<String> = if input["include_files"].as_bool().unwrap_or(false) {
-            self.runner.files().into_iter().filter(|f| f.kind != FileKind::Screenshot).map(|f| f.filename).collect()
+            self.runner.deliverable_files().into_iter().map(|f| f.filename).collect()
         } else {
             Vec::new()
         };
@@ -540,7 +539,7 @@ impl Agent {
                 }
             }
         }
-        let files: Vec<_> = self.runner.files().into_iter().filter(|f| f.kind != FileKind::Screenshot).collect();
+        let files = self.runner.deliverable_files();
         if !files.is_empty() {
             md.push_str("\n## Files\n\n");
             for f in files {
@@ -559,8 +558,7 @@ impl Agent {
             AgentOutcome::Failed(e) => format!("Session {id} ended with an error: {e}"),
             AgentOutcome::Stopped => format!("Session {id} was stopped."),
         };
-        let files: Vec<String> =
-            self.runner.files().into_iter().filter(|f| f.kind != FileKind::Screenshot).map(|f| f.filename).collect();
+        let files: Vec<String> = self.runner.deliverable_files().into_iter().map(|f| f.filename).collect();
         let notifier = Arc::clone(&self.notifier);
         let runner = self.runner.clone();
         let _ = std::thread::Builder::new().name(format!("notify-{id}")).spawn(move || {

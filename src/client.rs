@@ -55,11 +55,14 @@ impl std::fmt::Display for ClientError {
 /// The `{error, code}` body of a failed response.
 fn api_error(status: u16, resp: &mut ureq::http::Response<ureq::Body>) -> ClientError {
     let text = resp.body_mut().with_config().limit(1 << 20).read_to_string().unwrap_or_default();
-    let v: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+    api_error_from(status, &serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn api_error_from(status: u16, body: &Value) -> ClientError {
     ClientError::Api {
         status,
-        code: v["code"].as_str().unwrap_or("").into(),
-        message: v["error"].as_str().unwrap_or("error").into(),
+        code: body["code"].as_str().unwrap_or("").into(),
+        message: body["error"].as_str().unwrap_or("error").into(),
     }
 }
 
@@ -101,15 +104,7 @@ impl ApiClient {
         let v: Value = serde_json::from_str(&text).map_err(|_| {
             ClientError::Other(format!("{} answered HTTP {status} with something that is not JSON", self.base))
         })?;
-        if (200..300).contains(&status) {
-            Ok(v)
-        } else {
-            Err(ClientError::Api {
-                status,
-                code: v["code"].as_str().unwrap_or("").to_string(),
-                message: v["error"].as_str().unwrap_or("error").to_string(),
-            })
-        }
+        if (200..300).contains(&status) { Ok(v) } else { Err(api_error_from(status, &v)) }
     }
 
     fn auth<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {

@@ -420,11 +420,15 @@ fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result
     let deadline = Instant::now() + limit;
     let start = c.get(&format!("/sessions/{id}"))?;
     let first_status = start["status"].clone();
+    let mut current = Some(start);
     let log = c.get(&format!("/sessions/{id}/log"))?;
     let mut after = log["next"].as_u64().unwrap_or(0).saturating_sub(5);
     let mut lines = String::new();
     let (state, why) = loop {
-        let s = c.get(&format!("/sessions/{id}"))?;
+        let s = match current.take() {
+            Some(s) => s,
+            None => c.get(&format!("/sessions/{id}"))?,
+        };
         let active = crate::client::is_active(&s);
         let why = if !active {
             Some("ended")

@@ -92,6 +92,11 @@ impl SessionRunner {
         self.session.files()
     }
 
+    /// Downloads and generated files: what a person wants to receive (no screenshots).
+    pub fn deliverable_files(&self) -> Vec<FileEntry> {
+        self.session.files().into_iter().filter(|f| f.kind != FileKind::Screenshot).collect()
+    }
+
     pub fn notes(&self) -> Vec<crate::protocol::Note> {
         self.session.notes()
     }
