@@ -11,6 +11,7 @@ use super::{Block, LlmError, Provider, Reply, Request, StopReason, sleep_unless_
 use crate::protocol::Usage;
 use crate::vault::Secret;
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub const API_VERSION: &str = "2023-06-01";
@@ -76,12 +77,13 @@ impl Anthropic {
         body
     }
 
-    fn attempt(&self, body: &[u8], retry_count: u32, cancelled: &dyn Fn() -> bool) -> Result<Attempt, LlmError> {
+    fn attempt(&self, body: &Arc<[u8]>, retry_count: u32, cancelled: &dyn Fn() -> bool) -> Result<Attempt, LlmError> {
         let (tx, rx) = crossbeam_channel::bounded(1);
         let agent = self.agent.clone();
         let url = self.url.clone();
         let key = self.key.expose().to_string();
-        let body = body.to_vec();
+        // Shared, not copied: with screenshots a request body is megabytes.
+        let body = Arc::clone(body);
         std::thread::Builder::new()
             .name("llm-call".into())
             .spawn(move || {
@@ -230,7 +232,8 @@ fn parse_reply(body: &str) -> Result<Reply, String> {
 
 impl Provider for Anthropic {
     fn complete(&self, request: &Request<'_>, cancelled: &dyn Fn() -> bool) -> Result<Reply, LlmError> {
-        let body = serde_json::to_vec(&self.body(request)).map_err(|e| LlmError::GaveUp(e.to_string()))?;
+        let body: Arc<[u8]> =
+            serde_json::to_vec(&self.body(request)).map_err(|e| LlmError::GaveUp(e.to_string()))?.into();
         let mut retries = 0;
         loop {
             let (delay, failure) = match self.attempt(&body, retries, cancelled)? {

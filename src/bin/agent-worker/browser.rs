@@ -288,13 +288,13 @@ impl Browser {
             "browser_screenshot" => self.screenshot(p["full_page"].as_bool().unwrap_or(false)),
             "browser_get_dom" => {
                 let root = p["selector"].as_str().filter(|s| !s.is_empty());
-                let outline = self
-                    .eval(&format!("__ac.outline({}, {DOM_CHARS})", root.map(js).unwrap_or_else(|| "null".into())))?;
+                let outline =
+                    self.eval(&format!("__ac.outline({}, {DOM_CHARS})", root.map_or_else(|| "null".into(), js)))?;
                 Ok(json!({"outline": outline}))
             }
             "browser_get_text" => {
                 let root = p["selector"].as_str().filter(|s| !s.is_empty());
-                let text = self.eval(&format!("__ac.text({})", root.map(js).unwrap_or_else(|| "null".into())))?;
+                let text = self.eval(&format!("__ac.text({})", root.map_or_else(|| "null".into(), js)))?;
                 let text = text.as_str().unwrap_or_default();
                 let cut: String = text.chars().take(TEXT_CHARS).collect();
                 Ok(json!({"text": cut, "truncated": text.chars().count() > TEXT_CHARS}))
@@ -398,9 +398,9 @@ impl Browser {
             "browser_scrape_links" => {
                 let links = self.eval(&format!(
                     "__ac.links({}, {}, {})",
-                    p["selector"].as_str().map(js).unwrap_or_else(|| "null".into()),
-                    p["pattern"].as_str().map(js).unwrap_or_else(|| "null".into()),
-                    p["attribute"].as_str().map(js).unwrap_or_else(|| "null".into())
+                    p["selector"].as_str().map_or_else(|| "null".into(), js),
+                    p["pattern"].as_str().map_or_else(|| "null".into(), js),
+                    p["attribute"].as_str().map_or_else(|| "null".into(), js)
                 ))?;
                 let all = links.as_array().cloned().unwrap_or_default();
                 let count = all.len();
@@ -442,8 +442,8 @@ impl Browser {
                 Ok(json!({"filled": done}))
             }
             "browser_submit_form" => {
-                let form = p["selector"].as_str().map(js).unwrap_or_else(|| "null".into());
-                let button = p["submit_selector"].as_str().map(js).unwrap_or_else(|| "null".into());
+                let form = p["selector"].as_str().map_or_else(|| "null".into(), js);
+                let button = p["submit_selector"].as_str().map_or_else(|| "null".into(), js);
                 let what = self.eval(&format!("__ac.submit({form}, {button})"))?;
                 std::thread::sleep(Duration::from_millis(150));
                 self.settle()?;
@@ -705,18 +705,23 @@ impl Browser {
         self.eval("__ac.info()")
     }
 
+    /// The browser's cookies for `url`, as `name=value` pairs.
+    fn cookies_for(&mut self, url: &str) -> Result<Vec<String>, String> {
+        let cookies = self.page_call("Network.getCookies", json!({"urls": [url]}))?;
+        Ok(cookies["cookies"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| format!("{}={}", c["name"].as_str().unwrap_or(""), c["value"].as_str().unwrap_or("")))
+            .collect())
+    }
+
     /// Fetch `url` with the page's cookies, stream it to disk, upload it.
     fn download(&mut self, url: &str, filename: Option<&str>, up: &dyn Uploader) -> Result<Value, String> {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(format!("`{url}` is not an http(s) URL"));
         }
-        let cookies = self.page_call("Network.getCookies", json!({"urls": [url]}))?;
-        let cookie_header: Vec<String> = cookies["cookies"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|c| format!("{}={}", c["name"].as_str().unwrap_or(""), c["value"].as_str().unwrap_or("")))
-            .collect();
+        let cookie_header = self.cookies_for(url)?;
         let ua = {
             let r = self.r()?;
             r.cdp.call(None, "Browser.getVersion", json!({}), CALL).map_err(cdp_err)?["userAgent"]
@@ -757,13 +762,7 @@ impl Browser {
                 (301 | 302 | 303 | 307 | 308, Some(loc)) if hops < 10 => {
                     hops += 1;
                     current = join_url(&current, &loc);
-                    let cookies = self.page_call("Network.getCookies", json!({"urls": [current]}))?;
-                    cookie_header = cookies["cookies"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .map(|c| format!("{}={}", c["name"].as_str().unwrap_or(""), c["value"].as_str().unwrap_or("")))
-                        .collect();
+                    cookie_header = self.cookies_for(&current)?;
                 }
                 _ => break resp,
             }

@@ -66,10 +66,7 @@ impl Link {
         }
     }
 
-    fn auth(
-        &self,
-        rb: ureq::RequestBuilder<ureq::typestate::WithBody>,
-    ) -> ureq::RequestBuilder<ureq::typestate::WithBody> {
+    fn auth<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
         match &self.token {
             Some(t) => rb.header("Authorization", format!("Bearer {t}")),
             None => rb,
@@ -110,12 +107,8 @@ impl Link {
 
     /// One long poll: a command, `{"action":"wait"}` or `{"action":"shutdown"}`.
     pub fn poll(&self) -> Result<Value, LinkError> {
-        let mut rb =
-            self.agent.get(self.url("/command")).config().timeout_global(Some(Duration::from_secs(330))).build();
-        if let Some(t) = &self.token {
-            rb = rb.header("Authorization", format!("Bearer {t}"));
-        }
-        Self::answer(rb.call())
+        let rb = self.agent.get(self.url("/command")).config().timeout_global(Some(Duration::from_secs(330))).build();
+        Self::answer(self.auth(rb).call())
     }
 
     pub fn post_result(&self, id: &str, outcome: &Result<Value, String>) -> Result<(), LinkError> {
