@@ -18,14 +18,7 @@ struct World {
 
 fn world(tag: &str, script: Vec<Step>, tune: impl FnOnce(&mut agent_controller::config::Config)) -> World {
     let dir = TempDir::new(tag);
-    let llm = ScriptedLlm::start(script);
-    let mut config = test_config(dir.path());
-    config.api.base_url = llm.url.clone();
-    config.api.api_key = agent_controller::vault::Secret::new("sk-test-key-123");
-    config.api.max_retries = 2;
-    tune(&mut config);
-    let agent = agent_controller::agent::llm_agent(&config);
-    let d = TestDaemon::start(config, agent);
+    let (d, llm) = llm_daemon(dir.path(), script, tune);
     World { d, llm, dir }
 }
 
@@ -44,14 +37,7 @@ fn browser_worker(d: &TestDaemon, hostname: &str) -> ScriptedWorker {
                     let url = u["url"].as_str().unwrap();
                     let name = url.rsplit('/').next().unwrap();
                     let bytes = format!("%PDF-1.4 fake body of {url}");
-                    let (ct, body) = multipart(&[
-                        ("session_id", None, cmd["session_id"].as_str().unwrap().as_bytes()),
-                        ("filename", None, name.as_bytes()),
-                        ("file", Some(name), bytes.as_bytes()),
-                    ]);
-                    let r = uploader.post_raw("/upload", &ct, &body);
-                    assert_eq!(r.status, 200, "{}", r.text());
-                    done.push(r.json());
+                    done.push(upload_as_worker(&uploader, cmd, name, bytes.as_bytes()));
                 }
                 json!({"success": true, "data": {"downloaded": done}})
             }

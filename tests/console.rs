@@ -11,7 +11,7 @@ use std::time::Duration;
 /// notes something and finishes.
 fn world(tag: &str) -> (TempDir, TestDaemon, ScriptedLlm, ScriptedWorker) {
     let dir = TempDir::new(tag);
-    let llm = ScriptedLlm::start(vec![
+    let script = vec![
         tool(
             "request_confirmation",
             json!({"action": "download", "description": "Download the report", "details": ["report.pdf"], "risk_level": "low"}),
@@ -25,22 +25,12 @@ fn world(tag: &str) -> (TempDir, TestDaemon, ScriptedLlm, ScriptedWorker) {
             ],
         ),
         tool("finish_task", json!({"summary": "got the report", "report_markdown": "# Report\nAll fetched."})),
-    ]);
-    let mut config = test_config(dir.path());
-    config.api.base_url = llm.url.clone();
-    config.api.api_key = agent_controller::vault::Secret::new("sk-test");
-    let agent = agent_controller::agent::llm_agent(&config);
-    let d = TestDaemon::start(config, agent);
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
     let uploader = d.worker_client();
     let worker = ScriptedWorker::start(&d.worker_client(), "console-box", &["browser"], false, move |cmd| {
         if cmd["action"] == "browser_download" {
-            let (ct, body) = multipart(&[
-                ("session_id", None, cmd["session_id"].as_str().unwrap().as_bytes()),
-                ("filename", None, b"report.pdf"),
-                ("file", Some("report.pdf"), b"%PDF-1.4 report"),
-            ]);
-            let r = uploader.post_raw("/upload", &ct, &body);
-            json!({"success": true, "data": r.json()})
+            json!({"success": true, "data": upload_as_worker(&uploader, cmd, "report.pdf", b"%PDF-1.4 report")})
         } else {
             json!({"success": true, "data": {}})
         }

@@ -9,14 +9,18 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// Send lines to a fresh `agent-controller mcp`, read `expect` response lines.
-fn exchange(api: &str, lines: &[Value], expect: usize) -> Vec<Value> {
-    let mut child = Command::new(binary())
+fn spawn_mcp(api: &str) -> std::process::Child {
+    Command::new(binary())
         .args(["mcp", "--api", api])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn exchange(api: &str, lines: &[Value], expect: usize) -> Vec<Value> {
+    let mut child = spawn_mcp(api);
     let mut stdin = child.stdin.take().unwrap();
     for l in lines {
         let text =
@@ -124,13 +128,7 @@ fn cancelled_wait_gets_no_answer_and_ping_still_works() {
     let d = TestDaemon::idle(test_config(dir.path()));
     register(&d.worker_client(), json!({"hostname": "w", "capabilities": ["browser"]}));
     let id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
-    let mut child = Command::new(binary())
-        .args(["mcp", "--api", &d.api])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_mcp(&d.api);
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());
     let mut send = |v: Value| writeln!(stdin, "{v}").unwrap();
@@ -167,26 +165,21 @@ fn a_whole_session_through_the_official_python_client() {
         return;
     }
     let dir = TempDir::new("mcp-python");
-    let llm = ScriptedLlm::start(vec![
+    let script = vec![
         tool("request_confirmation", json!({"action": "download", "description": "Download the report"})),
         tool("browser_download", json!({"url": "https://x.test/report.pdf"})),
         tool("save_file", json!({"filename": "data.csv", "content": "a,b\n1,2\n"})),
         tool("finish_task", json!({"summary": "done", "report_markdown": "# MCP report\nfine"})),
-    ]);
-    let mut config = test_config(dir.path());
-    config.api.base_url = llm.url.clone();
-    config.api.api_key = agent_controller::vault::Secret::new("sk-test");
-    let agent = agent_controller::agent::llm_agent(&config);
-    let d = TestDaemon::start(config, agent);
+    ];
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
     let uploader = d.worker_client();
-    let _w = ScriptedWorker::start(&d.worker_client(), "mcp-box", &["browser"], false, move |cmd| {
-        let (ct, body) = multipart(&[
-            ("session_id", None, cmd["session_id"].as_str().unwrap().as_bytes()),
-            ("filename", None, b"report.pdf"),
-            ("file", Some("report.pdf"), b"%PDF-1.4 mcp"),
-        ]);
-        json!({"success": true, "data": uploader.post_raw("/upload", &ct, &body).json()})
-    });
+    let _w = ScriptedWorker::start(
+        &d.worker_client(),
+        "mcp-box",
+        &["browser"],
+        false,
+        move |cmd| json!({"success": true, "data": upload_as_worker(&uploader, cmd, "report.pdf", b"%PDF-1.4 mcp")}),
+    );
     let files = TempDir::new("mcp-files");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client.py");
     let o = Command::new("python3").arg(script).arg(binary()).arg(&d.api).arg(files.path()).output().unwrap();

@@ -382,13 +382,7 @@ fn a_full_task_session_with_the_scripted_model() {
         tool("browser_save_as_pdf", json!({"filename": "library.pdf"})),
         tool("finish_task", json!({"summary": "3 PDFs, the price table and a PDF of the page"})),
     ];
-    let llm = ScriptedLlm::start(script);
-    let mut config = test_config(dir.path());
-    config.api.base_url = llm.url.clone();
-    config.api.api_key = agent_controller::vault::Secret::new("sk-test");
-    config.task.confirmation_timeout = 30;
-    let agent = agent_controller::agent::llm_agent(&config);
-    let d = TestDaemon::start(config, agent);
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.task.confirmation_timeout = 30);
     let _worker = RealWorker::start(&d, "task-box", "browser");
     let c = d.client();
     let id = create_session(

@@ -261,3 +261,20 @@ impl Drop for Receiver {
 pub fn empty() -> Step {
     Step::ok(message(vec![], "end_turn"))
 }
+
+/// The real daemon with the real agent, talking to a scripted model on loopback. `tune`
+/// adjusts the config before start (limits, timeouts).
+pub fn llm_daemon(
+    dir: &std::path::Path,
+    script: Vec<Step>,
+    tune: impl FnOnce(&mut agent_controller::config::Config),
+) -> (super::TestDaemon, ScriptedLlm) {
+    let llm = ScriptedLlm::start(script);
+    let mut config = super::test_config(dir);
+    config.api.base_url = llm.url.clone();
+    config.api.api_key = agent_controller::vault::Secret::new("sk-test-key-123");
+    config.api.max_retries = 2;
+    tune(&mut config);
+    let agent = agent_controller::agent::llm_agent(&config);
+    (super::TestDaemon::start(config, agent), llm)
+}

@@ -360,6 +360,19 @@ pub fn read_bound_addresses(stderr: &mut impl std::io::BufRead) -> (String, Stri
     (api.unwrap(), worker.unwrap(), lines)
 }
 
+/// Upload `bytes` as `filename` into the session `cmd` belongs to, as a worker would; the
+/// controller's `/upload` reply.
+pub fn upload_as_worker(worker: &Client, cmd: &Value, filename: &str, bytes: &[u8]) -> Value {
+    let (ct, body) = multipart(&[
+        ("session_id", None, cmd["session_id"].as_str().unwrap().as_bytes()),
+        ("filename", None, filename.as_bytes()),
+        ("file", Some(filename), bytes),
+    ]);
+    let r = worker.post_raw("/upload", &ct, &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()
+}
+
 /// Build a multipart body from (name, filename?, bytes) parts.
 pub fn multipart(parts: &[(&str, Option<&str>, &[u8])]) -> (String, Vec<u8>) {
     let boundary = "----actestboundary7MA4YWxkTrZu0gW";
