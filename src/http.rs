@@ -96,7 +96,12 @@ pub fn spawn_pool(
             std::thread::Builder::new().name(thread_name.clone()).stack_size(1024 * 1024).spawn(move || {
                 loop {
                     match server.recv() {
-                        Ok(request) => handle(request),
+                        // Guarded here, for every server, before any route sees the request.
+                        Ok(request) => {
+                            if let Some(request) = refuse_oversized(request) {
+                                handle(request)
+                            }
+                        }
                         Err(_) if stopping.load(Ordering::Acquire) => return,
                         Err(e) => {
                             log::error!("{thread_name}: the listener failed ({e}); exiting so the daemon is restarted");
@@ -378,14 +383,6 @@ impl Parker {
 
     pub fn contains(&self, key: ParkKey) -> bool {
         self.lock().entries.contains_key(&key)
-    }
-
-    pub fn len(&self) -> usize {
-        self.lock().entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The reaper loop; returns after `close`.

@@ -98,10 +98,6 @@ impl Session {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn dir(&self) -> &SessionDir {
-        &self.dir
-    }
-
     pub fn record(&self) -> SessionRecord {
         self.lock().record.clone()
     }
@@ -307,7 +303,7 @@ impl Session {
         kind: FileKind,
     ) -> Result<FileEntry, ApiError> {
         let name = store::sanitize_filename(wanted_name);
-        let size = staged.len();
+        let size = staged.written();
         // The fsync may take seconds for a big file: not under the session lock.
         staged.finish()?;
         let mut state = self.lock();

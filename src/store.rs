@@ -84,10 +84,6 @@ pub struct SessionDir {
 }
 
 impl SessionDir {
-    pub fn root(&self) -> &Path {
-        &self.dir
-    }
-
     fn path(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
@@ -368,12 +364,9 @@ impl StagedFile {
         Ok(())
     }
 
-    pub fn len(&self) -> u64 {
+    /// Bytes written so far.
+    pub fn written(&self) -> u64 {
         self.written
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.written == 0
     }
 
     /// fsync and close; done before taking any lock, since it may take seconds for big files.

@@ -32,8 +32,7 @@ pub struct WorkerApi {
 }
 
 impl WorkerApi {
-    pub fn handle(&self, request: Request) {
-        let Some(mut request) = http::refuse_oversized(request) else { return };
+    pub fn handle(&self, mut request: Request) {
         let result = self.route(&mut request);
         http::finish(request, result);
     }
