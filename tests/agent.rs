@@ -590,3 +590,48 @@ fn an_empty_reply_is_nudged_without_breaking_the_conversation() {
     assert!(last.to_string().contains("finish_task"), "the nudge rides on the tool results: {last}");
     assert_conversation_complete(&conversation(&w, &id));
 }
+
+#[test]
+fn connection_errors_are_retried_and_every_call_has_a_timeout() {
+    // Nothing listens: each attempt is a connection error, retried, then the session fails.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let w = world("connerr", vec![], move |c| {
+        c.api.base_url = format!("http://127.0.0.1:{closed}");
+        c.api.max_retries = 1;
+    });
+    let _worker = browser_worker(&w.d, "ce");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    let s = wait_status(&w.d.client(), &id, "error");
+    assert!(
+        s["error"].as_str().unwrap().contains("unreachable")
+            && s["error"].as_str().unwrap().contains("after 1 retries"),
+        "{s}"
+    );
+
+    // A model slower than api.timeout_s: the call is abandoned at the timeout, not waited out.
+    let slow = world("timeout", vec![text("late").delayed(Duration::from_secs(20))], |c| {
+        c.api.timeout_s = 1;
+        c.api.max_retries = 0;
+    });
+    let _worker2 = browser_worker(&slow.d, "to");
+    let t = Instant::now();
+    let id = create_session(&slow.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    let s = wait_status(&slow.d.client(), &id, "error");
+    assert!(t.elapsed() < Duration::from_secs(8), "{:?}", t.elapsed());
+    assert!(s["error"].as_str().unwrap().contains("timed out"), "{s}");
+}
+
+#[test]
+fn an_unanswered_confirmation_reaches_the_model_as_a_timeout() {
+    let script = vec![
+        tool("request_confirmation", json!({"action": "delete", "description": "Delete the drafts"})),
+        tool("finish_task", json!({"summary": "left the drafts alone"})),
+    ];
+    let w = world("conftimeout", script, |c| c.task.confirmation_timeout = 1);
+    let _worker = browser_worker(&w.d, "ct");
+    let id = create_session(&w.d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    wait_status(&w.d.client(), &id, "finished");
+    let results = w.llm.requests()[1].last_results();
+    let answer: Value = serde_json::from_str(results[0]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(answer, json!({"approved": false, "reason": "timeout"}));
+}
