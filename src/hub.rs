@@ -285,7 +285,7 @@ impl WorkerHub {
     }
 
     /// Send one command to `worker` and wait for its result, at most `timeout`, waking early
-    /// when `stopped()` turns true (callers notify through `wake_session`).
+    /// when `stopped()` turns true (callers notify through `wake_waits`).
     pub fn execute(
         &self,
         worker: &Worker,
@@ -424,13 +424,17 @@ impl WorkerHub {
         self.lease_changed.notify_all();
     }
 
-    /// Wake whatever `session_id` waits on (its lease, its command) so it sees a stop.
-    pub fn wake_session(&self, session_id: &str) {
-        let state = self.lock();
-        for w in state.workers.values() {
-            if w.lock().session.as_deref() == Some(session_id) {
-                w.result_ready.notify_all();
-            }
+    /// Wake every lease and command wait so a stopped session sees its flag.
+    ///
+    /// All command waits are woken, not only the one on the worker leased to the session: the
+    /// lease may already be released (the agent saw the flag first) while a clone of the runner
+    /// still waits. Each wait rechecks its own flag, so the others just go back to sleep.
+    pub fn wake_waits(&self) {
+        let workers: Vec<Arc<Worker>> = self.lock().workers.values().cloned().collect();
+        for w in workers {
+            // Taking the lock orders this wake after a waiter's flag check: no lost wakeup.
+            drop(w.lock());
+            w.result_ready.notify_all();
         }
         self.lease_changed.notify_all();
     }

@@ -852,7 +852,7 @@ impl SessionManager {
         session.persist(&state.record);
         drop(state);
         session.raise_stop();
-        self.hub.wake_session(&session.id);
+        self.hub.wake_waits();
         true
     }
 
