@@ -3,7 +3,7 @@
 //!
 //! A session is created `waiting`, gets its own OS thread, leases a capable worker (then
 //! `running`), hands a `SessionRunner` to the agent, and ends `finished`, `error` or `stopped`.
-//! Invariants: `session.json` is rewritten (atomically) on every change of the record; the log
+//! Invariants: `session.json` is rewritten (atomically, after the state lock is released, never with an older version) on every change of the record; the log
 //! lives on disk and memory keeps only line offsets; the vault is emptied when the session
 //! ends; a stop or a shutdown wakes every wait the session is in (lease, command,
 //! confirmation) at once.
@@ -39,6 +39,8 @@ pub struct Session {
     changed: Condvar,
     stop: AtomicBool,
     vault: Mutex<Vault>,
+    /// Version of the record last written to session.json (writes happen outside `state`).
+    record_written: Mutex<u64>,
 }
 
 struct SessionState {
@@ -50,6 +52,16 @@ struct SessionState {
     notes: Option<Vec<Note>>,
     confirmation_answer: Option<bool>,
     confirmations_asked: u32,
+    /// Bumped at every snapshot of `record`, so an older snapshot never overwrites a newer one.
+    record_version: u64,
+}
+
+/// session.json as it was when taken under the state lock; written once the lock is released,
+/// so readers of the session never wait for the disk.
+#[must_use = "write it with Session::write_record after releasing the state lock"]
+struct RecordSnapshot {
+    version: u64,
+    json: Result<String, serde_json::Error>,
 }
 
 /// How a confirmation request ended.
@@ -87,10 +99,12 @@ impl Session {
                 notes: fresh.then(Vec::new),
                 confirmation_answer: None,
                 confirmations_asked: 0,
+                record_version: 0,
             }),
             changed: Condvar::new(),
             stop: AtomicBool::new(!fresh),
             vault: Mutex::new(vault),
+            record_written: Mutex::new(0),
         }
     }
 
@@ -118,12 +132,20 @@ impl Session {
     pub fn update(&self, change: impl FnOnce(&mut SessionRecord)) {
         let mut state = self.lock();
         change(&mut state.record);
-        self.persist(&state.record);
+        let snapshot = snapshot_record(&mut state);
+        drop(state);
+        self.write_record(snapshot);
     }
 
-    fn persist(&self, record: &SessionRecord) {
-        if let Err(e) = self.dir.write_json(store::SESSION_JSON, record) {
-            log::error!("{}: cannot write session.json: {e}", self.id);
+    /// Write a snapshot to session.json unless a newer one is already there.
+    fn write_record(&self, snapshot: RecordSnapshot) {
+        let mut written = self.record_written.lock().unwrap_or_else(|p| p.into_inner());
+        if snapshot.version <= *written {
+            return;
+        }
+        match snapshot.json.map_err(std::io::Error::other).and_then(|j| self.dir.write_text(store::SESSION_JSON, &j)) {
+            Ok(()) => *written = snapshot.version,
+            Err(e) => log::error!("{}: cannot write session.json: {e}", self.id),
         }
     }
 
@@ -333,7 +355,9 @@ impl Session {
         }
         let count = index.file_count();
         state.record.files = count;
-        self.persist(&state.record);
+        let snapshot = snapshot_record(&mut state);
+        drop(state);
+        self.write_record(snapshot);
         Ok(FileEntry { filename: name, size_kb: size_kb(size), kind })
     }
 
@@ -444,8 +468,9 @@ impl Session {
         state.confirmation_answer = None;
         state.record.confirmation_pending = Some(confirmation.clone());
         state.record.status = Status::Confirming;
-        self.persist(&state.record);
+        let snapshot = snapshot_record(&mut state);
         drop(state);
+        self.write_record(snapshot);
         self.log(
             LogKind::Confirmation,
             &format!("Awaiting confirmation ({risk_level} risk): {description}"),
@@ -474,8 +499,9 @@ impl Session {
         if state.record.status == Status::Confirming {
             state.record.status = Status::Running;
         }
-        self.persist(&state.record);
+        let snapshot = snapshot_record(&mut state);
         drop(state);
+        self.write_record(snapshot);
         let text = match outcome {
             ConfirmationOutcome::Approved => format!("Approved: {description}"),
             ConfirmationOutcome::Denied => format!("Denied: {description}"),
@@ -501,9 +527,10 @@ impl Session {
             Some(_) => {
                 state.confirmation_answer = Some(approved);
                 state.record.confirmation_pending = None;
-                self.persist(&state.record);
+                let snapshot = snapshot_record(&mut state);
                 drop(state);
                 self.changed.notify_all();
+                self.write_record(snapshot);
                 Ok(())
             }
         }
@@ -536,6 +563,12 @@ impl Session {
         let waiters = std::mem::take(&mut self.lock().log_waiters);
         self.answer_log_waiters(waiters);
     }
+}
+
+/// Take the record for session.json under the state lock (see [`RecordSnapshot`]).
+fn snapshot_record(state: &mut SessionState) -> RecordSnapshot {
+    state.record_version += 1;
+    RecordSnapshot { version: state.record_version, json: serde_json::to_string_pretty(&state.record) }
 }
 
 /// What an ended record looks like: its final status, why (for errors), no pending question,
@@ -616,7 +649,8 @@ impl SessionManager {
             }
             let session = Arc::new(Session::new(record, dir, &config, &parker, Vault::default(), false));
             if interrupted {
-                session.persist(&session.lock().record);
+                let ended = snapshot_record(&mut session.lock());
+                session.write_record(ended);
                 session.log(LogKind::Error, "interrupted by controller restart", None);
                 log::warn!("{}: was active when the controller stopped; marked error", session.id);
             }
@@ -774,7 +808,8 @@ impl SessionManager {
         record.session_id = id.clone();
         record.created_at = now.rfc3339();
         let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
-        session.persist(&session.lock().record);
+        let created = snapshot_record(&mut session.lock());
+        session.write_record(created);
         sessions.insert(id.clone(), Arc::clone(&session));
         drop(sessions);
         {
@@ -849,10 +884,12 @@ impl SessionManager {
         // The flag goes up under the state lock, so nothing can slip a new wait in between.
         session.stop.store(true, Ordering::Release);
         end_record(&mut state.record, status, error);
-        session.persist(&state.record);
+        let snapshot = snapshot_record(&mut state);
         drop(state);
+        // Wake first: the waits need no disk, the reply to the stop does.
         session.raise_stop();
         self.hub.wake_waits();
+        session.write_record(snapshot);
         true
     }
 
@@ -922,10 +959,13 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
             AgentOutcome::Failed(reason) => end_record(&mut state.record, Status::Error, Some(reason.clone())),
             AgentOutcome::Stopped => end_record(&mut state.record, Status::Stopped, None),
         }
-        session.persist(&state.record);
     }
+    let ended = active.then(|| snapshot_record(&mut state));
     let status = state.record.status;
     drop(state);
+    if let Some(ended) = ended {
+        session.write_record(ended);
+    }
     if active {
         let (kind, text) = match &outcome {
             AgentOutcome::Finished { summary } => (LogKind::System, format!("finished: {summary}")),
