@@ -128,6 +128,8 @@ fn cancelled_wait_gets_no_answer_and_ping_still_works() {
     let d = TestDaemon::idle(test_config(dir.path()));
     register(&d.worker_client(), json!({"hostname": "w", "capabilities": ["browser"]}));
     let id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
+    // Running already, so the wait below cannot end early on the waiting → running change.
+    wait_status(&d.client(), &id, "running");
     let mut child = spawn_mcp(&d.api);
     let mut stdin = child.stdin.take().unwrap();
     let mut out = BufReader::new(child.stdout.take().unwrap());

@@ -181,6 +181,10 @@ pub fn assert_error(reply: &Reply, status: u16, code: &str) {
     assert!(v["error"].as_str().is_some_and(|s| !s.is_empty()), "error message missing: {v}");
 }
 
+/// The bound for "at once" (a stop waking a wait): far below the 30–300 s waits it guards
+/// against, and above the fsync stalls of a loaded CI disk.
+pub const AT_ONCE: Duration = Duration::from_secs(3);
+
 /// Poll `f` until it returns Some, or panic after `timeout`.
 pub fn wait_until<T>(timeout: Duration, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + timeout;
@@ -302,8 +306,15 @@ impl TestAgent {
             }
             // Until the test decides, behave like an agent that honours stops.
             loop {
-                if let Ok(outcome) = done_rx.recv_timeout(Duration::from_millis(20)) {
-                    return outcome;
+                match done_rx.recv_timeout(Duration::from_millis(20)) {
+                    Ok(outcome) => return outcome,
+                    // The test dropped its sender: it will not decide, so just wait for the stop
+                    // (without this the loop would spin on the closed channel).
+                    Err(crossbeam_channel::RecvTimeoutError::Disconnected) => {
+                        while !stop_probe.wait_for_stop(Duration::from_secs(60)) {}
+                        return AgentOutcome::Stopped;
+                    }
+                    Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 }
                 if stop_probe.stop_requested() {
                     return AgentOutcome::Stopped;

@@ -105,7 +105,7 @@ impl Site {
                     ("GET", "/slow.pdf") => {
                         // Slower than any deadline a test gives it; answered on its own thread.
                         std::thread::spawn(move || {
-                            std::thread::sleep(std::time::Duration::from_secs(6));
+                            std::thread::sleep(std::time::Duration::from_secs(20));
                             let _ = rq.respond(tiny_http::Response::from_data(pdf_bytes("slow")));
                         });
                         continue;
@@ -138,7 +138,7 @@ impl Site {
                     ("GET", "/delayed") => html(page(
                         "Slow",
                         r#"<p>Loading…</p>
-                        <script>setTimeout(() => { const d = document.createElement('div'); d.id = 'late'; d.textContent = 'Ready now'; document.body.appendChild(d); }, 800);</script>"#,
+                        <script>setTimeout(() => { const d = document.createElement('div'); d.id = 'late'; d.textContent = 'Ready now'; document.body.appendChild(d); }, 2000);</script>"#,
                     )),
                     _ => html(page("Not found", "<p>404</p>")).with_status_code(404),
                 };
