@@ -78,10 +78,12 @@ impl Api {
             (_, ["health" | "workers" | "sessions"])
             | (_, ["sessions", _])
             | (_, ["sessions", _, "log" | "report" | "notes" | "files" | "confirmation"])
-            | (_, ["sessions", _, "files", _]) => {
-                Err(ApiError::MethodNotAllowed(format!("{} is not allowed on {}", request.method(), request.url())))
-            }
-            _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url()))),
+            | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(
+                "{} is not allowed on {}",
+                request.method(),
+                request.url().escape_debug()
+            ))),
+            _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
     }
 

@@ -299,6 +299,10 @@ impl Config {
                 return Err(ConfigError::key(key, "must be between 1 and 256"));
             }
         }
+        // A shared token would let every worker drive the API (and read every session).
+        if !self.server.api_token.is_empty() && self.server.api_token.expose() == self.server.worker_token.expose() {
+            return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
+        }
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
@@ -370,23 +374,33 @@ impl Config {
         }
     }
 
+    /// Only this machine can connect.
+    pub fn binds_loopback(&self) -> bool {
+        self.server.host == "localhost"
+            || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+    }
+
     /// Refuse a non-loopback bind that nothing protects (DESIGN §9).
     pub fn check_exposure(&self, insecure: bool) -> Result<(), ConfigError> {
-        let loopback = self.server.host == "localhost"
-            || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false);
-        if loopback || insecure {
+        if self.binds_loopback() || insecure {
             return Ok(());
         }
-        if self.server.api_token.is_empty() && self.server.worker_token.is_empty() {
-            return Err(ConfigError::key(
-                "server.host",
-                format!(
-                    "{} is reachable from other machines but no token is set. Set server.api_token and \
-                     server.worker_token (or {ENV_API_TOKEN} / {ENV_WORKER_TOKEN}), or pass --insecure \
-                     if something else guards the ports.",
-                    self.server.host
-                ),
-            ));
+        // Both: an open worker port lets anyone pose as a worker and receive its commands,
+        // including the password perform_login types.
+        for (key, token, env) in [
+            ("server.api_token", &self.server.api_token, ENV_API_TOKEN),
+            ("server.worker_token", &self.server.worker_token, ENV_WORKER_TOKEN),
+        ] {
+            if token.is_empty() {
+                return Err(ConfigError::key(
+                    key,
+                    format!(
+                        "is empty, but {} is reachable from other machines. Set it (or {env}), or pass \
+                         --insecure if something else guards the ports.",
+                        self.server.host
+                    ),
+                ));
+            }
         }
         Ok(())
     }
@@ -448,6 +462,17 @@ mod tests {
         assert!(c.check_exposure(false).is_err());
         assert!(c.check_exposure(true).is_ok());
         c.server.api_token = Secret::new("x");
+        let e = c.check_exposure(false).unwrap_err().to_string();
+        assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
+        c.server.worker_token = Secret::new("y");
         assert!(c.check_exposure(false).is_ok());
+    }
+
+    #[test]
+    fn the_two_tokens_must_differ() {
+        let mut c = Config::default();
+        c.server.api_token = Secret::new("same");
+        c.server.worker_token = Secret::new("same");
+        assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
     }
 }

@@ -113,10 +113,12 @@ impl Daemon {
         let worker_api =
             Arc::new(WorkerApi { config: Arc::clone(&config), hub: Arc::clone(&hub), sessions: Arc::clone(&sessions) });
         let stopping = Arc::new(AtomicBool::new(false));
+        let loopback = config.binds_loopback();
         let api_threads = http::spawn_pool(
             "api",
             Arc::clone(&api_server),
             config.server.api_threads,
+            http::BrowserGuard { open: config.server.api_token.is_empty(), loopback },
             Arc::clone(&stopping),
             Arc::new(move |r| api.handle(r)),
         )
@@ -125,6 +127,7 @@ impl Daemon {
             "worker-api",
             Arc::clone(&worker_server),
             config.server.worker_threads,
+            http::BrowserGuard { open: config.server.worker_token.is_empty(), loopback },
             Arc::clone(&stopping),
             Arc::new(move |r| worker_api.handle(r)),
         )

@@ -12,11 +12,11 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tiny_http::{Header, Request, Response, Server};
+use tiny_http::{Header, Method, Request, Response, Server};
 
 pub type Body = Box<dyn Read + Send + 'static>;
 pub type HttpResponse = Response<Body>;
@@ -76,6 +76,49 @@ pub fn send(request: Request, response: HttpResponse) {
     }
 }
 
+/// Requests answered by `send_off_pool` still draining their body.
+static DRAINING: AtomicUsize = AtomicUsize::new(0);
+/// Beyond this many, answer on the handler thread again rather than spawn without bound.
+const DRAINING_MAX: usize = 256;
+
+/// A body tiny_http streams (over 1 KiB, or chunked) and we may not have read. After the
+/// response, dropping the request reads the rest of it, and tiny_http sets no socket timeouts:
+/// a client that declares a body and never sends it would hold the thread for good.
+fn may_stall(request: &Request) -> bool {
+    request.body_length().map_or_else(|| header_value(request, "Transfer-Encoding").is_some(), |n| n > 1024)
+}
+
+/// Answer on a thread of its own when the unread body could stall, so such clients cannot
+/// take the handler pool (eight idle connections would otherwise freeze a server).
+fn send_off_pool(request: Request, response: HttpResponse) {
+    if !may_stall(&request) {
+        return send(request, response);
+    }
+    if DRAINING.fetch_add(1, Ordering::AcqRel) >= DRAINING_MAX {
+        DRAINING.fetch_sub(1, Ordering::AcqRel);
+        return send(request, response);
+    }
+    let spawned = std::thread::Builder::new().name("drain".into()).stack_size(128 * 1024).spawn(move || {
+        send(request, response);
+        DRAINING.fetch_sub(1, Ordering::AcqRel);
+    });
+    if spawned.is_err() {
+        // The closure, request included, was dropped (tiny_http answered it 500).
+        DRAINING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// GET, HEAD and DELETE take no body; one big enough to be streamed is refused before any
+/// route, off the pool (see `send_off_pool`).
+fn refuse_body_on_bodiless(request: Request) -> Option<Request> {
+    if !matches!(request.method(), Method::Get | Method::Head | Method::Delete) || !may_stall(&request) {
+        return Some(request);
+    }
+    let err = ApiError::BadRequest(format!("{} requests take no body", request.method()));
+    send_off_pool(request, error_response(&err));
+    None
+}
+
 /// Run `threads` handler threads that take requests from `server` and pass them to `handle`.
 /// A receive error while not `stopping` means the listener died (tiny_http stops accepting
 /// for good after an accept error): the process exits 1 so the service manager restarts it,
@@ -84,6 +127,7 @@ pub fn spawn_pool(
     name: &str,
     server: Arc<Server>,
     threads: usize,
+    guard: BrowserGuard,
     stopping: Arc<AtomicBool>,
     handle: Arc<dyn Fn(Request) + Send + Sync>,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
@@ -98,7 +142,8 @@ pub fn spawn_pool(
                     match server.recv() {
                         // Guarded here, for every server, before any route sees the request.
                         Ok(request) => {
-                            if let Some(request) = refuse_oversized(request) {
+                            let request = refuse_oversized(request).and_then(|r| guard.check(r));
+                            if let Some(request) = request.and_then(refuse_body_on_bodiless) {
                                 handle(request)
                             }
                         }
@@ -142,6 +187,56 @@ pub fn stop_pool(server: &Server, handles: Vec<JoinHandle<()>>, deadline: Instan
     total - joined
 }
 
+/// A server without a token trusts whoever can connect, and on loopback that includes every web
+/// page a browser on the host opens (the worker's own Chromium too). Such a server refuses what
+/// only a browser sends: a request from another site (`Origin` not this server) and, on a
+/// loopback bind, a `Host` that is a DNS name (DNS rebinding: a page's own name pointed at
+/// 127.0.0.1). A server with a token needs none of this: a page cannot attach the token.
+#[derive(Clone, Copy)]
+pub struct BrowserGuard {
+    /// Checks are on (the server has no token).
+    pub open: bool,
+    /// Bound to loopback, where the only names are IP literals and `localhost`. (A tokenless
+    /// non-loopback bind, `--insecure`, may be reached by any name its network gives it.)
+    pub loopback: bool,
+}
+
+impl BrowserGuard {
+    fn check(&self, request: Request) -> Option<Request> {
+        if !self.open {
+            return Some(request);
+        }
+        let host = header_value(&request, "Host").unwrap_or("");
+        let refusal = if self.loopback && !host.is_empty() && !loopback_name(host) {
+            Some(format!("Host {host:?} is not an address of this server (DNS rebinding?)"))
+        } else {
+            match header_value(&request, "Origin") {
+                Some(origin) if origin.strip_prefix("http://") != Some(host) => {
+                    Some(format!("cross-site request from {origin:?} refused"))
+                }
+                _ => None,
+            }
+        };
+        let Some(why) = refusal else { return Some(request) };
+        log::warn!("{} {}: {why}", request.method(), request.url().escape_debug());
+        send(
+            request,
+            error_response(&ApiError::Forbidden(format!("{why}; set a token to accept requests from browsers"))),
+        );
+        None
+    }
+}
+
+/// A `Host` a loopback server can honestly be called by: an IP literal (rebinding needs a name)
+/// or `localhost`, with or without a port.
+fn loopback_name(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => return v6.split(']').next().is_some_and(|a| a.parse::<std::net::Ipv6Addr>().is_ok()),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    name.parse::<std::net::Ipv4Addr>().is_ok() || name.eq_ignore_ascii_case("localhost")
+}
+
 /// tiny_http 0.12 drains an unread request body when the request is dropped, allocating the
 /// whole *declared* remainder at once (upstream issue #252, fix in PR #290, unreleased). A
 /// zeroed allocation is mapped lazily, so that is harmless while the kernel agrees to map it;
@@ -156,7 +251,7 @@ pub fn refuse_oversized(request: Request) -> Option<Request> {
             log::warn!(
                 "{} {} declares a {n}-byte body (more than can be drained safely); answered 413 and abandoned",
                 request.method(),
-                request.url()
+                request.url().escape_debug()
             );
             let err = ApiError::TooLarge(format!("request body of {n} bytes is far beyond any limit"));
             let body = err.body();
@@ -195,11 +290,12 @@ pub fn finish(request: Request, result: Result<Reply, ApiError>) {
         Ok(Reply::Park(park)) => park(request),
         Err(err) => {
             if err.status() >= 500 {
-                log::error!("{} {} -> {err}", request.method(), request.url());
+                log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
             } else {
-                log::debug!("{} {} -> {err}", request.method(), request.url());
+                log::debug!("{} {} -> {err}", request.method(), request.url().escape_debug());
             }
-            send(request, error_response(&err));
+            // Refused requests (bad token, too large, bad JSON) may leave their body unread.
+            send_off_pool(request, error_response(&err));
         }
     }
 }

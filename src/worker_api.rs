@@ -68,10 +68,12 @@ impl WorkerApi {
                 }
             }
             (Method::Post, ["upload"]) => self.upload(request, worker_id.as_deref(), addr),
-            (_, ["health" | "register" | "command" | "result" | "upload"]) => {
-                Err(ApiError::MethodNotAllowed(format!("{} is not allowed on {}", request.method(), request.url())))
-            }
-            _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url()))),
+            (_, ["health" | "register" | "command" | "result" | "upload"]) => Err(ApiError::MethodNotAllowed(format!(
+                "{} is not allowed on {}",
+                request.method(),
+                request.url().escape_debug()
+            ))),
+            _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
     }
 

@@ -203,8 +203,11 @@ fn lying_length(addr: &str, path: &str, length: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(addr).unwrap();
     s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
-    write!(s, "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n")
-        .unwrap();
+    write!(
+        s,
+        "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {length}\r\n\r\n"
+    )
+    .unwrap();
     let mut got = Vec::new();
     let mut buf = [0u8; 512];
     while !String::from_utf8_lossy(&got).contains("\"code\"") {
@@ -242,4 +245,95 @@ fn json_errors_do_not_echo_values() {
     assert_error(&r, 400, "bad_request");
     assert!(!r.text().contains("ECHO-SECRET"), "{}", r.text());
     assert!(r.text().contains("expected"), "{}", r.text());
+}
+
+/// A raw request with the given extra header lines; returns the status line and body.
+fn raw_with_headers(addr: &str, method: &str, path: &str, headers: &str, body: &str) -> String {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "{method} {path} HTTP/1.1\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len())
+        .unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    out
+}
+
+#[test]
+fn tokenless_servers_refuse_what_only_a_browser_page_sends() {
+    let dir = TempDir::new("browserguard");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let api = d.api.trim_start_matches("http://").to_string();
+    let worker = d.worker.trim_start_matches("http://").to_string();
+    let create = r#"{"mode":"explore","target":"https://x.test"}"#;
+    // A page on another site (a no-cors POST with a text/plain body): refused, nothing created.
+    let r = raw_with_headers(
+        &api,
+        "POST",
+        "/sessions",
+        &format!("Host: {api}\r\nOrigin: https://evil.test\r\nContent-Type: text/plain\r\n"),
+        create,
+    );
+    assert!(r.starts_with("HTTP/1.1 403") && r.contains("forbidden") && r.contains("cross-site"), "{r}");
+    // DNS rebinding: the page's own name, resolved to 127.0.0.1.
+    let r = raw_with_headers(&api, "GET", "/sessions", "Host: evil.test:5900\r\n", "");
+    assert!(r.starts_with("HTTP/1.1 403") && r.contains("DNS rebinding"), "{r}");
+    let r = raw_with_headers(&worker, "POST", "/register", "Host: evil.test\r\n", r#"{"hostname":"x"}"#);
+    assert!(r.starts_with("HTTP/1.1 403"), "the worker server too: {r}");
+    assert_eq!(d.client().get("/sessions").json(), json!([]));
+    assert_eq!(d.client().get("/workers").json(), json!([]));
+    // What clients send is fine: IP or localhost Host, no Origin or our own.
+    for headers in
+        [format!("Host: {api}\r\n"), "Host: localhost\r\n".into(), format!("Host: {api}\r\nOrigin: http://{api}\r\n")]
+    {
+        let r = raw_with_headers(&api, "GET", "/sessions", &headers, "");
+        assert!(r.starts_with("HTTP/1.1 200"), "{headers:?}: {r}");
+    }
+    // With a token the check is the token's: a page cannot attach it.
+    let dir = TempDir::new("browserguard-token");
+    let mut config = test_config(dir.path());
+    config.server.api_token = agent_controller::vault::Secret::new("api-tok");
+    let d = TestDaemon::idle(config);
+    let api = d.api.trim_start_matches("http://").to_string();
+    let r = raw_with_headers(&api, "GET", "/sessions", "Host: evil.test\r\nOrigin: https://evil.test\r\n", "");
+    assert!(r.starts_with("HTTP/1.1 401"), "{r}");
+    let r = raw_with_headers(
+        &api,
+        "GET",
+        "/sessions",
+        "Host: controller.example\r\nOrigin: https://ui.example\r\nAuthorization: Bearer api-tok\r\n",
+        "",
+    );
+    assert!(r.starts_with("HTTP/1.1 200"), "{r}");
+}
+
+#[test]
+fn clients_that_declare_a_body_and_never_send_it_cannot_freeze_the_servers() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = TempDir::new("stalled");
+    let mut config = test_config(dir.path());
+    config.server.api_token = agent_controller::vault::Secret::new("api-tok");
+    let d = TestDaemon::idle(config);
+    let api = d.api.trim_start_matches("http://").to_string();
+    let worker = d.worker.trim_start_matches("http://").to_string();
+    // More stalled connections than either server has handler threads (8 by default).
+    let mut held = Vec::new();
+    for i in 0..24 {
+        let (addr, head) = match i % 3 {
+            0 => (&api, "GET /health HTTP/1.1"),
+            1 => (&api, "POST /sessions HTTP/1.1"), // no token: refused before reading
+            _ => (&worker, "GET /health HTTP/1.1"),
+        };
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+        write!(s, "{head}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
+            .unwrap();
+        let mut status = String::new();
+        BufReader::new(&s).read_line(&mut status).unwrap();
+        assert!(status.starts_with("HTTP/1.1 40"), "answered at once: {status:?}");
+        held.push(s); // open, the declared body never comes
+    }
+    let t = std::time::Instant::now();
+    assert_eq!(d.client().get("/health").status, 200);
+    assert_eq!(d.worker_client().get("/health").status, 200);
+    assert!(t.elapsed() < AT_ONCE, "{:?}", t.elapsed());
 }

@@ -90,7 +90,7 @@ fn worker_failure_and_unknown_result_ids() {
 fn raw_poll(addr: &str, worker_id: &str) -> (Value, Instant) {
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_nodelay(true).unwrap();
-    write!(s, "GET /command?worker_id={worker_id} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").unwrap();
+    write!(s, "GET /command?worker_id={worker_id} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
     let mut reader = BufReader::new(s);
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
