@@ -93,6 +93,10 @@ pub fn toolset(mode: Mode, kind: SessionType, has_credentials: bool) -> Vec<Tool
     tool_names(mode, kind, has_credentials).into_iter().filter_map(definition).collect()
 }
 
+/// The longest `timeout_s` a tool call may ask for; the worker clamps to the same (shell) or
+/// less (`browser_wait_for`: 600 s).
+const MAX_ASKED_TIMEOUT_S: u64 = 3600;
+
 /// How long a worker tool may take.
 pub fn timeout_for(name: &str, input: &Value, config: &Config) -> Duration {
     let command = Duration::from_secs(config.task.command_timeout_s);
@@ -101,8 +105,10 @@ pub fn timeout_for(name: &str, input: &Value, config: &Config) -> Duration {
             Duration::from_secs(config.task.download_timeout_s)
         }
         "run_command" | "browser_wait_for" => {
-            let asked = input["timeout_s"].as_u64().unwrap_or(0);
-            command.max(Duration::from_secs(asked.saturating_add(15)))
+            // Capped: the model picks this number, and a day-long wait would also hide a dead
+            // worker (its allowance grows with the command's timeout).
+            let asked = input["timeout_s"].as_u64().unwrap_or(0).min(MAX_ASKED_TIMEOUT_S);
+            command.max(Duration::from_secs(asked + 15))
         }
         _ => command,
     }
@@ -424,6 +430,15 @@ fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_asked_timeout_is_capped() {
+        let config = Config::default();
+        let t = timeout_for("run_command", &json!({"timeout_s": u64::MAX}), &config);
+        assert_eq!(t, Duration::from_secs(MAX_ASKED_TIMEOUT_S + 15));
+        let t = timeout_for("browser_wait_for", &json!({"timeout_s": 5}), &config);
+        assert_eq!(t, Duration::from_secs(config.task.command_timeout_s).max(Duration::from_secs(20)));
+    }
 
     #[test]
     fn set_sizes_match_the_design() {

@@ -186,6 +186,8 @@ fn every_browser_tool_through_controller_and_worker() {
     assert_eq!(typed["typed"], 18);
     let typed = cmd(&r, "browser_type", json!({"selector": "input[type=password]", "text": "s3cret-pw"}));
     assert!(!typed.to_string().contains("s3cret-pw"), "typed text is never echoed");
+    let read_back = cmd(&r, "browser_get_text", json!({"selector": "input[type=password]"}));
+    assert!(!read_back.to_string().contains("s3cret-pw"), "a password field reads as empty: {read_back}");
     cmd(&r, "browser_press_key", json!({"key": "Enter"}));
     assert_eq!(cmd(&r, "browser_get_text", json!({"selector": "h1"}))["text"], "Welcome alice");
     let private = cmd(&r, "browser_download", json!({"url": format!("{}/private/report.pdf", site.url)}));

@@ -10,7 +10,7 @@ if (!window.__ac) { window.__ac = (() => {
     return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
   };
   const textOf = el => norm(el.innerText !== undefined ? el.innerText : el.textContent) ||
-    norm(el.value) || norm(el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt")));
+    (el.type === "password" ? "" : norm(el.value)) || norm(el.getAttribute && (el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt")));
   // Prefer the innermost match: an element none of whose children also match.
   const innermost = list => list.filter(el => !list.some(o => o !== el && el.contains(o)));
   const INTERACTIVE = "a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick]";
