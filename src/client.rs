@@ -6,6 +6,7 @@
 
 use serde_json::Value;
 use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::time::Duration;
 
@@ -150,7 +151,10 @@ impl ApiClient {
         let tmp =
             dest.with_file_name(format!(".{}.part", dest.file_name().and_then(|n| n.to_str()).unwrap_or("download")));
         let result = (|| -> std::io::Result<u64> {
-            let mut file = std::fs::File::create(&tmp)?;
+            // A fresh file, never through a symlink someone left at the temp name.
+            let _ = std::fs::remove_file(&tmp);
+            let mut file =
+                std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
             let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
             let mut buf = vec![0u8; 256 * 1024];
             let mut total = 0u64;

@@ -48,7 +48,12 @@ fn main() -> ExitCode {
             let api: Option<String> = args.opt_value_from_str("--api").unwrap_or(None);
             let token: Option<String> = args.opt_value_from_str("--token").unwrap_or(None);
             let files: Option<std::path::PathBuf> = args.opt_value_from_str("--files-dir").unwrap_or(None);
-            let files = files.unwrap_or_else(|| std::env::temp_dir().join("agent-controller-files"));
+            // Per user: /tmp is shared, and another user's folder (or symlink) there must not
+            // receive our downloads.
+            let files = files.unwrap_or_else(|| {
+                // SAFETY: getuid has no preconditions and cannot fail.
+                std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
+            });
             let client = agent_controller::client::ApiClient::new(api, token);
             return ExitCode::from(agent_controller::mcp::serve(client, files));
         }

@@ -408,10 +408,30 @@ fn get_file(shared: &Shared, id: &str, filename: &str) -> Result<Value, ClientEr
         return Ok(text_result(String::from_utf8_lossy(&bytes).into_owned()));
     }
     let dir = shared.files_dir.join(crate::store::sanitize_filename(id));
-    std::fs::create_dir_all(&dir).map_err(|e| ClientError::Other(format!("cannot create {}: {e}", dir.display())))?;
+    private_dir(&shared.files_dir)
+        .and_then(|()| private_dir(&dir))
+        .map_err(|e| ClientError::Other(format!("cannot use {}: {e}", dir.display())))?;
     let dest = dir.join(crate::store::sanitize_filename(filename));
     let size = shared.client.download(&path, &dest)?;
     Ok(text_result(format!("Saved {filename} ({} KB) to {}", size.div_ceil(1024), dest.display())))
+}
+
+/// Create `dir` (0700) if needed and make sure it is a real folder of ours: the default lives
+/// in the shared /tmp, where another user could have put a folder or a symlink first.
+fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    let meta = std::fs::symlink_metadata(dir)?;
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let me = unsafe { libc::getuid() };
+    if !meta.is_dir() || meta.uid() != me {
+        return Err(std::io::Error::other("not a folder owned by this user"));
+    }
+    Ok(())
 }
 
 /// Return on a status change, a new pending confirmation, the end, or after the timeout.
