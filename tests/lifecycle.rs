@@ -181,10 +181,19 @@ fn non_loopback_without_tokens_refuses_to_start() {
     let (code, stderr) = run_binary(dir.path(), &["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"], &[]);
     assert_eq!(code, 2);
     assert!(stderr.contains("api_token") && stderr.contains("--insecure"), "{stderr}");
-    // With a token from the environment it starts (then we stop it).
+    // One token is not enough: an open worker port would let anyone pose as a worker.
+    let (code, stderr) = run_binary(
+        dir.path(),
+        &["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"],
+        &[("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")],
+    );
+    assert_eq!(code, 2);
+    assert!(stderr.contains("worker_token"), "{stderr}");
+    // With both tokens from the environment it starts (then we stop it).
     let child = Command::new(binary())
         .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"])
         .env("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")
+        .env("AGENT_CONTROLLER_WORKER_TOKEN", "worker-tok-from-env-456")
         .current_dir(dir.path())
         .stderr(Stdio::piped())
         .spawn()
@@ -196,7 +205,7 @@ fn non_loopback_without_tokens_refuses_to_start() {
     let c = Client { base: format!("http://127.0.0.1:{port}"), token: None };
     assert_error(&c.get("/sessions"), 401, "unauthorized");
     assert_eq!(c.with_token(Some("tok-from-env-123")).get("/sessions").status, 200);
-    assert!(!lines.concat().contains("tok-from-env-123"));
+    assert!(!lines.concat().contains("tok-from-env-123") && !lines.concat().contains("worker-tok-from-env-456"));
     signal(child.0.id(), libc::SIGINT);
     assert!(child.0.wait().unwrap().success());
 }
