@@ -147,7 +147,7 @@ impl Conn {
     }
 
     fn request(&mut self, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
-        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: bench\r\nContent-Length: {}\r\n", body.len());
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n", body.len());
         if !body.is_empty() {
             req.push_str("Content-Type: application/json\r\n");
         }
@@ -390,7 +390,7 @@ fn upload_and_zip(bin: &Path, work: &Path) {
     let t = Instant::now();
     {
         let s = conn.reader.get_mut();
-        write!(s, "POST /upload?worker_id={wid} HTTP/1.1\r\nHost: bench\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {total}\r\n\r\n").unwrap();
+        write!(s, "POST /upload?worker_id={wid} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {total}\r\n\r\n").unwrap();
         s.write_all(head.as_bytes()).unwrap();
         let mut f = std::fs::File::open(&src).unwrap();
         std::io::copy(&mut f, s).unwrap();
@@ -415,7 +415,7 @@ fn upload_and_zip(bin: &Path, work: &Path) {
     let hwm_before = rss_kib(pid, "VmHWM:");
     let t = Instant::now();
     let mut s = TcpStream::connect(&d.api).unwrap();
-    write!(s, "GET /sessions/{sid}/files/zip HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n").unwrap();
+    write!(s, "GET /sessions/{sid}/files/zip HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
     let mut buf = vec![0u8; MIB as usize];
     let mut received = 0u64;
     loop {
