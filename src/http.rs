@@ -219,10 +219,8 @@ impl BrowserGuard {
         };
         let Some(why) = refusal else { return Some(request) };
         log::warn!("{} {}: {why}", request.method(), request.url().escape_debug());
-        send(
-            request,
-            error_response(&ApiError::Forbidden(format!("{why}; set a token to accept requests from browsers"))),
-        );
+        let err = ApiError::Forbidden(format!("{why}; set a token to accept requests from browsers"));
+        send_off_pool(request, error_response(&err));
         None
     }
 }
