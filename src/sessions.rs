@@ -132,6 +132,11 @@ impl Session {
     pub fn update(&self, change: impl FnOnce(&mut SessionRecord)) {
         let mut state = self.lock();
         change(&mut state.record);
+        self.unlock_and_save(state);
+    }
+
+    /// Release the state lock, then write the record as it was to session.json.
+    fn unlock_and_save(&self, mut state: MutexGuard<'_, SessionState>) {
         let snapshot = snapshot_record(&mut state);
         drop(state);
         self.write_record(snapshot);
@@ -355,9 +360,7 @@ impl Session {
         }
         let count = index.file_count();
         state.record.files = count;
-        let snapshot = snapshot_record(&mut state);
-        drop(state);
-        self.write_record(snapshot);
+        self.unlock_and_save(state);
         Ok(FileEntry { filename: name, size_kb: size_kb(size), kind })
     }
 
@@ -468,9 +471,7 @@ impl Session {
         state.confirmation_answer = None;
         state.record.confirmation_pending = Some(confirmation.clone());
         state.record.status = Status::Confirming;
-        let snapshot = snapshot_record(&mut state);
-        drop(state);
-        self.write_record(snapshot);
+        self.unlock_and_save(state);
         self.log(
             LogKind::Confirmation,
             &format!("Awaiting confirmation ({risk_level} risk): {description}"),
@@ -499,9 +500,7 @@ impl Session {
         if state.record.status == Status::Confirming {
             state.record.status = Status::Running;
         }
-        let snapshot = snapshot_record(&mut state);
-        drop(state);
-        self.write_record(snapshot);
+        self.unlock_and_save(state);
         let text = match outcome {
             ConfirmationOutcome::Approved => format!("Approved: {description}"),
             ConfirmationOutcome::Denied => format!("Denied: {description}"),
@@ -649,8 +648,7 @@ impl SessionManager {
             }
             let session = Arc::new(Session::new(record, dir, &config, &parker, Vault::default(), false));
             if interrupted {
-                let ended = snapshot_record(&mut session.lock());
-                session.write_record(ended);
+                session.unlock_and_save(session.lock());
                 session.log(LogKind::Error, "interrupted by controller restart", None);
                 log::warn!("{}: was active when the controller stopped; marked error", session.id);
             }
@@ -808,8 +806,7 @@ impl SessionManager {
         record.session_id = id.clone();
         record.created_at = now.rfc3339();
         let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
-        let created = snapshot_record(&mut session.lock());
-        session.write_record(created);
+        session.unlock_and_save(session.lock());
         sessions.insert(id.clone(), Arc::clone(&session));
         drop(sessions);
         {

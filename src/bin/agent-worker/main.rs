@@ -203,14 +203,11 @@ fn run(mut args: pico_args::Arguments) -> Result<(), (u8, String)> {
                 let outcome = if action.starts_with("browser_") {
                     if capabilities.iter().any(|c| c == "browser") {
                         // A little before the controller gives up, so the result still arrives.
-                        let deadline = (cmd.timeout_s > 0)
-                            .then(|| {
-                                started.checked_add(
-                                    std::time::Duration::from_secs(cmd.timeout_s)
-                                        .saturating_sub(std::time::Duration::from_secs(2)),
-                                )
-                            })
-                            .flatten();
+                        let deadline = Some(cmd.timeout_s).filter(|&t| t > 0).and_then(|t| {
+                            started.checked_add(
+                                std::time::Duration::from_secs(t).saturating_sub(std::time::Duration::from_secs(2)),
+                            )
+                        });
                         browser.execute(action, params, &up, deadline)
                     } else {
                         Err("this worker was started without the browser capability".into())
