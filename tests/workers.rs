@@ -112,7 +112,7 @@ fn raw_poll(addr: &str, worker_id: &str) -> (Value, Instant) {
 }
 
 #[test]
-fn command_reaches_a_parked_poll_at_once() {
+fn command_reaches_a_parked_poll_within_a_millisecond() {
     let dir = TempDir::new("latency");
     let (test_agent, agent) = TestAgent::new();
     let d = TestDaemon::start(test_config(dir.path()), agent);
@@ -148,9 +148,9 @@ fn command_reaches_a_parked_poll_at_once() {
     latencies.sort();
     let median = latencies[latencies.len() / 2];
     eprintln!("command delivery to a parked poll: median {median:?}, max {:?}", latencies.last().unwrap());
-    // The 1 ms budget is measured by `make bench` on a quiet machine; here, with other tests
-    // sharing two cores, the bar is "handed over, not left for the next poll".
-    assert!(median < Duration::from_millis(20), "median delivery {median:?}");
+    // The bar. The median holds it with margin even with other tests and CPU hogs on
+    // the two cores (about 0.15 ms); `make bench` measures p50/p99 on a quiet machine.
+    assert!(median < Duration::from_millis(1), "median delivery {median:?}");
 }
 
 #[test]
