@@ -45,6 +45,10 @@ fn browser_worker(d: &TestDaemon, hostname: &str) -> ScriptedWorker {
                 json!({"success": true, "data": {"image_base64": PNG_1X1, "media_type": "image/png", "width": 1, "height": 1}})
             }
             "browser_get_dom" => json!({"success": true, "data": {"outline": "x".repeat(50_000)}}),
+            "browser_wait_for" if p["selector"] == "#hang" => {
+                std::thread::sleep(Duration::from_secs(5));
+                json!({"success": true, "data": {"after_ms": 5000}})
+            }
             "browser_click" if p["selector"] == "#missing" => {
                 json!({"success": false, "error": "no element matches `#missing`"})
             }
@@ -372,14 +376,17 @@ fn max_turns_finishes_with_a_report_that_says_so() {
 }
 
 #[test]
-fn stop_during_a_confirmation_wait_and_during_a_slow_llm_call() {
+fn stop_during_a_confirmation_wait_a_slow_llm_call_and_a_command_wait() {
+    // Issue 3's bar: after DELETE the session thread ends within 1 s, wherever it waits.
+    let within = Duration::from_secs(1);
     let script = vec![
         tool("request_confirmation", json!({"action": "submit", "description": "Submit the form"})),
         tool("save_note", json!({"content": "x"})).delayed(Duration::from_secs(30)),
+        tool("browser_wait_for", json!({"selector": "#hang"})),
     ];
     let w = world("stops", script, |_| {});
     let c = w.d.client();
-    let _worker = browser_worker(&w.d, "s");
+    let worker = browser_worker(&w.d, "s");
     // 1. Stop while waiting for a confirmation.
     let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
     wait_until(Duration::from_secs(10), "pending", || {
@@ -387,10 +394,10 @@ fn stop_during_a_confirmation_wait_and_during_a_slow_llm_call() {
     });
     let t = Instant::now();
     assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
-    wait_until(AT_ONCE, "lease released (agent thread ended)", || {
+    wait_until(within, "lease released (agent thread ended)", || {
         c.get("/workers").json()[0]["session_id"].is_null().then_some(())
     });
-    assert!(t.elapsed() < AT_ONCE);
+    assert!(t.elapsed() < within);
     let conv = conversation(&w, &id);
     assert_conversation_complete(&conv);
     let last = conv["messages"].as_array().unwrap().last().unwrap().clone();
@@ -401,11 +408,23 @@ fn stop_during_a_confirmation_wait_and_during_a_slow_llm_call() {
     std::thread::sleep(Duration::from_millis(200));
     let t = Instant::now();
     assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
-    wait_until(AT_ONCE, "lease released (agent thread ended)", || {
+    wait_until(within, "lease released (agent thread ended)", || {
         c.get("/workers").json()[0]["session_id"].is_null().then_some(())
     });
-    assert!(t.elapsed() < AT_ONCE, "{:?}", t.elapsed());
+    assert!(t.elapsed() < within, "{:?}", t.elapsed());
     assert_eq!(c.get(&format!("/sessions/{id}")).json()["status"], "stopped");
+    assert_conversation_complete(&conversation(&w, &id));
+    // 3. Stop while a worker command is out (the worker takes 5 s to answer it).
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "z"}));
+    wait_until(Duration::from_secs(10), "the worker has the command", || {
+        worker.seen.lock().unwrap().iter().any(|cmd| cmd["params"]["selector"] == "#hang").then_some(())
+    });
+    let t = Instant::now();
+    assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
+    wait_until(within, "lease released (agent thread ended)", || {
+        c.get("/workers").json()[0]["session_id"].is_null().then_some(())
+    });
+    assert!(t.elapsed() < within, "{:?}", t.elapsed());
     assert_conversation_complete(&conversation(&w, &id));
 }
 
