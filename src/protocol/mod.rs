@@ -5,6 +5,8 @@
 //! separately, and the seed's original shapes (no `worker_id`, `has_playwright`) must work.
 //! Only this module and `vault` (which may only deserialize) derive serde for the wire.
 
+pub mod tools;
+
 use crate::vault::{Credentials, Notifications};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,0 +1,513 @@
+//! The tool table: every tool the model may call, as one entry each.
+//!
+//! An entry says the tool's name, its description and input schema (what the model sees, and
+//! for target tools also the `params` of the worker command), where it runs (the controller,
+//! or the session's target: a worker or an SSH host), which mode × type sets offer it, and how
+//! long it may take. The catalog sent to the model, the agent loop's routing and the worker's
+//! dispatch all read this table: adding a tool is one `Tool` variant, one entry in
+//! `Tool::spec`, and its handler. The compiler checks that every variant has an entry.
+
+use super::{Mode, SessionType};
+use serde_json::{Value, json};
+
+/// Where a tool runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Runs {
+    /// In the controller (notes, files, confirmations, notifications, login, finish).
+    Controller,
+    /// On the session's target, by the backend for this kind of session.
+    Target(SessionType),
+}
+
+/// How long a target tool may take (the durations come from the config).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Timeout {
+    /// `task.command_timeout_s`.
+    Command,
+    /// `task.download_timeout_s`: downloads and printing.
+    Download,
+    /// The call's own `timeout_s` (capped), at least `task.command_timeout_s`.
+    Asked,
+}
+
+/// The mode × type sets that offer a tool.
+#[derive(Debug, Clone, Copy)]
+pub struct Sets {
+    pub explore: &'static [SessionType],
+    pub task: &'static [SessionType],
+}
+
+impl Sets {
+    pub fn contains(&self, mode: Mode, kind: SessionType) -> bool {
+        match mode {
+            Mode::Explore => self.explore.contains(&kind),
+            Mode::Task => self.task.contains(&kind),
+        }
+    }
+}
+
+use SessionType::{App, Browser, Shell};
+const BROWSER_ALL: Sets = Sets { explore: &[Browser], task: &[Browser] };
+const BROWSER_TASK: Sets = Sets { explore: &[], task: &[Browser] };
+const APP_ALL: Sets = Sets { explore: &[App], task: &[App] };
+const SHELL_ALL: Sets = Sets { explore: &[Shell], task: &[Shell] };
+const SHELL_TASK: Sets = Sets { explore: &[], task: &[Shell] };
+const EVERY: Sets = Sets { explore: &[Browser, App, Shell], task: &[Browser, App, Shell] };
+const EXPLORE_ALL: Sets = Sets { explore: &[Browser, App, Shell], task: &[] };
+const TASK_ALL: Sets = Sets { explore: &[], task: &[Browser, App, Shell] };
+
+/// One entry of the table.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub description: &'static str,
+    pub input_schema: Value,
+    pub runs: Runs,
+    pub sets: Sets,
+    pub timeout: Timeout,
+    /// Offered only when the session has credentials in its vault.
+    pub needs_credentials: bool,
+}
+
+macro_rules! tools {
+    ($($variant:ident = $name:literal),* $(,)?) => {
+        /// Every tool, in the order the catalog lists them.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum Tool { $($variant),* }
+
+        impl Tool {
+            pub const ALL: &'static [Tool] = &[$(Tool::$variant),*];
+
+            /// The name the model calls and the worker command's `action`.
+            pub fn name(self) -> &'static str {
+                match self { $(Tool::$variant => $name),* }
+            }
+        }
+    };
+}
+
+tools! {
+    BrowserNavigate = "browser_navigate",
+    BrowserScreenshot = "browser_screenshot",
+    BrowserGetDom = "browser_get_dom",
+    BrowserGetText = "browser_get_text",
+    BrowserClick = "browser_click",
+    BrowserType = "browser_type",
+    BrowserPressKey = "browser_press_key",
+    BrowserScroll = "browser_scroll",
+    BrowserHover = "browser_hover",
+    BrowserSelectOption = "browser_select_option",
+    BrowserWaitFor = "browser_wait_for",
+    BrowserBack = "browser_back",
+    BrowserForward = "browser_forward",
+    BrowserGetPageInfo = "browser_get_page_info",
+    BrowserSwitchTab = "browser_switch_tab",
+    PerformLogin = "perform_login",
+    Screenshot = "screenshot",
+    GetUiTree = "get_ui_tree",
+    ListElements = "list_elements",
+    Click = "click",
+    RightClick = "right_click",
+    DoubleClick = "double_click",
+    TypeText = "type_text",
+    PressKey = "press_key",
+    Scroll = "scroll",
+    SwitchWindow = "switch_window",
+    GetWindowInfo = "get_window_info",
+    RunCommand = "run_command",
+    ReadFile = "read_file",
+    ListDir = "list_dir",
+    SearchHistory = "search_history",
+    WriteFile = "write_file",
+    SaveNote = "save_note",
+    FinishExploration = "finish_exploration",
+    BrowserDownload = "browser_download",
+    BrowserDownloadBatch = "browser_download_batch",
+    BrowserScrapeLinks = "browser_scrape_links",
+    BrowserScrapeTable = "browser_scrape_table",
+    BrowserScrapeText = "browser_scrape_text",
+    BrowserFillForm = "browser_fill_form",
+    BrowserSubmitForm = "browser_submit_form",
+    BrowserSaveAsPdf = "browser_save_as_pdf",
+    RequestConfirmation = "request_confirmation",
+    SaveFile = "save_file",
+    SendNotification = "send_notification",
+    FinishTask = "finish_task",
+}
+
+const SELECTOR_HELP: &str = "CSS selector, `text=Visible text`, or `tag:has-text(\"text\")`";
+
+fn obj(properties: Value, required: &[&str]) -> Value {
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+fn selector_only() -> Value {
+    obj(json!({"selector": {"type": "string", "description": SELECTOR_HELP}}), &["selector"])
+}
+
+fn no_input() -> Value {
+    obj(json!({}), &[])
+}
+
+fn point_or_element() -> Value {
+    obj(json!({"element": {"type": "string"}, "x": {"type": "integer"}, "y": {"type": "integer"}}), &[])
+}
+
+fn finish_input() -> Value {
+    obj(json!({"summary": {"type": "string"}, "report_markdown": {"type": "string"}}), &["summary"])
+}
+
+/// An entry with the common defaults: the command timeout, no credentials needed.
+fn entry(runs: Runs, sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+    Spec { description, input_schema, runs, sets, timeout: Timeout::Command, needs_credentials: false }
+}
+
+fn browser(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+    entry(Runs::Target(Browser), sets, description, input_schema)
+}
+
+fn app(description: &'static str, input_schema: Value) -> Spec {
+    entry(Runs::Target(App), APP_ALL, description, input_schema)
+}
+
+fn shell(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+    entry(Runs::Target(Shell), sets, description, input_schema)
+}
+
+fn local(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+    entry(Runs::Controller, sets, description, input_schema)
+}
+
+impl Spec {
+    fn timeout(self, timeout: Timeout) -> Spec {
+        Spec { timeout, ..self }
+    }
+}
+
+impl Tool {
+    pub fn from_name(name: &str) -> Option<Tool> {
+        Tool::ALL.iter().copied().find(|t| t.name() == name)
+    }
+
+    /// The tools offered to a session, in the table's order.
+    pub fn offered(mode: Mode, kind: SessionType, has_credentials: bool) -> Vec<Tool> {
+        Tool::ALL
+            .iter()
+            .copied()
+            .filter(|t| {
+                let spec = t.spec();
+                spec.sets.contains(mode, kind) && (has_credentials || !spec.needs_credentials)
+            })
+            .collect()
+    }
+
+    /// The table entry.
+    pub fn spec(self) -> Spec {
+        use Tool::*;
+        match self {
+            // ----- browser, observe -----
+            BrowserNavigate => browser(
+                BROWSER_ALL,
+                "Open a URL in the current tab and wait for it to load.",
+                obj(json!({"url": {"type": "string", "description": "Absolute http(s) URL"}}), &["url"]),
+            ),
+            BrowserScreenshot => browser(
+                BROWSER_ALL,
+                "Take a screenshot of the current page (viewport, or the whole page).",
+                obj(json!({"full_page": {"type": "boolean"}}), &[]),
+            ),
+            BrowserGetDom => browser(
+                BROWSER_ALL,
+                "A compact outline of the page: headings, links, buttons, form fields and tables, each with a selector that works. Read this before acting.",
+                obj(json!({"selector": {"type": "string", "description": "Only the part under this element"}}), &[]),
+            ),
+            BrowserGetText => browser(
+                BROWSER_ALL,
+                "The visible text of the page or of one element.",
+                obj(json!({"selector": {"type": "string"}}), &[]),
+            ),
+            BrowserClick => browser(BROWSER_ALL, "Click an element.", selector_only()),
+            BrowserType => browser(
+                BROWSER_ALL,
+                "Type text into an input field (clears it first unless clear is false).",
+                obj(
+                    json!({"selector": {"type": "string", "description": SELECTOR_HELP}, "text": {"type": "string"},
+                           "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}),
+                    &["selector", "text"],
+                ),
+            ),
+            BrowserPressKey => browser(
+                BROWSER_ALL,
+                "Press a key or combination, e.g. Enter, Escape, Tab, Control+A.",
+                obj(json!({"key": {"type": "string"}}), &["key"]),
+            ),
+            BrowserScroll => browser(
+                BROWSER_ALL,
+                "Scroll the page or an element.",
+                obj(
+                    json!({"direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
+                           "amount": {"type": "integer", "description": "Pixels (default: one screen)"},
+                           "selector": {"type": "string", "description": "Scroll this element into view instead"}}),
+                    &[],
+                ),
+            ),
+            BrowserHover => browser(BROWSER_ALL, "Move the mouse over an element.", selector_only()),
+            BrowserSelectOption => browser(
+                BROWSER_ALL,
+                "Choose an option of a <select> by value or visible label.",
+                obj(json!({"selector": {"type": "string"}, "value": {"type": "string"}}), &["selector", "value"]),
+            ),
+            BrowserWaitFor => browser(
+                BROWSER_ALL,
+                "Wait until an element or a text appears.",
+                obj(
+                    json!({"selector": {"type": "string"}, "text": {"type": "string"},
+                           "timeout_s": {"type": "integer", "description": "Default 30"}}),
+                    &[],
+                ),
+            )
+            .timeout(Timeout::Asked),
+            BrowserBack => browser(BROWSER_ALL, "Go back in history.", no_input()),
+            BrowserForward => browser(BROWSER_ALL, "Go forward in history.", no_input()),
+            BrowserGetPageInfo => {
+                browser(BROWSER_ALL, "URL, title, open tabs and scroll position of the current page.", no_input())
+            }
+            BrowserSwitchTab => browser(
+                BROWSER_ALL,
+                "Switch to another open tab by index or by part of its URL.",
+                obj(json!({"index": {"type": "integer"}, "url_contains": {"type": "string"}}), &[]),
+            ),
+            PerformLogin => Spec {
+                needs_credentials: true,
+                ..local(
+                    BROWSER_ALL,
+                    "Log in with the credentials stored for this session. You never see them; the controller types them.",
+                    no_input(),
+                )
+            },
+            // ----- desktop app -----
+            Screenshot => app("Take a screenshot of the application window.", no_input()),
+            GetUiTree => app(
+                "The window's accessibility tree (controls, names, types).",
+                obj(json!({"max_depth": {"type": "integer"}}), &[]),
+            ),
+            ListElements => app(
+                "List interactive elements, optionally of one control type.",
+                obj(json!({"control_type": {"type": "string"}}), &[]),
+            ),
+            Click => app("Click an element (by name) or a point.", point_or_element()),
+            RightClick => app("Right-click an element (by name) or a point.", point_or_element()),
+            DoubleClick => app("Double-click an element (by name) or a point.", point_or_element()),
+            TypeText => app("Type text into the focused control.", obj(json!({"text": {"type": "string"}}), &["text"])),
+            PressKey => {
+                app("Press a key or combination, e.g. Enter, Alt+F4.", obj(json!({"key": {"type": "string"}}), &["key"]))
+            }
+            Scroll => app(
+                "Scroll the window.",
+                obj(
+                    json!({"direction": {"type": "string", "enum": ["up", "down", "left", "right"]}, "amount": {"type": "integer"}}),
+                    &["direction"],
+                ),
+            ),
+            SwitchWindow => app(
+                "Bring a window to the front by (part of) its title.",
+                obj(json!({"title": {"type": "string"}}), &["title"]),
+            ),
+            GetWindowInfo => app("Title, size and position of the current window.", no_input()),
+            // ----- shell -----
+            RunCommand => shell(
+                SHELL_ALL,
+                "Run a shell command on the target; returns exit code, stdout and stderr.",
+                obj(
+                    json!({"command": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 60"},
+                           "cwd": {"type": "string"}}),
+                    &["command"],
+                ),
+            )
+            .timeout(Timeout::Asked),
+            ReadFile => shell(
+                SHELL_ALL,
+                "Read a text file on the target (bounded).",
+                obj(json!({"path": {"type": "string"}, "max_bytes": {"type": "integer"}}), &["path"]),
+            ),
+            ListDir => {
+                shell(SHELL_ALL, "List a directory on the target.", obj(json!({"path": {"type": "string"}}), &["path"]))
+            }
+            SearchHistory => local(
+                SHELL_ALL,
+                "Search this session's log (earlier commands and their results).",
+                obj(json!({"query": {"type": "string"}, "max_results": {"type": "integer"}}), &["query"]),
+            ),
+            WriteFile => shell(
+                SHELL_TASK,
+                "Write a text file on the target.",
+                obj(json!({"path": {"type": "string"}, "content": {"type": "string"}}), &["path", "content"]),
+            ),
+            // ----- every session -----
+            SaveNote => local(
+                EVERY,
+                "Record a finding or progress note; notes go into the report.",
+                obj(json!({"content": {"type": "string"}, "title": {"type": "string"}}), &["content"]),
+            ),
+            FinishExploration => local(
+                EXPLORE_ALL,
+                "End the exploration with a summary and a markdown report of what you observed.",
+                finish_input(),
+            ),
+            // ----- browser, act -----
+            BrowserDownload => browser(
+                BROWSER_TASK,
+                "Download one file with the page's cookies; it is stored in the session's files.",
+                obj(json!({"url": {"type": "string"}, "filename": {"type": "string"}}), &["url"]),
+            )
+            .timeout(Timeout::Download),
+            BrowserDownloadBatch => browser(
+                BROWSER_TASK,
+                "Download several files; each is stored in the session's files. Ask request_confirmation first.",
+                obj(
+                    json!({"urls": {"type": "array", "items": obj(json!({"url": {"type": "string"}, "filename": {"type": "string"}}), &["url"])}}),
+                    &["urls"],
+                ),
+            )
+            .timeout(Timeout::Download),
+            BrowserScrapeLinks => browser(
+                BROWSER_TASK,
+                "List links (text and absolute URL), optionally under a selector and matching a regex.",
+                obj(
+                    json!({"selector": {"type": "string"}, "pattern": {"type": "string", "description": "Regular expression on the URL"},
+                           "attribute": {"type": "string", "description": "Attribute to read (default href)"}}),
+                    &[],
+                ),
+            ),
+            BrowserScrapeTable => browser(
+                BROWSER_TASK,
+                "Read an HTML table as rows (csv or json).",
+                obj(
+                    json!({"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}}),
+                    &["selector"],
+                ),
+            ),
+            BrowserScrapeText => browser(
+                BROWSER_TASK,
+                "Read the text of several elements at once, by name.",
+                obj(
+                    json!({"selectors": {"type": "array", "items": obj(json!({"name": {"type": "string"}, "selector": {"type": "string"}}), &["name", "selector"])}}),
+                    &["selectors"],
+                ),
+            ),
+            BrowserFillForm => browser(
+                BROWSER_TASK,
+                "Fill several form fields (text, select, checkbox, radio).",
+                obj(
+                    json!({"fields": {"type": "array", "items": obj(json!({"selector": {"type": "string"}, "value": {"type": "string"},
+                           "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}}), &["selector", "value"])}}),
+                    &["fields"],
+                ),
+            ),
+            BrowserSubmitForm => browser(
+                BROWSER_TASK,
+                "Submit a form (by its selector or by clicking its submit button). Ask request_confirmation first.",
+                obj(json!({"selector": {"type": "string"}, "submit_selector": {"type": "string"}}), &[]),
+            ),
+            BrowserSaveAsPdf => browser(
+                BROWSER_TASK,
+                "Print the current page to a PDF stored in the session's files.",
+                obj(json!({"filename": {"type": "string"}, "wait_for_selector": {"type": "string"}}), &["filename"]),
+            )
+            .timeout(Timeout::Download),
+            // ----- every task -----
+            RequestConfirmation => local(
+                TASK_ALL,
+                "Ask the user to approve a risky action (batch downloads, submitting forms, deleting). Returns {approved}.",
+                obj(
+                    json!({"action": {"type": "string", "description": "Short slug, e.g. batch_download"},
+                           "description": {"type": "string"}, "details": {"type": "array", "items": {"type": "string"}},
+                           "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}}),
+                    &["action", "description"],
+                ),
+            ),
+            SaveFile => local(
+                TASK_ALL,
+                "Save text (CSV, JSON, markdown…) or base64 bytes as a file in the session's files.",
+                obj(
+                    json!({"filename": {"type": "string"}, "content": {"type": "string"},
+                           "encoding": {"type": "string", "enum": ["utf8", "base64"]}}),
+                    &["filename", "content"],
+                ),
+            ),
+            SendNotification => local(
+                TASK_ALL,
+                "Notify the user (Telegram and/or webhook, as configured for this session).",
+                obj(json!({"message": {"type": "string"}, "include_files": {"type": "boolean"}}), &["message"]),
+            ),
+            FinishTask => {
+                local(TASK_ALL, "End the task with a summary (and optionally a full markdown report).", finish_input())
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(mode: Mode, kind: SessionType, creds: bool) -> Vec<&'static str> {
+        Tool::offered(mode, kind, creds).into_iter().map(Tool::name).collect()
+    }
+
+    /// The six sets of the design brief (§6), by size and by the tools each must hold.
+    #[test]
+    fn the_sets_match_the_design() {
+        use Mode::*;
+        assert_eq!(names(Explore, App, false).len(), 13);
+        assert_eq!(names(Explore, Browser, false).len(), 17);
+        assert_eq!(names(Explore, Browser, true).len(), 18);
+        assert_eq!(names(Task, App, false).len(), 16);
+        assert_eq!(names(Task, Browser, false).len(), 28);
+        assert_eq!(names(Task, Browser, true).len(), 29);
+        assert_eq!(
+            names(Explore, Shell, false),
+            ["run_command", "read_file", "list_dir", "search_history", "save_note", "finish_exploration"]
+        );
+        assert_eq!(names(Task, Shell, false).len(), 10);
+        assert!(names(Task, Shell, false).contains(&"write_file"));
+        assert!(!names(Explore, Shell, false).contains(&"write_file"));
+        for kind in [Browser, App, Shell] {
+            let explore = names(Explore, kind, true);
+            let task = names(Task, kind, true);
+            assert!(explore.contains(&"finish_exploration") && !explore.contains(&"finish_task"));
+            assert!(!explore.contains(&"request_confirmation") && !explore.contains(&"save_file"));
+            for t in ["request_confirmation", "save_file", "send_notification", "finish_task", "save_note"] {
+                assert!(task.contains(&t), "{t} in task·{kind:?}");
+            }
+        }
+        let task_browser = names(Task, Browser, true);
+        assert_eq!(&task_browser[..15], &names(Explore, Browser, false)[..15], "task·browser starts with the core");
+    }
+
+    #[test]
+    fn names_are_unique_and_round_trip() {
+        for (i, t) in Tool::ALL.iter().enumerate() {
+            assert_eq!(Tool::from_name(t.name()), Some(*t));
+            assert!(Tool::ALL[..i].iter().all(|o| o.name() != t.name()), "{} twice", t.name());
+            assert_eq!(t.spec().input_schema["type"], "object");
+        }
+        assert_eq!(Tool::from_name("browser_teleport"), None);
+    }
+
+    /// Target tools run on the backend of the one session type whose sets hold them.
+    #[test]
+    fn target_tools_run_where_their_sets_are() {
+        for t in Tool::ALL {
+            let spec = t.spec();
+            if let Runs::Target(kind) = spec.runs {
+                for mode in [Mode::Explore, Mode::Task] {
+                    for other in [Browser, App, Shell] {
+                        if spec.sets.contains(mode, other) {
+                            assert_eq!(other, kind, "{} offered to {other:?}", t.name());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
