@@ -1,9 +1,11 @@
 //! The worker's side of the worker protocol: register, long-poll, post results, upload files.
 //!
-//! Uploads stream from disk with a known length (never read whole into memory). When the
-//! controller is away, `Backoff` spaces the retries (1 s doubling to 30 s, with jitter) and the
-//! outage is logged once, not on every attempt.
+//! This file and `worker.rs` are the only places that know the wire format; backends never
+//! talk to the controller. Uploads stream from disk with a known length (never read whole into
+//! memory). When the controller is away, `Backoff` spaces the retries (1 s doubling to 30 s,
+//! with jitter) and the outage is logged once, not on every attempt.
 
+use crate::error::WorkerError;
 use agent_controller::protocol::{RegisterResponse, UploadResponse};
 use serde_json::{Value, json};
 use std::io::Read;
@@ -111,10 +113,11 @@ impl Link {
         Self::answer(self.auth(rb).call())
     }
 
-    pub fn post_result(&self, id: &str, outcome: &Result<Value, String>) -> Result<(), LinkError> {
+    /// Post a command's outcome; an error goes as its text.
+    pub fn post_result(&self, id: &str, outcome: &Result<Value, WorkerError>) -> Result<(), LinkError> {
         let body = match outcome {
             Ok(data) => json!({"id": id, "success": true, "data": data}),
-            Err(e) => json!({"id": id, "success": false, "error": e}),
+            Err(e) => json!({"id": id, "success": false, "error": e.to_string()}),
         };
         let rb = self
             .auth(self.agent.post(self.url("/result")).config().timeout_global(Some(Duration::from_secs(60))).build());
@@ -128,7 +131,7 @@ impl Link {
         command_id: &str,
         filename: &str,
         path: &Path,
-    ) -> Result<UploadResponse, String> {
+    ) -> Result<UploadResponse, WorkerError> {
         let boundary = format!("agentworker{:x}", std::process::id() as u64 ^ agent_controller::clock::random_u64());
         // The part header takes plain ASCII only (the parser rejects control bytes); the real
         // name, minus control characters and bounded, goes in the `filename` field.
@@ -149,7 +152,7 @@ impl Link {
              Content-Type: application/octet-stream\r\n\r\n"
         );
         let tail = format!("\r\n--{boundary}--\r\n");
-        let file = std::fs::File::open(path).map_err(|e| format!("cannot open the downloaded file: {e}"))?;
+        let file = std::fs::File::open(path).map_err(|e| WorkerError::io("cannot open the downloaded file", e))?;
         let size = file.metadata().map(|m| m.len()).unwrap_or(0);
         let total = head.len() as u64 + size + tail.len() as u64;
         let body = std::io::Cursor::new(head.into_bytes()).chain(file).chain(std::io::Cursor::new(tail.into_bytes()));
@@ -158,8 +161,8 @@ impl Link {
             .header("Content-Type", format!("multipart/form-data; boundary={boundary}"))
             .header("Content-Length", total.to_string());
         let v = Self::answer(rb.send(ureq::SendBody::from_owned_reader(body)))
-            .map_err(|e| format!("upload to the controller failed: {e}"))?;
-        serde_json::from_value(v).map_err(|e| format!("unexpected /upload reply: {e}"))
+            .map_err(|e| WorkerError::Upload(format!("upload to the controller failed: {e}")))?;
+        serde_json::from_value(v).map_err(|e| WorkerError::Upload(format!("unexpected /upload reply: {e}")))
     }
 }
 

@@ -1,37 +1,55 @@
-//! The shell backend: run_command, read_file, write_file, list_dir.
+//! The shell backend: run_command, read_file, write_file, list_dir on this machine.
 //!
 //! Commands run under `sh -c` in their own process group, with no stdin and `PAGER=cat`, so
-//! nothing waits for a terminal; on timeout the whole group is killed. Output is ANSI-stripped
-//! and capped; the model is told when it was cut.
+//! nothing waits for a terminal; on timeout the whole group is killed, and after the command
+//! ends whatever it left in its group is killed too. The running group is registered with
+//! `signals` so a stop by signal takes it down. Output is ANSI-stripped and capped per stream;
+//! the model is told when it was cut. Files are read only when regular (a FIFO or a device
+//! would block or never end), and capped.
 
+use crate::backend::{Backend, Context, any_str, required_str};
+use crate::error::WorkerError;
+use crate::signals;
+use agent_controller::protocol::tools::Tool;
+use crossbeam_channel::Receiver;
 use serde_json::{Value, json};
 use std::io::Read;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 const OUTPUT_CAP: usize = 64 * 1024;
-/// The running command's process group, for the signal handler.
-pub static SHELL_PGID: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 const READ_CAP: u64 = 256 * 1024;
+/// The name the running command's process group is registered under.
+const GROUP: &str = "shell";
 
-pub fn execute(action: &str, p: &Value) -> Result<Value, String> {
-    match action {
-        "run_command" => run_command(p),
-        "read_file" => read_file(p),
-        "write_file" => write_file(p),
-        "list_dir" => list_dir(p),
-        other => Err(format!("this worker's shell cannot do `{other}`")),
+pub struct Shell;
+
+impl Backend for Shell {
+    fn capability(&self) -> &'static str {
+        "shell"
     }
+
+    fn run(&mut self, tool: Tool, p: &Value, _ctx: &Context) -> Result<Value, WorkerError> {
+        match tool {
+            Tool::RunCommand => run_command(p),
+            Tool::ReadFile => read_file(p),
+            Tool::WriteFile => write_file(p),
+            Tool::ListDir => list_dir(p),
+            other => Err(WorkerError::Unsupported { backend: "shell", tool: other.name() }),
+        }
+    }
+
+    /// Nothing outlives a command: each one's process group is gone when it returns.
+    fn shutdown(&mut self) {}
 }
 
-fn str_arg<'a>(p: &'a Value, name: &str) -> Result<&'a str, String> {
-    p[name].as_str().filter(|s| !s.is_empty()).ok_or_else(|| format!("missing `{name}`"))
-}
+/// What one output pipe gave: the first `OUTPUT_CAP` bytes and the total length.
+type Collected = (Vec<u8>, usize);
 
 /// Read a pipe to the end on its own thread, keeping the first `OUTPUT_CAP` bytes.
-fn collect(mut pipe: impl Read + Send + 'static) -> crossbeam_channel::Receiver<(Vec<u8>, usize)> {
+fn collect(mut pipe: impl Read + Send + 'static) -> Receiver<Collected> {
     let (tx, rx) = crossbeam_channel::bounded(1);
     std::thread::spawn(move || {
         let mut kept = Vec::new();
@@ -52,59 +70,96 @@ fn collect(mut pipe: impl Read + Send + 'static) -> crossbeam_channel::Receiver<
     rx
 }
 
-fn run_command(p: &Value) -> Result<Value, String> {
-    let command = str_arg(p, "command")?;
-    let timeout = Duration::from_secs(p["timeout_s"].as_u64().unwrap_or(60).clamp(1, 3600));
+/// The command's process group: killed (with anything the command left in it) when dropped.
+struct Group(i32);
+
+impl Group {
+    fn kill(&self) {
+        // SAFETY: kill(2) on our own child's process group; ESRCH when it is already gone is fine.
+        unsafe { libc::kill(-self.0, libc::SIGKILL) };
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+        signals::disown_group(GROUP);
+    }
+}
+
+fn shell_command(p: &Value) -> Result<Command, WorkerError> {
+    let command = required_str(p, "command")?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     cmd.env("PAGER", "cat").env("GIT_PAGER", "cat").env("TERM", "dumb").env("DEBIAN_FRONTEND", "noninteractive");
     cmd.process_group(0);
     if let Some(cwd) = p["cwd"].as_str().filter(|s| !s.is_empty()) {
         if !Path::new(cwd).is_dir() {
-            return Err(format!("cwd `{cwd}` is not a directory"));
+            return Err(WorkerError::bad(format!("cwd `{cwd}` is not a directory")));
         }
         cmd.current_dir(cwd);
     }
+    Ok(cmd)
+}
+
+fn run_command(p: &Value) -> Result<Value, WorkerError> {
+    let timeout = Duration::from_secs(p["timeout_s"].as_u64().unwrap_or(60).clamp(1, 3600));
+    let mut cmd = shell_command(p)?;
     let started = Instant::now();
-    let mut child = cmd.spawn().map_err(|e| format!("cannot start sh: {e}"))?;
-    let pgid = child.id() as i32;
-    SHELL_PGID.store(pgid, std::sync::atomic::Ordering::Release);
+    let mut child = cmd.spawn().map_err(|e| WorkerError::io("cannot start sh", e))?;
+    let group = Group(child.id() as i32);
+    signals::own_group(GROUP, group.0);
     let out = child.stdout.take().map(collect);
     let err = child.stderr.take().map(collect);
-    let mut timed_out = false;
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break Some(status),
-            Ok(None) if started.elapsed() >= timeout => {
-                timed_out = true;
-                // SAFETY: kill(2) on our own child's process group.
-                unsafe { libc::kill(-pgid, libc::SIGKILL) };
-                break child.wait().ok();
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("waiting for the command failed: {e}")),
-        }
-    };
+    let (status, timed_out) = wait_or_kill(&mut child, &group, started, timeout)?;
     // Anything left in the group (background children) goes too, so the pipes close.
-    // SAFETY: as above; ESRCH when the group is already gone is fine.
-    unsafe { libc::kill(-pgid, libc::SIGKILL) };
-    SHELL_PGID.store(0, std::sync::atomic::Ordering::Release);
+    drop(group);
     // A grandchild that left the group (setsid) may hold the pipe open for ever: wait a little
     // for the output, then give up on it rather than hang the worker.
     let read_deadline = Instant::now() + Duration::from_secs(2);
-    let take = |rx: Option<crossbeam_channel::Receiver<(Vec<u8>, usize)>>| {
+    let take = |rx: Option<Receiver<Collected>>| {
         rx.and_then(|rx| rx.recv_timeout(read_deadline.saturating_duration_since(Instant::now())).ok())
             .unwrap_or_default()
     };
-    let (stdout, out_total) = take(out);
-    let (stderr, err_total) = take(err);
+    let (stdout, stderr) = (take(out), take(err));
+    Ok(command_result(status, stdout, stderr, started, timed_out.then_some(timeout)))
+}
+
+/// Wait for the command; past `timeout`, kill its whole group. Says whether it timed out.
+fn wait_or_kill(
+    child: &mut Child,
+    group: &Group,
+    started: Instant,
+    timeout: Duration,
+) -> Result<(Option<ExitStatus>, bool), WorkerError> {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ok((Some(status), false)),
+            Ok(None) if started.elapsed() >= timeout => {
+                group.kill();
+                return Ok((child.wait().ok(), true));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(WorkerError::io("waiting for the command failed", e)),
+        }
+    }
+}
+
+/// The result the model sees; `killed_after` is the timeout when the command was killed.
+fn command_result(
+    status: Option<ExitStatus>,
+    (out, out_total): Collected,
+    (err, err_total): Collected,
+    started: Instant,
+    killed_after: Option<Duration>,
+) -> Value {
     let mut result = json!({
         "exit_code": status.and_then(|s| s.code()),
-        "stdout": strip_ansi(&String::from_utf8_lossy(&stdout)),
-        "stderr": strip_ansi(&String::from_utf8_lossy(&stderr)),
+        "stdout": strip_ansi(&String::from_utf8_lossy(&out)),
+        "stderr": strip_ansi(&String::from_utf8_lossy(&err)),
         "duration_ms": started.elapsed().as_millis() as u64,
     });
-    if timed_out {
+    if let Some(timeout) = killed_after {
         result["timed_out"] = json!(true);
         result["note"] = json!(format!("killed after {} s (the whole process group)", timeout.as_secs()));
     }
@@ -113,39 +168,40 @@ fn run_command(p: &Value) -> Result<Value, String> {
             "output cut to {OUTPUT_CAP} bytes per stream (stdout {out_total}, stderr {err_total} bytes)"
         ));
     }
-    Ok(result)
+    result
 }
 
-fn read_file(p: &Value) -> Result<Value, String> {
-    let path = str_arg(p, "path")?;
+fn read_file(p: &Value) -> Result<Value, WorkerError> {
+    let path = required_str(p, "path")?;
     let cap = p["max_bytes"].as_u64().unwrap_or(READ_CAP).clamp(1, 4 * READ_CAP);
     // Only regular files: a FIFO or a device would block or never end.
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot open `{path}`: {e}"))?;
+    let meta = std::fs::metadata(path).map_err(|e| WorkerError::io(format!("cannot open `{path}`"), e))?;
     if !meta.is_file() {
-        return Err(format!("`{path}` is not a regular file"));
+        return Err(WorkerError::bad(format!("`{path}` is not a regular file")));
     }
     let file = {
         use std::os::unix::fs::OpenOptionsExt;
         std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(path)
     }
-    .map_err(|e| format!("cannot open `{path}`: {e}"))?;
+    .map_err(|e| WorkerError::io(format!("cannot open `{path}`"), e))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
-    file.take(cap).read_to_end(&mut bytes).map_err(|e| format!("cannot read `{path}`: {e}"))?;
+    file.take(cap).read_to_end(&mut bytes).map_err(|e| WorkerError::io(format!("cannot read `{path}`"), e))?;
     Ok(json!({"path": path, "size": size, "content": String::from_utf8_lossy(&bytes), "truncated": size > cap}))
 }
 
-fn write_file(p: &Value) -> Result<Value, String> {
-    let path = str_arg(p, "path")?;
-    let content = p["content"].as_str().ok_or("missing `content`")?;
-    std::fs::write(path, content).map_err(|e| format!("cannot write `{path}`: {e}"))?;
+fn write_file(p: &Value) -> Result<Value, WorkerError> {
+    let path = required_str(p, "path")?;
+    let content = any_str(p, "content")?;
+    std::fs::write(path, content).map_err(|e| WorkerError::io(format!("cannot write `{path}`"), e))?;
     Ok(json!({"path": path, "written": content.len()}))
 }
 
-fn list_dir(p: &Value) -> Result<Value, String> {
-    let path = str_arg(p, "path")?;
+fn list_dir(p: &Value) -> Result<Value, WorkerError> {
+    let path = required_str(p, "path")?;
     let mut entries = Vec::new();
-    for entry in std::fs::read_dir(path).map_err(|e| format!("cannot list `{path}`: {e}"))?.flatten() {
+    let dir = std::fs::read_dir(path).map_err(|e| WorkerError::io(format!("cannot list `{path}`"), e))?;
+    for entry in dir.flatten() {
         let meta = entry.metadata().ok();
         let kind = match meta.as_ref().map(|m| m.file_type()) {
             Some(t) if t.is_dir() => "dir",

@@ -1,0 +1,154 @@
+//! The browser backend: one Chromium, driven over the DevTools protocol.
+//!
+//! Chromium starts on first use with a fresh profile (`launch.rs`). If it dies, the next
+//! command starts a new one and its result says so; if its connection is lost or stops
+//! answering mid-command, that command fails saying the browser will be restarted, and the
+//! next one starts it afresh. If the page closes its own tab, the browser attaches to another
+//! one. JavaScript dialogs are accepted at once and reported with the command's result.
+//! Every browser tool of DESIGN §6 is handled in `tools.rs`, on top of the page primitives of
+//! `page.rs` (page-side work runs in `page.js`), keyboard input in `keys.rs`, and downloads
+//! and PDFs in `download.rs`, which hand the files to the controller through the `Context`.
+//! Invariant: `running` is either `None` or a browser attached to one page target.
+
+mod download;
+mod keys;
+mod launch;
+mod page;
+mod tools;
+mod util;
+
+use crate::backend::{Backend, Context};
+use crate::cdp::CdpError;
+use crate::error::WorkerError;
+use agent_controller::protocol::WorkerSettings;
+use agent_controller::protocol::tools::Tool;
+use launch::Running;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use util::with;
+
+/// How to start Chromium; the controller's settings update it at each registration.
+pub struct Options {
+    pub path: PathBuf,
+    pub headless: bool,
+    pub width: u32,
+    pub height: u32,
+    /// Where downloads and PDFs wait until they are uploaded.
+    pub download_dir: PathBuf,
+}
+
+pub struct Browser {
+    opts: Options,
+    /// `--headless` (true) or `--headed` (false) given on the command line: it beats the controller.
+    forced_headless: Option<bool>,
+    running: Option<Running>,
+    started_once: bool,
+}
+
+/// The remark added when a command had to start a new browser.
+const RESTARTED: &str = "the browser had stopped and was restarted; earlier pages and logins are gone";
+
+impl Browser {
+    pub fn new(opts: Options, forced_headless: Option<bool>) -> Browser {
+        Browser { opts, forced_headless, running: None, started_once: false }
+    }
+
+    /// The running browser, started (or restarted) if needed; says whether it was restarted.
+    fn ensure(&mut self) -> Result<bool, WorkerError> {
+        let dead = match self.running.as_mut() {
+            Some(r) => !r.is_alive(),
+            None => true,
+        };
+        if !dead {
+            return Ok(false);
+        }
+        let restarted = self.running.is_some() || self.started_once;
+        // The old browser (if any) is taken down before the new one starts.
+        self.running = None;
+        self.running = Some(launch::launch(&self.opts)?);
+        self.started_once = true;
+        Ok(restarted)
+    }
+
+    fn r(&mut self) -> Result<&mut Running, WorkerError> {
+        self.running.as_mut().ok_or_else(|| WorkerError::Unavailable("the browser is not running".into()))
+    }
+
+    /// A failed command: drop a browser whose connection is lost, move off a closed tab.
+    fn recover(&mut self, e: WorkerError) -> WorkerError {
+        match &e {
+            WorkerError::Browser(CdpError::Closed(_) | CdpError::Timeout(_)) => {
+                self.running = None;
+                WorkerError::WillRestart(Box::new(e))
+            }
+            WorkerError::Browser(CdpError::Protocol(m)) if tab_is_gone(m) => {
+                let (w, h) = (self.opts.width, self.opts.height);
+                if let Some(r) = self.running.as_mut() {
+                    if launch::reattach(r, w, h).is_err() {
+                        self.running = None;
+                    }
+                }
+                e.noted("the tab was closed; now on another tab: navigate again")
+            }
+            _ => e,
+        }
+    }
+
+    /// Report the dialogs the page showed during the command (they were accepted).
+    fn report_dialogs(&mut self, result: Result<Value, WorkerError>) -> Result<Value, WorkerError> {
+        let dialogs = self.running.as_mut().map(|r| r.cdp.take_dialogs()).unwrap_or_default();
+        if dialogs.is_empty() {
+            return result;
+        }
+        let shown = dialogs.join(", ");
+        match result {
+            Ok(v) => Ok(with(v, "dialogs", json!(format!("the page showed {shown} and it was accepted")))),
+            Err(e) => Err(e.noted(format!("the page showed {shown}, accepted"))),
+        }
+    }
+}
+
+/// DevTools errors that mean the attached tab is gone (the page closed it).
+fn tab_is_gone(message: &str) -> bool {
+    ["No session with given id", "No target with given id", "Target closed"].iter().any(|m| message.contains(m))
+}
+
+impl Backend for Browser {
+    fn capability(&self) -> &'static str {
+        "browser"
+    }
+
+    /// The viewport, and headed or not; they apply from the next browser start.
+    fn configure(&mut self, settings: &WorkerSettings) {
+        let has_display = std::env::var_os("DISPLAY").is_some() || std::env::var_os("WAYLAND_DISPLAY").is_some();
+        self.opts.headless = match self.forced_headless {
+            Some(forced) => forced,
+            // A headed browser needs a display; without one, headless is the only option.
+            None => !has_display || settings.browser.headless,
+        };
+        self.opts.width = settings.browser.viewport_width;
+        self.opts.height = settings.browser.viewport_height;
+    }
+
+    fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        let restarted = self.ensure()?;
+        let result = match self.dispatch(tool, params, ctx) {
+            Err(e) => match self.recover(e) {
+                // The browser is gone: nothing more to report from it.
+                e @ WorkerError::WillRestart(_) => return Err(e),
+                e => Err(e),
+            },
+            ok => ok,
+        };
+        let result = self.report_dialogs(result);
+        match (result, restarted) {
+            (Ok(v), true) => Ok(with(v, "note", json!(RESTARTED))),
+            (Err(e), true) => Err(e.noted(RESTARTED)),
+            (r, false) => r,
+        }
+    }
+
+    fn shutdown(&mut self) {
+        self.running = None;
+    }
+}

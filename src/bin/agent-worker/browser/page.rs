@@ -1,0 +1,223 @@
+//! Page primitives the browser tools are built from: DevTools calls on the attached page,
+//! script evaluation with the `page.js` helpers, waiting for loads, navigation, screenshots,
+//! the mouse, and tabs.
+//!
+//! Every call has a deadline, so a hung page cannot hang the worker. A script exception comes
+//! back as `WorkerError::Page` with the helper's own message (written for the model, e.g.
+//! "no element matches `#buy` … did you mean `#prices`?"); DevTools failures stay
+//! `WorkerError::Browser`, so `Browser::recover` can tell a lost connection from a page error.
+
+use super::launch::{self, CALL};
+use super::util::{js, png_size, with};
+use super::{Browser, Running};
+use crate::error::WorkerError;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const PAGE_JS: &str = include_str!("../page.js");
+pub const NAVIGATION: Duration = Duration::from_secs(30);
+
+impl Browser {
+    pub(super) fn page_call(&mut self, method: &str, params: Value) -> Result<Value, WorkerError> {
+        self.page_call_long(method, params, CALL)
+    }
+
+    pub(super) fn page_call_long(
+        &mut self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, WorkerError> {
+        let r = self.r()?;
+        let session = r.session.clone();
+        Ok(r.cdp.call(Some(&session), method, params, timeout)?)
+    }
+
+    /// Evaluate `expr` with the helpers loaded; JS exceptions become the error message.
+    pub(super) fn eval(&mut self, expr: &str) -> Result<Value, WorkerError> {
+        let expression = format!("{PAGE_JS}\n;({expr})");
+        let out = self.page_call(
+            "Runtime.evaluate",
+            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
+        )?;
+        if let Some(ex) = out.get("exceptionDetails") {
+            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
+            let first = text.lines().next().unwrap_or(text);
+            return Err(WorkerError::Page(first.trim_start_matches("Error: ").to_string()));
+        }
+        Ok(out["result"]["value"].clone())
+    }
+
+    pub(super) fn wait_ready(&mut self, timeout: Duration) -> Result<(), WorkerError> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // Errors are expected while a navigation swaps the document.
+            if let Ok(v) =
+                self.page_call("Runtime.evaluate", json!({"expression": "document.readyState", "returnByValue": true}))
+            {
+                if v["result"]["value"] == "complete" {
+                    return Ok(());
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(WorkerError::Timeout(format!(
+                    "the page did not finish loading within {} s",
+                    timeout.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// After an action that may navigate: give it a moment, then wait for the load (bounded).
+    pub(super) fn settle(&mut self) -> Result<(), WorkerError> {
+        std::thread::sleep(Duration::from_millis(100));
+        self.wait_ready(Duration::from_secs(15))
+    }
+
+    pub(super) fn navigate(&mut self, url: &str) -> Result<Value, WorkerError> {
+        let lower = url.to_ascii_lowercase();
+        // No file:// — a page of the worker's own disk would leak through get_text or a PDF.
+        if !(lower.starts_with("http://") || lower.starts_with("https://") || lower == "about:blank") {
+            return Err(WorkerError::bad(format!("`{url}` is not an absolute http(s) URL")));
+        }
+        let nav = self.page_call("Page.navigate", json!({"url": url}))?;
+        if let Some(err) = nav["errorText"].as_str().filter(|e| !e.is_empty()) {
+            return Err(WorkerError::Page(format!("navigation to {url} failed: {err}")));
+        }
+        std::thread::sleep(Duration::from_millis(30));
+        self.wait_ready(NAVIGATION)
+            .map_err(|_| WorkerError::Timeout(format!("navigation timed out after {} s", NAVIGATION.as_secs())))?;
+        let info = self.eval("__ac.info()")?;
+        Ok(with(info, "page", self.eval("__ac.glance()")?))
+    }
+
+    /// Go `step` entries through the tab's history (-1 back, 1 forward) and wait for the load.
+    pub(super) fn history(&mut self, step: i64) -> Result<Value, WorkerError> {
+        let history = self.page_call("Page.getNavigationHistory", json!({}))?;
+        let index = history["currentIndex"].as_i64().unwrap_or(0) + step;
+        let entry =
+            history["entries"].as_array().and_then(|e| usize::try_from(index).ok().and_then(|i| e.get(i)).cloned());
+        let Some(entry) = entry else {
+            let whither = if step < 0 { "back to" } else { "forward to" };
+            return Err(WorkerError::Page(format!("there is no page to go {whither}")));
+        };
+        self.page_call("Page.navigateToHistoryEntry", json!({"entryId": entry["id"]}))?;
+        std::thread::sleep(Duration::from_millis(100));
+        self.wait_ready(NAVIGATION)?;
+        self.eval("__ac.info()")
+    }
+
+    pub(super) fn screenshot(&mut self, full_page: bool) -> Result<Value, WorkerError> {
+        let metrics = self.page_call("Page.getLayoutMetrics", json!({}))?;
+        let (params, w, h) = if full_page {
+            let size = &metrics["cssContentSize"];
+            let (w, h) = (
+                size["width"].as_f64().unwrap_or(1280.0).min(4000.0),
+                size["height"].as_f64().unwrap_or(720.0).min(8000.0),
+            );
+            let clip = json!({"x": 0, "y": 0, "width": w, "height": h, "scale": 1});
+            (json!({"format": "png", "captureBeyondViewport": true, "clip": clip}), w, h)
+        } else {
+            let vp = &metrics["cssVisualViewport"];
+            (
+                json!({"format": "png"}),
+                vp["clientWidth"].as_f64().unwrap_or(0.0),
+                vp["clientHeight"].as_f64().unwrap_or(0.0),
+            )
+        };
+        let shot = self.page_call("Page.captureScreenshot", params)?;
+        let data = shot["data"].as_str().unwrap_or_default();
+        // The image's own size (IHDR), which the viewport metrics only approximate.
+        let (w, h) = png_size(data).unwrap_or((w.round() as u32, h.round() as u32));
+        Ok(json!({"image_base64": data, "media_type": "image/png", "width": w, "height": h}))
+    }
+
+    pub(super) fn mouse(&mut self, kind: &str, at: &Value, clicks: u32) -> Result<(), WorkerError> {
+        let (x, y) = (at["x"].as_f64().unwrap_or(0.0), at["y"].as_f64().unwrap_or(0.0));
+        let mut params = json!({"type": kind, "x": x, "y": y});
+        if kind != "mouseMoved" {
+            params["button"] = json!("left");
+            params["clickCount"] = json!(clicks);
+        }
+        self.page_call("Input.dispatchMouseEvent", params).map(|_| ())
+    }
+
+    pub(super) fn click(&mut self, selector: &str) -> Result<Value, WorkerError> {
+        let c = self.eval(&format!("__ac.center(__ac.find({}))", js(selector)))?;
+        self.mouse("mouseMoved", &c, 0)?;
+        self.mouse("mousePressed", &c, 1)?;
+        self.mouse("mouseReleased", &c, 1)?;
+        self.settle()?;
+        let info = self.eval("__ac.info()")?;
+        Ok(json!({"clicked": c["tag"], "text": c["text"], "url": info["url"], "title": info["title"]}))
+    }
+
+    /// Poll until `selector` matches or `text` is on the page, up to `timeout`.
+    pub(super) fn wait_for(
+        &mut self,
+        selector: Option<&str>,
+        text: Option<&str>,
+        timeout: Duration,
+    ) -> Result<Value, WorkerError> {
+        let check = match (selector.filter(|s| !s.is_empty()), text.filter(|s| !s.is_empty())) {
+            (Some(s), _) => format!(
+                "(() => {{ try {{ const e = __ac.find({}); return !!e; }} catch (x) {{ return false; }} }})()",
+                js(s)
+            ),
+            (None, Some(t)) => format!("document.body && document.body.innerText.includes({})", js(t)),
+            (None, None) => return Err(WorkerError::bad("give `selector` or `text` to wait for")),
+        };
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Value::Bool(true)) = self.eval(&check) {
+                let waited = timeout - deadline.saturating_duration_since(Instant::now());
+                return Ok(json!({"found": selector.or(text), "after_ms": waited.as_millis() as u64}));
+            }
+            if Instant::now() > deadline {
+                let what =
+                    selector.map(|s| format!("`{s}`")).or(text.map(|t| format!("the text {t:?}"))).unwrap_or_default();
+                return Err(WorkerError::Timeout(format!("waited {} s: {what} did not appear", timeout.as_secs())));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The open page targets (`Target.getTargets` keeps them in tab order).
+    fn pages(r: &mut Running) -> Result<Vec<Value>, WorkerError> {
+        let targets = r.cdp.call(None, "Target.getTargets", json!({}), CALL)?;
+        Ok(targets["targetInfos"].as_array().into_iter().flatten().filter(|t| t["type"] == "page").cloned().collect())
+    }
+
+    pub(super) fn tabs(&mut self) -> Result<Value, WorkerError> {
+        let r = self.r()?;
+        let current = r.target.clone();
+        let tabs = Self::pages(r)?
+            .iter()
+            .enumerate()
+            .map(|(i, t)| json!({"index": i, "url": t["url"], "title": t["title"], "active": t["targetId"] == current.as_str()}))
+            .collect();
+        Ok(Value::Array(tabs))
+    }
+
+    pub(super) fn switch_tab(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let (width, height) = (self.opts.width, self.opts.height);
+        let r = self.r()?;
+        let pages = Self::pages(r)?;
+        let chosen = if let Some(i) = p["index"].as_u64() {
+            pages.get(i as usize).cloned()
+        } else if let Some(part) = p["url_contains"].as_str() {
+            pages.iter().find(|t| t["url"].as_str().unwrap_or("").contains(part)).cloned()
+        } else {
+            return Err(WorkerError::bad("give `index` or `url_contains`"));
+        };
+        let Some(t) = chosen else {
+            let open: Vec<&str> = pages.iter().map(|t| t["url"].as_str().unwrap_or("")).collect();
+            return Err(WorkerError::bad(format!("no such tab; open tabs: {}", open.join(", "))));
+        };
+        let id = t["targetId"].as_str().unwrap_or_default().to_string();
+        r.cdp.call(None, "Target.activateTarget", json!({"targetId": id}), CALL)?;
+        launch::attach(r, &id, width, height)?;
+        self.eval("__ac.info()")
+    }
+}

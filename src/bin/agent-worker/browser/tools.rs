@@ -1,0 +1,175 @@
+//! The browser tools: one handler per `Tool`, each a few page primitives.
+//!
+//! `dispatch` is the whole list: every browser tool of the library's tool table has an arm,
+//! and a tool of another capability is refused. Parameters are checked before the page is
+//! touched, in the order the model wrote them into the schema, so a bad call changes nothing.
+//! What comes back is what the model reads: capped (outlines, text, link lists), never
+//! echoing typed text (it may be a password).
+
+use super::Browser;
+use super::util::{js, js_or_null, to_csv, with};
+use crate::backend::{Context, any_str, array, required_str};
+use crate::error::WorkerError;
+use agent_controller::protocol::tools::Tool;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+const DOM_CHARS: usize = 12_000;
+const TEXT_CHARS: usize = 20_000;
+const LINKS: usize = 500;
+
+impl Browser {
+    pub(super) fn dispatch(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        match tool {
+            Tool::BrowserNavigate => self.navigate(required_str(p, "url")?),
+            Tool::BrowserScreenshot => self.screenshot(p["full_page"].as_bool().unwrap_or(false)),
+            Tool::BrowserGetDom => self.get_dom(p),
+            Tool::BrowserGetText => self.get_text(p),
+            Tool::BrowserClick => self.click(required_str(p, "selector")?),
+            Tool::BrowserType => self.type_into(p),
+            Tool::BrowserPressKey => self.press_key(p),
+            Tool::BrowserScroll => self.scroll(p),
+            Tool::BrowserHover => self.hover(p),
+            Tool::BrowserSelectOption => {
+                let value = any_str(p, "value")?;
+                self.eval(&format!("__ac.selectOption({}, {})", js(required_str(p, "selector")?), js(value)))
+            }
+            Tool::BrowserWaitFor => {
+                let timeout = Duration::from_secs(p["timeout_s"].as_u64().unwrap_or(30).clamp(1, 600));
+                self.wait_for(p["selector"].as_str(), p["text"].as_str(), timeout)
+            }
+            Tool::BrowserBack => self.history(-1),
+            Tool::BrowserForward => self.history(1),
+            Tool::BrowserGetPageInfo => {
+                let info = self.eval("__ac.info()")?;
+                Ok(with(info, "tabs", self.tabs()?))
+            }
+            Tool::BrowserSwitchTab => self.switch_tab(p),
+            Tool::BrowserDownload => self.download(required_str(p, "url")?, p["filename"].as_str(), ctx),
+            Tool::BrowserDownloadBatch => self.download_batch(p, ctx),
+            Tool::BrowserScrapeLinks => self.scrape_links(p),
+            Tool::BrowserScrapeTable => self.scrape_table(p),
+            Tool::BrowserScrapeText => {
+                let selectors = array(p, "selectors")?;
+                self.eval(&format!("__ac.texts({})", Value::Array(selectors.clone())))
+            }
+            Tool::BrowserFillForm => {
+                let fields = array(p, "fields")?;
+                let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
+                Ok(json!({"filled": done}))
+            }
+            Tool::BrowserSubmitForm => self.submit_form(p),
+            Tool::BrowserSaveAsPdf => self.save_as_pdf(p, ctx),
+            other => Err(WorkerError::Unsupported { backend: "browser", tool: other.name() }),
+        }
+    }
+
+    fn get_dom(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let root = p["selector"].as_str().filter(|s| !s.is_empty());
+        let outline = self.eval(&format!("__ac.outline({}, {DOM_CHARS})", root.map_or_else(|| "null".into(), js)))?;
+        Ok(json!({"outline": outline}))
+    }
+
+    fn get_text(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let root = p["selector"].as_str().filter(|s| !s.is_empty());
+        let text = self.eval(&format!("__ac.text({})", root.map_or_else(|| "null".into(), js)))?;
+        let text = text.as_str().unwrap_or_default();
+        let cut: String = text.chars().take(TEXT_CHARS).collect();
+        Ok(json!({"text": cut, "truncated": text.chars().count() > TEXT_CHARS}))
+    }
+
+    fn type_into(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let selector = required_str(p, "selector")?;
+        let text = any_str(p, "text")?;
+        let clear = p["clear"].as_bool().unwrap_or(true);
+        self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
+        self.page_call("Input.insertText", json!({"text": text}))?;
+        if p["press_enter"].as_bool().unwrap_or(false) {
+            self.key("Enter")?;
+            self.settle()?;
+        }
+        // Never echo the text: it may be a password.
+        Ok(json!({"typed": text.chars().count(), "into": selector}))
+    }
+
+    fn press_key(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let key = required_str(p, "key")?;
+        self.key(key)?;
+        self.settle()?;
+        Ok(json!({"pressed": key}))
+    }
+
+    /// Scroll an element into view, or the page by `amount` pixels (default: most of a screen).
+    fn scroll(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        if let Some(s) = p["selector"].as_str().filter(|s| !s.is_empty()) {
+            self.eval(&format!("(__ac.find({}).scrollIntoView({{block: 'center'}}), true)", js(s)))?;
+        } else {
+            let amount = p["amount"].as_i64().unwrap_or(0);
+            let (dx, dy) = match p["direction"].as_str().unwrap_or("down") {
+                "up" => (0, -1),
+                "left" => (-1, 0),
+                "right" => (1, 0),
+                _ => (0, 1),
+            };
+            self.eval(&format!(
+                "(() => {{ const a = {amount} || Math.round(innerHeight * 0.8); scrollBy({dx} * a, {dy} * a); return true; }})()"
+            ))?;
+        }
+        self.eval("__ac.info()")
+    }
+
+    fn hover(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let c = self.eval(&format!("__ac.center(__ac.find({}))", js(required_str(p, "selector")?)))?;
+        self.mouse("mouseMoved", &c, 0)?;
+        Ok(json!({"hovered": c["tag"], "text": c["text"]}))
+    }
+
+    fn scrape_links(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let links = self.eval(&format!(
+            "__ac.links({}, {}, {})",
+            js_or_null(p, "selector"),
+            js_or_null(p, "pattern"),
+            js_or_null(p, "attribute")
+        ))?;
+        let all = links.as_array().cloned().unwrap_or_default();
+        let count = all.len();
+        Ok(
+            json!({"count": count, "links": all.into_iter().take(LINKS).collect::<Vec<_>>(), "truncated": count > LINKS}),
+        )
+    }
+
+    /// A table as CSV, or as one object per row keyed by the header row (`format: json`).
+    fn scrape_table(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let rows = self.eval(&format!("__ac.table({})", js(required_str(p, "selector")?)))?;
+        let rows: Vec<Vec<String>> =
+            serde_json::from_value(rows).map_err(|e| WorkerError::Page(format!("unreadable table: {e}")))?;
+        let columns = rows.first().map(Vec::len).unwrap_or(0);
+        if p["format"].as_str() != Some("json") {
+            return Ok(json!({"rows": rows.len(), "columns": columns, "csv": to_csv(&rows)}));
+        }
+        let header = rows.first().cloned().unwrap_or_default();
+        let data: Vec<Value> = rows
+            .iter()
+            .skip(1)
+            .map(|r| {
+                let obj: serde_json::Map<String, Value> = header
+                    .iter()
+                    .enumerate()
+                    .map(|(i, h)| (h.clone(), json!(r.get(i).cloned().unwrap_or_default())))
+                    .collect();
+                Value::Object(obj)
+            })
+            .collect();
+        Ok(json!({"rows": rows.len(), "columns": columns, "data": data}))
+    }
+
+    fn submit_form(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let form = js_or_null(p, "selector");
+        let button = js_or_null(p, "submit_selector");
+        let what = self.eval(&format!("__ac.submit({form}, {button})"))?;
+        std::thread::sleep(Duration::from_millis(150));
+        self.settle()?;
+        let info = self.eval("__ac.info()")?;
+        Ok(with(info, "action", what))
+    }
+}

@@ -1,0 +1,109 @@
+//! The command line: options, environment fallbacks, and their checks.
+//!
+//! Everything the user can get wrong on the command line is found here, before the worker
+//! touches the network or the disk, and ends the program with exit code 2 and a message that
+//! says what to write instead. Options win over the environment variables they stand for.
+
+use std::path::PathBuf;
+
+pub const USAGE: &str = "\
+agent-worker — runs commands from an agent-controller on this machine
+
+USAGE:
+    agent-worker --controller http://HOST:5901 [OPTIONS]
+
+OPTIONS:
+    --controller URL       the controller's worker server (or AGENT_WORKER_CONTROLLER)
+    --token TOKEN          worker token (or AGENT_CONTROLLER_WORKER_TOKEN)
+    --capabilities LIST    browser,shell (default: both)
+    --browser PATH         Chromium binary (default /usr/bin/chromium)
+    --headless | --headed  browser mode (default: what the controller says)
+    --download-dir DIR     where downloads wait before upload (default: a temp dir)
+    --hostname NAME        name to register under (default: this host's name)
+    -h, --help             this text
+";
+
+const DEFAULT_CAPABILITIES: &str = "browser,shell";
+
+/// Why the program ends early: the exit code (2 usage, 1 runtime) and what to tell the user.
+#[derive(Debug)]
+pub struct Exit {
+    pub code: u8,
+    pub message: String,
+}
+
+impl Exit {
+    pub fn usage(message: impl Into<String>) -> Exit {
+        Exit { code: 2, message: message.into() }
+    }
+
+    pub fn failure(message: impl Into<String>) -> Exit {
+        Exit { code: 1, message: message.into() }
+    }
+}
+
+/// The checked command line.
+pub struct Args {
+    pub controller: String,
+    pub token: Option<String>,
+    /// As given (lower-cased, in order): this exact list is sent at registration.
+    pub capabilities: Vec<String>,
+    pub browser_path: PathBuf,
+    /// `--headless` (true) or `--headed` (false; it wins if both are given).
+    pub headless: Option<bool>,
+    pub download_dir: Option<PathBuf>,
+    pub hostname: String,
+}
+
+pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
+    let usage = |e: pico_args::Error| Exit::usage(e.to_string());
+    let controller: Option<String> = args.opt_value_from_str("--controller").map_err(usage)?;
+    let token: Option<String> = args.opt_value_from_str("--token").map_err(usage)?;
+    let caps: Option<String> = args.opt_value_from_str("--capabilities").map_err(usage)?;
+    let browser_path: Option<PathBuf> = args.opt_value_from_str("--browser").map_err(usage)?;
+    let download_dir: Option<PathBuf> = args.opt_value_from_str("--download-dir").map_err(usage)?;
+    let hostname: Option<String> = args.opt_value_from_str("--hostname").map_err(usage)?;
+    let headless = args.contains("--headless");
+    let headed = args.contains("--headed");
+    let rest = args.finish();
+    if !rest.is_empty() {
+        return Err(Exit::usage(format!("unexpected arguments {rest:?} (see --help)")));
+    }
+    let controller = controller
+        .or_else(|| std::env::var("AGENT_WORKER_CONTROLLER").ok())
+        .ok_or_else(|| Exit::usage("--controller URL is required (e.g. http://127.0.0.1:5901)"))?;
+    if !(controller.starts_with("http://") || controller.starts_with("https://")) {
+        return Err(Exit::usage(format!("--controller must be an http(s) URL, got {controller:?}")));
+    }
+    let token = token.or_else(|| std::env::var("AGENT_CONTROLLER_WORKER_TOKEN").ok()).filter(|t| !t.is_empty());
+    Ok(Args {
+        controller,
+        token,
+        capabilities: capabilities(caps.as_deref().unwrap_or(DEFAULT_CAPABILITIES))?,
+        browser_path: browser_path.unwrap_or_else(|| PathBuf::from("/usr/bin/chromium")),
+        headless: if headed { Some(false) } else { headless.then_some(true) },
+        download_dir,
+        hostname: hostname.unwrap_or_else(host_name),
+    })
+}
+
+/// `browser, Shell` → `["browser", "shell"]`, each one a capability this worker has a backend for.
+fn capabilities(list: &str) -> Result<Vec<String>, Exit> {
+    let caps: Vec<String> = list.split(',').map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect();
+    if let Some(c) = caps.iter().find(|c| !crate::CAPABILITIES.contains(&c.as_str())) {
+        return Err(Exit::usage(format!(
+            "capability {c:?} is not supported by this worker ({})",
+            crate::CAPABILITIES.join(", ")
+        )));
+    }
+    Ok(caps)
+}
+
+fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "worker".into())
+}
