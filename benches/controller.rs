@@ -8,7 +8,7 @@
 
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
-use agent_controller::runner::{AgentOutcome, SessionRunner};
+use agent_controller::session::{AgentOutcome, SessionRunner};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -242,7 +242,7 @@ fn daemon_with_test_agent(
     let (tx, rx) = crossbeam_channel::bounded::<SessionRunner>(1);
     let (done_tx, done_rx) = crossbeam_channel::bounded::<()>(1);
     let done_rx = Arc::new(done_rx);
-    let agent: agent_controller::sessions::AgentFn = Arc::new(move |runner: SessionRunner| {
+    let agent: agent_controller::session::AgentFn = Arc::new(move |runner: SessionRunner| {
         tx.send(runner).unwrap();
         let _ = done_rx.recv();
         AgentOutcome::Finished { summary: "bench".into() }
@@ -280,7 +280,7 @@ fn round_trip(work: &Path) {
     let mut samples = Vec::with_capacity(5000);
     for i in 0..5200 {
         let t = Instant::now();
-        runner.worker_command("browser_get_page_info", json!({"i": i}), Duration::from_secs(10)).unwrap();
+        runner.execute("browser_get_page_info", json!({"i": i}), Duration::from_secs(10)).unwrap();
         if i >= 200 {
             samples.push(t.elapsed());
         }
@@ -295,7 +295,7 @@ fn round_trip(work: &Path) {
     );
     stop.store(true, Ordering::Relaxed);
     // One more command lets the worker loop see the stop flag.
-    let _ = runner.worker_command("noop", json!({}), Duration::from_secs(5));
+    let _ = runner.execute("noop", json!({}), Duration::from_secs(5));
     let _ = done_tx.send(());
     let _ = worker.join();
     daemon.shutdown();
@@ -553,7 +553,7 @@ fn browser_commands(worker_bin: &Path, work: &Path) {
     let runner = rx.recv().unwrap();
     let run = |action: &str, params: Value| -> Duration {
         let t = Instant::now();
-        runner.worker_command(action, params, Duration::from_secs(60)).unwrap();
+        runner.execute(action, params, Duration::from_secs(60)).unwrap();
         t.elapsed()
     };
     let first = run("browser_navigate", json!({"url": format!("{site_url}/")}));

@@ -4,7 +4,7 @@
 //! never a silent default. Secrets (`api.api_key`, `server.api_token`, `server.worker_token`)
 //! may come from the environment instead of the file and are held as `Secret`s.
 
-use crate::vault::Secret;
+use crate::util::secret::Secret;
 use serde::Deserialize;
 use std::fmt;
 use std::net::IpAddr;

@@ -5,20 +5,20 @@
 //! addresses are logged and returned). `Daemon::shutdown` stops accepting, marks active
 //! sessions interrupted, answers every parked request, and returns within about 2 s.
 
-use crate::api::Api;
 use crate::config::Config;
-use crate::http::{self, Parker};
+use crate::http::api::Api;
+use crate::http::worker_api::WorkerApi;
+use crate::http::{HttpServer, ServerSpec};
 use crate::hub::{HubSettings, WorkerHub};
-use crate::sessions::{AgentFn, SessionManager};
+use crate::session::{AgentFn, SessionManager};
 use crate::store::Store;
-use crate::worker_api::WorkerApi;
+use crate::wait::park::Parker;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-use tiny_http::Server;
 
 #[derive(Debug)]
 pub struct StartError(pub String);
@@ -31,15 +31,11 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-struct HttpServer {
-    server: Arc<Server>,
-    threads: Vec<JoinHandle<()>>,
-    addr: SocketAddr,
-}
-
 pub struct Daemon {
-    api: HttpServer,
-    worker: HttpServer,
+    api: Option<HttpServer>,
+    worker: Option<HttpServer>,
+    api_addr: SocketAddr,
+    worker_addr: SocketAddr,
     parker: Arc<Parker>,
     hub: Arc<WorkerHub>,
     sessions: Arc<SessionManager>,
@@ -95,52 +91,50 @@ impl Daemon {
         };
 
         let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
-        let bind = |port: u16, what: &str| -> Result<(Arc<Server>, SocketAddr), StartError> {
-            let addr = format_addr(host, port);
-            let listener = std::net::TcpListener::bind(&addr)
-                .map_err(|e| StartError(format!("cannot listen on {addr} for the {what}: {e}")))?;
-            widen_backlog(&listener);
-            let server = Server::from_listener(listener, None)
-                .map_err(|e| StartError(format!("cannot serve on {addr} for the {what}: {e}")))?;
-            let bound =
-                server.server_addr().to_ip().ok_or_else(|| StartError(format!("{what} did not bind an IP address")))?;
-            Ok((Arc::new(server), bound))
-        };
-        let (api_server, api_addr) = bind(config.server.api_port, "API server")?;
-        let (worker_server, worker_addr) = bind(config.server.worker_port, "worker server")?;
-
-        let api = Arc::new(Api { config: Arc::clone(&config), sessions: Arc::clone(&sessions), hub: Arc::clone(&hub) });
-        let worker_api =
-            Arc::new(WorkerApi { config: Arc::clone(&config), hub: Arc::clone(&hub), sessions: Arc::clone(&sessions) });
         let stopping = Arc::new(AtomicBool::new(false));
         let loopback = config.binds_loopback();
-        let api_threads = http::spawn_pool(
-            "api",
-            Arc::clone(&api_server),
-            config.server.api_threads,
-            http::BrowserGuard { open: config.server.api_token.is_empty(), loopback },
-            Arc::clone(&stopping),
-            Arc::new(move |r| api.handle(r)),
+        let api_routes = Api { config: Arc::clone(&config), sessions: Arc::clone(&sessions), hub: Arc::clone(&hub) };
+        let api = HttpServer::start(
+            ServerSpec {
+                name: "api",
+                what: "API server",
+                host,
+                port: config.server.api_port,
+                threads: config.server.api_threads,
+                tokenless: config.server.api_token.is_empty(),
+                loopback,
+            },
+            &stopping,
+            Arc::new(move |r| api_routes.handle(r)),
         )
-        .map_err(|e| StartError(format!("cannot start API threads: {e}")))?;
-        let worker_threads = http::spawn_pool(
-            "worker-api",
-            Arc::clone(&worker_server),
-            config.server.worker_threads,
-            http::BrowserGuard { open: config.server.worker_token.is_empty(), loopback },
-            Arc::clone(&stopping),
-            Arc::new(move |r| worker_api.handle(r)),
+        .map_err(StartError)?;
+        let worker_routes =
+            WorkerApi { config: Arc::clone(&config), hub: Arc::clone(&hub), sessions: Arc::clone(&sessions) };
+        let worker = HttpServer::start(
+            ServerSpec {
+                name: "worker-api",
+                what: "worker server",
+                host,
+                port: config.server.worker_port,
+                threads: config.server.worker_threads,
+                tokenless: config.server.worker_token.is_empty(),
+                loopback,
+            },
+            &stopping,
+            Arc::new(move |r| worker_routes.handle(r)),
         )
-        .map_err(|e| StartError(format!("cannot start worker-server threads: {e}")))?;
-
+        .map_err(StartError)?;
+        let (api_addr, worker_addr) = (api.addr, worker.addr);
         log::info!("API server listening on http://{api_addr}");
         log::info!("worker server listening on http://{worker_addr}");
         if config.server.api_token.is_empty() {
             log::info!("API auth is off (server.api_token is empty)");
         }
         Ok(Daemon {
-            api: HttpServer { server: api_server, threads: api_threads, addr: api_addr },
-            worker: HttpServer { server: worker_server, threads: worker_threads, addr: worker_addr },
+            api: Some(api),
+            worker: Some(worker),
+            api_addr,
+            worker_addr,
             parker,
             hub,
             sessions,
@@ -152,11 +146,11 @@ impl Daemon {
     }
 
     pub fn api_addr(&self) -> SocketAddr {
-        self.api.addr
+        self.api_addr
     }
 
     pub fn worker_addr(&self) -> SocketAddr {
-        self.worker.addr
+        self.worker_addr
     }
 
     pub fn sessions(&self) -> &Arc<SessionManager> {
@@ -188,27 +182,10 @@ impl Daemon {
         if let Some(h) = self.monitor.take() {
             let _ = h.join();
         }
-        let busy = http::stop_pool(&self.api.server, std::mem::take(&mut self.api.threads), deadline)
-            + http::stop_pool(&self.worker.server, std::mem::take(&mut self.worker.threads), deadline);
+        let busy = [self.api.take(), self.worker.take()].into_iter().flatten().map(|s| s.stop(deadline)).sum::<usize>();
         if busy > 0 {
             log::warn!("{busy} handler threads were still busy with clients at shutdown");
         }
         log::info!("stopped");
     }
-}
-
-/// std listens with a backlog of 128; hundreds of workers reconnecting at once (after a
-/// restart) overflow it and get resets. Linux lets `listen` be called again to raise it (the
-/// kernel caps it at net.core.somaxconn).
-fn widen_backlog(listener: &std::net::TcpListener) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: the fd belongs to `listener`, which is alive and already listening.
-    let rc = unsafe { libc::listen(listener.as_raw_fd(), 4096) };
-    if rc != 0 {
-        log::debug!("could not raise the listen backlog: {}", std::io::Error::last_os_error());
-    }
-}
-
-fn format_addr(host: &str, port: u16) -> String {
-    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
 }

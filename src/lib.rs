@@ -1,28 +1,23 @@
 //! agent-controller: the controller daemon for LLM-driven remote automation.
 //!
-//! A synchronous, threaded daemon: two tiny_http servers (API for people and agents, worker
+//! A synchronous, threaded daemon: two HTTP servers (the API for people and agents, the worker
 //! server for the machines that do the work), one OS thread per session, crossbeam `bounded(1)`
-//! channels and Condvars for the handshakes. See ARCHITECTURE.md for the codemap.
+//! channels and Condvars for the handshakes. One folder per seam; see ARCHITECTURE.md for the
+//! codemap, the invariants and what may import what.
 
 pub mod agent;
-pub mod api;
-pub mod b64;
-pub mod client;
-pub mod clock;
+pub mod cli;
 pub mod config;
-pub mod console;
 pub mod daemon;
 pub mod error;
+pub mod exec;
 pub mod http;
 pub mod hub;
 pub mod llm;
-pub mod mcp;
 pub mod notify;
-pub mod prompts;
 pub mod protocol;
-pub mod runner;
-pub mod sessions;
+pub mod session;
 pub mod store;
-pub mod tools;
+pub mod util;
 pub mod vault;
-pub mod worker_api;
+pub mod wait;

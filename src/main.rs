@@ -34,7 +34,7 @@ ENVIRONMENT:
 fn main() -> ExitCode {
     let mut args = pico_args::Arguments::from_env();
     if args.contains(["-h", "--help"]) {
-        print!("{USAGE}\n{}\n", agent_controller::console::USAGE);
+        print!("{USAGE}\n{}\n", agent_controller::cli::console::USAGE);
         return ExitCode::SUCCESS;
     }
     if args.contains(["-V", "--version"]) {
@@ -54,14 +54,14 @@ fn main() -> ExitCode {
                 // SAFETY: getuid has no preconditions and cannot fail.
                 std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
             });
-            let client = agent_controller::client::ApiClient::new(api, token);
-            return ExitCode::from(agent_controller::mcp::serve(client, files));
+            let client = agent_controller::cli::client::ApiClient::new(api, token);
+            return ExitCode::from(agent_controller::cli::mcp::serve(client, files));
         }
         Ok(Some(cmd)) if cmd.starts_with('-') => {
             eprintln!("agent-controller: unknown option {cmd:?}\n\n{USAGE}");
             return ExitCode::from(2);
         }
-        Ok(Some(cmd)) => return ExitCode::from(agent_controller::console::run(&cmd, args)),
+        Ok(Some(cmd)) => return ExitCode::from(agent_controller::cli::console::run(&cmd, args)),
         Err(e) => {
             eprintln!("agent-controller: {e}");
             return ExitCode::from(2);

@@ -1,6 +1,6 @@
 //! The output directory: one folder per session, written as things happen.
 //!
-//! Layout (DESIGN §3): `session.json`, `log.jsonl`, `notes.json`, `report.md`,
+//! Layout: `session.json`, `log.jsonl`, `notes.json`, `report.md`,
 //! `conversation_log.json`, `files.json` (which file is a download, which generated),
 //! `screenshots/`, `files/`. Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
@@ -8,6 +8,7 @@
 //! No other module builds paths inside the output directory.
 
 use crate::protocol::{FileKind, SessionRecord};
+use crate::util::filename::split_ext;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
@@ -22,10 +23,6 @@ pub const CONVERSATION_JSON: &str = "conversation_log.json";
 pub const FILES_JSON: &str = "files.json";
 pub const FILES_DIR: &str = "files";
 pub const SCREENSHOTS_DIR: &str = "screenshots";
-
-/// Names clients use for routes under `/files/`; a stored file may not take them.
-const ROUTE_NAMES: [&str; 1] = ["zip"];
-const MAX_NAME_BYTES: usize = 150;
 
 /// The root of all session folders.
 #[derive(Debug, Clone)]
@@ -280,47 +277,6 @@ impl FileIndex {
     }
 }
 
-fn split_ext(name: &str) -> (&str, &str) {
-    match name.rfind('.') {
-        Some(i) if i > 0 => (&name[..i], &name[i..]),
-        _ => (name, ""),
-    }
-}
-
-/// Make any name from outside (model, worker, URL) safe as a single file name: no separators,
-/// no `..`, no control characters, no leading dots, bounded length, no Windows-reserved or
-/// route names. Never empty.
-pub fn sanitize_filename(raw: &str) -> String {
-    // Keep only the last path component, whichever separator the sender used.
-    let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
-    let mut name: String = base
-        .chars()
-        .map(|c| if c.is_control() || matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*') { '_' } else { c })
-        .collect();
-    name = name.trim().trim_start_matches('.').trim_end_matches(['.', ' ']).to_string();
-    if name.is_empty() {
-        name = "file".to_string();
-    }
-    if name.len() > MAX_NAME_BYTES {
-        let (stem, ext) = split_ext(&name);
-        let ext = if ext.len() <= 16 { ext } else { "" };
-        let mut cut = MAX_NAME_BYTES - ext.len();
-        while !stem.is_char_boundary(cut.min(stem.len())) {
-            cut -= 1;
-        }
-        name = format!("{}{ext}", &stem[..cut.min(stem.len())]);
-    }
-    let stem_upper = split_ext(&name).0.to_ascii_uppercase();
-    let reserved = matches!(stem_upper.as_str(), "CON" | "PRN" | "AUX" | "NUL")
-        || (stem_upper.len() == 4
-            && (stem_upper.starts_with("COM") || stem_upper.starts_with("LPT"))
-            && stem_upper.as_bytes()[3].is_ascii_digit());
-    if reserved || ROUTE_NAMES.contains(&name.as_str()) {
-        name = format!("_{name}");
-    }
-    name
-}
-
 /// An upload in progress. Dropped without `commit`, it deletes itself.
 pub struct StagedFile {
     path: PathBuf,
@@ -477,26 +433,6 @@ pub fn write_zip(files: &[(String, PathBuf)], out: impl Write) -> zip::result::Z
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sanitize_examples() {
-        assert_eq!(sanitize_filename("../x"), "x");
-        assert_eq!(sanitize_filename("/etc/passwd"), "passwd");
-        assert_eq!(sanitize_filename("a\\b"), "b");
-        assert_eq!(sanitize_filename("a\0b.txt"), "a_b.txt");
-        assert_eq!(sanitize_filename(".hidden"), "hidden");
-        assert_eq!(sanitize_filename(".."), "file");
-        assert_eq!(sanitize_filename(""), "file");
-        assert_eq!(sanitize_filename("CON"), "_CON");
-        assert_eq!(sanitize_filename("com1.txt"), "_com1.txt");
-        assert_eq!(sanitize_filename("zip"), "_zip");
-        assert_eq!(sanitize_filename("report.pdf"), "report.pdf");
-        let long = format!("{}.pdf", "a".repeat(300));
-        let s = sanitize_filename(&long);
-        assert!(s.len() <= MAX_NAME_BYTES && s.ends_with(".pdf"), "{s}");
-        let multi = "é".repeat(200);
-        assert!(sanitize_filename(&multi).len() <= MAX_NAME_BYTES);
-    }
 
     #[test]
     fn unique_names() {

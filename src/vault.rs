@@ -7,43 +7,8 @@
 //! session writes to disk passes through it, so a secret the model or a worker echoes back is
 //! replaced before it lands.
 
+use crate::util::secret::Secret;
 use serde::Deserialize;
-use std::fmt;
-
-/// A string that is never printed, serialized or left in memory after use.
-#[derive(Clone, Default, Deserialize, PartialEq, Eq)]
-#[serde(transparent)]
-pub struct Secret(String);
-
-impl Secret {
-    pub fn new(value: impl Into<String>) -> Secret {
-        Secret(value.into())
-    }
-
-    /// The secret itself. Callers hand it to exactly one place (a socket, a worker command).
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-}
-
-impl fmt::Debug for Secret {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.0.is_empty() { f.write_str("Secret(<empty>)") } else { f.write_str("Secret(<redacted>)") }
-    }
-}
-
-impl Drop for Secret {
-    fn drop(&mut self) {
-        // Overwrite in place (same length keeps the String valid) so the value does not
-        // linger in freed memory.
-        let len = self.0.len();
-        self.0.replace_range(.., &"\0".repeat(len));
-    }
-}
 
 /// Login data for a session, as given in `POST /sessions`.
 #[derive(Debug, Clone, Deserialize)]

@@ -143,7 +143,7 @@ fn bad_input_gets_json_errors() {
 fn api_auth_is_bearer_and_health_stays_open() {
     let dir = TempDir::new("auth");
     let mut config = test_config(dir.path());
-    config.server.api_token = agent_controller::vault::Secret::new("s3cret-api-token");
+    config.server.api_token = agent_controller::util::secret::Secret::new("s3cret-api-token");
     let d = TestDaemon::idle(config);
     let authed = d.client();
     let anon = authed.with_token(None);
@@ -192,7 +192,7 @@ fn log_long_poll_wakes_on_new_entries() {
     let empty = c.get(&format!("/sessions/{id}/log?after={}&wait=1", next + 1)).json();
     assert!(t.elapsed() >= std::time::Duration::from_millis(900));
     assert_eq!(empty, json!({"entries": [], "next": next + 1}));
-    done.send(agent_controller::runner::AgentOutcome::Finished { summary: "done".into() }).unwrap();
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "done".into() }).unwrap();
     let s = wait_status(&c, &id, "finished");
     assert_eq!(s["summary"], "done");
     assert!(s["finished_at"].is_string());
@@ -291,7 +291,7 @@ fn tokenless_servers_refuse_what_only_a_browser_page_sends() {
     // With a token the check is the token's: a page cannot attach it.
     let dir = TempDir::new("browserguard-token");
     let mut config = test_config(dir.path());
-    config.server.api_token = agent_controller::vault::Secret::new("api-tok");
+    config.server.api_token = agent_controller::util::secret::Secret::new("api-tok");
     let d = TestDaemon::idle(config);
     let api = d.api.trim_start_matches("http://").to_string();
     let r = raw_with_headers(&api, "GET", "/sessions", "Host: evil.test\r\nOrigin: https://evil.test\r\n", "");
@@ -311,7 +311,7 @@ fn clients_that_declare_a_body_and_never_send_it_cannot_freeze_the_servers() {
     use std::io::{BufRead, BufReader, Write};
     let dir = TempDir::new("stalled");
     let mut config = test_config(dir.path());
-    config.server.api_token = agent_controller::vault::Secret::new("api-tok");
+    config.server.api_token = agent_controller::util::secret::Secret::new("api-tok");
     let d = TestDaemon::idle(config);
     let api = d.api.trim_start_matches("http://").to_string();
     let worker = d.worker.trim_start_matches("http://").to_string();

@@ -1,8 +1,8 @@
 //! The confirmation handshake: approve, deny, timeout, wrong id, stop, auto_confirm.
 
 use crate::support::*;
-use agent_controller::runner::{AgentOutcome, SessionRunner};
-use agent_controller::sessions::ConfirmationOutcome;
+use agent_controller::session::ConfirmationOutcome;
+use agent_controller::session::{AgentOutcome, SessionRunner};
 use serde_json::json;
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 
 use crate::support::*;
 use agent_controller::protocol::FileKind;
-use agent_controller::runner::{AgentOutcome, SessionRunner};
+use agent_controller::session::{AgentOutcome, SessionRunner};
 use serde_json::json;
 use std::io::Read;
 

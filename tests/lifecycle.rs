@@ -2,7 +2,7 @@
 
 use crate::support::*;
 use agent_controller::protocol::LogKind;
-use agent_controller::runner::AgentOutcome;
+use agent_controller::session::AgentOutcome;
 use serde_json::json;
 use std::io::BufReader;
 use std::process::{Command, Stdio};
@@ -216,7 +216,7 @@ fn planted_secrets_never_reach_disk_logs_or_responses() {
     let log_file = dir.path().join("daemon.log");
     let mut config = test_config(&dir.path().join("out"));
     config.logging.file = log_file.to_string_lossy().into_owned();
-    config.api.api_key = agent_controller::vault::Secret::new("sk-ant-PLANTED-API-KEY");
+    config.api.api_key = agent_controller::util::secret::Secret::new("sk-ant-PLANTED-API-KEY");
     let password = "PLANTED-pa55w0rd-xyz";
     let bot_token = "123456:PLANTED-BOT-TOKEN";
     let hook_query = "token=PLANTED-HOOK-SECRET";

@@ -233,5 +233,9 @@ fn get_file_returns_images_as_image_content() {
     let content = &r[1]["result"]["content"];
     assert_eq!(content[1]["type"], "image", "{content}");
     assert_eq!(content[1]["mimeType"], "image/png");
-    assert_eq!(agent_controller::b64::decode(content[1]["data"].as_str().unwrap()).unwrap(), png);
+    assert_eq!(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, content[1]["data"].as_str().unwrap())
+            .unwrap(),
+        png
+    );
 }

@@ -4,7 +4,7 @@
 use crate::support::llm::*;
 use crate::support::site::{Site, pdf_bytes};
 use crate::support::*;
-use agent_controller::runner::SessionRunner;
+use agent_controller::session::SessionRunner;
 use serde_json::{Value, json};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -57,12 +57,11 @@ impl Drop for RealWorker {
 }
 
 fn cmd(r: &SessionRunner, action: &str, params: Value) -> Value {
-    r.worker_command(action, params.clone(), Duration::from_secs(60))
-        .unwrap_or_else(|e| panic!("{action} {params}: {e}"))
+    r.execute(action, params.clone(), Duration::from_secs(60)).unwrap_or_else(|e| panic!("{action} {params}: {e}"))
 }
 
 fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
-    match r.worker_command(action, params.clone(), Duration::from_secs(60)) {
+    match r.execute(action, params.clone(), Duration::from_secs(60)) {
         Ok(v) => panic!("{action} {params} should fail, got {v}"),
         Err(e) => e.to_string(),
     }
@@ -105,7 +104,9 @@ fn every_browser_tool_through_controller_and_worker() {
     let shot = timed(&mut shot_t, || cmd(&r, "browser_screenshot", json!({})));
     assert_eq!(shot["media_type"], "image/png");
     assert_eq!(shot["width"], 1280);
-    let png = agent_controller::b64::decode(shot["image_base64"].as_str().unwrap()).unwrap();
+    let png =
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, shot["image_base64"].as_str().unwrap())
+            .unwrap();
     assert!(png.starts_with(b"\x89PNG"));
     let full = cmd(&r, "browser_screenshot", json!({"full_page": true}));
     assert!(full["height"].as_u64().unwrap() > 3000, "{}", full["height"]);
@@ -198,7 +199,7 @@ fn every_browser_tool_through_controller_and_worker() {
     // batch is not started, and the answer arrives before the controller gives up.
     let t = Instant::now();
     let partial = r
-        .worker_command(
+        .execute(
             "browser_download_batch",
             json!({"urls": [{"url": format!("{}/slow.pdf", site.url)}, {"url": format!("{}/files/chapter1.pdf", site.url), "filename": "late.pdf"}]}),
             Duration::from_secs(8),
@@ -253,19 +254,18 @@ fn every_browser_tool_through_controller_and_worker() {
     let pid = worker.0.id();
     let _ = Command::new("pkill").args(["-KILL", "-f", &format!("agent-worker-profile-{pid}-")]).status();
     std::thread::sleep(Duration::from_millis(300));
-    let after =
-        match r.worker_command("browser_navigate", json!({"url": format!("{}/", site.url)}), Duration::from_secs(60)) {
-            Ok(v) => {
-                assert!(v["note"].as_str().unwrap_or("").contains("restarted"), "the result says so: {v}");
-                v
-            }
-            // If the death is noticed mid-command, that command fails saying so and the next one
-            // runs on a new browser.
-            Err(e) => {
-                assert!(e.to_string().contains("restarted on the next command"), "{e}");
-                cmd(&r, "browser_navigate", json!({"url": format!("{}/", site.url)}))
-            }
-        };
+    let after = match r.execute("browser_navigate", json!({"url": format!("{}/", site.url)}), Duration::from_secs(60)) {
+        Ok(v) => {
+            assert!(v["note"].as_str().unwrap_or("").contains("restarted"), "the result says so: {v}");
+            v
+        }
+        // If the death is noticed mid-command, that command fails saying so and the next one
+        // runs on a new browser.
+        Err(e) => {
+            assert!(e.to_string().contains("restarted on the next command"), "{e}");
+            cmd(&r, "browser_navigate", json!({"url": format!("{}/", site.url)}))
+        }
+    };
     assert_eq!(after["title"], "Library");
 
     let median = |v: &mut Vec<Duration>| {
@@ -447,7 +447,7 @@ fn worker_retries_quietly_until_the_controller_appears_and_uses_its_token() {
     let dir = TempDir::new("late-controller");
     let mut config = test_config(dir.path());
     config.server.worker_port = port;
-    config.server.worker_token = agent_controller::vault::Secret::new("wtok-123");
+    config.server.worker_token = agent_controller::util::secret::Secret::new("wtok-123");
     let d = TestDaemon::idle(config);
     let c = d.client();
     wait_until(Duration::from_secs(45), "the worker to come in", || {

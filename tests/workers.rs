@@ -2,8 +2,8 @@
 //! disconnects, auth.
 
 use crate::support::*;
-use agent_controller::hub::CommandError;
-use agent_controller::runner::AgentOutcome;
+use agent_controller::exec::ExecError;
+use agent_controller::session::AgentOutcome;
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
@@ -45,8 +45,7 @@ fn seed_shaped_worker_runs_commands_unchanged() {
     assert_eq!(s["worker"], "OFFICE-PC-01");
     assert_eq!(c.get("/workers").json()[0]["session_id"], id.as_str());
 
-    let out =
-        runner.worker_command("browser_navigate", json!({"url": "https://x.test/a"}), Duration::from_secs(10)).unwrap();
+    let out = runner.execute("browser_navigate", json!({"url": "https://x.test/a"}), Duration::from_secs(10)).unwrap();
     assert_eq!(out, json!({"echo": {"url": "https://x.test/a"}, "action": "browser_navigate"}));
     let seen = w.seen.lock().unwrap().clone();
     assert_eq!(seen[0]["session_id"], id.as_str());
@@ -73,8 +72,8 @@ fn worker_failure_and_unknown_result_ids() {
     });
     let id = create_session(&d.client(), json!({"mode": "task", "type": "shell", "target": "box", "instruction": "x"}));
     let (runner, done) = test_agent.next();
-    let err = runner.worker_command("run_command", json!({"command": "ls"}), Duration::from_secs(10)).unwrap_err();
-    assert_eq!(err, CommandError::Failed("no element matches `#buy`".into()));
+    let err = runner.execute("run_command", json!({"command": "ls"}), Duration::from_secs(10)).unwrap_err();
+    assert_eq!(err, ExecError::Failed("no element matches `#buy`".into()));
     // A stray result is acknowledged but ignored.
     let r = d.worker_client().post("/result", &json!({"id": "cmd_9999", "success": true}));
     assert_eq!(r.status, 200);
@@ -129,7 +128,7 @@ fn command_reaches_a_parked_poll_within_a_millisecond() {
         let r = runner.clone();
         let sender = std::thread::spawn(move || {
             let t0 = Instant::now();
-            let res = r.worker_command("browser_get_page_info", json!({"i": i}), Duration::from_secs(10));
+            let res = r.execute("browser_get_page_info", json!({"i": i}), Duration::from_secs(10));
             (t0, res)
         });
         let (cmd, arrived) = poller.join().unwrap();
@@ -168,10 +167,10 @@ fn silent_worker_is_disconnected_and_its_waiting_command_fails() {
     let _id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
     let (runner, _done) = test_agent.next();
     let t = Instant::now();
-    let err = runner.worker_command("browser_screenshot", json!({}), Duration::from_secs(30)).unwrap_err();
+    let err = runner.execute("browser_screenshot", json!({}), Duration::from_secs(30)).unwrap_err();
     let waited = t.elapsed();
     match &err {
-        CommandError::Disconnected(msg) => assert!(msg.contains("ghost") && msg.contains("disconnected"), "{msg}"),
+        ExecError::Disconnected(msg) => assert!(msg.contains("ghost") && msg.contains("disconnected"), "{msg}"),
         other => panic!("expected a disconnect, got {other:?}"),
     }
     assert!(waited < Duration::from_secs(8), "failed after {waited:?}, not at once");
@@ -180,7 +179,7 @@ fn silent_worker_is_disconnected_and_its_waiting_command_fails() {
     assert_eq!(c.get("/health").json()["workers"], 0);
     // While disconnected, a command fails at once with a clear message.
     let t = Instant::now();
-    let err = runner.worker_command("browser_screenshot", json!({}), Duration::from_secs(30)).unwrap_err();
+    let err = runner.execute("browser_screenshot", json!({}), Duration::from_secs(30)).unwrap_err();
     assert!(t.elapsed() < AT_ONCE);
     assert!(err.to_string().contains("disconnected"), "{err}");
     // Polling again reconnects it; the next command goes through.
@@ -191,7 +190,7 @@ fn silent_worker_is_disconnected_and_its_waiting_command_fails() {
         (c.get("/workers").json()[0]["connected"] == true).then_some(())
     });
     let r = runner.clone();
-    let sender = std::thread::spawn(move || r.worker_command("browser_back", json!({}), Duration::from_secs(10)));
+    let sender = std::thread::spawn(move || r.execute("browser_back", json!({}), Duration::from_secs(10)));
     let (cmd, _) = poller.join().unwrap();
     let reply = d
         .worker_client()
@@ -253,13 +252,13 @@ fn stop_wakes_a_command_wait_at_once() {
     let r = runner.clone();
     let waiter = std::thread::spawn(move || {
         let t = Instant::now();
-        (r.worker_command("browser_wait_for", json!({}), Duration::from_secs(60)), t.elapsed())
+        (r.execute("browser_wait_for", json!({}), Duration::from_secs(60)), t.elapsed())
     });
     std::thread::sleep(Duration::from_millis(200));
     let t = Instant::now();
     assert_eq!(d.client().delete(&format!("/sessions/{id}")).status, 200);
     let (res, _) = waiter.join().unwrap();
-    assert_eq!(res.unwrap_err(), CommandError::Stopped);
+    assert_eq!(res.unwrap_err(), ExecError::Stopped);
     assert!(t.elapsed() < AT_ONCE, "woke after {:?}", t.elapsed());
     wait_status(&d.client(), &id, "stopped");
 }
@@ -268,8 +267,8 @@ fn stop_wakes_a_command_wait_at_once() {
 fn worker_auth_is_separate_from_api_auth() {
     let dir = TempDir::new("workerauth");
     let mut config = test_config(dir.path());
-    config.server.api_token = agent_controller::vault::Secret::new("api-token-123");
-    config.server.worker_token = agent_controller::vault::Secret::new("worker-token-456");
+    config.server.api_token = agent_controller::util::secret::Secret::new("api-token-123");
+    config.server.worker_token = agent_controller::util::secret::Secret::new("worker-token-456");
     let d = TestDaemon::idle(config);
     let w = d.worker_client();
     let body = json!({"hostname": "h", "capabilities": ["browser"]});
@@ -311,7 +310,7 @@ fn a_worker_that_restarts_mid_command_fails_it_at_once() {
     let (runner, _done) = test_agent.next();
     let r = runner.clone();
     let sender = std::thread::spawn(move || {
-        r.worker_command("browser_navigate", json!({"url": "https://x.test"}), Duration::from_secs(60))
+        r.execute("browser_navigate", json!({"url": "https://x.test"}), Duration::from_secs(60))
     });
     // The worker takes the command…
     let addr = d.worker.trim_start_matches("http://").to_string();
@@ -325,7 +324,7 @@ fn a_worker_that_restarts_mid_command_fails_it_at_once() {
     assert!(err.to_string().contains("restarted"), "{err}");
     // The same happens when it simply polls again without a result.
     let r = runner.clone();
-    let sender = std::thread::spawn(move || r.worker_command("browser_back", json!({}), Duration::from_secs(60)));
+    let sender = std::thread::spawn(move || r.execute("browser_back", json!({}), Duration::from_secs(60)));
     let (cmd, _) = raw_poll(&addr, &worker_id);
     assert_eq!(cmd["action"], "browser_back");
     let a2 = addr.clone();

@@ -1,18 +1,23 @@
-//! The provider-neutral LLM interface: messages of text, image, tool_use and tool_result
-//! blocks, tool definitions, and a `Provider` that turns one request into one reply.
+//! The provider-neutral LLM interface and the factory that picks a wire format.
 //!
-//! The agent loop speaks only this model; one adapter per wire format (Anthropic first,
-//! OpenAI-compatible and Gemini later) translates it. The serde shape of these types is the
-//! one written to `conversation_log.json` (it happens to match Anthropic's block layout, which
-//! is a faithful neutral record). A call can be abandoned: adapters poll `cancelled` and return
-//! `LlmError::Cancelled` within ~50 ms of a stop.
+//! The agent loop speaks only this model: messages of text, image, tool_use and tool_result
+//! blocks, tool definitions, a reply with a neutral `StopReason` and `TokenUsage`. One adapter
+//! per wire format translates it (`anthropic.rs` today); all of them send through the shared
+//! `transport.rs` (retries, `retry-after`, timeouts, cancellation). The serde shape of these
+//! types is the one written to `conversation_log.json`. Nothing here knows about sessions or
+//! the loop: a call gets the session's `StopSignal` and returns `LlmError::Cancelled` at once
+//! when it is raised.
 
 pub mod anthropic;
+pub mod transport;
 
-use crate::protocol::Usage;
+use crate::config::Config;
+use crate::wait::stop::StopSignal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -82,38 +87,38 @@ pub struct Request<'a> {
     pub max_tokens: u32,
 }
 
+/// Why the model stopped, in terms every wire format maps onto.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum StopReason {
+    /// A natural end of the turn (or a stop sequence).
     EndTurn,
-    MaxTokens,
-    StopSequence,
+    /// It wants tools run.
     ToolUse,
-    PauseTurn,
+    /// The output limit cut it off.
+    MaxTokens,
+    /// It declined (safety).
     Refusal,
-    ContextWindowExceeded,
+    /// The context window is full.
+    ContextFull,
     Other(String),
 }
 
-impl StopReason {
-    pub fn parse(s: &str) -> StopReason {
-        match s {
-            "end_turn" => StopReason::EndTurn,
-            "max_tokens" => StopReason::MaxTokens,
-            "stop_sequence" => StopReason::StopSequence,
-            "tool_use" => StopReason::ToolUse,
-            "pause_turn" => StopReason::PauseTurn,
-            "refusal" => StopReason::Refusal,
-            "model_context_window_exceeded" => StopReason::ContextWindowExceeded,
-            other => StopReason::Other(other.to_string()),
-        }
-    }
+/// Tokens of one call (or summed over many), in neutral names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TokenUsage {
+    pub input: u64,
+    pub output: u64,
+    /// Input read from the provider's prompt cache.
+    pub cache_read: u64,
+    /// Input written to the provider's prompt cache.
+    pub cache_write: u64,
 }
 
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub content: Vec<Block>,
     pub stop_reason: StopReason,
-    pub usage: Usage,
+    pub usage: TokenUsage,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -137,20 +142,21 @@ impl fmt::Display for LlmError {
 
 /// One wire format.
 pub trait Provider: Send + Sync {
-    fn complete(&self, request: &Request<'_>, cancelled: &dyn Fn() -> bool) -> Result<Reply, LlmError>;
+    fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError>;
 }
 
-/// Sleep `total`, waking early (returns true) when `cancelled()` turns true.
-pub(crate) fn sleep_unless_cancelled(total: std::time::Duration, cancelled: &dyn Fn() -> bool) -> bool {
-    let deadline = std::time::Instant::now() + total;
-    loop {
-        if cancelled() {
-            return true;
+/// The provider `api.provider` names, or why there is none (a missing key, a wire format not
+/// built yet): sessions then end with that message.
+pub fn from_config(config: &Config) -> Result<Arc<dyn Provider>, String> {
+    let api = &config.api;
+    let transport = transport::Transport::new(Duration::from_secs(api.timeout_s), api.max_retries);
+    match api.provider.as_str() {
+        "anthropic" if api.api_key.is_empty() => {
+            Err("no Anthropic API key: set ANTHROPIC_API_KEY (or api.api_key) and restart the controller".into())
         }
-        let now = std::time::Instant::now();
-        if now >= deadline {
-            return false;
+        "anthropic" => {
+            Ok(Arc::new(anthropic::Anthropic::new(transport, &api.base_url, api.api_key.clone(), &api.model)))
         }
-        std::thread::sleep((deadline - now).min(std::time::Duration::from_millis(50)));
+        other => Err(format!("api.provider {other:?} is not supported yet; use anthropic")),
     }
 }

@@ -272,7 +272,7 @@ pub fn llm_daemon(
     let llm = ScriptedLlm::start(script);
     let mut config = super::test_config(dir);
     config.api.base_url = llm.url.clone();
-    config.api.api_key = agent_controller::vault::Secret::new("sk-test-key-123");
+    config.api.api_key = agent_controller::util::secret::Secret::new("sk-test-key-123");
     config.api.max_retries = 2;
     tune(&mut config);
     let agent = agent_controller::agent::llm_agent(&config);

@@ -8,8 +8,8 @@ pub mod site;
 
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
-use agent_controller::runner::{AgentOutcome, SessionRunner};
-use agent_controller::sessions::AgentFn;
+use agent_controller::session::AgentFn;
+use agent_controller::session::{AgentOutcome, SessionRunner};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,7 +74,7 @@ impl TestDaemon {
     }
 
     pub fn idle(config: Config) -> TestDaemon {
-        TestDaemon::start(config, Arc::new(agent_controller::runner::idle_agent))
+        TestDaemon::start(config, Arc::new(agent_controller::session::runner::idle_agent))
     }
 
     pub fn client(&self) -> Client {

@@ -26,7 +26,7 @@ fn form_value(body: &str, key: &str) -> String {
     body.split('&')
         .filter_map(|kv| kv.split_once('='))
         .find(|(k, _)| *k == key)
-        .map(|(_, v)| agent_controller::http::percent_decode(&v.replace('+', " ")))
+        .map(|(_, v)| percent_encoding::percent_decode_str(&v.replace('+', " ")).decode_utf8_lossy().into_owned())
         .unwrap_or_default()
 }
 

@@ -132,7 +132,8 @@ impl Link {
         filename: &str,
         path: &Path,
     ) -> Result<UploadResponse, WorkerError> {
-        let boundary = format!("agentworker{:x}", std::process::id() as u64 ^ agent_controller::clock::random_u64());
+        let boundary =
+            format!("agentworker{:x}", std::process::id() as u64 ^ agent_controller::util::clock::random_u64());
         // The part header takes plain ASCII only (the parser rejects control bytes); the real
         // name, minus control characters and bounded, goes in the `filename` field.
         let mut field_name: String =
@@ -181,7 +182,7 @@ impl Backoff {
         let first = self.failures == 0;
         let base = (1u64 << self.failures.min(5)).min(30) as f64;
         self.failures += 1;
-        let jitter = 0.8 + 0.4 * (agent_controller::clock::random_u64() % 1000) as f64 / 1000.0;
+        let jitter = 0.8 + 0.4 * (agent_controller::util::clock::random_u64() % 1000) as f64 / 1000.0;
         (Duration::from_secs_f64(base * jitter), first)
     }
 

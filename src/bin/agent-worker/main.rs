@@ -54,7 +54,7 @@ fn main() -> ExitCode {
 
 /// The log line format: a UTC timestamp, the level, the message, on stderr.
 pub fn log(level: &str, msg: &str) {
-    eprintln!("{} [{level}] {msg}", agent_controller::clock::now_rfc3339());
+    eprintln!("{} [{level}] {msg}", agent_controller::util::clock::now_rfc3339());
 }
 
 fn run(args: Args) -> Result<(), Exit> {

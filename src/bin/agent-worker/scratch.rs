@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
     use std::os::unix::fs::DirBuilderExt;
     for _ in 0..16 {
-        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", agent_controller::clock::random_u64()));
+        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", agent_controller::util::clock::random_u64()));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
             Ok(()) => return Ok(dir),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -24,7 +24,7 @@ pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
 pub fn temp_file(dir: &Path, tag: &str) -> std::io::Result<(PathBuf, std::fs::File)> {
     use std::os::unix::fs::OpenOptionsExt;
     loop {
-        let path = dir.join(format!(".{tag}-{:016x}", agent_controller::clock::random_u64()));
+        let path = dir.join(format!(".{tag}-{:016x}", agent_controller::util::clock::random_u64()));
         match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path) {
             Ok(f) => return Ok((path, f)),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,

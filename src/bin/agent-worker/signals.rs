@@ -70,7 +70,7 @@ pub fn stop_on_signal() {
         // SAFETY: `set` was initialised above.
         unsafe { libc::sigwait(&set, &mut sig) };
         stop_everything();
-        eprintln!("{} [info] stopping (signal {sig})", agent_controller::clock::now_rfc3339());
+        eprintln!("{} [info] stopping (signal {sig})", agent_controller::util::clock::now_rfc3339());
         std::process::exit(0);
     });
 }

@@ -1,8 +1,8 @@
-//! The worker server's routes (DESIGN §5): register, long-poll for a command, post a result,
+//! The worker server's routes: register, long-poll for a command, post a result,
 //! upload a file, health.
 //!
 //! Seed-compatible: a worker that never sends `worker_id` is recognised by its address. The
-//! long poll is parked (see `http::Parker`), so it holds no handler thread. Uploads stream
+//! long poll is parked (see `wait::park`), so it holds no handler thread. Uploads stream
 //! from the socket into a staged file with the session's limits applied as bytes arrive.
 
 use crate::config::Config;
@@ -13,7 +13,7 @@ use crate::protocol::{
     CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
     WorkerSettings,
 };
-use crate::sessions::{self, SessionManager};
+use crate::session::{self, SessionManager};
 use multipart2::server::Multipart;
 use serde_json::json;
 use std::io::Read;
@@ -51,7 +51,7 @@ impl WorkerApi {
             (Method::Get, ["command"]) => {
                 let worker = self.worker(worker_id.as_deref(), addr)?;
                 let hub = Arc::clone(&self.hub);
-                Ok(Reply::Park(Box::new(move |request| hub.poll(&worker, request))))
+                Ok(Reply::Park(Box::new(move |respond| hub.poll(&worker, respond))))
             }
             (Method::Post, ["result"]) => {
                 let worker = self.worker(worker_id.as_deref(), addr)?;
@@ -135,7 +135,7 @@ impl WorkerApi {
         let (allowance, per_file_binds) = session.upload_allowance()?;
         // A declared length far beyond the allowance is refused before reading a byte.
         if request.body_length().is_some_and(|n| n as u64 > allowance.saturating_add(64 * 1024)) {
-            return Err(sessions::stage_error(
+            return Err(session::stage_error(
                 crate::store::StageError::Limit,
                 per_file_binds,
                 &self.config,
@@ -161,7 +161,7 @@ impl WorkerApi {
                     part_filename = field.headers.filename.clone();
                     let mut file = session.stage()?;
                     file.copy_from(&mut field.data, allowance)
-                        .map_err(|e| sessions::stage_error(e, per_file_binds, &self.config, &session.id))?;
+                        .map_err(|e| session::stage_error(e, per_file_binds, &self.config, &session.id))?;
                     staged = Some(file);
                 }
                 "session_id" | "filename" | "command_id" => {

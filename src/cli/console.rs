@@ -6,8 +6,7 @@
 //! final status and report and downloads the files into `--out DIR`. Ctrl-C detaches; the
 //! session goes on (`agent-controller stop ID` stops it).
 
-use crate::client::{ApiClient, ClientError, is_active};
-use crate::http::percent_encode;
+use super::client::{ApiClient, ClientError, is_active, path_segment};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -119,7 +118,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
                 eprintln!("agent-controller {command}: give a session id (see `agent-controller sessions`)");
                 return exit::USAGE;
             };
-            let id = percent_encode(&id);
+            let id = path_segment(&id);
             match command {
                 "status" => client.get(&format!("/sessions/{id}")).map(|s| print_status(&s, &out)),
                 "log" => return print_log(&client, &id, follow, &out),
@@ -296,7 +295,7 @@ fn download(client: &ApiClient, id: &str, name: Option<&str>, zip: bool, dir: &s
     let wanted: Vec<(String, String)> = if zip {
         vec![("files/zip".into(), format!("{id}.zip"))]
     } else if let Some(n) = name {
-        vec![(format!("files/{}", percent_encode(n)), n.to_string())]
+        vec![(format!("files/{}", path_segment(n)), n.to_string())]
     } else {
         match client.get(&format!("/sessions/{id}/files")) {
             Ok(v) => v
@@ -305,13 +304,13 @@ fn download(client: &ApiClient, id: &str, name: Option<&str>, zip: bool, dir: &s
                 .flatten()
                 .filter(|f| f["type"] != "screenshot")
                 .filter_map(|f| f["filename"].as_str())
-                .map(|f| (format!("files/{}", percent_encode(f)), f.to_string()))
+                .map(|f| (format!("files/{}", path_segment(f)), f.to_string()))
                 .collect(),
             Err(e) => return fail(e),
         }
     };
     for (path, local) in wanted {
-        let local = crate::store::sanitize_filename(&local);
+        let local = crate::util::filename::sanitize_filename(&local);
         let mut dest = dir.join(&local);
         let mut n = 2;
         while dest.exists() {
@@ -466,7 +465,7 @@ fn follow_new(command: &str, client: &ApiClient, out: &Out, mut args: pico_args:
         }
     }
     if let Some(dir) = out_dir {
-        let code = download(client, &percent_encode(&id), None, false, &dir, out);
+        let code = download(client, &path_segment(&id), None, false, &dir, out);
         if code != exit::FINISHED {
             return code;
         }

@@ -8,8 +8,7 @@
 //! `notifications/cancelled` are handled while one waits; no call blocks longer than ~60 s:
 //! confirmations are answered by polling tools, not by holding a call open.
 
-use crate::client::{ApiClient, ClientError};
-use crate::http::percent_encode;
+use super::client::{ApiClient, ClientError, path_segment};
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::io::{BufRead, Write};
@@ -156,7 +155,7 @@ fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHand
             let flag = Arc::new(AtomicBool::new(false));
             shared.running.lock().unwrap_or_else(|p| p.into_inner()).push((key.clone(), Arc::clone(&flag)));
             Some(std::thread::spawn(move || {
-                let result = match crate::tools::validate(&def["inputSchema"], &args) {
+                let result = match crate::util::schema::validate(&def["inputSchema"], &args) {
                     Err(e) => tool_error(&format!("invalid arguments: {e}")),
                     Ok(()) => call(&shared, &name, &args, &flag),
                 };
@@ -301,7 +300,7 @@ fn pretty(v: &Value) -> String {
 
 fn call(shared: &Shared, name: &str, args: &Value, cancelled: &AtomicBool) -> Value {
     let c = &shared.client;
-    let id = args["session_id"].as_str().map(percent_encode).unwrap_or_default();
+    let id = args["session_id"].as_str().map(path_segment).unwrap_or_default();
     let result: Result<Value, ClientError> = match name {
         "create_session" => {
             let mut body = json!({"mode": args["mode"], "target": args["target"]});
@@ -380,7 +379,7 @@ fn respond(c: &ApiClient, id: &str, args: &Value) -> Result<Value, ClientError> 
 }
 
 fn get_file(shared: &Shared, id: &str, filename: &str) -> Result<Value, ClientError> {
-    let path = format!("/sessions/{id}/files/{}", percent_encode(filename));
+    let path = format!("/sessions/{id}/files/{}", path_segment(filename));
     let files = shared.client.get(&format!("/sessions/{id}/files"))?;
     let size_kb = files
         .as_array()
@@ -403,16 +402,16 @@ fn get_file(shared: &Shared, id: &str, filename: &str) -> Result<Value, ClientEr
             };
             return Ok(json!({"content": [
                 {"type": "text", "text": format!("{filename} ({size_kb} KB)")},
-                {"type": "image", "data": crate::b64::encode(&bytes), "mimeType": mime}], "isError": false}));
+                {"type": "image", "data": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes), "mimeType": mime}], "isError": false}));
         }
         return Ok(text_result(String::from_utf8_lossy(&bytes).into_owned()));
     }
-    let dir = shared.files_dir.join(crate::store::sanitize_filename(id));
+    let dir = shared.files_dir.join(crate::util::filename::sanitize_filename(id));
     // Inside our own 0700 folder nobody else can plant anything, so only that one is checked.
     private_dir(&shared.files_dir)
         .and_then(|()| std::fs::create_dir_all(&dir))
         .map_err(|e| ClientError::Other(format!("cannot use {}: {e}", dir.display())))?;
-    let dest = dir.join(crate::store::sanitize_filename(filename));
+    let dest = dir.join(crate::util::filename::sanitize_filename(filename));
     let size = shared.client.download(&path, &dest)?;
     Ok(text_result(format!("Saved {filename} ({} KB) to {}", size.div_ceil(1024), dest.display())))
 }
@@ -450,7 +449,7 @@ fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result
             Some(s) => s,
             None => c.get(&format!("/sessions/{id}"))?,
         };
-        let active = crate::client::is_active(&s);
+        let active = super::client::is_active(&s);
         let why = if !active {
             Some("ended")
         } else if !s["confirmation_pending"].is_null() {

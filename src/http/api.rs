@@ -1,15 +1,16 @@
-//! The API server's routes (DESIGN §4): sessions, logs, files, confirmations, workers, health.
+//! The API server's routes : sessions, logs, files, confirmations, workers, health.
 //!
 //! Each handler returns `Result<Reply, ApiError>`; `http::finish` turns that into exactly one
 //! response. Bodies are JSON, capped at 1 MiB. Auth is a bearer token checked in constant
 //! time on every route but `/health`.
 
+use super::body::percent_encode;
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
 use crate::hub::WorkerHub;
 use crate::protocol::{ConfirmationAnswer, CreateSessionRequest};
-use crate::sessions::{LOG_WAIT_MAX, Session, SessionManager};
+use crate::session::{LOG_WAIT_MAX, Session, SessionManager};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -120,7 +121,7 @@ impl Api {
         };
         let after = number("after")?;
         let wait = Duration::from_secs(number("wait")?).min(LOG_WAIT_MAX);
-        Ok(Reply::Park(Box::new(move |request| session.log_long_poll(request, after, wait))))
+        Ok(Reply::Park(Box::new(move |respond| session.log_long_poll(respond, after, wait))))
     }
 
     fn file(&self, session: &Session, name: &str) -> Result<Reply, ApiError> {
@@ -176,7 +177,7 @@ impl Api {
 fn content_disposition(name: &str) -> String {
     let ascii: String =
         name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();
-    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{}", http::percent_encode(name))
+    format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{}", percent_encode(name))
 }
 
 fn content_type(name: &str) -> &'static str {

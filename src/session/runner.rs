@@ -1,17 +1,18 @@
 //! The agent seam: everything an agent loop may do to its session, and nothing more.
 //!
 //! A `SessionRunner` is handed to the agent on the session's thread once a worker is leased.
-//! It can send the worker one command at a time and wait for the result, ask a person for a
+//! It can run a target tool on the session's `Executor` (one at a time), ask a person for a
 //! confirmation, write the log, notes, report and conversation, store files and screenshots,
 //! count turns and tokens, read the session's secrets, and see a stop request. Every wait it
 //! offers ends early on a stop. Everything it writes is scrubbed of the vault's secrets.
 
+use super::{ConfirmationOutcome, Session};
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::hub::{CommandError, Worker, WorkerHub};
-use crate::protocol::{FileEntry, FileKind, LogKind, SessionRecord, Usage};
-use crate::sessions::{ConfirmationOutcome, Session};
+use crate::exec::{ExecError, Executor};
+use crate::protocol::{FileEntry, FileKind, LogEntry, LogKind, Note, SessionRecord, Usage};
 use crate::vault::{Credentials, Notifications};
+use crate::wait::stop::StopSignal;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,17 +25,19 @@ pub enum AgentOutcome {
     Stopped,
 }
 
+/// The agent plugged into every session (the LLM loop, or a test acting as one).
+pub type AgentFn = Arc<dyn Fn(SessionRunner) -> AgentOutcome + Send + Sync>;
+
 #[derive(Clone)]
 pub struct SessionRunner {
     session: Arc<Session>,
-    hub: Arc<WorkerHub>,
-    worker: Arc<Worker>,
+    executor: Arc<dyn Executor>,
     config: Arc<Config>,
 }
 
 impl SessionRunner {
-    pub(crate) fn new(session: Arc<Session>, hub: Arc<WorkerHub>, worker: Arc<Worker>, config: Arc<Config>) -> Self {
-        SessionRunner { session, hub, worker, config }
+    pub(crate) fn new(session: Arc<Session>, executor: Arc<dyn Executor>, config: Arc<Config>) -> Self {
+        SessionRunner { session, executor, config }
     }
 
     pub fn session_id(&self) -> &str {
@@ -50,17 +53,22 @@ impl SessionRunner {
         &self.config
     }
 
-    pub fn worker_hostname(&self) -> &str {
-        &self.worker.hostname
+    /// The host the session's target tools run on (the leased worker's hostname).
+    pub fn worker_hostname(&self) -> String {
+        self.session.record().worker.unwrap_or_default()
     }
 
-    /// Run `action` on the worker; wait at most `timeout` (or until a stop).
-    pub fn worker_command(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, CommandError> {
+    /// Who runs the target tools ("worker pc-01 (wkr_…)").
+    pub fn executor(&self) -> String {
+        self.executor.describe()
+    }
+
+    /// Run a target tool; wait at most `timeout` (or until a stop).
+    pub fn execute(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError> {
         if self.stop_requested() {
-            return Err(CommandError::Stopped);
+            return Err(ExecError::Stopped);
         }
-        let session = Arc::clone(&self.session);
-        self.hub.execute(&self.worker, &self.session.id, action, params, timeout, &move || session.stop_requested())
+        self.executor.run(action, params, timeout)
     }
 
     /// Ask a person (or approve at once under `auto_confirm`).
@@ -97,12 +105,12 @@ impl SessionRunner {
         self.session.files().into_iter().filter(|f| f.kind != FileKind::Screenshot).collect()
     }
 
-    pub fn notes(&self) -> Vec<crate::protocol::Note> {
+    pub fn notes(&self) -> Vec<Note> {
         self.session.notes()
     }
 
     /// Log entries whose text or data contains `query` (case-insensitive), newest last.
-    pub fn search_log(&self, query: &str, max: usize) -> Vec<crate::protocol::LogEntry> {
+    pub fn search_log(&self, query: &str, max: usize) -> Vec<LogEntry> {
         self.session.search_log(query, max)
     }
 
@@ -148,9 +156,14 @@ impl SessionRunner {
         self.session.stop_requested()
     }
 
+    /// The session's stop, for waits of the agent's own (an LLM call, a notification).
+    pub fn stop_signal(&self) -> &StopSignal {
+        self.session.stop_signal()
+    }
+
     /// Sleep until stopped or `timeout`; true when stopped.
     pub fn wait_for_stop(&self, timeout: Duration) -> bool {
-        self.session.wait_for_stop(timeout)
+        self.session.stop_signal().wait(timeout)
     }
 }
 

@@ -1,0 +1,153 @@
+//! Context care: what a tool result looks like to the model, and what stays in its context.
+//!
+//! Screenshots from a result are stored under `screenshots/` and handed over as image blocks
+//! (only the newest `agent.keep_screenshots` stay in the context; older ones become a stub);
+//! a text over `agent.max_tool_output_chars` is stored as a file and previewed; the
+//! conversation on disk holds no image data.
+
+use super::Agent;
+use super::dispatch::ToolOutcome;
+use crate::llm::{Block, Message, Reply, Role};
+use crate::protocol::FileKind;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+
+/// Characters of an oversized tool output shown to the model.
+const PREVIEW_CHARS: usize = 2000;
+/// The Messages API's per-image limit, measured on the base64 text.
+const MAX_IMAGE_BASE64: usize = 5_000_000;
+
+impl Agent {
+    /// A worker result for the model: screenshots become stored PNGs plus an image block; long
+    /// text is stored as a file and previewed.
+    pub(super) fn result_blocks(&mut self, name: &str, mut data: Value) -> ToolOutcome {
+        let images = self.image_blocks(&data);
+        if let Some(map) = data.as_object_mut() {
+            if map.remove("image_base64").is_some() {
+                map.insert("image".into(), json!("attached"));
+            }
+        }
+        let text = match &data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let max = self.runner.config().agent.max_tool_output_chars;
+        let text = if text.chars().count() > max {
+            let stored = self.runner.store_file(
+                &format!("tool_output_{:04}_{name}.txt", self.turn),
+                text.as_bytes(),
+                FileKind::Generated,
+            );
+            let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+            match stored {
+                Ok(f) => format!(
+                    "{preview}\n… [output truncated: {} characters in all; the full output is saved as file {}]",
+                    text.chars().count(),
+                    f.filename
+                ),
+                Err(_) => format!("{preview}\n… [output truncated: {} characters in all]", text.chars().count()),
+            }
+        } else {
+            text
+        };
+        let mut content = vec![Block::text(text)];
+        content.extend(images);
+        ToolOutcome::blocks(content)
+    }
+
+    /// Store `image_base64` from a worker result under screenshots/ and return it as an image.
+    pub(super) fn image_blocks(&self, data: &Value) -> Vec<Block> {
+        let Some(encoded) = data["image_base64"].as_str() else { return Vec::new() };
+        let media_type = data["media_type"].as_str().unwrap_or("image/png").to_string();
+        match STANDARD.decode(encoded) {
+            Ok(bytes) => {
+                let stored = self.runner.store_screenshot(self.turn, &bytes);
+                if let Err(e) = &stored {
+                    log::warn!("{}: screenshot not stored: {}", self.runner.session_id(), e.message());
+                }
+                // The API refuses images over 5 MB (of base64) and would end the session.
+                if encoded.len() > MAX_IMAGE_BASE64 {
+                    let name = stored.map(|f| f.filename).unwrap_or_default();
+                    return vec![Block::text(format!(
+                        "(the screenshot is too large to show: {} MB; saved as {name}. Take a viewport screenshot instead.)",
+                        bytes.len() / (1024 * 1024)
+                    ))];
+                }
+                vec![Block::Image { media_type, data: encoded.to_string() }]
+            }
+            Err(e) => vec![Block::text(format!("(the screenshot could not be decoded: {e})"))],
+        }
+    }
+}
+
+pub(super) fn first_text(blocks: &[Block]) -> String {
+    blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Text { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+pub(super) fn last_text(reply: &Reply) -> String {
+    reply
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.trim()),
+            _ => None,
+        })
+        .filter(|t| !t.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+pub(super) fn excerpt(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(max).collect::<String>())
+    }
+}
+
+/// Keep only the newest `keep` images in the context; older ones become a short stub.
+pub fn trim_images(messages: &mut [Message], keep: usize) {
+    let mut seen = 0;
+    for message in messages.iter_mut().rev() {
+        if message.role != Role::User {
+            continue;
+        }
+        for block in message.content.iter_mut().rev() {
+            let inner: &mut Vec<Block> = match block {
+                Block::ToolResult { content, .. } => content,
+                _ => continue,
+            };
+            for b in inner.iter_mut().rev() {
+                if matches!(b, Block::Image { .. }) {
+                    seen += 1;
+                    if seen > keep {
+                        *b = Block::text("[an earlier screenshot was removed from the context to save space]");
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The conversation as stored on disk: images are in screenshots/, not inlined.
+pub(super) fn without_image_data(m: &Message) -> Message {
+    fn strip(b: &Block) -> Block {
+        match b {
+            Block::Image { media_type, .. } => Block::text(format!("[image {media_type}, stored under screenshots/]")),
+            Block::ToolResult { tool_use_id, content, is_error } => Block::ToolResult {
+                tool_use_id: tool_use_id.clone(),
+                content: content.iter().map(strip).collect(),
+                is_error: *is_error,
+            },
+            other => other.clone(),
+        }
+    }
+    Message { role: m.role, content: m.content.iter().map(strip).collect() }
+}

@@ -1,0 +1,154 @@
+//! Running one tool call: look it up in the session's offered tools (the tool table), check
+//! its arguments against its schema, and run it where the table says — a local handler
+//! (`local.rs`) or the session's executor. An unknown tool or bad arguments go back to the
+//! model as a tool error; nothing a model sends can end the session.
+
+use super::Agent;
+use super::context::excerpt;
+use crate::exec::ExecError;
+use crate::llm::Block;
+use crate::protocol::LogKind;
+use crate::protocol::tools::{Runs, Timeout, Tool};
+use crate::util::schema;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Characters of a tool call or result shown in the log.
+const LOG_EXCERPT: usize = 300;
+/// The longest `timeout_s` a tool call may ask for; the worker clamps to the same (shell) or
+/// less (`browser_wait_for`: 600 s).
+const MAX_ASKED_TIMEOUT_S: u64 = 3600;
+
+/// What one tool call produced.
+pub(super) struct ToolOutcome {
+    pub content: Vec<Block>,
+    pub is_error: bool,
+    /// Set by finish_task / finish_exploration: (summary, report).
+    pub finish: Option<(String, Option<String>)>,
+    /// The session was stopped during the call.
+    pub stopped: bool,
+}
+
+impl ToolOutcome {
+    pub fn ok(value: Value) -> ToolOutcome {
+        ToolOutcome::blocks(vec![Block::text(value.to_string())])
+    }
+
+    pub fn blocks(content: Vec<Block>) -> ToolOutcome {
+        ToolOutcome { content, is_error: false, finish: None, stopped: false }
+    }
+
+    pub fn error(message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { is_error: true, ..ToolOutcome::blocks(vec![Block::text(message.into())]) }
+    }
+
+    pub fn stopped() -> ToolOutcome {
+        ToolOutcome { stopped: true, ..ToolOutcome::error("not run: the session was stopped") }
+    }
+}
+
+/// How long a target tool may take.
+pub(super) fn timeout_for(tool: Tool, input: &Value, command_s: u64, download_s: u64) -> Duration {
+    let command = Duration::from_secs(command_s);
+    match tool.spec().timeout {
+        Timeout::Command => command,
+        Timeout::Download => Duration::from_secs(download_s),
+        // Capped: the model picks this number, and a day-long wait would also hide a dead
+        // worker (its allowance grows with the command's timeout).
+        Timeout::Asked => {
+            let asked = input["timeout_s"].as_u64().unwrap_or(0).min(MAX_ASKED_TIMEOUT_S);
+            command.max(Duration::from_secs(asked + 15))
+        }
+    }
+}
+
+impl Agent {
+    pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        self.runner.log(
+            LogKind::Tool,
+            &format!("{name} {}", excerpt(&input.to_string(), LOG_EXCERPT)),
+            Some(json!({"tool": name, "input": input})),
+        );
+        let mut outcome = self.dispatch(name, input);
+        self.note_repeated_failure(name, input, &mut outcome);
+        let text: Vec<&str> = outcome
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        let text = excerpt(&text.join(" "), LOG_EXCERPT);
+        let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
+        let shown = if images > 0 { format!("{text} [+{images} image]") } else { text };
+        self.runner.log(
+            if outcome.is_error { LogKind::Error } else { LogKind::Result },
+            &format!("{name}: {shown}"),
+            Some(json!({"tool": name, "is_error": outcome.is_error})),
+        );
+        outcome
+    }
+
+    /// Weak models repeat a failing call verbatim; say so, so the next turn changes course.
+    fn note_repeated_failure(&mut self, name: &str, input: &Value, outcome: &mut ToolOutcome) {
+        let key = format!("{name} {input}");
+        if !outcome.is_error || outcome.stopped {
+            self.failed_calls.remove(&key);
+            return;
+        }
+        let text = super::context::first_text(&outcome.content);
+        if self.failed_calls.get(&key) == Some(&text) {
+            outcome.content.push(Block::text(
+                "This exact call already failed the same way. Repeating it will not help: look at the page or output \
+                 first (e.g. browser_get_dom, browser_screenshot) and try something different.",
+            ));
+        }
+        self.failed_calls.insert(key, text);
+    }
+
+    fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        let Some(i) = self.offered.iter().position(|t| t.name() == name) else {
+            let known = self.tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
+            return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
+        };
+        if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
+            return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
+        }
+        let tool = self.offered[i];
+        match tool.spec().runs {
+            Runs::Controller => self.local_tool(tool, input),
+            Runs::Target(_) => self.target_tool(tool, input),
+        }
+    }
+
+    fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
+        let task = &self.runner.config().task;
+        let timeout = timeout_for(tool, input, task.command_timeout_s, task.download_timeout_s);
+        match self.runner.execute(tool.name(), input.clone(), timeout) {
+            // A page can echo a typed secret back (a wrong field, an error page): scrub what
+            // goes into the model's context just like what goes to disk.
+            Ok(mut data) => {
+                self.runner.scrub_json(&mut data);
+                self.result_blocks(tool.name(), data)
+            }
+            Err(ExecError::Stopped) => ToolOutcome::stopped(),
+            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_asked_timeout_is_capped() {
+        let t = timeout_for(Tool::RunCommand, &json!({"timeout_s": u64::MAX}), 120, 900);
+        assert_eq!(t, Duration::from_secs(MAX_ASKED_TIMEOUT_S + 15));
+        let t = timeout_for(Tool::BrowserWaitFor, &json!({"timeout_s": 5}), 120, 900);
+        assert_eq!(t, Duration::from_secs(120));
+        assert_eq!(timeout_for(Tool::BrowserDownload, &json!({}), 120, 900), Duration::from_secs(900));
+        assert_eq!(timeout_for(Tool::BrowserClick, &json!({}), 120, 900), Duration::from_secs(120));
+    }
+}

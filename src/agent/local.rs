@@ -1,0 +1,160 @@
+//! The tools that run in the controller: notes, finishing, confirmations, files,
+//! notifications, the login from the vault, and searching the session's log.
+//!
+//! `perform_login` is the one local tool that drives the target: it puts the vault's password
+//! into exactly one worker command and tells the model only who it logged in as.
+
+use super::Agent;
+use super::dispatch::ToolOutcome;
+use crate::exec::ExecError;
+use crate::llm::Block;
+use crate::protocol::FileKind;
+use crate::protocol::tools::Tool;
+use crate::session::ConfirmationOutcome;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+impl Agent {
+    /// The handler of each controller tool of the table.
+    pub(super) fn local_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
+        match tool {
+            Tool::SaveNote => {
+                let content = input["content"].as_str().unwrap_or("");
+                self.runner.save_note(input["title"].as_str(), content);
+                ToolOutcome::ok(json!({"saved": true}))
+            }
+            Tool::FinishTask | Tool::FinishExploration => {
+                let summary = input["summary"].as_str().unwrap_or("").to_string();
+                let report = input["report_markdown"].as_str().map(str::to_string);
+                ToolOutcome { finish: Some((summary, report)), ..ToolOutcome::ok(json!({"finished": true})) }
+            }
+            Tool::RequestConfirmation => self.confirm(input),
+            Tool::SaveFile => self.save_file(input),
+            Tool::SendNotification => self.send_notification(input),
+            Tool::PerformLogin => self.perform_login(),
+            Tool::SearchHistory => {
+                let max = input["max_results"].as_u64().unwrap_or(20).clamp(1, 100) as usize;
+                let hits = self.runner.search_log(input["query"].as_str().unwrap_or(""), max);
+                ToolOutcome::ok(json!({"matches": hits}))
+            }
+            other => ToolOutcome::error(format!("{} has no handler in the controller", other.name())),
+        }
+    }
+
+    fn confirm(&self, input: &Value) -> ToolOutcome {
+        let outcome = self.runner.request_confirmation(
+            input["action"].as_str().unwrap_or(""),
+            input["description"].as_str().unwrap_or(""),
+            input.get("details").cloned().unwrap_or_else(|| json!([])),
+            input["risk_level"].as_str().unwrap_or("medium"),
+        );
+        match outcome {
+            ConfirmationOutcome::Approved => ToolOutcome::ok(json!({"approved": true})),
+            ConfirmationOutcome::AutoApproved => ToolOutcome::ok(json!({"approved": true, "auto": true})),
+            ConfirmationOutcome::Denied => ToolOutcome::ok(json!({"approved": false})),
+            ConfirmationOutcome::TimedOut => ToolOutcome::ok(json!({"approved": false, "reason": "timeout"})),
+            ConfirmationOutcome::Stopped => ToolOutcome::stopped(),
+        }
+    }
+
+    fn save_file(&self, input: &Value) -> ToolOutcome {
+        let content = input["content"].as_str().unwrap_or("");
+        let bytes = match input["encoding"].as_str() {
+            Some("base64") => match STANDARD.decode(content) {
+                Ok(b) => b,
+                Err(e) => return ToolOutcome::error(format!("content is not valid base64: {e}")),
+            },
+            _ => content.as_bytes().to_vec(),
+        };
+        match self.runner.store_file(input["filename"].as_str().unwrap_or("file"), &bytes, FileKind::Generated) {
+            Ok(entry) => ToolOutcome::ok(json!({"saved": entry.filename, "size_kb": entry.size_kb})),
+            Err(e) => ToolOutcome::error(format!("could not save the file: {}", e.message())),
+        }
+    }
+
+    fn send_notification(&self, input: &Value) -> ToolOutcome {
+        let Some(targets) = self.runner.notifications() else {
+            return ToolOutcome::error("no notification channel was configured for this session");
+        };
+        let files: Vec<String> = if input["include_files"].as_bool().unwrap_or(false) {
+            self.runner.deliverable_files().into_iter().map(|f| f.filename).collect()
+        } else {
+            Vec::new()
+        };
+        let message = input["message"].as_str().unwrap_or("").to_string();
+        // Delivery may take tens of seconds (timeouts, retries): off this thread, so a stop
+        // still ends the session at once.
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let notifier = Arc::clone(&self.notifier);
+        let id = self.runner.session_id().to_string();
+        std::thread::spawn(move || {
+            let _ = tx.send(notifier.send(&targets, &message, &id, &files));
+        });
+        let stopped = self.runner.stop_signal().receiver();
+        let deliveries = crossbeam_channel::select! {
+            recv(rx) -> d => match d {
+                Ok(d) => d,
+                Err(_) => return ToolOutcome::error("the notification thread ended without a result"),
+            },
+            recv(stopped) -> _ => return ToolOutcome::stopped(),
+        };
+        let report: Vec<Value> = deliveries
+            .iter()
+            .map(|d| match &d.result {
+                Ok(()) => json!({"channel": d.channel, "sent": true}),
+                Err(e) => json!({"channel": d.channel, "sent": false, "error": e}),
+            })
+            .collect();
+        if deliveries.iter().all(|d| d.result.is_err()) {
+            ToolOutcome::error(json!({"delivered": report}).to_string())
+        } else {
+            ToolOutcome::ok(json!({"delivered": report}))
+        }
+    }
+
+    /// Drive the login form on the worker with the vault's credentials. The password goes
+    /// into one worker command and nowhere else.
+    fn perform_login(&mut self) -> ToolOutcome {
+        let Some(creds) = self.runner.credentials() else {
+            return ToolOutcome::error("no credentials are stored for this session");
+        };
+        const FORM: &str = "form:has(input[type=password])";
+        let login_url = creds.login_url.clone().unwrap_or_else(|| self.record.target.clone());
+        let user_sel = creds
+            .username_selector
+            .clone()
+            .unwrap_or_else(|| format!("{FORM} input:is([type=email],[type=text],:not([type]))"));
+        let pass_sel = creds.password_selector.clone().unwrap_or_else(|| "input[type=password]".to_string());
+        let submit_sel = creds
+            .submit_selector
+            .clone()
+            .unwrap_or_else(|| format!("{FORM} :is(button[type=submit],input[type=submit],button:not([type]))"));
+        let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
+        let steps = [
+            (Tool::BrowserNavigate.name(), json!({"url": login_url})),
+            (Tool::BrowserType.name(), json!({"selector": user_sel, "text": creds.username})),
+            (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose()})),
+            (Tool::BrowserClick.name(), json!({"selector": submit_sel})),
+        ];
+        for (i, (action, params)) in steps.into_iter().enumerate() {
+            let what = ["open the login page", "type the username", "type the password", "submit the form"][i];
+            if let Err(e) = self.runner.execute(action, params, timeout) {
+                return match e {
+                    ExecError::Stopped => ToolOutcome::stopped(),
+                    e => ToolOutcome::error(format!("login failed at \"{what}\": {e}")),
+                };
+            }
+        }
+        let mut content = vec![Block::text(format!(
+            "Submitted the login form at {login_url} as {}. Check the screenshot to see whether the login worked.",
+            creds.username
+        ))];
+        if let Ok(shot) = self.runner.execute(Tool::BrowserScreenshot.name(), json!({}), timeout) {
+            content.extend(self.image_blocks(&shot));
+        }
+        ToolOutcome::blocks(content)
+    }
+}

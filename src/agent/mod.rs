@@ -1,0 +1,223 @@
+//! The agent: the LLM tool-use loop each session runs on its own thread.
+//!
+//! Per turn: system prompt and tools for the session's mode × type (from the tool table), the
+//! conversation (with only the newest `agent.keep_screenshots` images kept), one model call,
+//! then each tool call in order — local tools in the controller, target tools on the
+//! session's executor — and one user message with every result. Ends on finish_task /
+//! finish_exploration, `max_turns`, a stop, a second reply without tools, or an error the API
+//! will not get past. The loop knows no wire format: it speaks `llm::Provider`.
+//! Invariant: `conversation_log.json` is rewritten after every turn and at the end, and every
+//! tool call in it has its result, whatever ended the session.
+
+mod context;
+mod dispatch;
+mod local;
+pub mod prompts;
+mod report;
+
+use crate::config::Config;
+use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
+use crate::notify::Notifier;
+use crate::protocol::tools::Tool;
+use crate::protocol::{LogKind, SessionRecord, Usage};
+use crate::session::{AgentFn, AgentOutcome, SessionRunner};
+use context::{last_text, trim_images};
+use dispatch::ToolOutcome;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Build the agent for every session from the config: the LLM provider and the notifier.
+pub fn llm_agent(config: &Config) -> AgentFn {
+    let provider = llm::from_config(config);
+    if let Err(missing) = &provider {
+        log::warn!("{missing}; sessions will end with this error");
+    }
+    let notifier = Arc::new(Notifier::new(
+        &config.notifications.telegram_base_url,
+        Duration::from_secs(config.notifications.timeout_s),
+    ));
+    Arc::new(move |runner: SessionRunner| match &provider {
+        Ok(p) => Agent::new(runner, Arc::clone(p), Arc::clone(&notifier)).run(),
+        Err(missing) => {
+            runner.log(LogKind::Error, missing, None);
+            AgentOutcome::Failed(missing.clone())
+        }
+    })
+}
+
+pub struct Agent {
+    runner: SessionRunner,
+    provider: Arc<dyn Provider>,
+    notifier: Arc<Notifier>,
+    record: SessionRecord,
+    system: String,
+    /// The tools offered, and their definitions for the model (same order).
+    offered: Vec<Tool>,
+    tools: Vec<ToolDef>,
+    messages: Vec<Message>,
+    turn: u32,
+    nudged: bool,
+    /// Last error of each distinct call (name + input), to notice verbatim repeats.
+    failed_calls: std::collections::HashMap<String, String>,
+}
+
+/// What one turn decided.
+enum Turn {
+    Continue,
+    End(AgentOutcome),
+}
+
+impl Agent {
+    pub fn new(runner: SessionRunner, provider: Arc<dyn Provider>, notifier: Arc<Notifier>) -> Agent {
+        let record = runner.record();
+        let system = prompts::system_prompt(&record);
+        let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
+        let tools = offered
+            .iter()
+            .map(|t| {
+                let spec = t.spec();
+                ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema }
+            })
+            .collect();
+        let opening = Message::user(vec![Block::text(prompts::opening_message(&record))]);
+        Agent {
+            runner,
+            provider,
+            notifier,
+            record,
+            system,
+            offered,
+            tools,
+            messages: vec![opening],
+            turn: 0,
+            nudged: false,
+            failed_calls: Default::default(),
+        }
+    }
+
+    pub fn run(mut self) -> AgentOutcome {
+        let outcome = loop {
+            if let Turn::End(outcome) = self.turn() {
+                break outcome;
+            }
+        };
+        self.save_conversation();
+        self.notify_end(&outcome);
+        outcome
+    }
+
+    /// One model call and the tools it asked for.
+    fn turn(&mut self) -> Turn {
+        if self.runner.stop_requested() {
+            return Turn::End(AgentOutcome::Stopped);
+        }
+        if self.turn >= self.record.max_turns {
+            let summary = format!("Stopped after reaching the limit of {} turns.", self.record.max_turns);
+            self.runner.log(LogKind::System, &summary, None);
+            self.write_report(&summary, None);
+            return Turn::End(AgentOutcome::Finished { summary });
+        }
+        self.turn += 1;
+        self.runner.set_turn(self.turn);
+        trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
+        let reply = match self.call_model() {
+            Ok(r) => r,
+            Err(LlmError::Cancelled) => return Turn::End(AgentOutcome::Stopped),
+            Err(e) => {
+                let msg = e.to_string();
+                self.runner.log(LogKind::Error, &msg, None);
+                self.write_report(&format!("The session ended with an error: {msg}"), None);
+                return Turn::End(AgentOutcome::Failed(msg));
+            }
+        };
+        self.runner.add_usage(&record_usage(reply.usage));
+        for block in &reply.content {
+            if let Block::Text { text } = block {
+                if !text.trim().is_empty() {
+                    self.runner.log(LogKind::Assistant, text, None);
+                }
+            }
+        }
+        // An empty assistant turn is invalid in the next request: keep it out.
+        if !reply.content.is_empty() {
+            self.messages.push(Message::assistant(reply.content.clone()));
+        }
+        let calls: Vec<(String, String, Value)> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                _ => None,
+            })
+            .collect();
+        if calls.is_empty() { self.no_tool_calls(&reply) } else { self.run_calls(calls) }
+    }
+
+    fn call_model(&self) -> Result<Reply, LlmError> {
+        let max_tokens = self.runner.config().api.max_tokens;
+        let request = Request { system: &self.system, tools: &self.tools, messages: &self.messages, max_tokens };
+        self.provider.complete(&request, self.runner.stop_signal())
+    }
+
+    /// A reply without tool calls gets one nudge; the second ends the session with its text.
+    fn no_tool_calls(&mut self, reply: &Reply) -> Turn {
+        if !self.nudged && reply.stop_reason != StopReason::Refusal {
+            self.nudged = true;
+            let nudge = Block::text(prompts::nudge(self.record.mode));
+            match self.messages.last_mut() {
+                // After an empty reply the last message is ours: add to it, keeping turns alternating.
+                Some(last) if reply.content.is_empty() && last.role == Role::User => last.content.push(nudge),
+                _ => self.messages.push(Message::user(vec![nudge])),
+            }
+            self.save_conversation();
+            return Turn::Continue;
+        }
+        let text = last_text(reply);
+        let summary = if text.is_empty() { "The model ended without a summary.".to_string() } else { text };
+        self.write_report(&summary, None);
+        Turn::End(AgentOutcome::Finished { summary })
+    }
+
+    /// Run each call in order (after a stop, the rest get a "not run" result), then answer
+    /// them all in one message.
+    fn run_calls(&mut self, calls: Vec<(String, String, Value)>) -> Turn {
+        let mut results = Vec::with_capacity(calls.len());
+        let mut finish = None;
+        let mut stopped = false;
+        for (id, name, input) in calls {
+            let outcome = if stopped || self.runner.stop_requested() {
+                ToolOutcome::stopped()
+            } else {
+                self.run_tool(&name, &input)
+            };
+            stopped |= outcome.stopped;
+            if outcome.finish.is_some() {
+                finish = outcome.finish.clone();
+            }
+            results.push(Block::ToolResult { tool_use_id: id, content: outcome.content, is_error: outcome.is_error });
+        }
+        self.messages.push(Message::user(results));
+        self.save_conversation();
+        if stopped {
+            return Turn::End(AgentOutcome::Stopped);
+        }
+        match finish {
+            Some((summary, report)) => {
+                self.write_report(&summary, report.as_deref());
+                Turn::End(AgentOutcome::Finished { summary })
+            }
+            None => Turn::Continue,
+        }
+    }
+}
+
+/// The session record keeps Anthropic-style names (its JSON shape is the API's).
+fn record_usage(u: TokenUsage) -> Usage {
+    Usage {
+        input_tokens: u.input,
+        output_tokens: u.output,
+        cache_creation_input_tokens: u.cache_write,
+        cache_read_input_tokens: u.cache_read,
+    }
+}

@@ -1,0 +1,85 @@
+//! How a session's work is written up: the conversation after every turn, the report at the
+//! end (the model's own, or one built from the notes and files), and one notification when the
+//! session ends (sent off the session thread, so a stop is never delayed by it).
+
+use super::Agent;
+use super::context::without_image_data;
+use crate::llm::Message;
+use crate::protocol::{LogKind, Mode};
+use crate::session::AgentOutcome;
+use serde_json::json;
+use std::sync::Arc;
+
+impl Agent {
+    pub(super) fn save_conversation(&self) {
+        let messages: Vec<Message> = self.messages.iter().map(without_image_data).collect();
+        self.runner.write_conversation(&json!({
+            "session_id": self.runner.session_id(),
+            "system": self.system,
+            "tools": self.tools.iter().map(|t| t.name).collect::<Vec<_>>(),
+            "messages": messages,
+        }));
+    }
+
+    pub(super) fn write_report(&self, summary: &str, report: Option<&str>) {
+        if let Some(r) = report.filter(|r| !r.trim().is_empty()) {
+            self.runner.write_report(r);
+            return;
+        }
+        let r = &self.record;
+        let kind = match r.mode {
+            Mode::Task => "Task",
+            Mode::Explore => "Exploration",
+        };
+        let mut md = format!("# {kind} report — {}\n\n- **Target:** {}\n", r.session_id, r.target);
+        match r.mode {
+            Mode::Task => md.push_str(&format!("- **Task:** {}\n", r.instruction.as_deref().unwrap_or(""))),
+            Mode::Explore => {
+                md.push_str(&format!("- **Goal:** {}\n", r.goal.as_deref().unwrap_or("understand the target")))
+            }
+        }
+        md.push_str(&format!("- **Turns:** {}\n\n## Outcome\n\n{summary}\n", self.turn));
+        let notes = self.runner.notes();
+        if !notes.is_empty() {
+            md.push_str("\n## Notes\n\n");
+            for n in notes {
+                match n.title {
+                    Some(t) => md.push_str(&format!("- **{t}:** {}\n", n.content)),
+                    None => md.push_str(&format!("- {}\n", n.content)),
+                }
+            }
+        }
+        let files = self.runner.deliverable_files();
+        if !files.is_empty() {
+            md.push_str("\n## Files\n\n");
+            for f in files {
+                md.push_str(&format!("- {} ({} KB)\n", f.filename, f.size_kb));
+            }
+        }
+        self.runner.write_report(&md);
+    }
+
+    /// One notification when the session ends, sent off-thread so a stop is not delayed.
+    pub(super) fn notify_end(&self, outcome: &AgentOutcome) {
+        let Some(targets) = self.runner.notifications() else { return };
+        let id = self.runner.session_id().to_string();
+        let message = match outcome {
+            AgentOutcome::Finished { summary } => format!("Session {id} finished: {summary}"),
+            AgentOutcome::Failed(e) => format!("Session {id} ended with an error: {e}"),
+            AgentOutcome::Stopped => format!("Session {id} was stopped."),
+        };
+        let files: Vec<String> = self.runner.deliverable_files().into_iter().map(|f| f.filename).collect();
+        let notifier = Arc::clone(&self.notifier);
+        let runner = self.runner.clone();
+        let _ = std::thread::Builder::new().name(format!("notify-{id}")).spawn(move || {
+            for d in notifier.send(&targets, &message, &id, &files) {
+                match d.result {
+                    Ok(()) => runner.log(LogKind::System, &format!("end notification sent ({})", d.channel), None),
+                    Err(e) => {
+                        runner.log(LogKind::Error, &format!("end notification failed ({}): {e}", d.channel), None)
+                    }
+                };
+            }
+        });
+    }
+}

@@ -1,0 +1,46 @@
+//! The executor seam: where a session's target tools run.
+//!
+//! The agent loop hands every tool the table marks `Runs::Target` to the session's
+//! `Executor`, one call at a time, and gets a JSON result or an `ExecError` back. The first
+//! implementation is the leased worker (`hub::WorkerExecutor`); an SSH host is the next. An
+//! executor's `run` is bounded by the timeout it is given and returns `ExecError::Stopped` as
+//! soon as the session's stop is raised.
+
+use serde_json::Value;
+use std::fmt;
+use std::time::Duration;
+
+/// Why a target tool did not produce a result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ExecError {
+    /// The target ran it and reported a failure (its message, for the model).
+    Failed(String),
+    Timeout {
+        action: String,
+        after: Duration,
+    },
+    /// The target went away (a worker stopped polling, a connection dropped).
+    Disconnected(String),
+    Stopped,
+}
+
+impl fmt::Display for ExecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ExecError::Failed(msg) | ExecError::Disconnected(msg) => f.write_str(msg),
+            ExecError::Timeout { action, after } => {
+                write!(f, "{action} timed out after {} s without a result from the worker", after.as_secs())
+            }
+            ExecError::Stopped => f.write_str("the session was stopped"),
+        }
+    }
+}
+
+/// Runs target tools for one session.
+pub trait Executor: Send + Sync {
+    /// Who runs the tools, for the log ("worker pc-01 (wkr_…)").
+    fn describe(&self) -> String;
+
+    /// Run `action` with `params`; at most `timeout`, or until the session is stopped.
+    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError>;
+}

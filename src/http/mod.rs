@@ -1,0 +1,136 @@
+//! The HTTP layer: the two servers, their request guards, bodies, auth, routing and the
+//! answers to parked long polls. The only place tiny_http is named.
+//!
+//! Invariants: every request gets exactly one response, with a JSON body for errors; bodies are
+//! read through `take(limit + 1)` so no client can make us buffer more than the limit; a
+//! parked request is answered once, by whoever takes its `Responder` first (the event it
+//! waits for, its deadline, or shutdown). Answers that may leave a body unread go out on a
+//! short-lived thread, since tiny_http drains it with no socket timeout.
+
+pub mod api;
+mod body;
+mod guard;
+mod server;
+pub mod worker_api;
+
+pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
+pub use server::{HttpServer, ServerSpec};
+
+use crate::error::ApiError;
+use crate::wait::park::Responder;
+use serde::Serialize;
+use std::io::Read;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tiny_http::{Header, Request, Response};
+
+pub type Body = Box<dyn Read + Send + 'static>;
+pub type HttpResponse = Response<Body>;
+
+/// What a route handler hands back.
+pub enum Reply {
+    Response(HttpResponse),
+    /// The handler keeps the request (long poll): the closure gets its `Responder`.
+    Park(Box<dyn FnOnce(Responder) + Send>),
+}
+
+impl Reply {
+    pub fn json<T: Serialize>(status: u16, value: &T) -> Reply {
+        Reply::Response(json_response(status, value))
+    }
+}
+
+/// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
+#[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above
+pub fn header(name: &'static str, value: &str) -> Header {
+    let value: String = value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect();
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+}
+
+pub fn json_bytes_response(status: u16, body: Vec<u8>) -> HttpResponse {
+    let len = body.len();
+    Response::new(
+        status.into(),
+        vec![header("Content-Type", "application/json")],
+        Box::new(std::io::Cursor::new(body)) as Body,
+        Some(len),
+        None,
+    )
+    // The length is known: say so instead of chunking (tiny_http chunks above 32 KiB).
+    .with_chunked_threshold(usize::MAX)
+}
+
+pub fn json_response<T: Serialize>(status: u16, value: &T) -> HttpResponse {
+    match serde_json::to_vec(value) {
+        Ok(body) => json_bytes_response(status, body),
+        Err(e) => error_response(&ApiError::Internal(format!("cannot encode response: {e}"))),
+    }
+}
+
+pub fn error_response(err: &ApiError) -> HttpResponse {
+    let mut resp = json_bytes_response(err.status(), err.body().into_bytes());
+    if matches!(err, ApiError::Unauthorized) {
+        resp.add_header(header("WWW-Authenticate", "Bearer"));
+    }
+    resp
+}
+
+/// Answer a request, ignoring a client that already went away.
+pub fn send(request: Request, response: HttpResponse) {
+    if let Err(e) = request.respond(response) {
+        log::debug!("client went away before the response was written: {e}");
+    }
+}
+
+/// Requests answered by `send_off_pool` still draining their body.
+static DRAINING: AtomicUsize = AtomicUsize::new(0);
+/// Beyond this many, answer on the handler thread again rather than spawn without bound.
+const DRAINING_MAX: usize = 256;
+
+/// A body tiny_http streams (over 1 KiB, or chunked) and we may not have read. After the
+/// response, dropping the request reads the rest of it, and tiny_http sets no socket timeouts:
+/// a client that declares a body and never sends it would hold the thread for good.
+pub(crate) fn may_stall(request: &Request) -> bool {
+    request.body_length().map_or_else(|| header_value(request, "Transfer-Encoding").is_some(), |n| n > 1024)
+}
+
+/// Answer on a thread of its own when the unread body could stall, so such clients cannot
+/// take the handler pool (eight idle connections would otherwise freeze a server).
+pub(crate) fn send_off_pool(request: Request, response: HttpResponse) {
+    if !may_stall(&request) {
+        return send(request, response);
+    }
+    if DRAINING.fetch_add(1, Ordering::AcqRel) >= DRAINING_MAX {
+        DRAINING.fetch_sub(1, Ordering::AcqRel);
+        return send(request, response);
+    }
+    let spawned = std::thread::Builder::new().name("drain".into()).stack_size(128 * 1024).spawn(move || {
+        send(request, response);
+        DRAINING.fetch_sub(1, Ordering::AcqRel);
+    });
+    if spawned.is_err() {
+        // The closure, request included, was dropped (tiny_http answered it 500).
+        DRAINING.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Dispatch helper: run a handler and turn its `Result` into exactly one response.
+pub fn finish(request: Request, result: Result<Reply, ApiError>) {
+    match result {
+        Ok(Reply::Response(resp)) => send(request, resp),
+        Ok(Reply::Park(park)) => park(responder(request)),
+        Err(err) => {
+            if err.status() >= 500 {
+                log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
+            } else {
+                log::debug!("{} {} -> {err}", request.method(), request.url().escape_debug());
+            }
+            // Refused requests (bad token, too large, bad JSON) may leave their body unread.
+            send_off_pool(request, error_response(&err));
+        }
+    }
+}
+
+/// The answer to a parked request: a 200 with the JSON body it is given, sent once.
+pub fn responder(request: Request) -> Responder {
+    Box::new(move |body| send(request, json_bytes_response(200, body)))
+}

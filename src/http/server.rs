@@ -1,0 +1,146 @@
+//! One HTTP server: a listener with a raised backlog, tiny_http over it, and a fixed pool of
+//! handler threads that pass every request through the guards and then to the routes.
+//!
+//! A receive error while not stopping means the listener died (tiny_http stops accepting for
+//! good after an accept error): the process exits 1 so the service manager restarts it, rather
+//! than living on deaf. Stopping unblocks each handler thread once and joins them until a
+//! deadline; threads still busy with a slow client then are left to the process exit.
+
+use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::thread::JoinHandle;
+use std::time::Instant;
+use tiny_http::{Request, Server};
+
+/// What a server does with a request that passed the guards.
+pub type Handler = Arc<dyn Fn(Request) + Send + Sync>;
+
+pub struct HttpServer {
+    server: Arc<Server>,
+    threads: Vec<JoinHandle<()>>,
+    pub addr: SocketAddr,
+}
+
+/// How to run one server.
+pub struct ServerSpec<'a> {
+    /// Names its threads (`api-0`…).
+    pub name: &'a str,
+    /// Names it in messages ("API server").
+    pub what: &'a str,
+    pub host: &'a str,
+    pub port: u16,
+    pub threads: usize,
+    /// Whether the server has no token (then browser pages are refused), and binds loopback.
+    pub tokenless: bool,
+    pub loopback: bool,
+}
+
+impl HttpServer {
+    /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
+    pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
+        let addr = format_addr(spec.host, spec.port);
+        let listener = std::net::TcpListener::bind(&addr)
+            .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
+        widen_backlog(&listener);
+        let server = Server::from_listener(listener, None)
+            .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
+        let addr =
+            server.server_addr().to_ip().ok_or_else(|| format!("the {} did not bind an IP address", spec.what))?;
+        let server = Arc::new(server);
+        let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
+        let threads = spawn_pool(spec.name, &server, spec.threads, guard, stopping, handler)
+            .map_err(|e| format!("cannot start the {} threads: {e}", spec.what))?;
+        Ok(HttpServer { server, threads, addr })
+    }
+
+    /// Stop the pool; returns how many threads were still busy at `deadline`.
+    pub fn stop(mut self, deadline: Instant) -> usize {
+        stop_pool(&self.server, std::mem::take(&mut self.threads), deadline)
+    }
+}
+
+/// Run `threads` handler threads that take requests from `server` and pass them to `handle`.
+/// A receive error while not `stopping` means the listener died (tiny_http stops accepting
+/// for good after an accept error): the process exits 1 so the service manager restarts it,
+/// rather than living on deaf.
+fn spawn_pool(
+    name: &str,
+    server: &Arc<Server>,
+    threads: usize,
+    guard: BrowserGuard,
+    stopping: &Arc<AtomicBool>,
+    handle: Handler,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    (0..threads)
+        .map(|i| {
+            let server = Arc::clone(server);
+            let handle = Arc::clone(&handle);
+            let stopping = Arc::clone(stopping);
+            let thread_name = format!("{name}-{i}");
+            std::thread::Builder::new().name(thread_name.clone()).stack_size(1024 * 1024).spawn(move || {
+                loop {
+                    match server.recv() {
+                        // Guarded here, for every server, before any route sees the request.
+                        Ok(request) => {
+                            let request = refuse_oversized(request).and_then(|r| guard.check(r));
+                            if let Some(request) = request.and_then(refuse_body_on_bodiless) {
+                                handle(request)
+                            }
+                        }
+                        Err(_) if stopping.load(Ordering::Acquire) => return,
+                        Err(e) => {
+                            log::error!("{thread_name}: the listener failed ({e}); exiting so the daemon is restarted");
+                            std::process::exit(1);
+                        }
+                    }
+                }
+            })
+        })
+        .collect()
+}
+
+/// Stop a pool: one unblock per handler thread, then join them until `deadline`. Threads still
+/// busy then (a slow download, a stalled upload) are left to the process exit.
+fn stop_pool(server: &Server, handles: Vec<JoinHandle<()>>, deadline: Instant) -> usize {
+    for _ in 0..handles.len() {
+        server.unblock();
+    }
+    let (tx, rx) = crossbeam_channel::unbounded();
+    let total = handles.len();
+    let joiner = std::thread::Builder::new().name("pool-join".into()).spawn(move || {
+        for h in handles {
+            let _ = h.join();
+            let _ = tx.send(());
+        }
+    });
+    if joiner.is_err() {
+        return total;
+    }
+    let mut joined = 0;
+    while joined < total {
+        let left = deadline.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(()) => joined += 1,
+            Err(_) => break,
+        }
+    }
+    total - joined
+}
+
+/// std listens with a backlog of 128; hundreds of workers reconnecting at once (after a
+/// restart) overflow it and get resets. Linux lets `listen` be called again to raise it (the
+/// kernel caps it at net.core.somaxconn).
+fn widen_backlog(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: the fd belongs to `listener`, which is alive and already listening.
+    let rc = unsafe { libc::listen(listener.as_raw_fd(), 4096) };
+    if rc != 0 {
+        log::debug!("could not raise the listen backlog: {}", std::io::Error::last_os_error());
+    }
+}
+
+fn format_addr(host: &str, port: u16) -> String {
+    if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") }
+}

@@ -1,0 +1,409 @@
+//! The worker hub: who is connected, what each worker may do, which session holds it, and
+//! the command handshake with each worker (its `CommandSlot`).
+//!
+//! A worker registers (a known hostname resumes its old id), long-polls `GET /command`, and
+//! is leased to one session at a time, first come first served among the sessions waiting for
+//! its capability. A worker silent for `worker_timeout_s` while not busy with a delivered
+//! command is disconnected, and a command it never took fails at once. The hub knows nothing
+//! of HTTP: a poll arrives as a `Responder` closure. Lock order: hub state → a worker's
+//! presence → its slot → the parker.
+
+mod executor;
+mod slot;
+
+pub use executor::WorkerExecutor;
+
+use crate::exec::ExecError;
+use crate::protocol::{Command, CommandResult, RegisterRequest, WorkerInfo};
+use crate::util::clock;
+use crate::wait::park::{Parker, Responder};
+use crate::wait::stop::StopSignal;
+use serde_json::Value;
+use slot::CommandSlot;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone)]
+pub struct HubSettings {
+    pub long_poll: Duration,
+    pub worker_timeout: Duration,
+}
+
+pub struct Worker {
+    pub id: String,
+    pub hostname: String,
+    presence: Mutex<Presence>,
+    slot: CommandSlot,
+}
+
+struct Presence {
+    capabilities: Vec<String>,
+    last_seen: Instant,
+    last_seen_wall: String,
+    connected: bool,
+    /// The session holding the lease.
+    session: Option<String>,
+}
+
+impl Presence {
+    /// Seen now; returns whether it was connected before.
+    fn touch(&mut self) -> bool {
+        self.last_seen = Instant::now();
+        self.last_seen_wall = clock::now_rfc3339();
+        std::mem::replace(&mut self.connected, true)
+    }
+}
+
+impl Worker {
+    fn presence(&self) -> MutexGuard<'_, Presence> {
+        self.presence.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn capabilities(&self) -> Vec<String> {
+        self.presence().capabilities.clone()
+    }
+
+    pub fn is_connected(&self) -> bool {
+        self.presence().connected
+    }
+}
+
+struct LeaseRequest {
+    session_id: String,
+    capability: String,
+    preferred: Option<String>,
+}
+
+#[derive(Default)]
+struct HubState {
+    workers: BTreeMap<String, Arc<Worker>>,
+    by_addr: HashMap<IpAddr, String>,
+    waiting: Vec<LeaseRequest>,
+    next_worker: u64,
+}
+
+pub struct WorkerHub {
+    /// Differs per daemon start, so ids from before a restart are unknown (404) rather than
+    /// taken for someone else's.
+    boot: String,
+    settings: HubSettings,
+    parker: Arc<Parker>,
+    state: Mutex<HubState>,
+    lease_changed: Condvar,
+    next_command: AtomicU64,
+    shutting_down: AtomicBool,
+}
+
+impl WorkerHub {
+    pub fn new(settings: HubSettings, parker: Arc<Parker>) -> WorkerHub {
+        WorkerHub {
+            settings,
+            parker,
+            state: Mutex::new(HubState::default()),
+            lease_changed: Condvar::new(),
+            next_command: AtomicU64::new(0),
+            boot: format!("{:04x}", clock::random_u64() & 0xffff),
+            shutting_down: AtomicBool::new(false),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HubState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn closing(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// `POST /register`: a new worker, or a known hostname coming back (same id, resumes).
+    pub fn register(&self, req: &RegisterRequest, addr: Option<IpAddr>) -> Arc<Worker> {
+        let caps = req.capabilities();
+        let mut restarted = None;
+        let mut state = self.lock();
+        let existing = state.workers.values().find(|w| w.hostname == req.hostname).cloned();
+        let worker = match existing {
+            Some(w) => {
+                self.register_again(&w, caps);
+                restarted = Some(Arc::clone(&w));
+                w
+            }
+            None => {
+                state.next_worker += 1;
+                let id = format!("wkr_{}_{:04}", self.boot, state.next_worker);
+                let w = Arc::new(Worker {
+                    id: id.clone(),
+                    hostname: req.hostname.clone(),
+                    presence: Mutex::new(Presence {
+                        capabilities: caps.clone(),
+                        last_seen: Instant::now(),
+                        last_seen_wall: clock::now_rfc3339(),
+                        connected: true,
+                        session: None,
+                    }),
+                    slot: CommandSlot::default(),
+                });
+                state.workers.insert(id.clone(), Arc::clone(&w));
+                log::info!("worker {id} registered: host {}, capabilities: {}", req.hostname, caps.join(","));
+                w
+            }
+        };
+        if let Some(addr) = addr {
+            state.by_addr.insert(addr, worker.id.clone());
+        }
+        drop(state);
+        if let Some(w) = restarted {
+            w.slot.restarted(&self.parker, &format!("worker {} restarted (registered again)", w.hostname));
+        }
+        self.lease_changed.notify_all();
+        worker
+    }
+
+    /// A known hostname registers again (its slot is told once the hub's lock is released).
+    fn register_again(&self, w: &Worker, caps: Vec<String>) {
+        let mut presence = w.presence();
+        presence.capabilities = caps.clone();
+        let was = presence.touch();
+        drop(presence);
+        log::info!(
+            "worker {} ({}) registered again{}; capabilities: {}",
+            w.id,
+            w.hostname,
+            if was { "" } else { " and is connected" },
+            caps.join(",")
+        );
+    }
+
+    /// The worker a request comes from: by `worker_id`, else the last registration from the
+    /// same address, else the only registered worker (the seed's single-worker setups).
+    pub fn identify(&self, worker_id: Option<&str>, addr: Option<IpAddr>) -> Option<Arc<Worker>> {
+        let state = self.lock();
+        if let Some(id) = worker_id.filter(|s| !s.is_empty()) {
+            return state.workers.get(id).cloned();
+        }
+        if let Some(id) = addr.and_then(|a| state.by_addr.get(&a)) {
+            return state.workers.get(id).cloned();
+        }
+        if state.workers.len() == 1 {
+            return state.workers.values().next().cloned();
+        }
+        None
+    }
+
+    pub fn find(&self, id_or_hostname: &str) -> Option<Arc<Worker>> {
+        let state = self.lock();
+        state
+            .workers
+            .get(id_or_hostname)
+            .or_else(|| state.workers.values().find(|w| w.hostname == id_or_hostname))
+            .cloned()
+    }
+
+    /// Note that the worker is alive; a disconnected worker comes back.
+    pub fn touch(&self, worker: &Worker) {
+        if !worker.presence().touch() {
+            self.reconnected(worker);
+        }
+    }
+
+    /// A worker that was disconnected polls again: sessions waiting for one may lease it.
+    fn reconnected(&self, worker: &Worker) {
+        log::info!("worker {} ({}) is connected again", worker.id, worker.hostname);
+        let _state = self.lock();
+        self.lease_changed.notify_all();
+    }
+
+    /// `GET /command`: hand over a queued command at once, or park the poll.
+    pub fn poll(&self, worker: &Worker, respond: Responder) {
+        let was = worker.presence().touch();
+        let lost = format!("worker {} asked for new work instead", worker.hostname);
+        worker.slot.poll(&self.parker, respond, self.settings.long_poll, self.closing(), &lost);
+        if !was {
+            self.reconnected(worker);
+        }
+    }
+
+    /// Send one command to `worker` and wait for its result, at most `timeout`, ending at
+    /// once when `stop` is raised.
+    pub fn execute(
+        &self,
+        worker: &Arc<Worker>,
+        session_id: &str,
+        action: &str,
+        params: Value,
+        timeout: Duration,
+        stop: &StopSignal,
+    ) -> Result<Value, ExecError> {
+        let id = format!("cmd_{}_{:04}", self.boot, self.next_command.fetch_add(1, Ordering::Relaxed) + 1);
+        let cmd = Command {
+            id: id.clone(),
+            action: action.to_string(),
+            params,
+            session_id: session_id.to_string(),
+            timeout_s: timeout.as_secs(),
+        };
+        if !worker.is_connected() {
+            return Err(ExecError::Disconnected(format!(
+                "worker {} is disconnected (no poll for {} s); the command was not sent",
+                worker.hostname,
+                self.settings.worker_timeout.as_secs()
+            )));
+        }
+        worker.slot.send(&self.parker, cmd)?;
+        let waker = Arc::clone(worker);
+        let _registered = stop.on_raise(Arc::new(move || waker.slot.wake()));
+        worker.slot.wait(&id, action, timeout, &|| stop.is_raised() || self.closing())
+    }
+
+    /// `POST /result`. False when the id is not the one the worker was given (late or stray).
+    pub fn post_result(&self, worker: &Worker, result: CommandResult) -> bool {
+        worker.presence().touch();
+        let outcome = if result.success {
+            Ok(result.data.unwrap_or(Value::Null))
+        } else {
+            Err(ExecError::Failed(
+                result
+                    .error
+                    .filter(|e| !e.trim().is_empty())
+                    .unwrap_or_else(|| "the worker reported a failure without a message".into()),
+            ))
+        };
+        worker.slot.fill(&result.id, outcome)
+    }
+
+    /// Wait until a capable, connected, idle worker can be leased to `session_id`, in the
+    /// order sessions asked. `None` when `stop` is raised (or the hub shuts down) first.
+    pub fn lease(
+        self: &Arc<Self>,
+        session_id: &str,
+        capability: &str,
+        preferred: Option<&str>,
+        stop: &StopSignal,
+    ) -> Option<Arc<Worker>> {
+        let hub = Arc::clone(self);
+        let _registered = stop.on_raise(Arc::new(move || {
+            let _state = hub.lock();
+            hub.lease_changed.notify_all();
+        }));
+        let mut state = self.lock();
+        state.waiting.push(LeaseRequest {
+            session_id: session_id.to_string(),
+            capability: capability.to_string(),
+            preferred: preferred.map(str::to_string),
+        });
+        loop {
+            if stop.is_raised() || self.closing() {
+                state.waiting.retain(|r| r.session_id != session_id);
+                return None;
+            }
+            if let Some(worker) = match_waiting(&state, session_id) {
+                worker.presence().session = Some(session_id.to_string());
+                state.waiting.retain(|r| r.session_id != session_id);
+                drop(state);
+                self.lease_changed.notify_all();
+                return Some(worker);
+            }
+            // Re-checked each second as well, so a missed notification costs at most that.
+            state = self.lease_changed.wait_timeout(state, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    pub fn release(&self, worker: &Worker, session_id: &str) {
+        let _state = self.lock();
+        let mut presence = worker.presence();
+        if presence.session.as_deref() == Some(session_id) {
+            presence.session = None;
+        }
+        drop(presence);
+        self.lease_changed.notify_all();
+    }
+
+    /// The session a worker serves now (uploads may only go there).
+    pub fn serving(&self, worker: &Worker) -> Option<String> {
+        worker.presence().session.clone()
+    }
+
+    /// Mark silent workers disconnected; the daemon calls this every 500 ms.
+    pub fn check_liveness(&self) {
+        let workers: Vec<Arc<Worker>> = self.lock().workers.values().cloned().collect();
+        for w in workers {
+            let mut presence = w.presence();
+            if !presence.connected {
+                continue;
+            }
+            let (busy, parked) = w.slot.liveness(&self.parker);
+            let allowance = busy.map_or(self.settings.worker_timeout, |b| b.max(self.settings.worker_timeout));
+            if parked || presence.last_seen.elapsed() <= allowance {
+                continue;
+            }
+            presence.connected = false;
+            let silent = presence.last_seen.elapsed().as_secs();
+            log::warn!("worker {} ({}) has not polled for {silent} s: disconnected", w.id, w.hostname);
+            w.slot.fail_queued(format!(
+                "worker {} disconnected (no poll for {silent} s) before it took the command; \
+                 it may come back: try again later",
+                w.hostname
+            ));
+        }
+    }
+
+    pub fn workers(&self) -> Vec<WorkerInfo> {
+        let state = self.lock();
+        state
+            .workers
+            .values()
+            .map(|w| {
+                let p = w.presence();
+                WorkerInfo {
+                    worker_id: w.id.clone(),
+                    hostname: w.hostname.clone(),
+                    capabilities: p.capabilities.clone(),
+                    connected: p.connected,
+                    last_seen: p.last_seen_wall.clone(),
+                    session_id: p.session.clone(),
+                }
+            })
+            .collect()
+    }
+
+    pub fn connected_count(&self) -> usize {
+        self.lock().workers.values().filter(|w| w.is_connected()).count()
+    }
+
+    /// Stop handing out work: waiting leases and commands return, new polls get `wait`.
+    pub fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        let state = self.lock();
+        for w in state.workers.values() {
+            w.slot.wake();
+        }
+        self.lease_changed.notify_all();
+    }
+}
+
+/// First-come matching of waiting sessions to free workers; the worker for `session_id`, if
+/// its turn has come.
+fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
+    let mut taken: Vec<&str> = Vec::new();
+    for req in &state.waiting {
+        let candidate = state.workers.values().find(|w| {
+            if taken.contains(&w.id.as_str()) {
+                return false;
+            }
+            if req.preferred.as_ref().is_some_and(|p| &w.id != p && &w.hostname != p) {
+                return false;
+            }
+            let p = w.presence();
+            p.connected && p.session.is_none() && p.capabilities.iter().any(|c| c == &req.capability)
+        });
+        if let Some(w) = candidate {
+            if req.session_id == session_id {
+                return Some(Arc::clone(w));
+            }
+            taken.push(&w.id);
+        }
+    }
+    None
+}

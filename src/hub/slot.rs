@@ -1,0 +1,317 @@
+//! One worker's command slot: the one-command-at-a-time handshake between a session thread and
+//! the worker's long poll.
+//!
+//! The command waits in a crossbeam `bounded(1)` channel (so at most one is queued) until a
+//! poll takes it; its outcome comes back through the slot's `Phase` and a Condvar the session
+//! thread waits on. Every operation on the channel happens under the slot's lock together
+//! with the phase change it belongs to: that is what guarantees a stale command (from a wait
+//! that was abandoned) is never delivered, and that a poll parked a moment before a command
+//! was queued still gets it. `Phase::Idle` is the one reset.
+
+use crate::exec::ExecError;
+use crate::protocol::Command;
+use crate::wait::park::{ParkKey, Parker, Responder};
+use crossbeam_channel::{Receiver, Sender};
+use serde_json::Value;
+use std::sync::{Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+pub const WAIT_BODY: &[u8] = br#"{"action":"wait"}"#;
+
+/// Where the current command is.
+enum Phase {
+    Idle,
+    /// In the channel; no poll has taken it yet.
+    Queued {
+        id: String,
+    },
+    /// Handed to a poll; the worker is busy with it and may stay silent for `allowance`.
+    Delivered {
+        id: String,
+        allowance: Duration,
+    },
+    /// Its outcome, until the waiting session thread takes it.
+    Done {
+        id: String,
+        outcome: Result<Value, ExecError>,
+    },
+}
+
+impl Phase {
+    fn id(&self) -> Option<&str> {
+        match self {
+            Phase::Idle => None,
+            Phase::Queued { id } | Phase::Delivered { id, .. } | Phase::Done { id, .. } => Some(id),
+        }
+    }
+}
+
+struct SlotState {
+    phase: Phase,
+    /// The worker's parked `GET /command`, if any.
+    parked: Option<ParkKey>,
+}
+
+pub struct CommandSlot {
+    tx: Sender<Command>,
+    rx: Receiver<Command>,
+    state: Mutex<SlotState>,
+    changed: Condvar,
+}
+
+/// What a poll gets: a command (or `wait`) now, or nothing yet (parked).
+type Answer = Option<(Responder, Vec<u8>)>;
+
+impl Default for CommandSlot {
+    fn default() -> Self {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        CommandSlot {
+            tx,
+            rx,
+            state: Mutex::new(SlotState { phase: Phase::Idle, parked: None }),
+            changed: Condvar::new(),
+        }
+    }
+}
+
+impl CommandSlot {
+    fn lock(&self) -> MutexGuard<'_, SlotState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue `cmd` (replacing anything stale) and hand it to a parked poll at once.
+    pub fn send(&self, parker: &Parker, cmd: Command) -> Result<(), ExecError> {
+        let mut state = self.lock();
+        while self.rx.try_recv().is_ok() {}
+        state.phase = Phase::Queued { id: cmd.id.clone() };
+        if self.tx.try_send(cmd).is_err() {
+            state.phase = Phase::Idle;
+            return Err(ExecError::Failed("internal error: the worker's command slot is busy".into()));
+        }
+        let handoff = state.parked.take().and_then(|k| parker.take(k)).map(|respond| {
+            let body = self.take_queued(&mut state).unwrap_or_else(|| WAIT_BODY.to_vec());
+            (respond, body)
+        });
+        drop(state);
+        answer(handoff);
+        Ok(())
+    }
+
+    /// `GET /command`: the queued command at once, else park. `lost` says why a delivered
+    /// command without a result is failed (a worker runs one command at a time, so a new poll
+    /// means it never got it or dropped it). True when such a command was failed.
+    pub fn poll(&self, parker: &Parker, respond: Responder, long_poll: Duration, closing: bool, lost: &str) -> bool {
+        let mut state = self.lock();
+        let failed = self.fail_delivered(&mut state, lost);
+        let previous = state.parked.take().and_then(|k| parker.take(k)).map(|r| (r, WAIT_BODY.to_vec()));
+        let now = match self.take_queued(&mut state) {
+            Some(body) => Some((respond, body)),
+            None if closing => Some((respond, WAIT_BODY.to_vec())),
+            None => {
+                state.parked = parker.park(respond, long_poll, WAIT_BODY.to_vec());
+                None
+            }
+        };
+        drop(state);
+        answer(previous);
+        answer(now);
+        failed
+    }
+
+    /// The queued command as a response body, now delivered (the worker may then stay silent
+    /// for the command's own timeout); `None` when nothing is queued.
+    fn take_queued(&self, state: &mut SlotState) -> Option<Vec<u8>> {
+        let cmd = self.rx.try_recv().ok()?;
+        if let Phase::Queued { id } = &state.phase {
+            if *id == cmd.id {
+                let allowance = Duration::from_secs(cmd.timeout_s);
+                state.phase = Phase::Delivered { id: cmd.id.clone(), allowance };
+            }
+        }
+        Some(serde_json::to_vec(&cmd).unwrap_or_default())
+    }
+
+    /// Wait for the outcome of command `id`, until `deadline` or `stopped()`. Whatever ends
+    /// the wait, the slot is idle afterwards (a late result is then ignored).
+    pub fn wait(
+        &self,
+        id: &str,
+        action: &str,
+        timeout: Duration,
+        stopped: &dyn Fn() -> bool,
+    ) -> Result<Value, ExecError> {
+        let deadline = Instant::now().checked_add(timeout);
+        let mut state = self.lock();
+        let outcome = loop {
+            if let Phase::Done { id: done, outcome } = &state.phase {
+                if done == id {
+                    break outcome.clone();
+                }
+            }
+            if stopped() {
+                break Err(ExecError::Stopped);
+            }
+            let left = deadline.map_or(Duration::from_secs(86_400), |d| d.saturating_duration_since(Instant::now()));
+            if left.is_zero() {
+                break Err(ExecError::Timeout { action: action.to_string(), after: timeout });
+            }
+            state = self.changed.wait_timeout(state, left).unwrap_or_else(|p| p.into_inner()).0;
+        };
+        if state.phase.id() == Some(id) {
+            self.reset(&mut state);
+        }
+        outcome
+    }
+
+    /// `POST /result`: false when `id` is not the command in flight (late or stray).
+    pub fn fill(&self, id: &str, outcome: Result<Value, ExecError>) -> bool {
+        let mut state = self.lock();
+        if !matches!(&state.phase, Phase::Queued { id: q } | Phase::Delivered { id: q, .. } if q == id) {
+            return false;
+        }
+        state.phase = Phase::Done { id: id.to_string(), outcome };
+        drop(state);
+        self.changed.notify_all();
+        true
+    }
+
+    /// A delivered command that has no result yet fails with `why`; true when one did.
+    fn fail_delivered(&self, state: &mut SlotState, why: &str) -> bool {
+        let Phase::Delivered { id, .. } = &state.phase else { return false };
+        let id = id.clone();
+        let msg = format!("{why} without returning a result for {id}; the command may not have run");
+        state.phase = Phase::Done { id, outcome: Err(ExecError::Disconnected(msg)) };
+        self.changed.notify_all();
+        true
+    }
+
+    /// The worker registered again (it restarted): its parked poll is dead, and a command it
+    /// had taken will never get a result.
+    pub fn restarted(&self, parker: &Parker, why: &str) {
+        let mut state = self.lock();
+        let old = state.parked.take().and_then(|k| parker.take(k)).map(|r| (r, WAIT_BODY.to_vec()));
+        self.fail_delivered(&mut state, why);
+        drop(state);
+        answer(old);
+    }
+
+    /// The worker went silent: a command it never took fails with `why`.
+    pub fn fail_queued(&self, why: String) {
+        let mut state = self.lock();
+        if let Phase::Queued { id } = &state.phase {
+            let id = id.clone();
+            while self.rx.try_recv().is_ok() {}
+            state.phase = Phase::Done { id, outcome: Err(ExecError::Disconnected(why)) };
+            self.changed.notify_all();
+        }
+    }
+
+    /// How long the worker may stay silent: `None` when not busy with a delivered command,
+    /// and whether a poll of it is parked now.
+    pub fn liveness(&self, parker: &Parker) -> (Option<Duration>, bool) {
+        let state = self.lock();
+        let busy = match &state.phase {
+            Phase::Delivered { allowance, .. } => Some(*allowance),
+            _ => None,
+        };
+        (busy, state.parked.is_some_and(|k| parker.contains(k)))
+    }
+
+    /// Wake the session thread waiting here so it rechecks its stop flag. Taking the lock
+    /// orders this after the waiter's check: no lost wakeup.
+    pub fn wake(&self) {
+        drop(self.lock());
+        self.changed.notify_all();
+    }
+
+    fn reset(&self, state: &mut SlotState) {
+        if matches!(state.phase, Phase::Queued { .. }) {
+            while self.rx.try_recv().is_ok() {}
+        }
+        state.phase = Phase::Idle;
+    }
+}
+
+fn answer(reply: Answer) {
+    if let Some((respond, body)) = reply {
+        respond(body);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    fn responder() -> (Responder, crossbeam_channel::Receiver<Vec<u8>>) {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        (Box::new(move |body| drop(tx.send(body))), rx)
+    }
+
+    fn command(id: &str) -> Command {
+        Command {
+            id: id.into(),
+            action: "run_command".into(),
+            params: Value::Null,
+            session_id: "s".into(),
+            timeout_s: 5,
+        }
+    }
+
+    fn body_id(body: &[u8]) -> String {
+        serde_json::from_slice::<Value>(body).unwrap()["id"].as_str().unwrap_or("wait").to_string()
+    }
+
+    #[test]
+    fn a_parked_poll_gets_the_command_and_the_result_reaches_the_waiter() {
+        let parker = Parker::default();
+        let slot = Arc::new(CommandSlot::default());
+        let (respond, polled) = responder();
+        assert!(!slot.poll(&parker, respond, Duration::from_secs(20), false, "lost"));
+        assert!(polled.try_recv().is_err(), "parked");
+        slot.send(&parker, command("c1")).unwrap();
+        assert_eq!(body_id(&polled.try_recv().unwrap()), "c1");
+        assert_eq!(slot.liveness(&parker), (Some(Duration::from_secs(5)), false));
+        let filler = {
+            let slot = Arc::clone(&slot);
+            std::thread::spawn(move || assert!(slot.fill("c1", Ok(Value::from(7)))))
+        };
+        assert_eq!(slot.wait("c1", "run_command", Duration::from_secs(5), &|| false), Ok(Value::from(7)));
+        filler.join().unwrap();
+        assert!(!slot.fill("c1", Ok(Value::Null)), "a late result is ignored");
+        assert_eq!(slot.liveness(&parker), (None, false));
+    }
+
+    #[test]
+    fn an_abandoned_command_is_never_delivered() {
+        let parker = Parker::default();
+        let slot = CommandSlot::default();
+        slot.send(&parker, command("old")).unwrap();
+        let r = slot.wait("old", "run_command", Duration::from_millis(10), &|| false);
+        assert!(matches!(r, Err(ExecError::Timeout { .. })));
+        let (respond, polled) = responder();
+        slot.poll(&parker, respond, Duration::from_millis(10), true, "lost");
+        assert_eq!(body_id(&polled.try_recv().unwrap()), "wait", "the stale command is gone");
+        slot.send(&parker, command("new")).unwrap();
+        let (respond, polled) = responder();
+        slot.poll(&parker, respond, Duration::from_secs(20), false, "lost");
+        assert_eq!(body_id(&polled.try_recv().unwrap()), "new");
+    }
+
+    #[test]
+    fn a_new_poll_fails_a_delivered_command_and_a_stop_ends_the_wait() {
+        let parker = Parker::default();
+        let slot = CommandSlot::default();
+        slot.send(&parker, command("c1")).unwrap();
+        let (respond, _polled) = responder();
+        slot.poll(&parker, respond, Duration::from_secs(20), false, "lost");
+        let (respond, _again) = responder();
+        assert!(slot.poll(&parker, respond, Duration::from_secs(20), false, "worker w asked for new work instead"));
+        let r = slot.wait("c1", "run_command", Duration::from_secs(5), &|| false);
+        assert!(matches!(r, Err(ExecError::Disconnected(m)) if m.contains("asked for new work")));
+        slot.send(&parker, command("c2")).unwrap();
+        assert_eq!(slot.wait("c2", "run_command", Duration::from_secs(5), &|| true), Err(ExecError::Stopped));
+        slot.fail_queued("gone".into());
+        assert_eq!(slot.liveness(&parker).0, None);
+    }
+}

@@ -1,0 +1,224 @@
+//! The HTTP transport every wire format shares: one POST with a JSON body, retried the way
+//! the official SDKs do, abandoned at once on a stop.
+//!
+//! Retries: 408/409/429/≥500 and connection errors; a server's `x-should-retry` wins;
+//! `retry-after-ms` / `retry-after` honoured up to 60 s, otherwise 0.5 s doubling to 8 s with up
+//! to 25 % jitter; at most `api.max_retries` retries. Other statuses fail at once with the API's
+//! own message (the adapter words it). Each attempt runs on a helper thread bounded by
+//! `api.timeout_s`; the caller selects over its result and the session's stop, so a stop never
+//! waits for the network. Keys only ever go into a header, and error texts never carry a URL.
+
+use super::LlmError;
+use crate::util::clock;
+use crate::wait::stop::StopSignal;
+use crossbeam_channel::{RecvTimeoutError, select};
+use std::sync::Arc;
+use std::time::Duration;
+
+const MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Response headers the retry rules read.
+const KEPT_HEADERS: [&str; 4] = ["retry-after", "retry-after-ms", "x-should-retry", "request-id"];
+
+pub struct Transport {
+    agent: ureq::Agent,
+    max_retries: u32,
+}
+
+/// One call: where, with which headers, and how the adapter words failures.
+pub struct Call<'a> {
+    pub url: &'a str,
+    pub headers: Vec<(&'static str, String)>,
+    pub body: Arc<[u8]>,
+    /// "Anthropic API", for "… unreachable" messages.
+    pub api_name: &'a str,
+    /// The API's message for a failed status.
+    pub describe: &'a dyn Fn(u16, &str) -> String,
+    /// A failure that looks retryable but is not (e.g. a spend cap behind a 429).
+    pub is_final: &'a dyn Fn(u16, &str) -> bool,
+}
+
+/// What one HTTP attempt produced.
+enum Attempt {
+    Done(u16, Vec<(String, String)>, String),
+    /// Connection error or timeout (no HTTP status).
+    Network(String),
+}
+
+impl Transport {
+    pub fn new(timeout: Duration, max_retries: u32) -> Transport {
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .timeout_connect(Some(Duration::from_secs(10).min(timeout)))
+            .build()
+            .into();
+        Transport { agent, max_retries }
+    }
+
+    /// POST until a 200 (its body), a final failure, the retry budget, or a stop.
+    pub fn send(&self, call: &Call<'_>, stop: &StopSignal) -> Result<String, LlmError> {
+        let mut retries = 0;
+        loop {
+            let (delay, failure) = match self.attempt(call, retries, stop)? {
+                Attempt::Done(200, _, text) => return Ok(text),
+                Attempt::Done(status, headers, text) => {
+                    let message = (call.describe)(status, &text);
+                    if (call.is_final)(status, &text) || !should_retry(status, &headers) {
+                        return Err(LlmError::Rejected(message));
+                    }
+                    (retry_after(&headers).unwrap_or_else(|| backoff(retries)), message)
+                }
+                Attempt::Network(message) => (backoff(retries), format!("{} unreachable: {message}", call.api_name)),
+            };
+            if retries >= self.max_retries {
+                return Err(LlmError::GaveUp(format!("{failure} (gave up after {retries} retries)")));
+            }
+            log::warn!("LLM call failed ({failure}); retry {} in {:.1} s", retries + 1, delay.as_secs_f64());
+            if !matches!(stop.receiver().recv_timeout(delay), Err(RecvTimeoutError::Timeout)) {
+                return Err(LlmError::Cancelled);
+            }
+            retries += 1;
+        }
+    }
+
+    fn attempt(&self, call: &Call<'_>, retry_count: u32, stop: &StopSignal) -> Result<Attempt, LlmError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let agent = self.agent.clone();
+        let url = call.url.to_string();
+        let mut headers = call.headers.clone();
+        headers.push(("x-stainless-retry-count", retry_count.to_string()));
+        // Shared, not copied: with screenshots a request body is megabytes.
+        let body = Arc::clone(&call.body);
+        std::thread::Builder::new()
+            .name("llm-call".into())
+            .spawn(move || drop(tx.send(post(&agent, &url, &headers, &body))))
+            .map_err(|e| LlmError::GaveUp(format!("cannot start the LLM call: {e}")))?;
+        let stopped = stop.receiver();
+        select! {
+            recv(rx) -> attempt => Ok(attempt.unwrap_or_else(|_| Attempt::Network("the LLM call ended without a result".into()))),
+            // The helper finishes on its own, bounded by the global timeout.
+            recv(stopped) -> _ => Err(LlmError::Cancelled),
+        }
+    }
+}
+
+fn post(agent: &ureq::Agent, url: &str, headers: &[(&'static str, String)], body: &[u8]) -> Attempt {
+    let mut request = agent.post(url).header("content-type", "application/json");
+    for (name, value) in headers {
+        request = request.header(*name, value);
+    }
+    match request.send(body) {
+        Ok(mut resp) => {
+            let status = resp.status().as_u16();
+            let kept = resp
+                .headers()
+                .iter()
+                .filter(|(k, _)| KEPT_HEADERS.contains(&k.as_str()))
+                .map(|(k, v)| (k.to_string(), v.to_str().unwrap_or("").to_string()))
+                .collect();
+            match resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_string() {
+                Ok(text) => Attempt::Done(status, kept, text),
+                Err(e) => Attempt::Network(format!("reading the response failed: {}", describe(&e))),
+            }
+        }
+        Err(e) => Attempt::Network(describe(&e)),
+    }
+}
+
+/// An error description without the URL (ureq's messages can carry it; ours never need it).
+fn describe(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(_) => "the request timed out (api.timeout_s)".into(),
+        ureq::Error::Io(io) => format!("connection error: {}", io.kind()),
+        ureq::Error::ConnectionFailed => "connection failed".into(),
+        ureq::Error::HostNotFound => "host not found".into(),
+        ureq::Error::BodyExceedsLimit(n) => format!("response larger than {n} bytes"),
+        _ => "HTTP client error".into(),
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+}
+
+/// Whether to retry: `x-should-retry` first, then the status.
+fn should_retry(status: u16, headers: &[(String, String)]) -> bool {
+    match header(headers, "x-should-retry") {
+        Some("true") => true,
+        Some("false") => false,
+        _ => matches!(status, 408 | 409 | 429) || status >= 500,
+    }
+}
+
+/// The server's requested delay, when it is sane (0 < d ≤ 60 s).
+fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
+    let ms = header(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()).map(|ms| ms / 1000.0);
+    let secs = ms.or_else(|| header(headers, "retry-after").and_then(|v| v.trim().parse::<f64>().ok()))?;
+    (secs > 0.0 && secs <= 60.0).then(|| Duration::from_secs_f64(secs))
+}
+
+/// 0.5 s · 2^n, capped at 8 s, minus up to 25 % jitter.
+pub fn backoff(retries_done: u32) -> Duration {
+    let base = (0.5 * 2f64.powi(retries_done.min(10) as i32)).min(8.0);
+    Duration::from_secs_f64(base * (1.0 - 0.25 * (clock::random_u64() % 10_000) as f64 / 10_000.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_rules_follow_the_sdks() {
+        for s in [408, 409, 429, 500, 502, 503, 504, 529] {
+            assert!(should_retry(s, &[]), "{s}");
+        }
+        for s in [400, 401, 403, 404, 413, 422] {
+            assert!(!should_retry(s, &[]), "{s}");
+        }
+        assert!(!should_retry(529, &[("x-should-retry".into(), "false".into())]));
+        assert!(should_retry(400, &[("x-should-retry".into(), "true".into())]));
+        assert_eq!(retry_after(&[("retry-after".into(), "2".into())]), Some(Duration::from_secs(2)));
+        assert_eq!(retry_after(&[("retry-after-ms".into(), "1500".into())]), Some(Duration::from_millis(1500)));
+        assert_eq!(retry_after(&[("retry-after".into(), "600".into())]), None);
+        assert_eq!(retry_after(&[("retry-after".into(), "0".into())]), None);
+    }
+
+    #[test]
+    fn the_backoff_schedule_doubles_to_eight_seconds_with_jitter() {
+        let bounds =
+            [(0, 375, 500), (1, 750, 1000), (2, 1500, 2000), (3, 3000, 4000), (4, 6000, 8000), (10, 6000, 8000)];
+        for (n, lo, hi) in bounds {
+            for _ in 0..50 {
+                let d = backoff(n);
+                assert!(d >= Duration::from_millis(lo) && d <= Duration::from_millis(hi), "retry {n}: {d:?}");
+            }
+        }
+    }
+
+    /// A stop ends the wait between retries at once, not after the delay.
+    #[test]
+    fn a_stop_cancels_a_call_that_cannot_connect() {
+        let transport = Transport::new(Duration::from_secs(5), 5);
+        let stop = Arc::new(StopSignal::default());
+        let raiser = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                stop.raise();
+            })
+        };
+        let call = Call {
+            url: "http://127.0.0.1:9/",
+            headers: Vec::new(),
+            body: Arc::from(&b"{}"[..]),
+            api_name: "test API",
+            describe: &|s, _| format!("status {s}"),
+            is_final: &|_, _| false,
+        };
+        let started = std::time::Instant::now();
+        assert_eq!(transport.send(&call, &stop), Err(LlmError::Cancelled));
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        raiser.join().unwrap();
+    }
+}

@@ -1,0 +1,202 @@
+//! `SessionManager`: every session of this output directory, loaded at start, created on
+//! `POST /sessions`, stopped on `DELETE`, and all interrupted together at shutdown.
+//!
+//! Sessions found active at start were cut off by a crash or a kill: they become `error`
+//! ("interrupted by controller restart"). Each new session gets its own named thread; the
+//! manager counts them so shutdown can wait (bounded) for them to end.
+
+use super::thread::run_session;
+use super::validate::{NewSession, validate};
+use super::{AgentFn, Session, end_record, lock};
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::hub::WorkerHub;
+use crate::protocol::{CreateSessionRequest, LogKind, Mode, SessionSummary, Status};
+use crate::store::Store;
+use crate::util::clock;
+use crate::vault::Vault;
+use crate::wait::park::Parker;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+#[derive(Default)]
+struct ThreadCount {
+    running: Mutex<usize>,
+    done: Condvar,
+}
+
+pub struct SessionManager {
+    config: Arc<Config>,
+    store: Store,
+    hub: Arc<WorkerHub>,
+    parker: Arc<Parker>,
+    sessions: Mutex<BTreeMap<String, Arc<Session>>>,
+    agent: AgentFn,
+    threads: Arc<ThreadCount>,
+    shutting_down: AtomicBool,
+}
+
+impl SessionManager {
+    /// Load every session folder; those that were active become `error` (interrupted).
+    pub fn open(
+        config: Arc<Config>,
+        store: Store,
+        hub: Arc<WorkerHub>,
+        parker: Arc<Parker>,
+        agent: AgentFn,
+    ) -> std::io::Result<SessionManager> {
+        let mut sessions = BTreeMap::new();
+        for (dir, mut record) in store.load_all()? {
+            dir.remove_leftovers();
+            let interrupted = record.status.is_active();
+            if interrupted {
+                end_record(&mut record, Status::Error, Some("interrupted by controller restart".into()));
+            }
+            let session = Arc::new(Session::new(record, dir, &config, &parker, Vault::default(), false));
+            if interrupted {
+                session.unlock_and_save(session.lock());
+                session.log(LogKind::Error, "interrupted by controller restart", None);
+                log::warn!("{}: was active when the controller stopped; marked error", session.id);
+            }
+            sessions.insert(session.id.clone(), session);
+        }
+        if !sessions.is_empty() {
+            log::info!("loaded {} sessions from {}", sessions.len(), store.root().display());
+        }
+        Ok(SessionManager {
+            config,
+            store,
+            hub,
+            parker,
+            sessions: Mutex::new(sessions),
+            agent,
+            threads: Arc::default(),
+            shutting_down: AtomicBool::new(false),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<String, Arc<Session>>> {
+        lock(&self.sessions)
+    }
+
+    pub fn get(&self, id: &str) -> Result<Arc<Session>, ApiError> {
+        self.lock().get(id).cloned().ok_or_else(|| ApiError::no_session(id))
+    }
+
+    /// Newest first.
+    pub fn list(&self) -> Vec<SessionSummary> {
+        let sessions: Vec<Arc<Session>> = self.lock().values().rev().cloned().collect();
+        sessions.iter().map(|s| SessionSummary::from(&s.lock().record)).collect()
+    }
+
+    pub fn status_counts(&self) -> BTreeMap<&'static str, usize> {
+        let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for s in self.lock().values() {
+            *counts.entry(s.status().as_str()).or_default() += 1;
+        }
+        counts
+    }
+
+    /// Check a `POST /sessions` body and split it into a record and a vault.
+    pub fn validate(&self, req: CreateSessionRequest) -> Result<NewSession, ApiError> {
+        validate(req, &self.config, &self.hub)
+    }
+
+    /// Create the folder, register the session and start its thread.
+    pub fn create(&self, new: NewSession) -> Result<Arc<Session>, ApiError> {
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(ApiError::Unavailable("the controller is shutting down".into()));
+        }
+        let NewSession { mut record, vault } = new;
+        let now = clock::now();
+        let mut sessions = self.lock();
+        let base = format!("sess_{}", clock::compact(now));
+        let mut n = 1;
+        let (id, dir) = loop {
+            let id = if n == 1 { base.clone() } else { format!("{base}_{n}") };
+            if !sessions.contains_key(&id) {
+                match self.store.create_session_dir(&id) {
+                    Ok(dir) => break (id, dir),
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(ApiError::Internal(format!("cannot create the session folder: {e}"))),
+                }
+            }
+            n += 1;
+        };
+        record.session_id = id.clone();
+        record.created_at = clock::rfc3339(now);
+        let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
+        session.unlock_and_save(session.lock());
+        sessions.insert(id.clone(), Arc::clone(&session));
+        drop(sessions);
+        let r = session.record();
+        let what = r.instruction.as_deref().or(r.goal.as_deref()).unwrap_or("");
+        let mode = match r.mode {
+            Mode::Explore => "explore",
+            Mode::Task => "task",
+        };
+        session.log(LogKind::System, &format!("{mode} session on {} created: {what}", r.target), None);
+        self.spawn(Arc::clone(&session))?;
+        log::info!("{id}: created");
+        Ok(session)
+    }
+
+    fn spawn(&self, session: Arc<Session>) -> Result<(), ApiError> {
+        let hub = Arc::clone(&self.hub);
+        let agent = Arc::clone(&self.agent);
+        let config = Arc::clone(&self.config);
+        let threads = Arc::clone(&self.threads);
+        *lock(&threads.running) += 1;
+        let for_thread = Arc::clone(&session);
+        let spawned = std::thread::Builder::new()
+            .name(format!("session-{}", session.id))
+            .stack_size(1024 * 1024)
+            .spawn(move || {
+                run_session(&for_thread, &hub, &agent, config);
+                *lock(&threads.running) -= 1;
+                threads.done.notify_all();
+            });
+        if let Err(e) = spawned {
+            *lock(&self.threads.running) -= 1;
+            let reason = format!("cannot start the session thread: {e}");
+            session.end_from_outside(Status::Error, Some(reason.clone()));
+            return Err(ApiError::Internal(reason));
+        }
+        Ok(())
+    }
+
+    /// `DELETE /sessions/:id`.
+    pub fn stop(&self, id: &str) -> Result<Status, ApiError> {
+        let session = self.get(id)?;
+        if session.end_from_outside(Status::Stopped, None) {
+            session.log(LogKind::System, "stopped by request", None);
+            log::info!("{id}: stopped by request");
+            return Ok(Status::Stopped);
+        }
+        match session.status() {
+            Status::Stopped => Ok(Status::Stopped),
+            status => Err(ApiError::Conflict(format!("session {id} has already ended ({})", status.as_str()))),
+        }
+    }
+
+    /// Mark active sessions interrupted, wake them all and wait (bounded) for their threads.
+    pub fn shutdown(&self, wait: Duration) {
+        self.shutting_down.store(true, Ordering::Release);
+        let sessions: Vec<Arc<Session>> = self.lock().values().cloned().collect();
+        for s in &sessions {
+            s.end_from_outside(Status::Error, Some("interrupted: the controller shut down".into()));
+        }
+        let deadline = Instant::now() + wait;
+        let mut running = lock(&self.threads.running);
+        while *running > 0 {
+            let now = Instant::now();
+            if now >= deadline {
+                log::warn!("{} session threads still running at shutdown", *running);
+                break;
+            }
+            running = self.threads.done.wait_timeout(running, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+}

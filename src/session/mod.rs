@@ -1,0 +1,202 @@
+//! Sessions: their state in memory, mirrored to their folder as it changes, and the thread
+//! each one runs on.
+//!
+//! A session is created `waiting`, gets its own OS thread (`thread.rs`), leases a capable
+//! worker (then `running`), hands a `SessionRunner` to the agent, and ends `finished`, `error`
+//! or `stopped`. Its parts: the record and its stop here, the log (`log.rs`), files
+//! (`files.rs`), notes, report and conversation (`writings.rs`), confirmations
+//! (`confirm.rs`); the manager (`manager.rs`) holds them all.
+//!
+//! Locks. `state` (the record, the pending confirmation) is never held across disk I/O, so
+//! reading a session or stopping it never waits for the disk. Each file a session appends to or
+//! rewrites has its own I/O lock that orders its writes (`log`, `files`, `notes`,
+//! `record_written`); an I/O lock may take `state` briefly, never the reverse, and neither is
+//! held while taking the hub's locks. The parker's lock is innermost. session.json is written
+//! atomically after `state` is released, and an older snapshot never overwrites a newer one.
+
+mod confirm;
+mod files;
+mod log;
+mod manager;
+pub mod runner;
+mod thread;
+mod validate;
+mod writings;
+
+pub use confirm::ConfirmationOutcome;
+pub use files::stage_error;
+pub use log::LOG_WAIT_MAX;
+pub use manager::SessionManager;
+pub use runner::{AgentFn, AgentOutcome, SessionRunner};
+pub use validate::NewSession;
+
+use crate::config::Config;
+use crate::protocol::{Note, SessionRecord, Status};
+use crate::store::{self, FileIndex, SessionDir};
+use crate::util::clock;
+use crate::vault::Vault;
+use crate::wait::park::Parker;
+use crate::wait::stop::StopSignal;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+pub struct Session {
+    pub id: String,
+    dir: SessionDir,
+    config: Arc<Config>,
+    parker: Arc<Parker>,
+    state: Mutex<SessionState>,
+    /// Paired with `state`: a confirmation answer, a stop.
+    changed: Condvar,
+    stop: Arc<StopSignal>,
+    vault: Mutex<Vault>,
+    log: Mutex<log::LogState>,
+    /// The file index, read lazily for sessions loaded from disk.
+    files: Mutex<Option<FileIndex>>,
+    notes: Mutex<Option<Vec<Note>>>,
+    /// Version of the record last written to session.json.
+    record_written: Mutex<u64>,
+}
+
+struct SessionState {
+    record: SessionRecord,
+    confirmation_answer: Option<bool>,
+    confirmations_asked: u32,
+    /// Bumped at every snapshot of `record`, so an older snapshot never overwrites a newer one.
+    record_version: u64,
+}
+
+/// session.json as it was when taken under the state lock; written once the lock is released.
+#[must_use = "write it with Session::write_record after releasing the state lock"]
+struct RecordSnapshot {
+    version: u64,
+    json: Result<String, serde_json::Error>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Session {
+    /// A new session (`fresh`: empty indices, not stopped) or one loaded from disk (indices
+    /// read lazily; it already ended, so its stop is raised).
+    fn new(
+        record: SessionRecord,
+        dir: SessionDir,
+        config: &Arc<Config>,
+        parker: &Arc<Parker>,
+        vault: Vault,
+        fresh: bool,
+    ) -> Session {
+        Session {
+            id: record.session_id.clone(),
+            dir,
+            config: Arc::clone(config),
+            parker: Arc::clone(parker),
+            state: Mutex::new(SessionState {
+                record,
+                confirmation_answer: None,
+                confirmations_asked: 0,
+                record_version: 0,
+            }),
+            changed: Condvar::new(),
+            stop: Arc::new(StopSignal::new(!fresh)),
+            vault: Mutex::new(vault),
+            log: Mutex::new(log::LogState::new(fresh)),
+            files: Mutex::new(fresh.then(FileIndex::default)),
+            notes: Mutex::new(fresh.then(Vec::new)),
+            record_written: Mutex::new(0),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SessionState> {
+        lock(&self.state)
+    }
+
+    pub fn record(&self) -> SessionRecord {
+        self.lock().record.clone()
+    }
+
+    pub fn status(&self) -> Status {
+        self.lock().record.status
+    }
+
+    pub fn stop_requested(&self) -> bool {
+        self.stop.is_raised()
+    }
+
+    /// The session's stop, for waits outside the session (commands, LLM calls).
+    pub fn stop_signal(&self) -> &Arc<StopSignal> {
+        &self.stop
+    }
+
+    pub(crate) fn vault(&self) -> MutexGuard<'_, Vault> {
+        lock(&self.vault)
+    }
+
+    /// Change the record and write session.json.
+    pub fn update(&self, change: impl FnOnce(&mut SessionRecord)) {
+        let mut state = self.lock();
+        change(&mut state.record);
+        self.unlock_and_save(state);
+    }
+
+    /// Release the state lock, then write the record as it was to session.json.
+    fn unlock_and_save(&self, mut state: MutexGuard<'_, SessionState>) {
+        let snapshot = snapshot_record(&mut state);
+        drop(state);
+        self.write_record(snapshot);
+    }
+
+    /// Write a snapshot to session.json unless a newer one is already there.
+    fn write_record(&self, snapshot: RecordSnapshot) {
+        let mut written = lock(&self.record_written);
+        if snapshot.version <= *written {
+            return;
+        }
+        match snapshot.json.map_err(std::io::Error::other).and_then(|j| self.dir.write_text(store::SESSION_JSON, &j)) {
+            Ok(()) => *written = snapshot.version,
+            Err(e) => ::log::error!("{}: cannot write session.json: {e}", self.id),
+        }
+    }
+
+    /// End an active session from outside its thread (DELETE, shutdown, a failed start): record
+    /// it, then wake every wait it is in. False when it had already ended.
+    fn end_from_outside(&self, status: Status, error: Option<String>) -> bool {
+        let mut state = self.lock();
+        if !state.record.status.is_active() {
+            return false;
+        }
+        end_record(&mut state.record, status, error);
+        let snapshot = snapshot_record(&mut state);
+        drop(state);
+        // Wake first: the waits need no disk, the reply to the stop does.
+        self.raise_stop();
+        self.write_record(snapshot);
+        true
+    }
+
+    /// Raise the stop: every wait registered on it ends, and the session's own waits
+    /// (confirmations) wake.
+    fn raise_stop(&self) {
+        self.stop.raise();
+        let _state = self.lock();
+        self.changed.notify_all();
+    }
+}
+
+/// Take the record for session.json under the state lock (see [`RecordSnapshot`]).
+fn snapshot_record(state: &mut SessionState) -> RecordSnapshot {
+    state.record_version += 1;
+    RecordSnapshot { version: state.record_version, json: serde_json::to_string_pretty(&state.record) }
+}
+
+/// What an ended record looks like: its final status, why (for errors), no pending question,
+/// the time it ended.
+fn end_record(record: &mut SessionRecord, status: Status, error: Option<String>) {
+    record.status = status;
+    if error.is_some() {
+        record.error = error;
+    }
+    record.confirmation_pending = None;
+    record.finished_at.get_or_insert_with(clock::now_rfc3339);
+}

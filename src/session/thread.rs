@@ -1,0 +1,73 @@
+//! The whole life of one session, on its own thread: lease a worker, run the agent with a
+//! `SessionRunner` over that worker, record how it ended, empty the vault, release the worker.
+
+use super::runner::{AgentFn, AgentOutcome, SessionRunner};
+use super::{Session, end_record, snapshot_record};
+use crate::config::Config;
+use crate::hub::{WorkerExecutor, WorkerHub};
+use crate::protocol::{LogKind, Status};
+use std::sync::Arc;
+
+pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, config: Arc<Config>) {
+    let record = session.record();
+    let capability = record.session_type.capability();
+    session.log(LogKind::System, &format!("waiting for a worker that can run {capability} sessions"), None);
+    let stop = Arc::clone(session.stop_signal());
+    let Some(worker) = hub.lease(&session.id, capability, record.requested_worker.as_deref(), &stop) else {
+        finish(session, AgentOutcome::Stopped);
+        return;
+    };
+    session.update(|r| {
+        if r.status == Status::Waiting {
+            r.status = Status::Running;
+        }
+        r.worker = Some(worker.hostname.clone());
+    });
+    session.log(LogKind::System, &format!("worker {} ({}) assigned", worker.hostname, worker.id), None);
+    let executor = WorkerExecutor::new(Arc::clone(hub), Arc::clone(&worker), session.id.clone(), stop);
+    let runner = SessionRunner::new(Arc::clone(session), Arc::new(executor), config);
+    let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { agent(runner) };
+    finish(session, outcome);
+    hub.release(&worker, &session.id);
+}
+
+/// Record how the session ended (a stop or shutdown already did), empty the vault, answer
+/// log pollers.
+fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
+    // Summaries and errors come from the model, the API or a worker: scrub them like the log.
+    let outcome = {
+        let vault = session.vault();
+        match outcome {
+            AgentOutcome::Finished { summary } => AgentOutcome::Finished { summary: vault.scrub(&summary) },
+            AgentOutcome::Failed(reason) => AgentOutcome::Failed(vault.scrub(&reason)),
+            AgentOutcome::Stopped => AgentOutcome::Stopped,
+        }
+    };
+    let mut state = session.lock();
+    let active = state.record.status.is_active();
+    if active {
+        match &outcome {
+            AgentOutcome::Finished { summary } => {
+                state.record.summary = Some(summary.clone());
+                end_record(&mut state.record, Status::Finished, None);
+            }
+            AgentOutcome::Failed(reason) => end_record(&mut state.record, Status::Error, Some(reason.clone())),
+            AgentOutcome::Stopped => end_record(&mut state.record, Status::Stopped, None),
+        }
+    }
+    let ended = active.then(|| snapshot_record(&mut state));
+    let status = state.record.status;
+    drop(state);
+    if let Some(ended) = ended {
+        session.write_record(ended);
+        let (kind, text) = match &outcome {
+            AgentOutcome::Finished { summary } => (LogKind::System, format!("finished: {summary}")),
+            AgentOutcome::Failed(reason) => (LogKind::Error, format!("ended with an error: {reason}")),
+            AgentOutcome::Stopped => (LogKind::System, "stopped".to_string()),
+        };
+        session.log(kind, &text, None);
+    }
+    session.vault().clear();
+    session.end_log_waiters();
+    log::info!("{}: ended ({})", session.id, status.as_str());
+}

@@ -1,0 +1,118 @@
+//! Checking a `POST /sessions` body: every rule a request must meet, the defaults it gets,
+//! and the split of what it carries into a record (written to disk) and a vault (memory only).
+
+use crate::config::Config;
+use crate::error::ApiError;
+use crate::hub::WorkerHub;
+use crate::protocol::*;
+use crate::vault::{Credentials, Notifications, Vault};
+
+/// Validated input for a new session, secrets split off into the vault.
+pub struct NewSession {
+    pub record: SessionRecord,
+    pub vault: Vault,
+}
+
+/// Check a `POST /sessions` body and split it into a record and a vault.
+pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> Result<NewSession, ApiError> {
+    let bad = |m: &str| Err(ApiError::BadRequest(m.to_string()));
+    let target = req.target.trim().to_string();
+    if target.is_empty() {
+        return bad("`target` must not be empty");
+    }
+    if target.len() > 4096 {
+        return bad("`target` is longer than 4096 characters");
+    }
+    let instruction = req.instruction.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    if req.mode == Mode::Task && instruction.is_none() {
+        return bad("a task session needs an `instruction`");
+    }
+    let goal = req.goal.map(|s| s.trim().to_string()).filter(|s| !s.is_empty());
+    let session_type = req.session_type.unwrap_or_else(|| SessionType::infer(&target));
+    let options = req.options.unwrap_or_default();
+    let default_turns = match req.mode {
+        Mode::Explore => config.exploration.max_turns,
+        Mode::Task => config.task.max_turns,
+    };
+    let max_turns = options.max_turns.unwrap_or(default_turns);
+    if !(1..=10_000).contains(&max_turns) {
+        return bad("`options.max_turns` must be between 1 and 10000");
+    }
+    check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
+    let requested_worker = req.worker.map(|w| w.trim().to_string()).filter(|w| !w.is_empty());
+    if let Some(name) = &requested_worker {
+        check_worker(hub, name, session_type)?;
+    }
+    let notifications = NotifySummary {
+        telegram: req.notifications.as_ref().is_some_and(|n| n.telegram.is_some()),
+        webhook: req.notifications.as_ref().is_some_and(|n| n.webhook.is_some()),
+    };
+    let record = SessionRecord {
+        session_id: String::new(),
+        status: Status::Waiting,
+        mode: req.mode,
+        session_type,
+        target,
+        instruction,
+        goal,
+        options: SessionOptions { max_turns, auto_confirm: options.auto_confirm.unwrap_or(false) },
+        has_credentials: req.credentials.is_some(),
+        notifications,
+        requested_worker,
+        worker: None,
+        turn: 0,
+        max_turns,
+        created_at: String::new(),
+        finished_at: None,
+        confirmation_pending: None,
+        files: 0,
+        usage: Usage::default(),
+        error: None,
+        summary: None,
+    };
+    Ok(NewSession { record, vault: Vault { credentials: req.credentials, notifications: req.notifications } })
+}
+
+/// Credentials and notification targets must be usable (their values are never echoed).
+fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&Notifications>) -> Result<(), ApiError> {
+    let bad = |m: &str| ApiError::BadRequest(m.to_string());
+    if let Some(c) = credentials {
+        if c.username.is_empty() || c.password.is_empty() {
+            return Err(bad("`credentials` need a non-empty `username` and `password`"));
+        }
+    }
+    if let Some(n) = notifications {
+        if let Some(t) = &n.telegram {
+            if t.bot_token.is_empty() || t.chat_id.trim().is_empty() {
+                return Err(bad("`notifications.telegram` needs `bot_token` and `chat_id`"));
+            }
+        }
+        if let Some(w) = &n.webhook {
+            let url = w.url.expose();
+            if !(url.starts_with("http://") || url.starts_with("https://")) || url.len() < 10 {
+                return Err(bad("`notifications.webhook.url` must be an http:// or https:// URL"));
+            }
+            if let Some(m) = &w.method {
+                if !m.eq_ignore_ascii_case("POST") && !m.eq_ignore_ascii_case("PUT") {
+                    return Err(bad("`notifications.webhook.method` must be POST or PUT"));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A worker asked for by name must be registered and able to run this kind of session.
+fn check_worker(hub: &WorkerHub, name: &str, session_type: SessionType) -> Result<(), ApiError> {
+    let worker = hub
+        .find(name)
+        .ok_or_else(|| ApiError::BadRequest(format!("no worker {name:?} has registered (GET /workers lists them)")))?;
+    let cap = session_type.capability();
+    if !worker.capabilities().iter().any(|c| c == cap) {
+        return Err(ApiError::BadRequest(format!(
+            "worker {name:?} cannot run {cap} sessions (capabilities: {})",
+            worker.capabilities().join(", ")
+        )));
+    }
+    Ok(())
+}

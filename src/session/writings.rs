@@ -1,0 +1,57 @@
+//! What the agent writes besides the log: notes (`notes.json`), the report (`report.md`) and
+//! the conversation (`conversation_log.json`), each scrubbed of the vault's secrets first and
+//! replaced atomically. The notes lock orders note writes; nothing here takes `state`.
+
+use super::{Session, lock};
+use crate::protocol::Note;
+use crate::store;
+use crate::util::clock;
+use serde_json::Value;
+use std::sync::MutexGuard;
+
+impl Session {
+    fn note_list(&self) -> MutexGuard<'_, Option<Vec<Note>>> {
+        let mut notes = lock(&self.notes);
+        if notes.is_none() {
+            let stored = self.dir.read_text(store::NOTES_JSON).ok().flatten();
+            *notes = Some(stored.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default());
+        }
+        notes
+    }
+
+    pub fn notes(&self) -> Vec<Note> {
+        self.note_list().clone().unwrap_or_default()
+    }
+
+    pub fn add_note(&self, title: Option<&str>, content: &str) {
+        let (title, content) = {
+            let vault = self.vault();
+            (title.map(|t| vault.scrub(t)), vault.scrub(content))
+        };
+        let mut notes = self.note_list();
+        let list = notes.get_or_insert_with(Vec::new);
+        list.push(Note { title, content, ts: clock::now_rfc3339() });
+        if let Err(e) = self.dir.write_json(store::NOTES_JSON, list) {
+            log::error!("{}: cannot write notes.json: {e}", self.id);
+        }
+    }
+
+    pub fn report(&self) -> String {
+        self.dir.read_text(store::REPORT_MD).ok().flatten().unwrap_or_default()
+    }
+
+    pub fn write_report(&self, markdown: &str) {
+        let text = self.vault().scrub(markdown);
+        if let Err(e) = self.dir.write_text(store::REPORT_MD, &text) {
+            log::error!("{}: cannot write report.md: {e}", self.id);
+        }
+    }
+
+    pub fn write_conversation(&self, conversation: &Value) {
+        let mut value = conversation.clone();
+        self.vault().scrub_json(&mut value);
+        if let Err(e) = self.dir.write_json(store::CONVERSATION_JSON, &value) {
+            log::error!("{}: cannot write conversation_log.json: {e}", self.id);
+        }
+    }
+}

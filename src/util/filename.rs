@@ -1,0 +1,77 @@
+//! The one rule for file names that come from anywhere (the model, a worker, a URL, the API).
+//!
+//! A sanitized name is a single path component: no separators, no `..`, no NUL or control
+//! characters, no leading dot, at most 150 bytes, never a Windows-reserved device name and never
+//! a name the file routes use themselves (`zip`). The daemon applies it before storing; the
+//! console and the MCP server apply it before writing a download to the local disk.
+
+/// Names the file routes give a meaning (`GET /sessions/:id/files/zip`).
+const ROUTE_NAMES: [&str; 1] = ["zip"];
+pub const MAX_NAME_BYTES: usize = 150;
+
+/// `("report", ".pdf")`; a leading dot is not an extension.
+pub fn split_ext(name: &str) -> (&str, &str) {
+    match name.rfind('.') {
+        Some(i) if i > 0 => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    }
+}
+
+/// Make any name from outside (model, worker, URL) safe as a single file name: no separators,
+/// no `..`, no control characters, no leading dots, bounded length, no Windows-reserved or
+/// route names. Never empty.
+pub fn sanitize_filename(raw: &str) -> String {
+    // Keep only the last path component, whichever separator the sender used.
+    let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
+    let mut name: String = base
+        .chars()
+        .map(|c| if c.is_control() || matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*') { '_' } else { c })
+        .collect();
+    name = name.trim().trim_start_matches('.').trim_end_matches(['.', ' ']).to_string();
+    if name.is_empty() {
+        name = "file".to_string();
+    }
+    if name.len() > MAX_NAME_BYTES {
+        let (stem, ext) = split_ext(&name);
+        let ext = if ext.len() <= 16 { ext } else { "" };
+        let mut cut = MAX_NAME_BYTES - ext.len();
+        while !stem.is_char_boundary(cut.min(stem.len())) {
+            cut -= 1;
+        }
+        name = format!("{}{ext}", &stem[..cut.min(stem.len())]);
+    }
+    let stem_upper = split_ext(&name).0.to_ascii_uppercase();
+    let reserved = matches!(stem_upper.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || (stem_upper.len() == 4
+            && (stem_upper.starts_with("COM") || stem_upper.starts_with("LPT"))
+            && stem_upper.as_bytes()[3].is_ascii_digit());
+    if reserved || ROUTE_NAMES.contains(&name.as_str()) {
+        name = format!("_{name}");
+    }
+    name
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sanitize_examples() {
+        assert_eq!(sanitize_filename("../x"), "x");
+        assert_eq!(sanitize_filename("/etc/passwd"), "passwd");
+        assert_eq!(sanitize_filename("a\\b"), "b");
+        assert_eq!(sanitize_filename("a\0b.txt"), "a_b.txt");
+        assert_eq!(sanitize_filename(".hidden"), "hidden");
+        assert_eq!(sanitize_filename(".."), "file");
+        assert_eq!(sanitize_filename(""), "file");
+        assert_eq!(sanitize_filename("CON"), "_CON");
+        assert_eq!(sanitize_filename("com1.txt"), "_com1.txt");
+        assert_eq!(sanitize_filename("zip"), "_zip");
+        assert_eq!(sanitize_filename("report.pdf"), "report.pdf");
+        let long = format!("{}.pdf", "a".repeat(300));
+        let s = sanitize_filename(&long);
+        assert!(s.len() <= MAX_NAME_BYTES && s.ends_with(".pdf"), "{s}");
+        let multi = "é".repeat(200);
+        assert!(sanitize_filename(&multi).len() <= MAX_NAME_BYTES);
+    }
+}

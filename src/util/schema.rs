@@ -1,0 +1,71 @@
+//! Checking JSON arguments against a schema: the subset of JSON Schema the tool table and the
+//! MCP server's tools use (types, enums, required and unknown properties, array items). The
+//! first problem found is reported by name, for a model or an MCP client to correct.
+
+use serde_json::Value;
+
+/// Check `value` against the subset of JSON Schema our definitions use.
+pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+    check(schema, value, "input")
+}
+
+fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+    let type_ok = match schema["type"].as_str() {
+        Some("object") => value.is_object(),
+        Some("array") => value.is_array(),
+        Some("string") => value.is_string(),
+        Some("integer") => value.is_i64() || value.is_u64(),
+        Some("number") => value.is_number(),
+        Some("boolean") => value.is_boolean(),
+        _ => true,
+    };
+    if !type_ok {
+        return Err(format!("`{at}` must be of type {}", schema["type"].as_str().unwrap_or("?")));
+    }
+    if let Some(options) = schema["enum"].as_array() {
+        if !options.contains(value) {
+            return Err(format!("`{at}` must be one of {}", Value::Array(options.clone())));
+        }
+    }
+    if let Some(map) = value.as_object() {
+        for req in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
+            if map.get(req).is_none_or(Value::is_null) {
+                return Err(format!("missing required `{req}` in `{at}`"));
+            }
+        }
+        if let Some(props) = schema["properties"].as_object() {
+            for (key, v) in map {
+                match props.get(key) {
+                    Some(sub) if !v.is_null() => check(sub, v, key)?,
+                    Some(_) => {}
+                    None => return Err(format!("unknown argument `{key}` in `{at}`")),
+                }
+            }
+        }
+    }
+    if let (Some(items), Some(list)) = (schema.get("items"), value.as_array()) {
+        for (i, v) in list.iter().enumerate() {
+            check(items, v, &format!("{at}[{i}]"))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::tools::Tool;
+    use serde_json::json;
+
+    #[test]
+    fn validation_catches_bad_arguments() {
+        let schema = Tool::BrowserDownloadBatch.spec().input_schema;
+        assert!(validate(&schema, &json!({"urls": [{"url": "https://a/x.pdf"}]})).is_ok());
+        assert!(validate(&schema, &json!({})).unwrap_err().contains("urls"));
+        assert!(validate(&schema, &json!({"urls": [{"filename": "x"}]})).unwrap_err().contains("url"));
+        assert!(validate(&schema, &json!({"urls": "x"})).unwrap_err().contains("array"));
+        let schema = Tool::RequestConfirmation.spec().input_schema;
+        assert!(validate(&schema, &json!({"action": "a", "description": "d", "risk_level": "extreme"})).is_err());
+        assert!(validate(&schema, &json!({"action": "a", "description": "d", "bogus": 1})).is_err());
+    }
+}
