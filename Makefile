@@ -4,7 +4,7 @@ CARGO   ?= cargo
 PREFIX  ?= /usr/local
 CONFIG  ?= config.yaml
 TARGET  := x86_64-unknown-linux-gnu
-# A static binary without musl: glibc static-pie (see DEPENDENCIES.md).
+# A static binary without musl: glibc static-pie (musl would need musl-tools for ring).
 STATIC_RUSTFLAGS := -C target-feature=+crt-static
 RELEASE_BIN := target/$(TARGET)/release/agent-controller
 WORKER_BIN  := target/$(TARGET)/release/agent-worker
@@ -28,7 +28,7 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
 
-# Benchmarks print figures (they are not pass/fail); see benches/README.md.
+# Benchmarks print figures (they are not pass/fail); README.md lists them.
 bench: release
 	scripts/bench.sh $(RELEASE_BIN)
 

@@ -1,4 +1,4 @@
-//! `make bench`: the figures of DESIGN §11, printed, not asserted.
+//! `make bench`: the performance figures the README lists, printed, not asserted.
 //!
 //! The daemon under test is the release binary given in `AGENT_CONTROLLER_BIN` (run as a
 //! child so its RSS is its own); the command round trip runs in-process through the agent

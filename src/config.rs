@@ -266,9 +266,12 @@ impl Config {
 
     /// Values serde accepts but the daemon cannot run with.
     pub fn validate(&self) -> Result<(), ConfigError> {
-        let positive = |key: &str, v: u64| {
-            if v == 0 { Err(ConfigError::key(key, "must be greater than 0")) } else { Ok(()) }
-        };
+        self.validate_api_and_server()?;
+        self.validate_limits()?;
+        self.validate_the_rest()
+    }
+
+    fn validate_api_and_server(&self) -> Result<(), ConfigError> {
         if !matches!(self.api.provider.as_str(), "anthropic" | "openai" | "gemini") {
             return Err(ConfigError::key(
                 "api.provider",
@@ -299,6 +302,11 @@ impl Config {
                 return Err(ConfigError::key(key, "must be between 1 and 256"));
             }
         }
+        Ok(())
+    }
+
+    /// Tokens, ports and the timeouts, which must fit each other.
+    fn validate_limits(&self) -> Result<(), ConfigError> {
         // A shared token would let every worker drive the API (and read every session).
         if !self.server.api_token.is_empty() && self.server.api_token.expose() == self.server.worker_token.expose() {
             return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
@@ -306,9 +314,6 @@ impl Config {
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
-        let at_most = |key: &str, v: u64, max: u64| {
-            if v > max { Err(ConfigError::key(key, format!("must be at most {max}"))) } else { Ok(()) }
-        };
         positive("server.long_poll_s", self.server.long_poll_s)?;
         positive("server.worker_timeout_s", self.server.worker_timeout_s)?;
         at_most("server.long_poll_s", self.server.long_poll_s, 300)?;
@@ -325,6 +330,10 @@ impl Config {
                 "must be shorter than server.worker_timeout_s, or idle workers would look silent",
             ));
         }
+        Ok(())
+    }
+
+    fn validate_the_rest(&self) -> Result<(), ConfigError> {
         positive("exploration.max_turns", self.exploration.max_turns.into())?;
         for (key, v) in [
             ("exploration.click_delay", self.exploration.click_delay),
@@ -380,7 +389,7 @@ impl Config {
             || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
     }
 
-    /// Refuse a non-loopback bind that nothing protects (DESIGN §9).
+    /// Refuse a non-loopback bind that nothing protects.
     pub fn check_exposure(&self, insecure: bool) -> Result<(), ConfigError> {
         if self.binds_loopback() || insecure {
             return Ok(());
@@ -416,6 +425,14 @@ impl Config {
 
 fn is_key_path(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '[' || c == ']')
+}
+
+fn positive(key: &str, v: u64) -> Result<(), ConfigError> {
+    if v == 0 { Err(ConfigError::key(key, "must be greater than 0")) } else { Ok(()) }
+}
+
+fn at_most(key: &str, v: u64, max: u64) -> Result<(), ConfigError> {
+    if v > max { Err(ConfigError::key(key, format!("must be at most {max}"))) } else { Ok(()) }
 }
 
 #[cfg(test)]

@@ -63,67 +63,11 @@ impl Daemon {
                 .map_err(|e| StartError(format!("cannot load sessions from {}: {e}", config.output.dir.display())))?,
         );
 
-        let reaper = {
-            let parker = Arc::clone(&parker);
-            std::thread::Builder::new()
-                .name("long-poll-reaper".into())
-                .stack_size(256 * 1024)
-                .spawn(move || parker.run_reaper())
-                .map_err(|e| StartError(format!("cannot start a thread: {e}")))?
-        };
+        let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let monitor = {
-            let hub = Arc::clone(&hub);
-            let stop = Arc::clone(&monitor_stop);
-            std::thread::Builder::new()
-                .name("worker-monitor".into())
-                .stack_size(256 * 1024)
-                .spawn(move || {
-                    let (lock, cv) = &*stop;
-                    let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
-                    while !*stopped {
-                        stopped =
-                            cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
-                        hub.check_liveness();
-                    }
-                })
-                .map_err(|e| StartError(format!("cannot start a thread: {e}")))?
-        };
-
-        let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
+        let monitor = spawn_monitor(&hub, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let loopback = config.binds_loopback();
-        let api_routes = Api { config: Arc::clone(&config), sessions: Arc::clone(&sessions), hub: Arc::clone(&hub) };
-        let api = HttpServer::start(
-            ServerSpec {
-                name: "api",
-                what: "API server",
-                host,
-                port: config.server.api_port,
-                threads: config.server.api_threads,
-                tokenless: config.server.api_token.is_empty(),
-                loopback,
-            },
-            &stopping,
-            Arc::new(move |r| api_routes.handle(r)),
-        )
-        .map_err(StartError)?;
-        let worker_routes =
-            WorkerApi { config: Arc::clone(&config), hub: Arc::clone(&hub), sessions: Arc::clone(&sessions) };
-        let worker = HttpServer::start(
-            ServerSpec {
-                name: "worker-api",
-                what: "worker server",
-                host,
-                port: config.server.worker_port,
-                threads: config.server.worker_threads,
-                tokenless: config.server.worker_token.is_empty(),
-                loopback,
-            },
-            &stopping,
-            Arc::new(move |r| worker_routes.handle(r)),
-        )
-        .map_err(StartError)?;
+        let (api, worker) = start_servers(&config, &sessions, &hub, &stopping)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
         log::info!("API server listening on http://{api_addr}");
         log::info!("worker server listening on http://{worker_addr}");
@@ -188,4 +132,73 @@ impl Daemon {
         }
         log::info!("stopped");
     }
+}
+
+/// Both HTTP servers, each with its routes and its own token's guard.
+fn start_servers(
+    config: &Arc<Config>,
+    sessions: &Arc<SessionManager>,
+    hub: &Arc<WorkerHub>,
+    stopping: &Arc<AtomicBool>,
+) -> Result<(HttpServer, HttpServer), StartError> {
+    let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
+    let loopback = config.binds_loopback();
+    let api_routes = Api { config: Arc::clone(config), sessions: Arc::clone(sessions), hub: Arc::clone(hub) };
+    let api = HttpServer::start(
+        ServerSpec {
+            name: "api",
+            what: "API server",
+            host,
+            port: config.server.api_port,
+            threads: config.server.api_threads,
+            tokenless: config.server.api_token.is_empty(),
+            loopback,
+        },
+        stopping,
+        Arc::new(move |r| api_routes.handle(r)),
+    )
+    .map_err(StartError)?;
+    let worker_routes = WorkerApi { config: Arc::clone(config), hub: Arc::clone(hub), sessions: Arc::clone(sessions) };
+    let worker = HttpServer::start(
+        ServerSpec {
+            name: "worker-api",
+            what: "worker server",
+            host,
+            port: config.server.worker_port,
+            threads: config.server.worker_threads,
+            tokenless: config.server.worker_token.is_empty(),
+            loopback,
+        },
+        stopping,
+        Arc::new(move |r| worker_routes.handle(r)),
+    )
+    .map_err(StartError)?;
+    Ok((api, worker))
+}
+
+fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {
+    let parker = Arc::clone(parker);
+    std::thread::Builder::new()
+        .name("long-poll-reaper".into())
+        .stack_size(256 * 1024)
+        .spawn(move || parker.run_reaper())
+        .map_err(|e| StartError(format!("cannot start a thread: {e}")))
+}
+
+/// Checks worker liveness every 500 ms until told to stop.
+fn spawn_monitor(hub: &Arc<WorkerHub>, stop: &Arc<(Mutex<bool>, Condvar)>) -> Result<JoinHandle<()>, StartError> {
+    let hub = Arc::clone(hub);
+    let stop = Arc::clone(stop);
+    std::thread::Builder::new()
+        .name("worker-monitor".into())
+        .stack_size(256 * 1024)
+        .spawn(move || {
+            let (lock, cv) = &*stop;
+            let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+            while !*stopped {
+                stopped = cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
+                hub.check_liveness();
+            }
+        })
+        .map_err(|e| StartError(format!("cannot start a thread: {e}")))
 }

@@ -90,140 +90,138 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
     let client = ApiClient::new(api, token);
     let result = match command {
         "task" | "explore" => return follow_new(command, &client, &out, args),
-        "sessions" => client.get("/sessions").map(|v| {
-            if out.json {
-                println!("{v}");
-            } else {
-                for s in v.as_array().into_iter().flatten() {
-                    println!(
-                        "{}  {:<10} {:<7} {:<7} turn {:<4} {}",
-                        s["session_id"].as_str().unwrap_or(""),
-                        s["status"].as_str().unwrap_or(""),
-                        s["mode"].as_str().unwrap_or(""),
-                        s["type"].as_str().unwrap_or(""),
-                        s["turn"],
-                        s["target"].as_str().unwrap_or("")
-                    );
-                }
-            }
-        }),
         "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "stop" => {
-            let follow = args.contains(["-f", "--follow"]);
-            let yes = args.contains("--yes");
-            let no = args.contains("--no");
-            let zip = args.contains("--zip");
-            let dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
-            let free = args.finish();
-            let Some(id) = free.first().and_then(|s| s.to_str()).map(str::to_string) else {
-                eprintln!("agent-controller {command}: give a session id (see `agent-controller sessions`)");
-                return exit::USAGE;
-            };
-            let id = path_segment(&id);
-            match command {
-                "status" => client.get(&format!("/sessions/{id}")).map(|s| print_status(&s, &out)),
-                "log" => return print_log(&client, &id, follow, &out),
-                "report" => client.get(&format!("/sessions/{id}/report")).map(|v| {
-                    if out.json { println!("{v}") } else { println!("{}", v["report"].as_str().unwrap_or("")) }
-                }),
-                "notes" => client.get(&format!("/sessions/{id}/notes")).map(|v| {
-                    if out.json {
-                        println!("{v}");
-                    } else {
-                        for n in v.as_array().into_iter().flatten() {
-                            match n["title"].as_str() {
-                                Some(t) => println!("- {t}: {}", n["content"].as_str().unwrap_or("")),
-                                None => println!("- {}", n["content"].as_str().unwrap_or("")),
-                            }
-                        }
-                    }
-                }),
-                "files" => client.get(&format!("/sessions/{id}/files")).map(|v| {
-                    if out.json {
-                        println!("{v}");
-                    } else {
-                        for f in v.as_array().into_iter().flatten() {
-                            println!(
-                                "{:<11} {:>8} KB  {}",
-                                f["type"].as_str().unwrap_or(""),
-                                f["size_kb"],
-                                f["filename"].as_str().unwrap_or("")
-                            );
-                        }
-                    }
-                }),
-                "download" => {
-                    let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-                    let name = free.get(1).and_then(|s| s.to_str()).map(str::to_string);
-                    return download(&client, &id, name.as_deref(), zip, &dir, &out);
-                }
-                "confirm" => {
-                    if yes == no {
-                        eprintln!("agent-controller confirm: say --yes or --no");
-                        return exit::USAGE;
-                    }
-                    client.get(&format!("/sessions/{id}/confirmation")).and_then(|c| {
-                        if c["pending"] != true {
-                            return Err(ClientError::Other(format!("session {id} has no pending confirmation")));
-                        }
-                        client
-                            .post(
-                                &format!("/sessions/{id}/confirmation"),
-                                &json!({"confirmation_id": c["confirmation_id"], "approved": yes}),
-                            )
-                            .map(|_| {
-                                println!(
-                                    "{} {}",
-                                    if yes { "approved:" } else { "denied:" },
-                                    c["description"].as_str().unwrap_or("")
-                                )
-                            })
-                    })
-                }
-                _ => client
-                    .delete(&format!("/sessions/{id}"))
-                    .map(|v| if out.json { println!("{v}") } else { println!("stopped {id}") }),
-            }
+            return session_command(command, &client, &out, args);
         }
-        "workers" => client.get("/workers").map(|v| {
-            if out.json {
-                println!("{v}");
-            } else {
-                for w in v.as_array().into_iter().flatten() {
-                    println!(
-                        "{}  {:<20} {:<14} {:<12} {}",
-                        w["worker_id"].as_str().unwrap_or(""),
-                        w["hostname"].as_str().unwrap_or(""),
-                        w["capabilities"]
-                            .as_array()
-                            .map(|c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
-                            .unwrap_or_default(),
-                        if w["connected"] == true { "connected" } else { "gone" },
-                        w["session_id"].as_str().map(|s| format!("serving {s}")).unwrap_or_default()
-                    );
-                }
-            }
-        }),
-        "health" => client.get("/health").map(|v| {
-            if out.json {
-                println!("{v}");
-            } else {
-                println!(
-                    "ok: controller {} at {}, {} worker(s) connected, sessions {}",
-                    v["version"].as_str().unwrap_or("?"),
-                    client.base,
-                    v["workers"],
-                    v["sessions"]
-                );
-            }
-        }),
+        "sessions" => client.get("/sessions").map(|v| print_list(&v, &out, print_session_line)),
+        "workers" => client.get("/workers").map(|v| print_list(&v, &out, print_worker_line)),
+        "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");
             return exit::USAGE;
         }
     };
+    exit_code(result)
+}
+
+fn exit_code(result: Result<(), ClientError>) -> u8 {
     match result {
         Ok(()) => exit::FINISHED,
         Err(e) => fail(e),
+    }
+}
+
+/// The commands about one session: `status ID`, `log ID`, … `stop ID`.
+fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
+    let follow = args.contains(["-f", "--follow"]);
+    let yes = args.contains("--yes");
+    let no = args.contains("--no");
+    let zip = args.contains("--zip");
+    let dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
+    let free = args.finish();
+    let Some(id) = free.first().and_then(|s| s.to_str()).map(str::to_string) else {
+        eprintln!("agent-controller {command}: give a session id (see `agent-controller sessions`)");
+        return exit::USAGE;
+    };
+    let id = path_segment(&id);
+    let result = match command {
+        "status" => client.get(&format!("/sessions/{id}")).map(|s| print_status(&s, out)),
+        "log" => return print_log(client, &id, follow, out),
+        "report" => client
+            .get(&format!("/sessions/{id}/report"))
+            .map(|v| if out.json { println!("{v}") } else { println!("{}", v["report"].as_str().unwrap_or("")) }),
+        "notes" => client.get(&format!("/sessions/{id}/notes")).map(|v| print_list(&v, out, print_note_line)),
+        "files" => client.get(&format!("/sessions/{id}/files")).map(|v| print_list(&v, out, print_file_line)),
+        "download" => {
+            let dir = dir.unwrap_or_else(|| PathBuf::from("."));
+            let name = free.get(1).and_then(|s| s.to_str()).map(str::to_string);
+            return download(client, &id, name.as_deref(), zip, &dir, out);
+        }
+        "confirm" if yes == no => {
+            eprintln!("agent-controller confirm: say --yes or --no");
+            return exit::USAGE;
+        }
+        "confirm" => answer_confirmation(client, &id, yes),
+        _ => client
+            .delete(&format!("/sessions/{id}"))
+            .map(|v| if out.json { println!("{v}") } else { println!("stopped {id}") }),
+    };
+    exit_code(result)
+}
+
+fn answer_confirmation(client: &ApiClient, id: &str, yes: bool) -> Result<(), ClientError> {
+    let c = client.get(&format!("/sessions/{id}/confirmation"))?;
+    if c["pending"] != true {
+        return Err(ClientError::Other(format!("session {id} has no pending confirmation")));
+    }
+    let answer = json!({"confirmation_id": c["confirmation_id"], "approved": yes});
+    client.post(&format!("/sessions/{id}/confirmation"), &answer)?;
+    println!("{} {}", if yes { "approved:" } else { "denied:" }, c["description"].as_str().unwrap_or(""));
+    Ok(())
+}
+
+/// A JSON array: as JSON, or one line per item.
+fn print_list(v: &Value, out: &Out, line: fn(&Value)) {
+    if out.json {
+        println!("{v}");
+    } else {
+        v.as_array().into_iter().flatten().for_each(line);
+    }
+}
+
+fn print_session_line(s: &Value) {
+    println!(
+        "{}  {:<10} {:<7} {:<7} turn {:<4} {}",
+        s["session_id"].as_str().unwrap_or(""),
+        s["status"].as_str().unwrap_or(""),
+        s["mode"].as_str().unwrap_or(""),
+        s["type"].as_str().unwrap_or(""),
+        s["turn"],
+        s["target"].as_str().unwrap_or("")
+    );
+}
+
+fn print_note_line(n: &Value) {
+    match n["title"].as_str() {
+        Some(t) => println!("- {t}: {}", n["content"].as_str().unwrap_or("")),
+        None => println!("- {}", n["content"].as_str().unwrap_or("")),
+    }
+}
+
+fn print_file_line(f: &Value) {
+    println!(
+        "{:<11} {:>8} KB  {}",
+        f["type"].as_str().unwrap_or(""),
+        f["size_kb"],
+        f["filename"].as_str().unwrap_or("")
+    );
+}
+
+fn print_worker_line(w: &Value) {
+    println!(
+        "{}  {:<20} {:<14} {:<12} {}",
+        w["worker_id"].as_str().unwrap_or(""),
+        w["hostname"].as_str().unwrap_or(""),
+        w["capabilities"]
+            .as_array()
+            .map(|c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
+            .unwrap_or_default(),
+        if w["connected"] == true { "connected" } else { "gone" },
+        w["session_id"].as_str().map(|s| format!("serving {s}")).unwrap_or_default()
+    );
+}
+
+fn print_health(v: &Value, client: &ApiClient, out: &Out) {
+    if out.json {
+        println!("{v}");
+    } else {
+        println!(
+            "ok: controller {} at {}, {} worker(s) connected, sessions {}",
+            v["version"].as_str().unwrap_or("?"),
+            client.base,
+            v["workers"],
+            v["sessions"]
+        );
     }
 }
 
@@ -332,40 +330,81 @@ fn download(client: &ApiClient, id: &str, name: Option<&str>, zip: bool, dir: &s
 }
 
 /// `task` / `explore`: create the session, follow it, answer confirmations, fetch the files.
-fn follow_new(command: &str, client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
-    let usage = |m: &str| {
-        eprintln!("agent-controller {command}: {m}\n\n{USAGE}");
-        exit::USAGE
+/// How `task`/`explore` answer confirmations: `--yes`, `--no`, or ask on the terminal.
+#[derive(Clone, Copy)]
+struct Answers {
+    yes: bool,
+    no: bool,
+}
+
+fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pico_args::Arguments) -> u8 {
+    let (body, out_dir, answers) = match new_session_body(command, args) {
+        Ok(parsed) => parsed,
+        Err(message) => {
+            eprintln!("agent-controller {command}: {message}\n\n{USAGE}");
+            return exit::USAGE;
+        }
     };
+    let created = match client.post("/sessions", &body) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let id = created["session_id"].as_str().unwrap_or("").to_string();
+    if out.json {
+        println!("{}", json!({"session_id": id, "status": created["status"]}));
+    } else {
+        let target = body["target"].as_str().unwrap_or("");
+        println!("session {id} ({command} on {target}); Ctrl-C detaches, `agent-controller stop {id}` stops it");
+    }
+    let (final_state, denied) = match follow(client, out, &id, answers) {
+        Ok(done) => done,
+        Err(code) => return code,
+    };
+    print_outcome(client, out, &id, &final_state);
+    if let Some(dir) = out_dir {
+        let code = download(client, &path_segment(&id), None, false, &dir, out);
+        if code != exit::FINISHED {
+            return code;
+        }
+    }
+    match final_state["status"].as_str().unwrap_or("") {
+        "finished" if denied => exit::DENIED,
+        "finished" => exit::FINISHED,
+        "stopped" => exit::STOPPED,
+        _ => exit::ERROR,
+    }
+}
+
+/// The `POST /sessions` body from the command line, the `--out` folder, and how to answer.
+fn new_session_body(
+    command: &str,
+    mut args: pico_args::Arguments,
+) -> Result<(Value, Option<PathBuf>, Answers), String> {
     let url: Option<String> = args.opt_value_from_str("--url").unwrap_or(None);
     let title: Option<String> = args.opt_value_from_str("--title").unwrap_or(None);
     let host: Option<String> = args.opt_value_from_str("--host").unwrap_or(None);
     let goal: Option<String> = args.opt_value_from_str("--goal").unwrap_or(None);
     let worker: Option<String> = args.opt_value_from_str("--worker").unwrap_or(None);
     let username: Option<String> = args.opt_value_from_str("--username").unwrap_or(None);
-    let max_turns: Option<u32> = match args.opt_value_from_str("--max-turns") {
-        Ok(v) => v,
-        Err(e) => return usage(&e.to_string()),
-    };
+    let max_turns: Option<u32> = args.opt_value_from_str("--max-turns").map_err(|e| e.to_string())?;
     let out_dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
     let auto = args.contains("--auto-confirm");
-    let yes = args.contains("--yes");
-    let no = args.contains("--no");
-    if yes && no {
-        return usage("--yes and --no together");
+    let answers = Answers { yes: args.contains("--yes"), no: args.contains("--no") };
+    if answers.yes && answers.no {
+        return Err("--yes and --no together".into());
     }
     let free: Vec<String> = args.finish().into_iter().filter_map(|s| s.into_string().ok()).collect();
     let (target, kind) = match (url, title, host) {
         (Some(u), None, None) => (u, "browser"),
         (None, Some(t), None) => (t, "app"),
         (None, None, Some(h)) => (h, "shell"),
-        _ => return usage("give exactly one of --url, --title or --host"),
+        _ => return Err("give exactly one of --url, --title or --host".into()),
     };
     let mut body = json!({"mode": command, "target": target, "type": kind});
     if command == "task" {
         let instruction = free.join(" ");
         if instruction.trim().is_empty() {
-            return usage("say what to do, e.g. task --url https://example.com \"download all PDFs\"");
+            return Err("say what to do, e.g. task --url https://example.com \"download all PDFs\"".into());
         }
         body["instruction"] = json!(instruction);
     } else if let Some(g) = goal.or_else(|| (!free.is_empty()).then(|| free.join(" "))) {
@@ -376,7 +415,7 @@ fn follow_new(command: &str, client: &ApiClient, out: &Out, mut args: pico_args:
     }
     if let Some(u) = username {
         let Some(password) = std::env::var("AGENT_CONTROLLER_PASSWORD").ok().filter(|p| !p.is_empty()) else {
-            return usage("--username needs the password in AGENT_CONTROLLER_PASSWORD (never on the command line)");
+            return Err("--username needs the password in AGENT_CONTROLLER_PASSWORD (never on the command line)".into());
         };
         body["credentials"] = json!({"username": u, "password": password});
     }
@@ -385,96 +424,84 @@ fn follow_new(command: &str, client: &ApiClient, out: &Out, mut args: pico_args:
         options["max_turns"] = json!(n);
     }
     body["options"] = options;
+    Ok((body, out_dir, answers))
+}
 
-    let created = match client.post("/sessions", &body) {
-        Ok(v) => v,
-        Err(e) => return fail(e),
-    };
-    let id = created["session_id"].as_str().unwrap_or("").to_string();
-    if out.json {
-        println!("{}", json!({"session_id": id, "status": created["status"]}));
-    } else {
-        println!("session {id} ({command} on {target}); Ctrl-C detaches, `agent-controller stop {id}` stops it");
-    }
+/// Print the log as it comes and answer confirmations until the session ends: its final
+/// state, and whether a confirmation was denied.
+fn follow(client: &ApiClient, out: &Out, id: &str, answers: Answers) -> Result<(Value, bool), u8> {
     let mut after = 0;
     let mut answered: Vec<String> = Vec::new();
     let mut denied = false;
-    let final_state = loop {
-        let page = match client.get(&format!("/sessions/{id}/log?after={after}&wait=5")) {
-            Ok(p) => p,
-            Err(e) => return fail(e),
-        };
+    loop {
+        let page = client.get(&format!("/sessions/{id}/log?after={after}&wait=5")).map_err(fail)?;
         for e in page["entries"].as_array().into_iter().flatten() {
             out.entry(e);
         }
         after = page["next"].as_u64().unwrap_or(after);
-        let s = match client.get(&format!("/sessions/{id}")) {
-            Ok(s) => s,
-            Err(e) => return fail(e),
-        };
+        let s = client.get(&format!("/sessions/{id}")).map_err(fail)?;
         if let Some(c) = s["confirmation_pending"].as_object() {
             let cid = c.get("confirmation_id").and_then(Value::as_str).unwrap_or("").to_string();
             if !answered.contains(&cid) {
-                let approved = if yes {
-                    true
-                } else if no {
-                    false
-                } else if isatty(0) {
-                    ask(c, out)
-                } else {
-                    eprintln!(
-                        "agent-controller: session {id} asks for a confirmation ({}), but there is no terminal to ask on.\n\
-                         Run with --yes or --no, or answer with `agent-controller confirm {id} --yes|--no`.",
-                        c.get("description").and_then(Value::as_str).unwrap_or("")
-                    );
-                    return exit::USAGE;
-                };
-                if !approved {
-                    denied = true;
-                }
-                let r = client.post(
-                    &format!("/sessions/{id}/confirmation"),
-                    &json!({"confirmation_id": cid, "approved": approved}),
-                );
-                if let Err(e) = r {
-                    eprintln!("agent-controller: the answer was not taken: {e}");
-                }
+                denied |= !answer_pending(client, out, id, c, answers)?;
                 answered.push(cid);
             }
         }
         if !is_active(&s) {
-            break s;
-        }
-    };
-    // Entries written at the very end.
-    if let Ok(page) = client.get(&format!("/sessions/{id}/log?after={after}")) {
-        for e in page["entries"].as_array().into_iter().flatten() {
-            out.entry(e);
+            // Entries written at the very end.
+            if let Ok(page) = client.get(&format!("/sessions/{id}/log?after={after}")) {
+                for e in page["entries"].as_array().into_iter().flatten() {
+                    out.entry(e);
+                }
+            }
+            return Ok((s, denied));
         }
     }
-    let status = final_state["status"].as_str().unwrap_or("");
+}
+
+/// Answer the pending confirmation `c`; whether it was approved.
+fn answer_pending(
+    client: &ApiClient,
+    out: &Out,
+    id: &str,
+    c: &serde_json::Map<String, Value>,
+    answers: Answers,
+) -> Result<bool, u8> {
+    let approved = if answers.yes {
+        true
+    } else if answers.no {
+        false
+    } else if isatty(0) {
+        ask(c, out)
+    } else {
+        eprintln!(
+            "agent-controller: session {id} asks for a confirmation ({}), but there is no terminal to ask on.\n\
+             Run with --yes or --no, or answer with `agent-controller confirm {id} --yes|--no`.",
+            c.get("description").and_then(Value::as_str).unwrap_or("")
+        );
+        return Err(exit::USAGE);
+    };
+    let cid = c.get("confirmation_id").and_then(Value::as_str).unwrap_or("");
+    let r =
+        client.post(&format!("/sessions/{id}/confirmation"), &json!({"confirmation_id": cid, "approved": approved}));
+    if let Err(e) = r {
+        eprintln!("agent-controller: the answer was not taken: {e}");
+    }
+    Ok(approved)
+}
+
+/// The final state and the report.
+fn print_outcome(client: &ApiClient, out: &Out, id: &str, final_state: &Value) {
     if out.json {
         println!("{final_state}");
-    } else {
-        println!();
-        print_status(&final_state, out);
-        if let Ok(r) = client.get(&format!("/sessions/{id}/report")) {
-            if let Some(text) = r["report"].as_str().filter(|t| !t.is_empty()) {
-                println!("\n{text}");
-            }
-        }
+        return;
     }
-    if let Some(dir) = out_dir {
-        let code = download(client, &path_segment(&id), None, false, &dir, out);
-        if code != exit::FINISHED {
-            return code;
+    println!();
+    print_status(final_state, out);
+    if let Ok(r) = client.get(&format!("/sessions/{id}/report")) {
+        if let Some(text) = r["report"].as_str().filter(|t| !t.is_empty()) {
+            println!("\n{text}");
         }
-    }
-    match status {
-        "finished" if denied => exit::DENIED,
-        "finished" => exit::FINISHED,
-        "stopped" => exit::STOPPED,
-        _ => exit::ERROR,
     }
 }
 

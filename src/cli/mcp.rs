@@ -107,32 +107,13 @@ fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHand
     let Some(id) = id.filter(|i| i.is_string() || i.is_number()) else {
         // Notifications: nothing is answered.
         if method == "notifications/cancelled" {
-            let key = params["requestId"].to_string();
-            shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone());
-            for (k, flag) in shared.running.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-                if *k == key {
-                    flag.store(true, Ordering::Release);
-                }
-            }
+            cancel(shared, params["requestId"].to_string());
         }
         return None;
     };
     match method {
         "initialize" => {
-            let asked = params["protocolVersion"].as_str().unwrap_or("");
-            let version = if VERSIONS.contains(&asked) { asked } else { VERSIONS[0] };
-            send(response(
-                &id,
-                json!({
-                    "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": false}},
-                    "serverInfo": {"name": "agent-controller", "title": "agent-controller", "version": env!("CARGO_PKG_VERSION")},
-                    "instructions": "Drives remote browser, desktop and shell automation through an agent-controller. \
-                        Start with create_session, then call wait_for_session repeatedly: it returns on a status change, \
-                        a pending confirmation (answer it with respond_confirmation) or the end. Read results with \
-                        get_report, list_files and get_file."
-                }),
-            ));
+            send(response(&id, initialize(&params)));
             None
         }
         "ping" => {
@@ -143,34 +124,61 @@ fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHand
             send(response(&id, json!({"tools": tool_list()})));
             None
         }
-        "tools/call" => {
-            let name = params["name"].as_str().unwrap_or("").to_string();
-            let args = params.get("arguments").cloned().unwrap_or(json!({}));
-            let Some(def) = tool_list().into_iter().find(|t| t["name"] == name.as_str()) else {
-                send(error(&id, -32602, &format!("unknown tool {name:?}")));
-                return None;
-            };
-            let shared = Arc::clone(shared);
-            let key = id.to_string();
-            let flag = Arc::new(AtomicBool::new(false));
-            shared.running.lock().unwrap_or_else(|p| p.into_inner()).push((key.clone(), Arc::clone(&flag)));
-            Some(std::thread::spawn(move || {
-                let result = match crate::util::schema::validate(&def["inputSchema"], &args) {
-                    Err(e) => tool_error(&format!("invalid arguments: {e}")),
-                    Ok(()) => call(&shared, &name, &args, &flag),
-                };
-                shared.running.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _)| *k != key);
-                // A cancelled request gets no response.
-                if !shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {
-                    let _ = shared.out.send(response(&id, result));
-                }
-            }))
-        }
+        "tools/call" => call_tool(shared, id, &params),
         other => {
             send(error(&id, -32601, &format!("method not found: {other}")));
             None
         }
     }
+}
+
+/// `notifications/cancelled`: the request gets no answer, and a running call is told.
+fn cancel(shared: &Shared, key: String) {
+    shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone());
+    for (k, flag) in shared.running.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+        if *k == key {
+            flag.store(true, Ordering::Release);
+        }
+    }
+}
+
+fn initialize(params: &Value) -> Value {
+    let asked = params["protocolVersion"].as_str().unwrap_or("");
+    let version = if VERSIONS.contains(&asked) { asked } else { VERSIONS[0] };
+    json!({
+        "protocolVersion": version,
+        "capabilities": {"tools": {"listChanged": false}},
+        "serverInfo": {"name": "agent-controller", "title": "agent-controller", "version": env!("CARGO_PKG_VERSION")},
+        "instructions": "Drives remote browser, desktop and shell automation through an agent-controller. \
+            Start with create_session, then call wait_for_session repeatedly: it returns on a status change, \
+            a pending confirmation (answer it with respond_confirmation) or the end. Read results with \
+            get_report, list_files and get_file."
+    })
+}
+
+/// `tools/call`, on a thread of its own so a long call never blocks the reader.
+fn call_tool(shared: &Arc<Shared>, id: Value, params: &Value) -> Option<std::thread::JoinHandle<()>> {
+    let name = params["name"].as_str().unwrap_or("").to_string();
+    let args = params.get("arguments").cloned().unwrap_or(json!({}));
+    let Some(def) = tool_list().into_iter().find(|t| t["name"] == name.as_str()) else {
+        let _ = shared.out.send(error(&id, -32602, &format!("unknown tool {name:?}")));
+        return None;
+    };
+    let shared = Arc::clone(shared);
+    let key = id.to_string();
+    let flag = Arc::new(AtomicBool::new(false));
+    shared.running.lock().unwrap_or_else(|p| p.into_inner()).push((key.clone(), Arc::clone(&flag)));
+    Some(std::thread::spawn(move || {
+        let result = match crate::util::schema::validate(&def["inputSchema"], &args) {
+            Err(e) => tool_error(&format!("invalid arguments: {e}")),
+            Ok(()) => call(&shared, &name, &args, &flag),
+        };
+        shared.running.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _)| *k != key);
+        // A cancelled request gets no response.
+        if !shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {
+            let _ = shared.out.send(response(&id, result));
+        }
+    }))
 }
 
 fn obj(props: Value, required: &[&str]) -> Value {

@@ -13,7 +13,8 @@ use crate::protocol::{
     CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
     WorkerSettings,
 };
-use crate::session::{self, SessionManager};
+use crate::session::{self, Session, SessionManager};
+use crate::store::{StageError, StagedFile};
 use multipart2::server::Multipart;
 use serde_json::json;
 use std::io::Read;
@@ -119,72 +120,18 @@ impl WorkerApi {
             ApiError::Conflict(format!("worker {} is not serving a session; nothing to upload to", worker.hostname))
         })?;
         let session = self.sessions.get(&serving)?;
-        let boundary = http::header_value(request, "Content-Type")
-            .and_then(|ct| {
-                let (kind, params) = ct.split_once(';')?;
-                if !kind.trim().eq_ignore_ascii_case("multipart/form-data") {
-                    return None;
-                }
-                params.split(';').find_map(|p| {
-                    let (k, v) = p.trim().split_once('=')?;
-                    k.eq_ignore_ascii_case("boundary").then(|| v.trim_matches('"').to_string())
-                })
-            })
-            .ok_or_else(|| ApiError::BadRequest("expected a multipart/form-data body with a boundary".into()))?;
+        let boundary = multipart_boundary(request)?;
 
         let (allowance, per_file_binds) = session.upload_allowance()?;
         // A declared length far beyond the allowance is refused before reading a byte.
         if request.body_length().is_some_and(|n| n as u64 > allowance.saturating_add(64 * 1024)) {
-            return Err(session::stage_error(
-                crate::store::StageError::Limit,
-                per_file_binds,
-                &self.config,
-                &session.id,
-            ));
+            return Err(session::stage_error(StageError::Limit, per_file_binds, &self.config, &session.id));
         }
 
-        let mut multipart = Multipart::with_body(request.as_reader(), boundary);
-        let mut claimed_session: Option<String> = None;
-        let mut filename: Option<String> = None;
-        let mut part_filename: Option<String> = None;
-        let mut staged = None;
-        loop {
-            let field =
-                multipart.read_entry().map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
-            let Some(mut field) = field else { break };
-            let name = field.headers.name.to_string();
-            match name.as_str() {
-                "file" => {
-                    if staged.is_some() {
-                        return Err(ApiError::BadRequest("more than one `file` part".into()));
-                    }
-                    part_filename = field.headers.filename.clone();
-                    let mut file = session.stage()?;
-                    file.copy_from(&mut field.data, allowance)
-                        .map_err(|e| session::stage_error(e, per_file_binds, &self.config, &session.id))?;
-                    staged = Some(file);
-                }
-                "session_id" | "filename" | "command_id" => {
-                    let mut value = String::new();
-                    field
-                        .data
-                        .by_ref()
-                        .take(FIELD_LIMIT)
-                        .read_to_string(&mut value)
-                        .map_err(|e| ApiError::BadRequest(format!("bad `{name}` field: {e}")))?;
-                    match name.as_str() {
-                        "session_id" => claimed_session = Some(value.trim().to_string()),
-                        "filename" => filename = Some(value),
-                        _ => {}
-                    }
-                }
-                _ => {
-                    // Unknown parts are read past, bounded by the same allowance.
-                    std::io::copy(&mut field.data.by_ref().take(allowance), &mut std::io::sink())
-                        .map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
-                }
-            }
-        }
+        let parts = read_parts(request, boundary, &session, allowance, |e| {
+            session::stage_error(e, per_file_binds, &self.config, &session.id)
+        })?;
+        let UploadParts { claimed_session, filename, part_filename, staged } = parts;
         // Required: a late upload from a session the worker no longer serves must not land in
         // the next one.
         match claimed_session.filter(|c| !c.is_empty()) {
@@ -207,4 +154,77 @@ impl WorkerApi {
         );
         Ok(Reply::json(200, &UploadResponse { success: true, stored_as: entry.filename, size_kb: entry.size_kb }))
     }
+}
+
+/// The boundary of a `multipart/form-data` body.
+fn multipart_boundary(request: &Request) -> Result<String, ApiError> {
+    http::header_value(request, "Content-Type")
+        .and_then(|ct| {
+            let (kind, params) = ct.split_once(';')?;
+            if !kind.trim().eq_ignore_ascii_case("multipart/form-data") {
+                return None;
+            }
+            params.split(';').find_map(|p| {
+                let (k, v) = p.trim().split_once('=')?;
+                k.eq_ignore_ascii_case("boundary").then(|| v.trim_matches('"').to_string())
+            })
+        })
+        .ok_or_else(|| ApiError::BadRequest("expected a multipart/form-data body with a boundary".into()))
+}
+
+/// What an upload's parts said, the file already staged (within `allowance`).
+#[derive(Default)]
+struct UploadParts {
+    claimed_session: Option<String>,
+    filename: Option<String>,
+    part_filename: Option<String>,
+    staged: Option<StagedFile>,
+}
+
+fn read_parts(
+    request: &mut Request,
+    boundary: String,
+    session: &Session,
+    allowance: u64,
+    stage_error: impl Fn(StageError) -> ApiError,
+) -> Result<UploadParts, ApiError> {
+    let mut multipart = Multipart::with_body(request.as_reader(), boundary);
+    let mut parts = UploadParts::default();
+    loop {
+        let field =
+            multipart.read_entry().map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
+        let Some(mut field) = field else { break };
+        let name = field.headers.name.to_string();
+        match name.as_str() {
+            "file" => {
+                if parts.staged.is_some() {
+                    return Err(ApiError::BadRequest("more than one `file` part".into()));
+                }
+                parts.part_filename = field.headers.filename.clone();
+                let mut file = session.stage()?;
+                file.copy_from(&mut field.data, allowance).map_err(&stage_error)?;
+                parts.staged = Some(file);
+            }
+            "session_id" | "filename" | "command_id" => {
+                let mut value = String::new();
+                field
+                    .data
+                    .by_ref()
+                    .take(FIELD_LIMIT)
+                    .read_to_string(&mut value)
+                    .map_err(|e| ApiError::BadRequest(format!("bad `{name}` field: {e}")))?;
+                match name.as_str() {
+                    "session_id" => parts.claimed_session = Some(value.trim().to_string()),
+                    "filename" => parts.filename = Some(value),
+                    _ => {}
+                }
+            }
+            _ => {
+                // Unknown parts are read past, bounded by the same allowance.
+                std::io::copy(&mut field.data.by_ref().take(allowance), &mut std::io::sink())
+                    .map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
+            }
+        }
+    }
+    Ok(parts)
 }

@@ -454,7 +454,7 @@ mod tests {
         Tool::offered(mode, kind, creds).into_iter().map(Tool::name).collect()
     }
 
-    /// The six sets of the design brief (§6), by size and by the tools each must hold.
+    /// The six mode × type sets, by size and by the tools each must hold.
     #[test]
     fn the_sets_match_the_design() {
         use Mode::*;

@@ -5,7 +5,7 @@
 //! answering mid-command, that command fails saying the browser will be restarted, and the
 //! next one starts it afresh. If the page closes its own tab, the browser attaches to another
 //! one. JavaScript dialogs are accepted at once and reported with the command's result.
-//! Every browser tool of DESIGN §6 is handled in `tools.rs`, on top of the page primitives of
+//! Every browser tool of the tool table is handled in `tools.rs`, on top of the page primitives of
 //! `page.rs` (page-side work runs in `page.js`), keyboard input in `keys.rs`, and downloads
 //! and PDFs in `download.rs`, which hand the files to the controller through the `Context`.
 //! Invariant: `running` is either `None` or a browser attached to one page target.
