@@ -153,10 +153,12 @@ impl WorkerHub {
         if let Some(addr) = addr {
             state.by_addr.insert(addr, worker.id.clone());
         }
+        // Under the hub's lock, so no lease can hand the restarted worker a command first.
+        let dead_poll = restarted.and_then(|w| {
+            w.slot.restarted(&self.parker, &format!("worker {} restarted (registered again)", w.hostname))
+        });
         drop(state);
-        if let Some(w) = restarted {
-            w.slot.restarted(&self.parker, &format!("worker {} restarted (registered again)", w.hostname));
-        }
+        slot::answer(dead_poll);
         self.lease_changed.notify_all();
         worker
     }
@@ -251,7 +253,12 @@ impl WorkerHub {
                 self.settings.worker_timeout.as_secs()
             )));
         }
-        worker.slot.send(&self.parker, cmd)?;
+        worker.slot.send(&self.parker, cmd, &|| stop.is_raised())?;
+        // Disconnected between the check and the send: the liveness check has already passed
+        // this worker by, so fail the command here rather than wait out its timeout.
+        if !worker.is_connected() {
+            worker.slot.fail_queued(format!("worker {} disconnected before it took the command", worker.hostname));
+        }
         let waker = Arc::clone(worker);
         let _registered = stop.on_raise(Arc::new(move || waker.slot.wake()));
         worker.slot.wait(&id, action, timeout, &|| stop.is_raised() || self.closing())

@@ -60,7 +60,7 @@ pub struct CommandSlot {
 }
 
 /// What a poll gets: a command (or `wait`) now, or nothing yet (parked).
-type Answer = Option<(Responder, Vec<u8>)>;
+pub type Answer = Option<(Responder, Vec<u8>)>;
 
 impl Default for CommandSlot {
     fn default() -> Self {
@@ -79,9 +79,13 @@ impl CommandSlot {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Queue `cmd` (replacing anything stale) and hand it to a parked poll at once.
-    pub fn send(&self, parker: &Parker, cmd: Command) -> Result<(), ExecError> {
+    /// Queue `cmd` (replacing anything stale) and hand it to a parked poll at once. Refused
+    /// when `stopped()` (checked under the slot's lock, so a stop already seen sends nothing).
+    pub fn send(&self, parker: &Parker, cmd: Command, stopped: &dyn Fn() -> bool) -> Result<(), ExecError> {
         let mut state = self.lock();
+        if stopped() {
+            return Err(ExecError::Stopped);
+        }
         while self.rx.try_recv().is_ok() {}
         state.phase = Phase::Queued { id: cmd.id.clone() };
         if self.tx.try_send(cmd).is_err() {
@@ -107,10 +111,13 @@ impl CommandSlot {
         let now = match self.take_queued(&mut state) {
             Some(body) => Some((respond, body)),
             None if closing => Some((respond, WAIT_BODY.to_vec())),
-            None => {
-                state.parked = parker.park(respond, long_poll, WAIT_BODY.to_vec());
-                None
-            }
+            None => match parker.park(respond, long_poll, WAIT_BODY.to_vec()) {
+                Ok(key) => {
+                    state.parked = Some(key);
+                    None
+                }
+                Err(unparked) => Some(unparked),
+            },
         };
         drop(state);
         answer(previous);
@@ -121,14 +128,15 @@ impl CommandSlot {
     /// The queued command as a response body, now delivered (the worker may then stay silent
     /// for the command's own timeout); `None` when nothing is queued.
     fn take_queued(&self, state: &mut SlotState) -> Option<Vec<u8>> {
-        let cmd = self.rx.try_recv().ok()?;
-        if let Phase::Queued { id } = &state.phase {
-            if *id == cmd.id {
+        loop {
+            let cmd = self.rx.try_recv().ok()?;
+            // Only the command the slot is waiting to deliver; anything else is stale.
+            if matches!(&state.phase, Phase::Queued { id } if *id == cmd.id) {
                 let allowance = Duration::from_secs(cmd.timeout_s);
                 state.phase = Phase::Delivered { id: cmd.id.clone(), allowance };
+                return Some(serde_json::to_vec(&cmd).unwrap_or_default());
             }
         }
-        Some(serde_json::to_vec(&cmd).unwrap_or_default())
     }
 
     /// Wait for the outcome of command `id`, until `deadline` or `stopped()`. Whatever ends
@@ -169,6 +177,8 @@ impl CommandSlot {
         if !matches!(&state.phase, Phase::Queued { id: q } | Phase::Delivered { id: q, .. } if q == id) {
             return false;
         }
+        // A result for a command never handed over: it must not be handed over later.
+        self.reset(&mut state);
         state.phase = Phase::Done { id: id.to_string(), outcome };
         drop(state);
         self.changed.notify_all();
@@ -186,13 +196,12 @@ impl CommandSlot {
     }
 
     /// The worker registered again (it restarted): its parked poll is dead, and a command it
-    /// had taken will never get a result.
-    pub fn restarted(&self, parker: &Parker, why: &str) {
+    /// had taken will never get a result. Returns the dead poll's answer, to send unlocked.
+    pub fn restarted(&self, parker: &Parker, why: &str) -> Answer {
         let mut state = self.lock();
         let old = state.parked.take().and_then(|k| parker.take(k)).map(|r| (r, WAIT_BODY.to_vec()));
         self.fail_delivered(&mut state, why);
-        drop(state);
-        answer(old);
+        old
     }
 
     /// The worker went silent: a command it never took fails with `why`.
@@ -232,7 +241,8 @@ impl CommandSlot {
     }
 }
 
-fn answer(reply: Answer) {
+/// Send a poll's answer (after the locks are released).
+pub fn answer(reply: Answer) {
     if let Some((respond, body)) = reply {
         respond(body);
     }
@@ -269,7 +279,7 @@ mod tests {
         let (respond, polled) = responder();
         assert!(!slot.poll(&parker, respond, Duration::from_secs(20), false, "lost"));
         assert!(polled.try_recv().is_err(), "parked");
-        slot.send(&parker, command("c1")).unwrap();
+        slot.send(&parker, command("c1"), &|| false).unwrap();
         assert_eq!(body_id(&polled.try_recv().unwrap()), "c1");
         assert_eq!(slot.liveness(&parker), (Some(Duration::from_secs(5)), false));
         let filler = {
@@ -286,13 +296,13 @@ mod tests {
     fn an_abandoned_command_is_never_delivered() {
         let parker = Parker::default();
         let slot = CommandSlot::default();
-        slot.send(&parker, command("old")).unwrap();
+        slot.send(&parker, command("old"), &|| false).unwrap();
         let r = slot.wait("old", "run_command", Duration::from_millis(10), &|| false);
         assert!(matches!(r, Err(ExecError::Timeout { .. })));
         let (respond, polled) = responder();
         slot.poll(&parker, respond, Duration::from_millis(10), true, "lost");
         assert_eq!(body_id(&polled.try_recv().unwrap()), "wait", "the stale command is gone");
-        slot.send(&parker, command("new")).unwrap();
+        slot.send(&parker, command("new"), &|| false).unwrap();
         let (respond, polled) = responder();
         slot.poll(&parker, respond, Duration::from_secs(20), false, "lost");
         assert_eq!(body_id(&polled.try_recv().unwrap()), "new");
@@ -302,16 +312,33 @@ mod tests {
     fn a_new_poll_fails_a_delivered_command_and_a_stop_ends_the_wait() {
         let parker = Parker::default();
         let slot = CommandSlot::default();
-        slot.send(&parker, command("c1")).unwrap();
+        slot.send(&parker, command("c1"), &|| false).unwrap();
         let (respond, _polled) = responder();
         slot.poll(&parker, respond, Duration::from_secs(20), false, "lost");
         let (respond, _again) = responder();
         assert!(slot.poll(&parker, respond, Duration::from_secs(20), false, "worker w asked for new work instead"));
         let r = slot.wait("c1", "run_command", Duration::from_secs(5), &|| false);
         assert!(matches!(r, Err(ExecError::Disconnected(m)) if m.contains("asked for new work")));
-        slot.send(&parker, command("c2")).unwrap();
+        slot.send(&parker, command("c2"), &|| false).unwrap();
         assert_eq!(slot.wait("c2", "run_command", Duration::from_secs(5), &|| true), Err(ExecError::Stopped));
         slot.fail_queued("gone".into());
         assert_eq!(slot.liveness(&parker).0, None);
+        assert_eq!(
+            slot.send(&parker, command("c3"), &|| true),
+            Err(ExecError::Stopped),
+            "a stop already seen sends nothing"
+        );
+    }
+
+    #[test]
+    fn a_result_for_a_command_never_handed_over_keeps_it_from_being_handed_over() {
+        let parker = Parker::default();
+        let slot = CommandSlot::default();
+        slot.send(&parker, command("c1"), &|| false).unwrap();
+        assert!(slot.fill("c1", Ok(Value::Null)));
+        assert_eq!(slot.wait("c1", "run_command", Duration::from_secs(5), &|| false), Ok(Value::Null));
+        let (respond, polled) = responder();
+        slot.poll(&parker, respond, Duration::from_millis(10), true, "lost");
+        assert_eq!(body_id(&polled.try_recv().unwrap()), "wait");
     }
 }

@@ -114,7 +114,8 @@ impl Session {
             Ok((name, index.file_count()))
         });
         let (name, count) = count?;
-        self.update(|r| r.files = count);
+        // Commits may finish out of order; files are never removed, so the larger count is right.
+        self.update(|r| r.files = r.files.max(count));
         Ok(FileEntry { filename: name, size_kb: size_kb(size), kind })
     }
 

@@ -129,8 +129,12 @@ impl Session {
             return;
         }
         let empty = serde_json::to_vec(&LogPage { entries: Vec::new(), next: after }).unwrap_or_default();
-        if let Some(key) = self.parker.park(respond, wait.min(LOG_WAIT_MAX), empty) {
-            state.waiters.push((key, after));
+        match self.parker.park(respond, wait.min(LOG_WAIT_MAX), empty) {
+            Ok(key) => state.waiters.push((key, after)),
+            Err((respond, body)) => {
+                drop(state);
+                respond(body);
+            }
         }
     }
 }

@@ -18,6 +18,9 @@ pub type Responder = Box<dyn FnOnce(Vec<u8>) + Send>;
 /// Identifies one parked answer.
 pub type ParkKey = (Instant, u64);
 
+/// A park refused at shutdown: the answer and the body to send it, after unlocking.
+pub type Unparked = (Responder, Vec<u8>);
+
 struct Parked {
     respond: Responder,
     on_timeout: Vec<u8>,
@@ -44,13 +47,13 @@ impl Parker {
     }
 
     /// Park `respond` for `timeout`; on expiry it gets `on_timeout`. After shutdown it is
-    /// answered at once and `None` is returned.
-    pub fn park(&self, respond: Responder, timeout: Duration, on_timeout: Vec<u8>) -> Option<ParkKey> {
-        if self.closed.load(Ordering::Acquire) {
-            respond(on_timeout);
-            return None;
-        }
+    /// handed back with its body, for the caller to answer once its own locks are released.
+    pub fn park(&self, respond: Responder, timeout: Duration, on_timeout: Vec<u8>) -> Result<ParkKey, Unparked> {
         let mut state = self.lock();
+        // Checked under the lock `close` takes: a park cannot slip in after the last reap.
+        if self.closed.load(Ordering::Acquire) {
+            return Err((respond, on_timeout));
+        }
         state.next_id += 1;
         let deadline =
             Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
@@ -61,7 +64,7 @@ impl Parker {
         if first {
             self.changed.notify_one();
         }
-        Some(key)
+        Ok(key)
     }
 
     /// Take a parked answer to use it now; `None` if it already timed out.
@@ -134,22 +137,23 @@ mod tests {
             std::thread::spawn(move || p.run_reaper())
         };
         let (r1, rx1) = responder();
-        let key = parker.park(r1, Duration::from_secs(60), b"late".to_vec()).unwrap();
+        let key = parker.park(r1, Duration::from_secs(60), b"late".to_vec()).ok().unwrap();
         let (r2, rx2) = responder();
         let started = Instant::now();
-        parker.park(r2, Duration::from_millis(50), b"timeout".to_vec()).unwrap();
+        parker.park(r2, Duration::from_millis(50), b"timeout".to_vec()).ok().unwrap();
         assert_eq!(rx2.recv_timeout(Duration::from_secs(5)).unwrap(), b"timeout");
         assert!(started.elapsed() >= Duration::from_millis(50));
         (parker.take(key).unwrap())(b"event".to_vec());
         assert!(parker.take(key).is_none(), "taken once");
         assert_eq!(rx1.recv().unwrap(), b"event");
         let (r3, rx3) = responder();
-        parker.park(r3, Duration::from_secs(60), b"closed".to_vec()).unwrap();
+        parker.park(r3, Duration::from_secs(60), b"closed".to_vec()).ok().unwrap();
         parker.close();
         assert_eq!(rx3.recv_timeout(Duration::from_secs(5)).unwrap(), b"closed");
         reaper.join().unwrap();
         let (r4, rx4) = responder();
-        assert!(parker.park(r4, Duration::from_secs(60), b"at once".to_vec()).is_none());
+        let (respond, body) = parker.park(r4, Duration::from_secs(60), b"at once".to_vec()).err().unwrap();
+        respond(body);
         assert_eq!(rx4.recv().unwrap(), b"at once");
     }
 }
