@@ -26,7 +26,9 @@ OPTIONS:
     -V, --version        version
 
 ENVIRONMENT:
-    ANTHROPIC_API_KEY                 api.api_key
+    ANTHROPIC_API_KEY                 api.api_key (api.provider: anthropic)
+    OPENAI_API_KEY                    api.api_key (api.provider: openai)
+    GEMINI_API_KEY, GOOGLE_API_KEY    api.api_key (api.provider: gemini)
     AGENT_CONTROLLER_TOKEN            server.api_token
     AGENT_CONTROLLER_WORKER_TOKEN     server.worker_token
 ";

@@ -11,6 +11,7 @@ mod console;
 mod files;
 mod lifecycle;
 mod mcp;
+mod providers;
 mod tidy;
 mod worker_e2e;
 mod workers;

@@ -3,58 +3,12 @@
 
 use crate::support::llm::*;
 use crate::support::site::{Site, pdf_bytes};
+use crate::support::worker::{RealWorker, have_chromium};
 use crate::support::*;
 use agent_controller::session::SessionRunner;
 use serde_json::{Value, json};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-const CHROMIUM: &str = "/usr/bin/chromium";
-
-fn have_chromium() -> bool {
-    let ok = std::path::Path::new(CHROMIUM).exists();
-    if !ok {
-        eprintln!("SKIPPED: {CHROMIUM} is not installed (make test installs it)");
-    }
-    ok
-}
-
-/// The agent-worker binary, stopped with SIGTERM on drop.
-struct RealWorker(Child);
-
-impl RealWorker {
-    fn start(d: &TestDaemon, hostname: &str, caps: &str) -> RealWorker {
-        let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
-            .args([
-                "--controller",
-                &d.worker,
-                "--headless",
-                "--hostname",
-                hostname,
-                "--capabilities",
-                caps,
-                "--browser",
-                CHROMIUM,
-            ])
-            .stdout(Stdio::null())
-            // AC_TEST_WORKER_LOG=1 shows the worker's log.
-            .stderr(if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
-            .spawn()
-            .unwrap();
-        let c = d.client();
-        wait_until(Duration::from_secs(10), "the worker to register", || {
-            c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == hostname).then_some(())
-        });
-        RealWorker(child)
-    }
-}
-
-impl Drop for RealWorker {
-    fn drop(&mut self) {
-        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
-        let _ = self.0.wait();
-    }
-}
 
 fn cmd(r: &SessionRunner, action: &str, params: Value) -> Value {
     r.execute(action, params.clone(), Duration::from_secs(60)).unwrap_or_else(|e| panic!("{action} {params}: {e}"))

@@ -15,7 +15,7 @@ mod local;
 pub mod prompts;
 mod report;
 
-use crate::config::Config;
+use crate::config::{Config, DEFAULT_LLM};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::notify::Notifier;
 use crate::protocol::tools::Tool;
@@ -27,23 +27,37 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Build the agent for every session from the config: the LLM provider and the notifier.
+/// Build the agent for every session from the config: each session's model endpoint (its
+/// `llm` and `model`), and the notifier.
 pub fn llm_agent(config: &Config) -> AgentFn {
-    let provider = llm::from_config(config);
-    if let Err(missing) = &provider {
-        log::warn!("{missing}; sessions will end with this error");
+    if let Err(missing) =
+        config.endpoint(DEFAULT_LLM).ok_or_else(|| "api".to_string()).and_then(|e| llm::provider_for(&e, config))
+    {
+        log::warn!("{missing}; sessions on `api` will end with this error");
     }
     let notifier = Arc::new(Notifier::new(
         &config.notifications.telegram_base_url,
         Duration::from_secs(config.notifications.timeout_s),
     ));
-    Arc::new(move |runner: SessionRunner| match &provider {
-        Ok(p) => Agent::new(runner, Arc::clone(p), Arc::clone(&notifier)).run(),
+    Arc::new(move |runner: SessionRunner| match session_provider(&runner) {
+        Ok(p) => Agent::new(runner, p, Arc::clone(&notifier)).run(),
         Err(missing) => {
-            runner.log(LogKind::Error, missing, None);
-            AgentOutcome::Failed(missing.clone())
+            runner.log(LogKind::Error, &missing, None);
+            AgentOutcome::Failed(missing)
         }
     })
+}
+
+/// The provider for the endpoint and model the session was created with.
+fn session_provider(runner: &SessionRunner) -> Result<Arc<dyn Provider>, String> {
+    let choice = runner.record().llm.unwrap_or_default();
+    let name = if choice.name.is_empty() { DEFAULT_LLM } else { choice.name.as_str() };
+    let mut endpoint =
+        runner.config().endpoint(name).ok_or_else(|| format!("the model endpoint `{name}` is no longer configured"))?;
+    if !choice.model.is_empty() {
+        endpoint.model = choice.model;
+    }
+    llm::provider_for(&endpoint, runner.config())
 }
 
 pub struct Agent {
@@ -147,7 +161,7 @@ impl Agent {
             .content
             .iter()
             .filter_map(|b| match b {
-                Block::ToolUse { id, name, input } => Some((id.clone(), name.clone(), input.clone())),
+                Block::ToolUse { id, name, input, .. } => Some((id.clone(), name.clone(), input.clone())),
                 _ => None,
             })
             .collect();

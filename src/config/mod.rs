@@ -4,6 +4,10 @@
 //! never a silent default. Secrets (`api.api_key`, `server.api_token`, `server.worker_token`)
 //! may come from the environment instead of the file and are held as `Secret`s.
 
+mod llm;
+
+pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Wire};
+
 use crate::util::secret::Secret;
 use serde::Deserialize;
 use std::fmt;
@@ -14,6 +18,7 @@ use std::path::{Path, PathBuf};
 #[serde(default, deny_unknown_fields)]
 pub struct Config {
     pub api: ApiConfig,
+    pub providers: llm::Providers,
     pub server: ServerConfig,
     pub exploration: ExplorationConfig,
     pub task: TaskConfig,
@@ -23,18 +28,6 @@ pub struct Config {
     pub output: OutputConfig,
     pub logging: LoggingConfig,
     pub notifications: NotificationsConfig,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ApiConfig {
-    pub provider: String,
-    pub api_key: Secret,
-    pub base_url: String,
-    pub model: String,
-    pub max_tokens: u32,
-    pub timeout_s: u64,
-    pub max_retries: u32,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -118,20 +111,6 @@ pub struct LoggingConfig {
     pub file: String,
 }
 
-impl Default for ApiConfig {
-    fn default() -> Self {
-        ApiConfig {
-            provider: "anthropic".into(),
-            api_key: Secret::default(),
-            base_url: "https://api.anthropic.com".into(),
-            model: "claude-sonnet-4-6".into(),
-            max_tokens: 4096,
-            timeout_s: 120,
-            max_retries: 5,
-        }
-    }
-}
-
 impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
@@ -198,7 +177,7 @@ pub struct ConfigError {
 }
 
 impl ConfigError {
-    fn key(key: &str, message: impl Into<String>) -> ConfigError {
+    pub(crate) fn key(key: &str, message: impl Into<String>) -> ConfigError {
         ConfigError { key: Some(key.to_string()), message: message.into() }
     }
 }
@@ -214,8 +193,7 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// Where the environment may override a secret.
-pub const ENV_API_KEY: &str = "ANTHROPIC_API_KEY";
+/// Where the environment may override a secret (the model keys: see `llm.rs`).
 pub const ENV_API_TOKEN: &str = "AGENT_CONTROLLER_TOKEN";
 pub const ENV_WORKER_TOKEN: &str = "AGENT_CONTROLLER_WORKER_TOKEN";
 
@@ -252,10 +230,8 @@ impl Config {
     }
 
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) {
+        self.apply_llm_env(&get);
         let nonempty = |name: &str| get(name).filter(|v| !v.is_empty()).map(Secret::new);
-        if let Some(v) = nonempty(ENV_API_KEY) {
-            self.api.api_key = v;
-        }
         if let Some(v) = nonempty(ENV_API_TOKEN) {
             self.server.api_token = v;
         }
@@ -272,23 +248,7 @@ impl Config {
     }
 
     fn validate_api_and_server(&self) -> Result<(), ConfigError> {
-        if !matches!(self.api.provider.as_str(), "anthropic" | "openai" | "gemini") {
-            return Err(ConfigError::key(
-                "api.provider",
-                format!("unknown provider {:?}; expected anthropic, openai or gemini", self.api.provider),
-            ));
-        }
-        if !(self.api.base_url.starts_with("http://") || self.api.base_url.starts_with("https://")) {
-            return Err(ConfigError::key("api.base_url", "must start with http:// or https://"));
-        }
-        if self.api.model.trim().is_empty() {
-            return Err(ConfigError::key("api.model", "must not be empty"));
-        }
-        positive("api.max_tokens", self.api.max_tokens.into())?;
-        positive("api.timeout_s", self.api.timeout_s)?;
-        if self.api.max_retries > 20 {
-            return Err(ConfigError::key("api.max_retries", "must be at most 20"));
-        }
+        self.validate_llm()?;
         if self.server.host.parse::<IpAddr>().is_err() && self.server.host != "localhost" {
             return Err(ConfigError::key(
                 "server.host",
@@ -427,7 +387,7 @@ fn is_key_path(s: &str) -> bool {
     !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.' || c == '[' || c == ']')
 }
 
-fn positive(key: &str, v: u64) -> Result<(), ConfigError> {
+pub(crate) fn positive(key: &str, v: u64) -> Result<(), ConfigError> {
     if v == 0 { Err(ConfigError::key(key, "must be greater than 0")) } else { Ok(()) }
 }
 

@@ -66,7 +66,7 @@ fn block_json(b: &Block) -> Value {
         Block::Image { media_type, data } => {
             json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
         }
-        Block::ToolUse { id, name, input } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
+        Block::ToolUse { id, name, input, .. } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
         Block::ToolResult { tool_use_id, content, is_error } => json!({
             "type": "tool_result",
             "tool_use_id": tool_use_id,
@@ -98,11 +98,11 @@ fn parse_reply(body: &str) -> Result<Reply, String> {
             Some("text") if block["text"].as_str().is_some_and(|t| !t.is_empty()) => {
                 content.push(Block::text(block["text"].as_str().unwrap_or("")))
             }
-            Some("tool_use") => content.push(Block::ToolUse {
-                id: block["id"].as_str().unwrap_or("").to_string(),
-                name: block["name"].as_str().unwrap_or("").to_string(),
-                input: block.get("input").cloned().unwrap_or_else(|| json!({})),
-            }),
+            Some("tool_use") => content.push(Block::tool_use(
+                block["id"].as_str().unwrap_or(""),
+                block["name"].as_str().unwrap_or(""),
+                block.get("input").cloned().unwrap_or_else(|| json!({})),
+            )),
             _ => {} // thinking and server-tool blocks are not used by this agent
         }
     }
@@ -143,6 +143,7 @@ impl Provider for Anthropic {
             describe: &api_message,
             // A spend cap does not lift by retrying (the Messages API reference, errors).
             is_final: &|status, text| status == 429 && text.contains("enforced_spend_limit_reached"),
+            retry_delay: &|_, _| None,
         };
         let text = self.transport.send(&call, stop)?;
         parse_reply(&text).map_err(LlmError::GaveUp)

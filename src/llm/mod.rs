@@ -2,16 +2,22 @@
 //!
 //! The agent loop speaks only this model: messages of text, image, tool_use and tool_result
 //! blocks, tool definitions, a reply with a neutral `StopReason` and `TokenUsage`. One adapter
-//! per wire format translates it (`anthropic.rs` today); all of them send through the shared
-//! `transport.rs` (retries, `retry-after`, timeouts, cancellation). The serde shape of these
+//! per wire format translates it (`anthropic.rs`, `openai.rs`, `gemini.rs`); all of them send
+//! through the shared `transport.rs` (retries, `retry-after`, timeouts, cancellation). For
+//! models without tool calling, `json_mode.rs` wraps any adapter: tools are listed in the
+//! prompt and each reply is one flat JSON action (`actions.rs`), turned back into a tool call. The serde shape of these
 //! types is the one written to `conversation_log.json`. Nothing here knows about sessions or
 //! the loop: a call gets the session's `StopSignal` and returns `LlmError::Cancelled` at once
 //! when it is raised.
 
+pub mod actions;
 pub mod anthropic;
+pub mod gemini;
+mod json_mode;
+pub mod openai;
 pub mod transport;
 
-use crate::config::Config;
+use crate::config::{Config, Endpoint, ToolMode, Wire};
 use crate::wait::stop::StopSignal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -41,6 +47,10 @@ pub enum Block {
         id: String,
         name: String,
         input: Value,
+        /// An opaque token the provider wants back unchanged with this call (Gemini's
+        /// `thoughtSignature`); never shown to anyone.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
     },
     ToolResult {
         tool_use_id: String,
@@ -53,6 +63,10 @@ pub enum Block {
 impl Block {
     pub fn text(s: impl Into<String>) -> Block {
         Block::Text { text: s.into() }
+    }
+
+    pub fn tool_use(id: impl Into<String>, name: impl Into<String>, input: Value) -> Block {
+        Block::ToolUse { id: id.into(), name: name.into(), input, signature: None }
     }
 }
 
@@ -127,6 +141,8 @@ pub enum LlmError {
     Rejected(String),
     /// Retryable failures persisted past `api.max_retries`.
     GaveUp(String),
+    /// The model's reply could not be used (not an action, twice; an answer with no content).
+    BadReply(String),
     /// The session was stopped while waiting.
     Cancelled,
 }
@@ -134,7 +150,7 @@ pub enum LlmError {
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LlmError::Rejected(m) | LlmError::GaveUp(m) => f.write_str(m),
+            LlmError::Rejected(m) | LlmError::GaveUp(m) | LlmError::BadReply(m) => f.write_str(m),
             LlmError::Cancelled => f.write_str("cancelled"),
         }
     }
@@ -145,18 +161,46 @@ pub trait Provider: Send + Sync {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError>;
 }
 
-/// The provider `api.provider` names, or why there is none (a missing key, a wire format not
-/// built yet): sessions then end with that message.
-pub fn from_config(config: &Config) -> Result<Arc<dyn Provider>, String> {
-    let api = &config.api;
-    let transport = transport::Transport::new(Duration::from_secs(api.timeout_s), api.max_retries);
-    match api.provider.as_str() {
-        "anthropic" if api.api_key.is_empty() => {
-            Err("no Anthropic API key: set ANTHROPIC_API_KEY (or api.api_key) and restart the controller".into())
-        }
-        "anthropic" => {
-            Ok(Arc::new(anthropic::Anthropic::new(transport, &api.base_url, api.api_key.clone(), &api.model)))
-        }
-        other => Err(format!("api.provider {other:?} is not supported yet; use anthropic")),
+impl Message {
+    /// The text blocks of a message, joined.
+    pub fn text(&self) -> String {
+        let parts: Vec<&str> = self
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        parts.join("\n")
     }
+}
+
+/// The provider for one endpoint, or why there is none (a missing key): sessions on it then
+/// end with that message.
+pub fn provider_for(endpoint: &Endpoint, config: &Config) -> Result<Arc<dyn Provider>, String> {
+    if endpoint.wire.needs_key() && endpoint.api_key.is_empty() {
+        let vars = endpoint.wire.key_vars().join(" or ");
+        let at = if endpoint.name == crate::config::DEFAULT_LLM {
+            "api.api_key".into()
+        } else {
+            format!("providers.{}.api_key", endpoint.name)
+        };
+        return Err(format!(
+            "no {} API key for `{}`: set {vars} (or {at}) and restart the controller",
+            endpoint.wire.name(),
+            endpoint.name
+        ));
+    }
+    let transport = transport::Transport::new(Duration::from_secs(config.api.timeout_s), config.api.max_retries);
+    let (url, key, model) = (&endpoint.base_url, endpoint.api_key.clone(), &endpoint.model);
+    let native: Arc<dyn Provider> = match endpoint.wire {
+        Wire::Anthropic => Arc::new(anthropic::Anthropic::new(transport, url, key, model)),
+        Wire::OpenAi => Arc::new(openai::OpenAi::new(transport, url, key, model)),
+        Wire::Gemini => Arc::new(gemini::Gemini::new(transport, url, key, model)),
+    };
+    Ok(match endpoint.tool_mode {
+        ToolMode::Native => native,
+        ToolMode::Json => Arc::new(json_mode::JsonActions::new(native)),
+    })
 }

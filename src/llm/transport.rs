@@ -36,6 +36,8 @@ pub struct Call<'a> {
     pub describe: &'a dyn Fn(u16, &str) -> String,
     /// A failure that looks retryable but is not (e.g. a spend cap behind a 429).
     pub is_final: &'a dyn Fn(u16, &str) -> bool,
+    /// A delay the error body asks for (Gemini's `RetryInfo.retryDelay`), when no header does.
+    pub retry_delay: &'a dyn Fn(u16, &str) -> Option<Duration>,
 }
 
 /// What one HTTP attempt produced.
@@ -67,7 +69,8 @@ impl Transport {
                     if (call.is_final)(status, &text) || !should_retry(status, &headers) {
                         return Err(LlmError::Rejected(message));
                     }
-                    (retry_after(&headers).unwrap_or_else(|| backoff(retries)), message)
+                    let asked = retry_after(&headers).or_else(|| (call.retry_delay)(status, &text));
+                    (asked.unwrap_or_else(|| backoff(retries)), message)
                 }
                 Attempt::Network(message) => (backoff(retries), format!("{} unreachable: {message}", call.api_name)),
             };
@@ -215,6 +218,7 @@ mod tests {
             api_name: "test API",
             describe: &|s, _| format!("status {s}"),
             is_final: &|_, _| false,
+            retry_delay: &|_, _| None,
         };
         let started = std::time::Instant::now();
         assert_eq!(transport.send(&call, &stop), Err(LlmError::Cancelled));

@@ -96,6 +96,11 @@ pub struct CreateSessionRequest {
     pub notifications: Option<Notifications>,
     #[serde(default)]
     pub worker: Option<String>,
+    /// A model endpoint by name (`api` when absent), and a model to use on it instead of its own.
+    #[serde(default)]
+    pub llm: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
     #[serde(default)]
     pub options: Option<SessionOptionsRequest>,
 }
@@ -113,6 +118,14 @@ pub struct SessionOptionsRequest {
 pub struct SessionOptions {
     pub max_turns: u32,
     pub auto_confirm: bool,
+}
+
+/// Which model a session runs on: the endpoint's name, its wire format, the model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct LlmChoice {
+    pub name: String,
+    pub provider: String,
+    pub model: String,
 }
 
 /// What a session will notify, without the secrets (those stay in the vault).
@@ -174,6 +187,9 @@ pub struct SessionRecord {
     pub requested_worker: Option<String>,
     /// Hostname of the worker serving (or last served) this session.
     pub worker: Option<String>,
+    /// The model it runs on (absent in sessions from before this field).
+    #[serde(default)]
+    pub llm: Option<LlmChoice>,
     pub turn: u32,
     pub max_turns: u32,
     pub created_at: String,

@@ -1,7 +1,7 @@
 //! Checking a `POST /sessions` body: every rule a request must meet, the defaults it gets,
 //! and the split of what it carries into a record (written to disk) and a vault (memory only).
 
-use crate::config::Config;
+use crate::config::{Config, DEFAULT_LLM};
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
 use crate::protocol::*;
@@ -43,6 +43,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
     if let Some(name) = &requested_worker {
         check_worker(hub, name, session_type)?;
     }
+    let llm = choose_llm(config, req.llm.as_deref(), req.model.as_deref())?;
     let notifications = NotifySummary {
         telegram: req.notifications.as_ref().is_some_and(|n| n.telegram.is_some()),
         webhook: req.notifications.as_ref().is_some_and(|n| n.webhook.is_some()),
@@ -60,6 +61,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         notifications,
         requested_worker,
         worker: None,
+        llm: Some(llm),
         turn: 0,
         max_turns,
         created_at: String::new(),
@@ -115,4 +117,20 @@ fn check_worker(hub: &WorkerHub, name: &str, session_type: SessionType) -> Resul
         )));
     }
     Ok(())
+}
+
+/// The endpoint asked for (`api` by default) must exist; a model name may replace its own.
+fn choose_llm(config: &Config, name: Option<&str>, model: Option<&str>) -> Result<LlmChoice, ApiError> {
+    let name = name.map(str::trim).filter(|n| !n.is_empty()).unwrap_or(DEFAULT_LLM);
+    let endpoint = config.endpoint(name).ok_or_else(|| {
+        ApiError::BadRequest(format!("unknown `llm` {name:?}; known: {}", config.llm_names().join(", ")))
+    })?;
+    let model = match model.map(str::trim) {
+        Some(m) if m.is_empty() || m.len() > 200 || m.chars().any(char::is_control) => {
+            return Err(ApiError::BadRequest("`model` must be a model name of at most 200 characters".into()));
+        }
+        Some(m) => m.to_string(),
+        None => endpoint.model,
+    };
+    Ok(LlmChoice { name: endpoint.name, provider: endpoint.wire.name().to_string(), model })
 }

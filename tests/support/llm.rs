@@ -5,6 +5,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use super::wire::Wire;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -116,6 +117,12 @@ pub struct ScriptedLlm {
 
 impl ScriptedLlm {
     pub fn start(script: Vec<Step>) -> ScriptedLlm {
+        ScriptedLlm::start_wire(Wire::Anthropic, "", script)
+    }
+
+    /// A server speaking `wire`; requests must go to its path (with `model` for Gemini).
+    pub fn start_wire(wire: Wire, model: &str, script: Vec<Step>) -> ScriptedLlm {
+        let path = wire.path(model);
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let url = format!("http://{}", server.server_addr().to_ip().unwrap());
         let requests = Arc::new(Mutex::new(Vec::new()));
@@ -128,10 +135,10 @@ impl ScriptedLlm {
                 let _ = rq.as_reader().read_to_string(&mut body);
                 let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
                 let headers = rq.headers().iter().map(|h| (h.field.to_string(), h.value.to_string())).collect();
-                if rq.url() != "/v1/messages" {
+                if rq.url() != path {
                     viol.lock().unwrap().push(format!("request to {}", rq.url()));
                 }
-                check_pairs(&body, &viol);
+                wire.check(&body, &viol);
                 reqs.lock().unwrap().push(Recorded { headers, body });
                 let step = script.lock().unwrap().pop_front();
                 // Answer on its own thread so a slow step does not block the next request.
@@ -273,6 +280,25 @@ pub fn llm_daemon(
     let mut config = super::test_config(dir);
     config.api.base_url = llm.url.clone();
     config.api.api_key = agent_controller::util::secret::Secret::new("sk-test-key-123");
+    config.api.max_retries = 2;
+    tune(&mut config);
+    let agent = agent_controller::agent::llm_agent(&config);
+    (super::TestDaemon::start(config, agent), llm)
+}
+
+/// The real daemon with the real agent on a scripted server speaking `wire` (as `api`).
+pub fn wire_daemon(
+    dir: &std::path::Path,
+    wire: Wire,
+    script: Vec<Step>,
+    tune: impl FnOnce(&mut agent_controller::config::Config),
+) -> (super::TestDaemon, ScriptedLlm) {
+    let llm = ScriptedLlm::start_wire(wire, "test-model", script);
+    let mut config = super::test_config(dir);
+    config.api.provider = wire.provider().into();
+    config.api.model = "test-model".into();
+    config.api.base_url = llm.url.clone();
+    config.api.api_key = agent_controller::util::secret::Secret::new(format!("sk-{}-key-123", wire.provider()));
     config.api.max_retries = 2;
     tune(&mut config);
     let agent = agent_controller::agent::llm_agent(&config);

@@ -5,6 +5,8 @@
 
 pub mod llm;
 pub mod site;
+pub mod wire;
+pub mod worker;
 
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;

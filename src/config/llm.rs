@@ -1,0 +1,273 @@
+//! The model endpoints: `api` (the default) and any number of named `providers`, each a wire
+//! format (`anthropic`, `openai`, `gemini`), a base URL, a model, a key and a tool mode.
+//!
+//! An empty `base_url` or `model` means the provider's own default. Keys come from the file
+//! or the environment: `api` takes its provider's variable (`ANTHROPIC_API_KEY`,
+//! `OPENAI_API_KEY`, `GEMINI_API_KEY` or `GOOGLE_API_KEY`), which overrides the file; a named
+//! provider takes only its own `api_key` or the variable it names in `api_key_env`, so a key
+//! meant for one service is never sent to another endpoint.
+
+use super::{ConfigError, positive};
+use crate::util::secret::Secret;
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// The name of the default endpoint, the `api` section.
+pub const DEFAULT_LLM: &str = "api";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApiConfig {
+    pub provider: String,
+    pub api_key: Secret,
+    pub base_url: String,
+    pub model: String,
+    pub tool_mode: String,
+    pub max_tokens: u32,
+    pub timeout_s: u64,
+    pub max_retries: u32,
+}
+
+impl Default for ApiConfig {
+    fn default() -> Self {
+        ApiConfig {
+            provider: "anthropic".into(),
+            api_key: Secret::default(),
+            base_url: String::new(),
+            model: String::new(),
+            tool_mode: "native".into(),
+            max_tokens: 4096,
+            timeout_s: 120,
+            max_retries: 5,
+        }
+    }
+}
+
+/// One entry of `providers:`; what it leaves out comes from `api`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ProviderConfig {
+    pub provider: String,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Secret,
+    pub api_key_env: String,
+    pub tool_mode: String,
+    pub max_tokens: Option<u32>,
+}
+
+/// Which wire format an endpoint speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wire {
+    Anthropic,
+    OpenAi,
+    Gemini,
+}
+
+impl Wire {
+    pub fn parse(name: &str) -> Option<Wire> {
+        match name {
+            "anthropic" => Some(Wire::Anthropic),
+            "openai" => Some(Wire::OpenAi),
+            "gemini" => Some(Wire::Gemini),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "anthropic",
+            Wire::OpenAi => "openai",
+            Wire::Gemini => "gemini",
+        }
+    }
+
+    pub fn default_base_url(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "https://api.anthropic.com",
+            Wire::OpenAi => "https://api.openai.com",
+            Wire::Gemini => "https://generativelanguage.googleapis.com",
+        }
+    }
+
+    pub fn default_model(self) -> &'static str {
+        match self {
+            Wire::Anthropic => "claude-sonnet-4-6",
+            Wire::OpenAi => "gpt-4.1-mini",
+            Wire::Gemini => "gemini-2.5-flash",
+        }
+    }
+
+    /// The environment variables `api` reads its key from, in order.
+    pub fn key_vars(self) -> &'static [&'static str] {
+        match self {
+            Wire::Anthropic => &["ANTHROPIC_API_KEY"],
+            Wire::OpenAi => &["OPENAI_API_KEY"],
+            Wire::Gemini => &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        }
+    }
+
+    /// OpenAI-compatible servers on a laptop need no key; the hosted APIs do.
+    pub fn needs_key(self) -> bool {
+        self != Wire::OpenAi
+    }
+}
+
+/// How tools reach the model: its own tool calling, or one flat JSON action per reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolMode {
+    Native,
+    Json,
+}
+
+/// One endpoint with every default applied: what a session runs on.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    pub name: String,
+    pub wire: Wire,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Secret,
+    pub tool_mode: ToolMode,
+    pub max_tokens: u32,
+}
+
+fn tool_mode(s: &str) -> Option<ToolMode> {
+    match s {
+        "" | "native" => Some(ToolMode::Native),
+        "json" => Some(ToolMode::Json),
+        _ => None,
+    }
+}
+
+fn or_default(value: &str, default: &str) -> String {
+    if value.trim().is_empty() { default.to_string() } else { value.trim().trim_end_matches('/').to_string() }
+}
+
+impl super::Config {
+    /// Every endpoint name a session may ask for: `api`, then the named ones.
+    pub fn llm_names(&self) -> Vec<String> {
+        std::iter::once(DEFAULT_LLM.to_string()).chain(self.providers.keys().cloned()).collect()
+    }
+
+    /// The endpoint called `name`, defaults applied; `None` for an unknown name.
+    pub fn endpoint(&self, name: &str) -> Option<Endpoint> {
+        let api = &self.api;
+        let (provider, base_url, model, key, mode, max_tokens) = if name == DEFAULT_LLM {
+            (&api.provider, &api.base_url, &api.model, api.api_key.clone(), &api.tool_mode, api.max_tokens)
+        } else {
+            let p = self.providers.get(name)?;
+            let key = if p.api_key.is_empty() && !p.api_key_env.is_empty() {
+                Secret::new(std::env::var(&p.api_key_env).unwrap_or_default())
+            } else {
+                p.api_key.clone()
+            };
+            let provider = if p.provider.is_empty() { &api.provider } else { &p.provider };
+            (provider, &p.base_url, &p.model, key, &p.tool_mode, p.max_tokens.unwrap_or(api.max_tokens))
+        };
+        let wire = Wire::parse(provider)?;
+        Some(Endpoint {
+            name: name.to_string(),
+            wire,
+            base_url: or_default(base_url, wire.default_base_url()),
+            model: or_default(model, wire.default_model()),
+            api_key: key,
+            tool_mode: tool_mode(mode)?,
+            max_tokens,
+        })
+    }
+
+    /// `api`'s key from its provider's environment variable (it overrides the file).
+    pub(super) fn apply_llm_env(&mut self, get: &dyn Fn(&str) -> Option<String>) {
+        let Some(wire) = Wire::parse(&self.api.provider) else { return };
+        if let Some(key) = wire.key_vars().iter().find_map(|v| get(v).filter(|k| !k.is_empty())) {
+            self.api.api_key = Secret::new(key);
+        }
+    }
+
+    pub(super) fn validate_llm(&self) -> Result<(), ConfigError> {
+        let api = &self.api;
+        check_endpoint("api", &api.provider, &api.base_url, &api.tool_mode)?;
+        positive("api.max_tokens", api.max_tokens.into())?;
+        positive("api.timeout_s", api.timeout_s)?;
+        if api.max_retries > 20 {
+            return Err(ConfigError::key("api.max_retries", "must be at most 20"));
+        }
+        for (name, p) in &self.providers {
+            let at = format!("providers.{name}");
+            if name == DEFAULT_LLM
+                || name.is_empty()
+                || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+            {
+                return Err(ConfigError::key(&at, "names are letters, digits, `-`, `_`, `.`, and not `api`"));
+            }
+            let provider = if p.provider.is_empty() { &api.provider } else { &p.provider };
+            check_endpoint(&at, provider, &p.base_url, &p.tool_mode)?;
+            if let Some(n) = p.max_tokens {
+                positive(&format!("{at}.max_tokens"), n.into())?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn check_endpoint(at: &str, provider: &str, base_url: &str, mode: &str) -> Result<(), ConfigError> {
+    if Wire::parse(provider).is_none() {
+        return Err(ConfigError::key(
+            &format!("{at}.provider"),
+            format!("unknown provider {provider:?}; expected anthropic, openai or gemini"),
+        ));
+    }
+    if !(base_url.is_empty() || base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err(ConfigError::key(&format!("{at}.base_url"), "must start with http:// or https://"));
+    }
+    if tool_mode(mode).is_none() {
+        return Err(ConfigError::key(
+            &format!("{at}.tool_mode"),
+            format!("unknown mode {mode:?}; expected native or json"),
+        ));
+    }
+    Ok(())
+}
+
+/// The named endpoints, in name order.
+pub type Providers = BTreeMap<String, ProviderConfig>;
+
+#[cfg(test)]
+mod tests {
+    use super::super::Config;
+    use super::*;
+
+    #[test]
+    fn keys_come_from_the_providers_own_variables() {
+        let env = |name: &str| match name {
+            "GOOGLE_API_KEY" => Some("g-key".to_string()),
+            "OPENAI_API_KEY" => Some("o-key".to_string()),
+            _ => None,
+        };
+        let mut c = Config::from_yaml("api:\n  provider: gemini\nproviders:\n  local: {provider: openai, base_url: 'http://127.0.0.1:11434'}\n  hosted: {provider: openai, api_key_env: OPENAI_API_KEY}\n").unwrap();
+        c.apply_env(env);
+        c.validate().unwrap();
+        let api = c.endpoint("api").unwrap();
+        assert_eq!((api.wire, api.api_key.expose(), api.model.as_str()), (Wire::Gemini, "g-key", "gemini-2.5-flash"));
+        assert_eq!(api.base_url, "https://generativelanguage.googleapis.com");
+        let local = c.endpoint("local").unwrap();
+        assert!(local.api_key.is_empty(), "a key meant for OpenAI never goes to another endpoint");
+        assert_eq!(local.base_url, "http://127.0.0.1:11434");
+        assert_eq!(c.llm_names(), ["api", "hosted", "local"]);
+        assert!(c.endpoint("nope").is_none());
+    }
+
+    #[test]
+    fn bad_endpoints_are_named() {
+        for (yaml, key) in [
+            ("api:\n  provider: mistral\n", "api.provider"),
+            ("api:\n  tool_mode: xml\n", "api.tool_mode"),
+            ("providers:\n  x: {base_url: 'ftp://a'}\n", "providers.x.base_url"),
+            ("providers:\n  api: {provider: openai}\n", "providers.api"),
+        ] {
+            let e = Config::from_yaml(yaml).unwrap().validate().unwrap_err();
+            assert!(e.to_string().contains(&format!("`{key}`")), "{yaml}: {e}");
+        }
+    }
+}

@@ -1,0 +1,198 @@
+//! One flat JSON action per reply, for models that cannot call tools themselves, and for tool
+//! calls a model wrote as text.
+//!
+//! The shape the prompt asks for: `{"action": "next_step" | "complete" | "ask_user",
+//! "thinking": {…}, "tool": "…", "args": {…}, "message": "…", "question": "…"}` — flat, no nested
+//! step, no `oneOf`. Parsing is deterministic and never invents a step: strip a markdown fence
+//! or `<tool_call>` tags, take the first JSON object, hoist a nested `step`/`next_step` object,
+//! map the usual aliases (`tool_name`/`name` → `tool`; `tool_args`/`arguments`/`tool_input` →
+//! `args`; `response`/`content` → `message`; `action: "respond"` → `complete`), infer the action
+//! from the fields present when it is missing, then check the tool is offered and its required
+//! arguments are there. Anything else is an error that says exactly what is wrong.
+
+use super::ToolDef;
+use serde_json::{Map, Value};
+
+/// What a reply asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    Tool { tool: String, args: Value },
+    Complete { message: String },
+    AskUser { question: String },
+}
+
+/// The JSON object a reply holds: the whole text, a fenced block, a `<tool_call>` element, or
+/// the first balanced `{…}` in the text.
+pub fn extract_object(text: &str) -> Option<Value> {
+    let trimmed = text.trim();
+    let candidates =
+        [Some(trimmed), between(trimmed, "<tool_call>", "</tool_call>"), fenced(trimmed), first_object(trimmed)];
+    candidates.into_iter().flatten().find_map(|c| serde_json::from_str::<Value>(c.trim()).ok().filter(Value::is_object))
+}
+
+fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let end = text[start..].find(close).map_or(text.len(), |e| start + e);
+    Some(&text[start..end])
+}
+
+/// The body of the first ``` fence (with or without a language tag).
+fn fenced(text: &str) -> Option<&str> {
+    let start = text.find("```")? + 3;
+    let body_start = start + text[start..].find('\n')? + 1;
+    let end = text[body_start..].find("```").map_or(text.len(), |e| body_start + e);
+    Some(&text[body_start..end])
+}
+
+/// The first `{…}` whose braces balance (strings and escapes respected).
+fn first_object(text: &str) -> Option<&str> {
+    let start = text.find('{')?;
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (i, c) in text[start..].char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            '{' if !in_string => depth += 1,
+            '}' if !in_string => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(&text[start..start + i + 1]);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Aliases and nesting mapped onto the flat shape.
+pub fn normalize(value: &Value) -> Value {
+    let Value::Object(map) = value else { return value.clone() };
+    let mut out = map.clone();
+    if let Some(Value::Object(step)) = out.remove("step").or_else(|| out.remove("next_step")) {
+        for (key, val) in step {
+            out.entry(key).or_insert(val);
+        }
+    }
+    rename_first(&mut out, "tool", &["tool_name", "name"]);
+    rename_first(&mut out, "args", &["tool_args", "arguments", "tool_input", "parameters"]);
+    rename_first(&mut out, "message", &["response", "content"]);
+    // Arguments written as a JSON string, as OpenAI sends them.
+    if let Some(Value::String(s)) = out.get("args") {
+        if let Ok(parsed) = serde_json::from_str::<Value>(s) {
+            out.insert("args".into(), parsed);
+        }
+    }
+    Value::Object(out)
+}
+
+fn rename_first(map: &mut Map<String, Value>, key: &str, aliases: &[&str]) {
+    for alias in aliases {
+        if map.get(key).is_none_or(Value::is_null) {
+            if let Some(v) = map.remove(*alias) {
+                map.insert(key.to_string(), v);
+            }
+        }
+    }
+}
+
+fn text_field(map: &Map<String, Value>, key: &str) -> Option<String> {
+    map.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// Parse a reply into an action the session can take, or say precisely why not.
+pub fn parse(text: &str, tools: &[ToolDef]) -> Result<Action, String> {
+    let object = extract_object(text).ok_or("the reply is not a JSON object")?;
+    let normalized = normalize(&object);
+    let Value::Object(map) = &normalized else { return Err("the reply is not a JSON object".into()) };
+    let has = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
+    let action = match map.get("action").and_then(Value::as_str) {
+        Some(a) => a.to_string(),
+        None if has("tool") => "next_step".into(),
+        None if has("question") => "ask_user".into(),
+        None if has("message") => "complete".into(),
+        None => return Err("no `action`, and no `tool`, `question` or `message` to tell which one".into()),
+    };
+    match action.as_str() {
+        "next_step" => {
+            let tool = text_field(map, "tool")
+                .ok_or("`next_step` needs a `tool` (to finish, use `complete` with a `message`)")?;
+            let args = map.get("args").cloned().filter(|a| !a.is_null()).unwrap_or_else(|| Value::Object(Map::new()));
+            check_call(&tool, &args, tools)?;
+            Ok(Action::Tool { tool, args })
+        }
+        "complete" | "respond" => Ok(Action::Complete {
+            message: text_field(map, "message").ok_or("`complete` needs a non-empty `message`")?,
+        }),
+        "ask_user" => Ok(Action::AskUser {
+            question: text_field(map, "question").ok_or("`ask_user` needs a non-empty `question`")?,
+        }),
+        other => Err(format!("unknown action {other:?}; use next_step, complete or ask_user")),
+    }
+}
+
+/// The tool is offered, its arguments are an object, and its required ones are there.
+fn check_call(tool: &str, args: &Value, tools: &[ToolDef]) -> Result<(), String> {
+    let Some(def) = tools.iter().find(|t| t.name == tool) else {
+        let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
+        return Err(format!("unknown tool {tool:?}; the tools are: {}", names.join(", ")));
+    };
+    let Some(args) = args.as_object() else { return Err(format!("`args` for {tool} must be a JSON object")) };
+    let required = def.input_schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str);
+    let missing: Vec<&str> = required.filter(|r| args.get(*r).is_none_or(Value::is_null)).collect();
+    if missing.is_empty() { Ok(()) } else { Err(format!("{tool} needs `{}` in `args`", missing.join("`, `"))) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn tools() -> Vec<ToolDef> {
+        vec![ToolDef {
+            name: "browser_navigate",
+            description: "",
+            input_schema: json!({"type": "object", "properties": {"url": {"type": "string"}}, "required": ["url"]}),
+        }]
+    }
+
+    fn nav() -> Action {
+        Action::Tool { tool: "browser_navigate".into(), args: json!({"url": "https://a.test/"}) }
+    }
+
+    #[test]
+    fn fences_tags_nesting_and_aliases_all_parse() {
+        let t = tools();
+        let replies = [
+            r#"{"action":"next_step","thinking":{"why":"start"},"tool":"browser_navigate","args":{"url":"https://a.test/"}}"#,
+            "Sure:\n```json\n{\"action\": \"next_step\", \"tool\": \"browser_navigate\", \"args\": {\"url\": \"https://a.test/\"}}\n```",
+            r#"<tool_call>{"name": "browser_navigate", "arguments": {"url": "https://a.test/"}}</tool_call>"#,
+            r#"{"action":"next_step","step":{"tool_name":"browser_navigate","tool_args":{"url":"https://a.test/"}}}"#,
+            r#"{"next_step":{"tool":"browser_navigate","tool_input":{"url":"https://a.test/"}}}"#,
+            r#"I will open it. {"tool":"browser_navigate","arguments":"{\"url\":\"https://a.test/\"}"} then look."#,
+        ];
+        for r in replies {
+            assert_eq!(parse(r, &t), Ok(nav()), "{r}");
+        }
+        let done = Action::Complete { message: "all done".into() };
+        assert_eq!(parse(r#"{"action":"complete","message":"all done"}"#, &t), Ok(done.clone()));
+        assert_eq!(parse(r#"{"action":"respond","response":"all done"}"#, &t), Ok(done.clone()));
+        assert_eq!(parse(r#"{"content":"all done"}"#, &t), Ok(done));
+        assert_eq!(parse(r#"{"question":"which?"}"#, &t), Ok(Action::AskUser { question: "which?".into() }));
+    }
+
+    #[test]
+    fn errors_say_what_is_wrong() {
+        let t = tools();
+        assert!(parse("I think I should browse.", &t).unwrap_err().contains("not a JSON object"));
+        assert!(
+            parse(r#"{"action":"next_step","tool":"teleport","args":{}}"#, &t).unwrap_err().contains("unknown tool")
+        );
+        assert!(parse(r#"{"action":"next_step","tool":"browser_navigate"}"#, &t).unwrap_err().contains("`url`"));
+        assert!(parse(r#"{"action":"next_step","message":"hi"}"#, &t).unwrap_err().contains("needs a `tool`"));
+        assert!(parse(r#"{"action":"dance"}"#, &t).unwrap_err().contains("unknown action"));
+        assert!(parse(r#"{"thinking":{}}"#, &t).unwrap_err().contains("no `action`"));
+        assert!(parse(r#"{"action":"complete","message":"  "}"#, &t).unwrap_err().contains("non-empty"));
+    }
+}

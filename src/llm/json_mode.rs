@@ -1,0 +1,148 @@
+//! JSON action mode: any provider, driven without its tool calling.
+//!
+//! The session's tools are listed in the system prompt and the model answers with one flat JSON
+//! action (`actions.rs`). The conversation goes out as plain text: an earlier call as the JSON
+//! it came from, its result as a user message ("Result of browser_navigate: …", screenshots
+//! beside it). A reply that is not a valid action is answered once, quoting the exact error;
+//! a second bad reply in a row fails the call (`LlmError::BadReply`) and so ends the session
+//! with that reason. Nothing is ever synthesized: no default step, no context-free "think".
+
+use super::actions::{self, Action};
+use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
+use crate::wait::stop::StopSignal;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+pub struct JsonActions {
+    inner: Arc<dyn Provider>,
+}
+
+impl JsonActions {
+    pub fn new(inner: Arc<dyn Provider>) -> JsonActions {
+        JsonActions { inner }
+    }
+}
+
+/// The part of the system prompt that replaces tool calling.
+fn instructions(tools: &[ToolDef]) -> String {
+    let mut out = String::from(
+        "## How to answer\n\
+         You cannot call tools directly. Answer every message with exactly one JSON object and nothing else:\n\
+         {\"action\": \"next_step\", \"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"args\": {…}}\n\
+         {\"action\": \"complete\", \"thinking\": {…}, \"message\": \"<summary of what was done and found>\"}\n\
+         {\"action\": \"ask_user\", \"thinking\": {…}, \"question\": \"<what you need to know>\"}\n\
+         Use `thinking` to reason; there is no separate think step. One tool per reply; its result comes back in \
+         the next message. `complete` ends the session.\n\n## Tools\n",
+    );
+    for t in tools {
+        let schema = serde_json::to_string(&t.input_schema["properties"]).unwrap_or_default();
+        let required = t.input_schema["required"].as_array().map(|r| r.len()).unwrap_or(0);
+        let req = if required > 0 { format!(" required: {}", t.input_schema["required"]) } else { String::new() };
+        out.push_str(&format!("- {}: {} args: {schema}{req}\n", t.name, t.description));
+    }
+    out
+}
+
+/// The conversation as plain text turns (tool calls as their JSON, results as user text).
+fn as_text(messages: &[Message]) -> Vec<Message> {
+    let mut names: HashMap<String, String> = HashMap::new();
+    let mut out = Vec::with_capacity(messages.len());
+    for m in messages {
+        let mut content = Vec::new();
+        // An earlier reply is sent back as the call it became, not twice.
+        let is_call = m.content.iter().any(|b| matches!(b, Block::ToolUse { .. }));
+        for b in &m.content {
+            match b {
+                Block::Text { .. } if is_call => {}
+                Block::ToolUse { id, name, input, .. } => {
+                    names.insert(id.clone(), name.clone());
+                    let call = json!({"action": "next_step", "tool": name, "args": input});
+                    content.push(Block::text(call.to_string()));
+                }
+                Block::ToolResult { tool_use_id, content: inner, is_error } => {
+                    let name = names.get(tool_use_id).map_or("the tool", String::as_str);
+                    let text: Vec<&str> = inner
+                        .iter()
+                        .filter_map(|b| match b {
+                            Block::Text { text } => Some(text.as_str()),
+                            _ => None,
+                        })
+                        .collect();
+                    let label = if *is_error { "Error from" } else { "Result of" };
+                    content.push(Block::text(format!("{label} {name}: {}", text.join("\n"))));
+                    content.extend(inner.iter().filter(|b| matches!(b, Block::Image { .. })).cloned());
+                }
+                other => content.push(other.clone()),
+            }
+        }
+        out.push(Message { role: m.role, content });
+    }
+    out
+}
+
+/// The tool call an action stands for, in the session's own tools.
+fn to_call(action: Action, tools: &[ToolDef]) -> Result<(String, Value), String> {
+    let has = |n: &str| tools.iter().any(|t| t.name == n);
+    match action {
+        Action::Tool { tool, args } => Ok((tool, args)),
+        Action::Complete { message } => ["finish_task", "finish_exploration"]
+            .into_iter()
+            .find(|n| has(n))
+            .map(|n| (n.to_string(), json!({"summary": message})))
+            .ok_or_else(|| "`complete` is not possible in this session".to_string()),
+        Action::AskUser { question } if has("ask_user") => Ok(("ask_user".into(), json!({"question": question}))),
+        Action::AskUser { .. } => Err("nobody can be asked in this session: decide yourself, or `complete` with a \
+                                       message that says what you need"
+            .into()),
+    }
+}
+
+fn add(a: TokenUsage, b: TokenUsage) -> TokenUsage {
+    TokenUsage {
+        input: a.input + b.input,
+        output: a.output + b.output,
+        cache_read: a.cache_read + b.cache_read,
+        cache_write: a.cache_write + b.cache_write,
+    }
+}
+
+impl Provider for JsonActions {
+    fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
+        let system = format!("{}\n\n{}", request.system, instructions(request.tools));
+        let mut messages = as_text(request.messages);
+        let mut usage = TokenUsage::default();
+        let mut last_error = String::new();
+        for attempt in 0..2 {
+            let plain = Request { system: &system, tools: &[], messages: &messages, max_tokens: request.max_tokens };
+            let reply = self.inner.complete(&plain, stop)?;
+            usage = add(usage, reply.usage);
+            let text = reply.content.iter().filter_map(text_of).collect::<Vec<_>>().join("\n");
+            match actions::parse(&text, request.tools).and_then(|a| to_call(a, request.tools)) {
+                Ok((name, args)) => {
+                    let id = format!("json_{}_{attempt}", request.messages.len());
+                    let mut content = vec![Block::tool_use(id, name, args)];
+                    if !text.trim().is_empty() {
+                        content.insert(0, Block::text(text));
+                    }
+                    return Ok(Reply { content, stop_reason: StopReason::ToolUse, usage });
+                }
+                Err(e) => last_error = e,
+            }
+            let quoted = format!(
+                "Your reply could not be used: {last_error}. Answer again with exactly one JSON object as described."
+            );
+            let said = if text.trim().is_empty() { "(an empty reply)".to_string() } else { text };
+            messages.push(Message { role: Role::Assistant, content: vec![Block::text(said)] });
+            messages.push(Message::user(vec![Block::text(quoted)]));
+        }
+        Err(LlmError::BadReply(format!("the model's reply was not a valid action twice in a row: {last_error}")))
+    }
+}
+
+fn text_of(b: &Block) -> Option<&str> {
+    match b {
+        Block::Text { text } => Some(text.as_str()),
+        _ => None,
+    }
+}

@@ -1,0 +1,300 @@
+//! Every model a user has, through the real daemon: the download flow on each wire format
+//! (Anthropic, OpenAI-compatible, Gemini) with the real worker and Chromium, the quirks real
+//! OpenAI-compatible servers have, a Gemini `thoughtSignature` round trip and its retry delay,
+//! JSON action mode (fences, aliases, one bad reply, two bad replies), named endpoints, and no
+//! key of any provider in the output directory.
+
+use crate::support::llm::*;
+use crate::support::site::{Site, pdf_bytes};
+use crate::support::wire::*;
+use crate::support::worker::{RealWorker, have_chromium};
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn ended(c: &Client, id: &str) -> Value {
+    wait_until(Duration::from_secs(90), "the session to end", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        (!["waiting", "running", "confirming"].contains(&s["status"].as_str().unwrap())).then_some(s)
+    })
+}
+
+fn download_flow(wire: Wire) {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new(&format!("flow-{}", wire.provider()));
+    let script = vec![
+        wire.tool("browser_navigate", json!({"url": format!("{}/", site.url)})),
+        wire.tool("browser_scrape_links", json!({"selector": "#toc", "pattern": "\\.pdf$"})),
+        wire.tool("browser_download", json!({"url": format!("{}/files/chapter1.pdf", site.url)})),
+        wire.tool("browser_screenshot", json!({})),
+        wire.tool("save_file", json!({"filename": "links.csv", "content": "name,url\nchapter1,/files/chapter1.pdf\n"})),
+        wire.tool("finish_task", json!({"summary": "one PDF and the list of links"})),
+    ];
+    let signature = script[0].body["candidates"][0]["content"]["parts"][0]["thoughtSignature"].clone();
+    let (d, llm) = wire_daemon(dir.path(), wire, script, |_| {});
+    let _worker = RealWorker::start(&d, "flow-box", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "Get the first chapter and the links"}),
+    );
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    llm.assert_well_formed();
+    assert_eq!(s["llm"], json!({"name": "api", "provider": wire.provider(), "model": "test-model"}));
+    // Six calls of 100 fresh input tokens (plus 50 cached) and 20 output tokens each.
+    assert_eq!(s["usage"]["input_tokens"], 600, "{s}");
+    assert_eq!(s["usage"]["output_tokens"], 120);
+    assert_eq!(s["usage"]["cache_read_input_tokens"], 300);
+    assert_eq!(c.get(&format!("/sessions/{id}/files/chapter1.pdf")).body, pdf_bytes("chapter1.pdf"));
+    assert!(c.get(&format!("/sessions/{id}/files/links.csv")).text().contains("chapter1"));
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 6);
+    let key = format!("sk-{}-key-123", wire.provider());
+    match wire {
+        Wire::Anthropic => assert_eq!(reqs[0].header("x-api-key"), Some(key.as_str())),
+        Wire::OpenAi => check_openai_flow(&reqs, &key),
+        Wire::Gemini => check_gemini_flow(&reqs, &key, &signature),
+    }
+    for (path, bytes) in all_files(dir.path()) {
+        assert!(!String::from_utf8_lossy(&bytes).contains(&key), "the key is in {path:?}");
+    }
+}
+
+fn check_openai_flow(reqs: &[Recorded], key: &str) {
+    let auth = format!("Bearer {key}");
+    assert_eq!(reqs[0].header("authorization"), Some(auth.as_str()));
+    let first = &reqs[0].body;
+    assert_eq!(first["model"], "test-model");
+    assert!(first["messages"][0]["content"].as_str().unwrap().contains("You carry out a task"));
+    let tool = &first["tools"][0];
+    assert_eq!(tool["type"], "function");
+    assert_eq!(tool["function"]["parameters"]["type"], "object");
+    // After the screenshot: the tool message, then a user message with the image as a data URL.
+    let msgs = reqs[4].body["messages"].as_array().unwrap();
+    let (last, before) = (&msgs[msgs.len() - 1], &msgs[msgs.len() - 2]);
+    assert_eq!(before["role"], "tool");
+    assert_eq!(last["role"], "user");
+    let url = last["content"].as_array().unwrap().iter().find_map(|p| p["image_url"]["url"].as_str()).unwrap();
+    assert!(url.starts_with("data:image/png;base64,"), "{}", &url[..40]);
+}
+
+fn check_gemini_flow(reqs: &[Recorded], key: &str, signature: &Value) {
+    assert_eq!(reqs[0].header("x-goog-api-key"), Some(key));
+    let first = &reqs[0].body;
+    assert!(first["systemInstruction"]["parts"][0]["text"].as_str().unwrap().contains("You carry out a task"));
+    let decl = &first["tools"][0]["functionDeclarations"][0];
+    assert_eq!(decl["parameters"]["type"], "OBJECT");
+    assert!(!first["tools"].to_string().contains("additionalProperties"));
+    // The call comes back with its signature, unchanged, and its response names it.
+    let contents = reqs[1].body["contents"].as_array().unwrap();
+    assert_eq!(contents[1]["role"], "model");
+    assert_eq!(contents[1]["parts"][0]["thoughtSignature"], *signature);
+    assert_eq!(contents[2]["parts"][0]["functionResponse"]["name"], "browser_navigate");
+    // The screenshot rides beside its functionResponse as inline data.
+    let parts = reqs[4].body["contents"].as_array().unwrap().last().unwrap()["parts"].as_array().unwrap().clone();
+    assert_eq!(parts[0]["functionResponse"]["name"], "browser_screenshot");
+    assert_eq!(parts[1]["inlineData"]["mimeType"], "image/png");
+}
+
+#[test]
+fn the_download_flow_on_anthropic() {
+    download_flow(Wire::Anthropic);
+}
+
+#[test]
+fn the_download_flow_on_openai_compatible() {
+    download_flow(Wire::OpenAi);
+}
+
+#[test]
+fn the_download_flow_on_gemini() {
+    download_flow(Wire::Gemini);
+}
+
+/// A scripted browser worker that answers every command with a small success.
+fn ok_worker(d: &TestDaemon) -> ScriptedWorker {
+    ScriptedWorker::start(
+        &d.worker_client(),
+        "box",
+        &["browser"],
+        false,
+        |cmd| json!({"success": true, "data": {"done": cmd["action"]}}),
+    )
+}
+
+fn actions(worker: &ScriptedWorker) -> Vec<(String, Value)> {
+    let seen = worker.seen.lock().unwrap();
+    seen.iter().map(|c| (c["action"].as_str().unwrap().to_string(), c["params"].clone())).collect()
+}
+
+#[test]
+fn openai_quirks_are_tolerated() {
+    let dir = TempDir::new("openai-quirks");
+    let nav = |url: &str| json!({"name": "browser_navigate", "arguments": {"url": url}});
+    let script = vec![
+        // No id, object arguments, content null, finish_reason "stop".
+        openai_message(
+            json!({"role": "assistant", "content": null, "tool_calls": [{"type": "function", "function": nav("https://a.test/")}]}),
+            "stop",
+        ),
+        // Two calls with the same id.
+        openai_message(
+            json!({"role": "assistant", "content": "two at once", "tool_calls": [
+            {"id": "dup", "type": "function", "function": {"name": "browser_navigate", "arguments": "{\"url\":\"https://b.test/\"}"}},
+            {"id": "dup", "type": "function", "function": {"name": "browser_get_text", "arguments": ""}}]}),
+            "tool_calls",
+        ),
+        // A call written as text in a fence, and one in <tool_call> tags.
+        openai_text("I will look at the page.\n```json\n{\"name\": \"browser_get_page_info\", \"arguments\": {}}\n```"),
+        openai_text(
+            "<tool_call>{\"name\": \"finish_task\", \"arguments\": {\"summary\": \"seen it all\"}}</tool_call>",
+        ),
+    ];
+    let (d, llm) = wire_daemon(dir.path(), Wire::OpenAi, script, |_| {});
+    let worker = ok_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "look"}));
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    assert_eq!(s["summary"], "seen it all");
+    llm.assert_well_formed();
+    let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(names, ["browser_navigate", "browser_navigate", "browser_get_text", "browser_get_page_info"]);
+    let reqs = llm.requests();
+    // The duplicate ids were replaced: two distinct tool messages answer the second turn.
+    let ids: Vec<String> = reqs[2].body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["tool_call_id"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(ids.len(), 3);
+    assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 3, "{ids:?}");
+}
+
+#[test]
+fn gemini_waits_the_retry_delay_it_is_given() {
+    let dir = TempDir::new("gemini-retry");
+    let exhausted = Step {
+        status: 429,
+        headers: vec![],
+        body: json!({"error": {"code": 429, "status": "RESOURCE_EXHAUSTED", "message": "quota",
+            "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "1.5s"}]}}),
+        delay: Duration::ZERO,
+    };
+    let script = vec![exhausted, gemini_tools(&[("finish_task", json!({"summary": "after the wait"}))])];
+    let (d, llm) = wire_daemon(dir.path(), Wire::Gemini, script, |_| {});
+    let _worker = ok_worker(&d);
+    let c = d.client();
+    let started = std::time::Instant::now();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "wait"}));
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    assert!(started.elapsed() >= Duration::from_millis(1400), "{:?}", started.elapsed());
+    assert_eq!(llm.requests().len(), 2);
+}
+
+fn json_daemon(dir: &TempDir, script: Vec<Step>) -> (TestDaemon, ScriptedLlm) {
+    wire_daemon(dir.path(), Wire::OpenAi, script, |c| c.api.tool_mode = "json".into())
+}
+
+#[test]
+fn json_mode_reads_fences_aliases_and_nesting() {
+    let dir = TempDir::new("json-mode");
+    let script = vec![
+        openai_text(
+            "```json\n{\"action\": \"next_step\", \"thinking\": {\"plan\": \"open it\"}, \"tool\": \"browser_navigate\", \"args\": {\"url\": \"https://a.test/\"}}\n```",
+        ),
+        openai_text(r#"{"tool_name": "browser_get_text", "tool_args": {}}"#),
+        openai_text(
+            r#"{"action": "next_step", "step": {"name": "save_note", "arguments": {"content": "the page says hello"}}}"#,
+        ),
+        openai_text(r#"{"action": "respond", "response": "read the page and noted it"}"#),
+    ];
+    let (d, llm) = json_daemon(&dir, script);
+    let worker = ok_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "read it"}));
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    assert_eq!(s["summary"], "read the page and noted it");
+    let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(names, ["browser_navigate", "browser_get_text"]);
+    assert_eq!(c.get(&format!("/sessions/{id}/notes")).json()[0]["content"], "the page says hello");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 4);
+    for r in &reqs {
+        assert!(r.body.get("tools").is_none(), "JSON mode sends no tools");
+    }
+    let system = reqs[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("## Tools") && system.contains("- browser_navigate:"), "{system}");
+    let second = reqs[1].body["messages"].to_string();
+    assert!(second.contains("Result of browser_navigate"), "{second}");
+}
+
+#[test]
+fn json_mode_corrects_one_bad_reply_and_ends_on_two() {
+    let dir = TempDir::new("json-bad");
+    let script = vec![
+        openai_text("I will open the page now."),
+        openai_text(r#"{"action": "complete", "message": "nothing to do"}"#),
+        openai_text("Let me think about it."),
+        openai_text(r#"{"action": "next_step", "tool": "teleport", "args": {}}"#),
+    ];
+    let (d, llm) = json_daemon(&dir, script);
+    let _worker = ok_worker(&d);
+    let c = d.client();
+    let first = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "one"}));
+    let s = ended(&c, &first);
+    assert_eq!(s["status"], "finished", "{s}");
+    let retry = llm.requests()[1].body["messages"].to_string();
+    assert!(retry.contains("could not be used: the reply is not a JSON object"), "{retry}");
+    let second = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "two"}));
+    let s = ended(&c, &second);
+    assert_eq!(s["status"], "error", "{s}");
+    assert!(s["error"].as_str().unwrap().contains("unknown tool \"teleport\""), "{s}");
+    assert_eq!(llm.requests().len(), 4, "two bad replies end the session: no loop");
+}
+
+#[test]
+fn named_endpoints_and_unknown_names() {
+    let dir = TempDir::new("named-llm");
+    let local = ScriptedLlm::start_wire(
+        Wire::OpenAi,
+        "",
+        vec![openai_tools(None, &[("finish_task", json!({"summary": "local ok"}))])],
+    );
+    let mut config = test_config(dir.path());
+    config.api.api_key = agent_controller::util::secret::Secret::new("sk-ant-unused");
+    let endpoint = agent_controller::config::ProviderConfig {
+        provider: "openai".into(),
+        base_url: local.url.clone(),
+        model: "qwen2.5-coder:7b".into(),
+        ..Default::default()
+    };
+    config.providers.insert("local".into(), endpoint);
+    let agent = agent_controller::agent::llm_agent(&config);
+    let d = TestDaemon::start(config, agent);
+    let _worker = ok_worker(&d);
+    let c = d.client();
+    let r =
+        c.post("/sessions", &json!({"mode": "task", "target": "https://a.test/", "instruction": "x", "llm": "nope"}));
+    assert_error(&r, 400, "bad_request");
+    assert!(r.text().contains("api, local"), "{}", r.text());
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "x", "llm": "local", "model": "llama3.2"}),
+    );
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    assert_eq!(s["llm"], json!({"name": "local", "provider": "openai", "model": "llama3.2"}));
+    let reqs = local.requests();
+    assert_eq!(reqs[0].body["model"], "llama3.2");
+    assert_eq!(reqs[0].header("authorization"), None, "a local server gets no key");
+    local.assert_well_formed();
+}

@@ -1,0 +1,55 @@
+//! The real agent-worker binary for end-to-end tests, with headless Chromium when the machine
+//! has it (tests that need it say SKIPPED and return when it is missing).
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use super::{TestDaemon, wait_until};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+pub fn have_chromium() -> bool {
+    let ok = std::path::Path::new(CHROMIUM).exists();
+    if !ok {
+        eprintln!("SKIPPED: {CHROMIUM} is not installed (make test installs it)");
+    }
+    ok
+}
+
+/// The agent-worker binary, stopped with SIGTERM on drop.
+pub struct RealWorker(pub Child);
+
+impl RealWorker {
+    pub fn start(d: &TestDaemon, hostname: &str, caps: &str) -> RealWorker {
+        let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+            .args([
+                "--controller",
+                &d.worker,
+                "--headless",
+                "--hostname",
+                hostname,
+                "--capabilities",
+                caps,
+                "--browser",
+                CHROMIUM,
+            ])
+            .stdout(Stdio::null())
+            // AC_TEST_WORKER_LOG=1 shows the worker's log.
+            .stderr(if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
+            .spawn()
+            .unwrap();
+        let c = d.client();
+        wait_until(Duration::from_secs(10), "the worker to register", || {
+            c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == hostname).then_some(())
+        });
+        RealWorker(child)
+    }
+}
+
+impl Drop for RealWorker {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+        let _ = self.0.wait();
+    }
+}
