@@ -1,6 +1,6 @@
 //! The output directory: one folder per session, written as things happen.
 //!
-//! Layout: `session.json`, `log.jsonl`, `notes.json`, `report.md`,
+//! Layout: `session.json`, `log.jsonl`, `steps.jsonl`, `notes.json`, `report.md`,
 //! `conversation_log.json`, `files.json` (which file is a download, which generated),
 //! `screenshots/`, `files/`. Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub const SESSION_JSON: &str = "session.json";
 pub const LOG_JSONL: &str = "log.jsonl";
+pub const STEPS_JSONL: &str = "steps.jsonl";
 pub const NOTES_JSON: &str = "notes.json";
 pub const REPORT_MD: &str = "report.md";
 pub const CONVERSATION_JSON: &str = "conversation_log.json";
@@ -104,7 +105,12 @@ impl SessionDir {
 
     /// Append one line to `log.jsonl`; returns the byte offset the line starts at.
     pub fn append_log_line(&self, line: &str) -> io::Result<u64> {
-        let mut file = OpenOptions::new().create(true).append(true).open(self.path(LOG_JSONL))?;
+        self.append_line(LOG_JSONL, line)
+    }
+
+    /// Append one line to a JSON-lines file of the session (in one write).
+    pub fn append_line(&self, name: &str, line: &str) -> io::Result<u64> {
+        let mut file = OpenOptions::new().create(true).append(true).open(self.path(name))?;
         let offset = file.seek(SeekFrom::End(0))?;
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());

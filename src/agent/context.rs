@@ -8,7 +8,7 @@
 use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::llm::{Block, Message, Reply, Role};
-use crate::protocol::FileKind;
+use crate::protocol::{FileKind, SessionType};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
@@ -22,8 +22,9 @@ impl Agent {
     /// A worker result for the model: screenshots become stored PNGs plus an image block; long
     /// text is stored as a file and previewed.
     pub(super) fn result_blocks(&mut self, name: &str, mut data: Value) -> ToolOutcome {
-        let images = self.image_blocks(&data);
+        let (images, screenshot) = self.image_blocks(&data);
         if let Some(map) = data.as_object_mut() {
+            map.remove("full_png_base64");
             if map.remove("image_base64").is_some() {
                 map.insert("image".into(), json!("attached"));
             }
@@ -53,32 +54,66 @@ impl Agent {
         };
         let mut content = vec![Block::text(text)];
         content.extend(images);
-        ToolOutcome::blocks(content)
+        ToolOutcome { screenshot, ..ToolOutcome::blocks(content) }
     }
 
-    /// Store `image_base64` from a worker result under screenshots/ and return it as an image.
-    pub(super) fn image_blocks(&self, data: &Value) -> Vec<Block> {
-        let Some(encoded) = data["image_base64"].as_str() else { return Vec::new() };
+    /// Store a result's screenshot under screenshots/ and return what the model gets: the
+    /// image, or (desktop sessions) a note when it is the very frame sent before. Also the
+    /// stored file's name, for the step log.
+    pub(super) fn image_blocks(&mut self, data: &Value) -> (Vec<Block>, Option<String>) {
+        let Some(encoded) = data["image_base64"].as_str() else { return (Vec::new(), None) };
         let media_type = data["media_type"].as_str().unwrap_or("image/png").to_string();
-        match STANDARD.decode(encoded) {
-            Ok(bytes) => {
-                let stored = self.runner.store_screenshot(self.turn, &bytes);
-                if let Err(e) = &stored {
-                    log::warn!("{}: screenshot not stored: {}", self.runner.session_id(), e.message());
-                }
-                // The API refuses images over 5 MB (of base64) and would end the session.
-                if encoded.len() > MAX_IMAGE_BASE64 {
-                    let name = stored.map(|f| f.filename).unwrap_or_default();
-                    return vec![Block::text(format!(
-                        "(the screenshot is too large to show: {} MB; saved as {name}. Take a viewport screenshot instead.)",
-                        bytes.len() / (1024 * 1024)
-                    ))];
-                }
-                vec![Block::Image { media_type, data: encoded.to_string() }]
+        let bytes = match STANDARD.decode(encoded) {
+            Ok(bytes) => bytes,
+            Err(e) => return (vec![Block::text(format!("(the screenshot could not be decoded: {e})"))], None),
+        };
+        let stored = self.store_frame(data, &bytes, &media_type);
+        if self.record.session_type == SessionType::App {
+            let hash = frame_hash(&bytes);
+            if let Some((_, step)) = self.last_frame.filter(|(h, _)| *h == hash) {
+                self.runner.count_image(false, 0, 0, 0);
+                let note =
+                    format!("(the screen is unchanged since step {step}: the same screenshot is not sent again)");
+                return (vec![Block::text(note)], stored);
             }
-            Err(e) => vec![Block::text(format!("(the screenshot could not be decoded: {e})"))],
+            self.last_frame = Some((hash, self.step));
+        }
+        // The API refuses images over 5 MB (of base64) and would end the session.
+        if encoded.len() > MAX_IMAGE_BASE64 {
+            let name = stored.clone().unwrap_or_default();
+            let text = format!(
+                "(the screenshot is too large to show: {} MB; saved as {name}. Take a viewport screenshot instead.)",
+                bytes.len() / (1024 * 1024)
+            );
+            return (vec![Block::text(text)], stored);
+        }
+        let (w, h) = (data["width"].as_u64().unwrap_or(0), data["height"].as_u64().unwrap_or(0));
+        self.runner.count_image(true, bytes.len() as u64, w, h);
+        (vec![Block::Image { media_type, data: encoded.to_string() }], stored)
+    }
+
+    /// Keep the frame: the full-resolution PNG when the worker sent one (desktop), else the
+    /// image itself.
+    fn store_frame(&self, data: &Value, image: &[u8], media_type: &str) -> Option<String> {
+        let full = data["full_png_base64"].as_str().and_then(|b| STANDARD.decode(b).ok());
+        let ext = if full.is_none() && media_type == "image/jpeg" { "jpg" } else { "png" };
+        let name = format!("step_{:04}.{ext}", self.turn);
+        match self.runner.store_file(&name, full.as_deref().unwrap_or(image), FileKind::Screenshot) {
+            Ok(f) => Some(f.filename),
+            Err(e) => {
+                log::warn!("{}: screenshot not stored: {}", self.runner.session_id(), e.message());
+                None
+            }
         }
     }
+}
+
+/// Identical frames have identical bytes (the worker encodes deterministically).
+fn frame_hash(bytes: &[u8]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    bytes.hash(&mut h);
+    h.finish()
 }
 
 pub(super) fn first_text(blocks: &[Block]) -> String {

@@ -7,11 +7,12 @@ use super::Agent;
 use super::context::excerpt;
 use crate::exec::ExecError;
 use crate::llm::Block;
-use crate::protocol::LogKind;
 use crate::protocol::tools::{Runs, Timeout, Tool};
+use crate::protocol::{LogKind, SessionType};
+use crate::util::clock;
 use crate::util::schema;
 use serde_json::{Value, json};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Characters of a tool call or result shown in the log.
 const LOG_EXCERPT: usize = 300;
@@ -27,6 +28,10 @@ pub(super) struct ToolOutcome {
     pub finish: Option<(String, Option<String>)>,
     /// The session was stopped during the call.
     pub stopped: bool,
+    /// The screenshot it produced, as stored under screenshots/.
+    pub screenshot: Option<String>,
+    /// It was a dry run: nothing was done.
+    pub dry_run: bool,
 }
 
 impl ToolOutcome {
@@ -35,7 +40,7 @@ impl ToolOutcome {
     }
 
     pub fn blocks(content: Vec<Block>) -> ToolOutcome {
-        ToolOutcome { content, is_error: false, finish: None, stopped: false }
+        ToolOutcome { content, is_error: false, finish: None, stopped: false, screenshot: None, dry_run: false }
     }
 
     pub fn error(message: impl Into<String>) -> ToolOutcome {
@@ -63,12 +68,23 @@ pub(super) fn timeout_for(tool: Tool, input: &Value, command_s: u64, download_s:
 }
 
 impl Agent {
+    /// The size and quality of desktop screenshots: the session's, else the config's.
+    fn screenshot_settings(&self) -> Value {
+        let (options, config) = (&self.record.options, &self.runner.config().screenshot);
+        json!({
+            "width": options.screenshot_width.unwrap_or(config.width),
+            "quality": options.screenshot_quality.unwrap_or(config.quality),
+        })
+    }
+
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        self.step += 1;
         self.runner.log(
             LogKind::Tool,
             &format!("{name} {}", excerpt(&input.to_string(), LOG_EXCERPT)),
             Some(json!({"tool": name, "input": input})),
         );
+        let started = Instant::now();
         let mut outcome = self.dispatch(name, input);
         self.note_repeated_failure(name, input, &mut outcome);
         let text: Vec<&str> = outcome
@@ -81,12 +97,23 @@ impl Agent {
             .collect();
         let text = excerpt(&text.join(" "), LOG_EXCERPT);
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
-        let shown = if images > 0 { format!("{text} [+{images} image]") } else { text };
+        let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };
         self.runner.log(
             if outcome.is_error { LogKind::Error } else { LogKind::Result },
             &format!("{name}: {shown}"),
             Some(json!({"tool": name, "is_error": outcome.is_error})),
         );
+        self.runner.add_step(json!({
+            "turn": self.turn,
+            "tool": name,
+            "args": input,
+            "observation": text,
+            "screenshot": outcome.screenshot,
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "dry_run": outcome.dry_run,
+            "is_error": outcome.is_error,
+            "ts": clock::rfc3339_millis(clock::now()),
+        }));
         outcome
     }
 
@@ -116,6 +143,9 @@ impl Agent {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
         }
         let tool = self.offered[i];
+        if self.record.options.dry_run && tool.spec().acts {
+            return self.dry_run(tool, input);
+        }
         match tool.spec().runs {
             Runs::Controller => self.local_tool(tool, input),
             Runs::Target(_) => self.target_tool(tool, input),
@@ -125,7 +155,12 @@ impl Agent {
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
         let task = &self.runner.config().task;
         let timeout = timeout_for(tool, input, task.command_timeout_s, task.download_timeout_s);
-        match self.runner.execute(tool.name(), input.clone(), timeout) {
+        let mut params = input.clone();
+        if tool.spec().runs == Runs::Target(SessionType::App) {
+            // Added after validation: the model cannot set these, the session does.
+            params["screenshot"] = self.screenshot_settings();
+        }
+        match self.runner.execute(tool.name(), params, timeout) {
             // A page can echo a typed secret back (a wrong field, an error page): scrub what
             // goes into the model's context just like what goes to disk.
             Ok(mut data) => {

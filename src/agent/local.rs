@@ -153,7 +153,7 @@ impl Agent {
             creds.username
         ))];
         if let Ok(shot) = self.runner.execute(Tool::BrowserScreenshot.name(), json!({}), timeout) {
-            content.extend(self.image_blocks(&shot));
+            content.extend(self.image_blocks(&shot).0);
         }
         ToolOutcome::blocks(content)
     }

@@ -11,6 +11,7 @@
 
 mod context;
 mod dispatch;
+mod dry_run;
 mod local;
 pub mod prompts;
 mod report;
@@ -71,6 +72,10 @@ pub struct Agent {
     tools: Vec<ToolDef>,
     messages: Vec<Message>,
     turn: u32,
+    /// Tool calls so far (the step log's index).
+    step: u64,
+    /// The last desktop frame shown to the model: its hash and step.
+    last_frame: Option<(u64, u64)>,
     nudged: bool,
     /// Last error of each distinct call (name + input), to notice verbatim repeats.
     failed_calls: std::collections::HashMap<String, String>,
@@ -105,6 +110,8 @@ impl Agent {
             tools,
             messages: vec![opening],
             turn: 0,
+            step: 0,
+            last_frame: None,
             nudged: false,
             failed_calls: Default::default(),
         }

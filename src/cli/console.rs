@@ -30,7 +30,7 @@ token from --token | AGENT_CONTROLLER_TOKEN):
     agent-controller task --host NAME \"instruction\"    a shell task
     agent-controller explore --url URL [--goal G]       explore and print the report
     agent-controller explore --title WINDOW [--goal G]
-        --worker NAME  --max-turns N  --auto-confirm  --yes | --no  --out DIR  --json
+        --worker NAME  --max-turns N  --auto-confirm  --dry-run  --yes | --no  --out DIR  --json
         --username U (password from AGENT_CONTROLLER_PASSWORD)
     agent-controller sessions | status ID | log ID [-f] | report ID | notes ID | files ID
     agent-controller download ID [NAME | --zip] [-o DIR]
@@ -389,6 +389,7 @@ fn new_session_body(
     let max_turns: Option<u32> = args.opt_value_from_str("--max-turns").map_err(|e| e.to_string())?;
     let out_dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
     let auto = args.contains("--auto-confirm");
+    let dry_run = args.contains("--dry-run");
     let answers = Answers { yes: args.contains("--yes"), no: args.contains("--no") };
     if answers.yes && answers.no {
         return Err("--yes and --no together".into());
@@ -420,6 +421,9 @@ fn new_session_body(
         body["credentials"] = json!({"username": u, "password": password});
     }
     let mut options = json!({"auto_confirm": auto});
+    if dry_run {
+        options["dry_run"] = json!(true);
+    }
     if let Some(n) = max_turns {
         options["max_turns"] = json!(n);
     }

@@ -23,6 +23,7 @@ pub struct Config {
     pub exploration: ExplorationConfig,
     pub task: TaskConfig,
     pub agent: AgentConfig,
+    pub screenshot: ScreenshotConfig,
     pub browser: BrowserConfig,
     pub files: FilesConfig,
     pub output: OutputConfig,
@@ -67,6 +68,26 @@ pub struct AgentConfig {
     pub keep_screenshots: usize,
     pub max_tool_output_chars: usize,
 }
+
+/// What desktop screenshots look like to the model (sessions may override both).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScreenshotConfig {
+    /// Downscaled to this width (aspect kept, never enlarged); coordinates are in its space.
+    pub width: u32,
+    /// JPEG quality.
+    pub quality: u32,
+}
+
+impl Default for ScreenshotConfig {
+    fn default() -> Self {
+        ScreenshotConfig { width: 1280, quality: 70 }
+    }
+}
+
+/// The accepted ranges, for the config and for per-session overrides alike.
+pub const SCREENSHOT_WIDTHS: std::ops::RangeInclusive<u32> = 320..=3840;
+pub const SCREENSHOT_QUALITIES: std::ops::RangeInclusive<u32> = 10..=95;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -294,6 +315,12 @@ impl Config {
     }
 
     fn validate_the_rest(&self) -> Result<(), ConfigError> {
+        if !SCREENSHOT_WIDTHS.contains(&self.screenshot.width) {
+            return Err(ConfigError::key("screenshot.width", "must be between 320 and 3840"));
+        }
+        if !SCREENSHOT_QUALITIES.contains(&self.screenshot.quality) {
+            return Err(ConfigError::key("screenshot.quality", "must be between 10 and 95"));
+        }
         positive("exploration.max_turns", self.exploration.max_turns.into())?;
         for (key, v) in [
             ("exploration.click_delay", self.exploration.click_delay),

@@ -56,6 +56,7 @@ impl Api {
                 Ok(Reply::json(200, &json!({"report": self.sessions.get(id)?.report()})))
             }
             (Get, ["sessions", id, "notes"]) => Ok(Reply::json(200, &self.sessions.get(id)?.notes())),
+            (Get, ["sessions", id, "steps"]) => Ok(Reply::json(200, &self.sessions.get(id)?.read_steps())),
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name),
@@ -78,7 +79,7 @@ impl Api {
             }
             (_, ["health" | "workers" | "sessions"])
             | (_, ["sessions", _])
-            | (_, ["sessions", _, "log" | "report" | "notes" | "files" | "confirmation"])
+            | (_, ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation"])
             | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(
                 "{} is not allowed on {}",
                 request.method(),

@@ -26,6 +26,13 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+/// Why a lease wait ended without a worker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeaseEnd {
+    Stopped,
+    TimedOut,
+}
+
 #[derive(Debug, Clone)]
 pub struct HubSettings {
     pub long_poll: Duration,
@@ -281,14 +288,16 @@ impl WorkerHub {
     }
 
     /// Wait until a capable, connected, idle worker can be leased to `session_id`, in the
-    /// order sessions asked. `None` when `stop` is raised (or the hub shuts down) first.
+    /// order sessions asked, until `deadline` if one is given. Ends early when `stop` is raised
+    /// (or the hub shuts down).
     pub fn lease(
         self: &Arc<Self>,
         session_id: &str,
         capability: &str,
         preferred: Option<&str>,
         stop: &StopSignal,
-    ) -> Option<Arc<Worker>> {
+        deadline: Option<Instant>,
+    ) -> Result<Arc<Worker>, LeaseEnd> {
         let hub = Arc::clone(self);
         let _registered = stop.on_raise(Arc::new(move || {
             let _state = hub.lock();
@@ -301,19 +310,45 @@ impl WorkerHub {
             preferred: preferred.map(str::to_string),
         });
         loop {
-            if stop.is_raised() || self.closing() {
+            let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
+            if stop.is_raised() || self.closing() || timed_out {
                 state.waiting.retain(|r| r.session_id != session_id);
-                return None;
+                return Err(if timed_out { LeaseEnd::TimedOut } else { LeaseEnd::Stopped });
             }
             if let Some(worker) = match_waiting(&state, session_id) {
                 worker.presence().session = Some(session_id.to_string());
                 state.waiting.retain(|r| r.session_id != session_id);
                 drop(state);
                 self.lease_changed.notify_all();
-                return Some(worker);
+                return Ok(worker);
             }
             // Re-checked each second as well, so a missed notification costs at most that.
-            state = self.lease_changed.wait_timeout(state, Duration::from_secs(1)).unwrap_or_else(|p| p.into_inner()).0;
+            let left = deadline.map_or(Duration::from_secs(1), |d| d.saturating_duration_since(Instant::now()));
+            let wait = left.clamp(Duration::from_millis(1), Duration::from_secs(1));
+            state = self.lease_changed.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// Why no worker for `capability` is free right now, in words for a person.
+    pub fn availability(&self, capability: &str) -> String {
+        let state = self.lock();
+        let (mut capable, mut busy, mut connected) = (0, 0, 0);
+        for w in state.workers.values() {
+            let p = w.presence();
+            if !p.connected {
+                continue;
+            }
+            connected += 1;
+            if p.capabilities.iter().any(|c| c == capability) {
+                capable += 1;
+                busy += usize::from(p.session.is_some());
+            }
+        }
+        match (connected, capable) {
+            (0, _) => "no worker is connected".to_string(),
+            (n, 0) => format!("none of the {n} connected worker(s) has the {capability} capability"),
+            (_, c) if busy == c => format!("all {c} worker(s) with the {capability} capability are busy"),
+            (_, c) => format!("{c} worker(s) with the {capability} capability, {} free", c - busy),
         }
     }
 

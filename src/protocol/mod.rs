@@ -112,12 +112,44 @@ pub struct SessionOptionsRequest {
     pub max_turns: Option<u32>,
     #[serde(default)]
     pub auto_confirm: Option<bool>,
+    #[serde(default)]
+    pub dry_run: Option<bool>,
+    #[serde(default)]
+    pub lease_timeout_s: Option<u64>,
+    #[serde(default)]
+    pub screenshot_width: Option<u32>,
+    #[serde(default)]
+    pub screenshot_quality: Option<u32>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct SessionOptions {
     pub max_turns: u32,
     pub auto_confirm: bool,
+    /// Acting tools say what they would do and do nothing. (Like the fields below, shown only
+    /// when set.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dry_run: bool,
+    /// How long to wait for a free capable worker before giving up (none: as long as it takes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease_timeout_s: Option<u64>,
+    /// Desktop screenshots for the model (the config's when absent).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_width: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub screenshot_quality: Option<u32>,
+}
+
+/// Screenshots a session showed the model, and what they cost.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub struct ImageStats {
+    pub sent: u64,
+    /// Identical to the previous frame: the model was told instead of shown.
+    pub skipped: u64,
+    /// Bytes of the images sent (as encoded, before base64).
+    pub bytes: u64,
+    /// width × height / 750 per image, the usual estimate.
+    pub estimated_tokens: u64,
 }
 
 /// Which model a session runs on: the endpoint's name, its wire format, the model.
@@ -197,6 +229,11 @@ pub struct SessionRecord {
     pub confirmation_pending: Option<Confirmation>,
     pub files: usize,
     pub usage: Usage,
+    #[serde(default)]
+    pub images: ImageStats,
+    /// While `waiting`: the worker the session waits for, and why none is free.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub waiting_for: Option<String>,
     pub error: Option<String>,
     pub summary: Option<String>,
 }

@@ -66,6 +66,9 @@ pub struct Spec {
     pub timeout: Timeout,
     /// Offered only when the session has credentials in its vault.
     pub needs_credentials: bool,
+    /// It changes something (clicks, typing, navigation, downloads, commands): a dry run only
+    /// says what it would do.
+    pub acts: bool,
 }
 
 macro_rules! tools {
@@ -158,7 +161,7 @@ fn finish_input() -> Value {
 
 /// An entry with the common defaults: the command timeout, no credentials needed.
 fn entry(runs: Runs, sets: Sets, description: &'static str, input_schema: Value) -> Spec {
-    Spec { description, input_schema, runs, sets, timeout: Timeout::Command, needs_credentials: false }
+    Spec { description, input_schema, runs, sets, timeout: Timeout::Command, needs_credentials: false, acts: false }
 }
 
 fn browser(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
@@ -180,6 +183,10 @@ fn local(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
 impl Spec {
     fn timeout(self, timeout: Timeout) -> Spec {
         Spec { timeout, ..self }
+    }
+
+    fn acting(self) -> Spec {
+        Spec { acts: true, ..self }
     }
 }
 
@@ -209,7 +216,7 @@ impl Tool {
                 BROWSER_ALL,
                 "Open a URL in the current tab and wait for it to load.",
                 obj(json!({"url": {"type": "string", "description": "Absolute http(s) URL"}}), &["url"]),
-            ),
+            ).acting(),
             BrowserScreenshot => browser(
                 BROWSER_ALL,
                 "Take a screenshot of the current page (viewport, or the whole page).",
@@ -225,7 +232,7 @@ impl Tool {
                 "The visible text of the page or of one element.",
                 obj(json!({"selector": {"type": "string"}}), &[]),
             ),
-            BrowserClick => browser(BROWSER_ALL, "Click an element.", selector_only()),
+            BrowserClick => browser(BROWSER_ALL, "Click an element.", selector_only()).acting(),
             BrowserType => browser(
                 BROWSER_ALL,
                 "Type text into an input field (clears it first unless clear is false).",
@@ -234,12 +241,12 @@ impl Tool {
                            "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}),
                     &["selector", "text"],
                 ),
-            ),
+            ).acting(),
             BrowserPressKey => browser(
                 BROWSER_ALL,
                 "Press a key or combination, e.g. Enter, Escape, Tab, Control+A.",
                 obj(json!({"key": {"type": "string"}}), &["key"]),
-            ),
+            ).acting(),
             BrowserScroll => browser(
                 BROWSER_ALL,
                 "Scroll the page or an element.",
@@ -255,7 +262,7 @@ impl Tool {
                 BROWSER_ALL,
                 "Choose an option of a <select> by value or visible label.",
                 obj(json!({"selector": {"type": "string"}, "value": {"type": "string"}}), &["selector", "value"]),
-            ),
+            ).acting(),
             BrowserWaitFor => browser(
                 BROWSER_ALL,
                 "Wait until an element or a text appears.",
@@ -266,8 +273,8 @@ impl Tool {
                 ),
             )
             .timeout(Timeout::Asked),
-            BrowserBack => browser(BROWSER_ALL, "Go back in history.", no_input()),
-            BrowserForward => browser(BROWSER_ALL, "Go forward in history.", no_input()),
+            BrowserBack => browser(BROWSER_ALL, "Go back in history.", no_input()).acting(),
+            BrowserForward => browser(BROWSER_ALL, "Go forward in history.", no_input()).acting(),
             BrowserGetPageInfo => {
                 browser(BROWSER_ALL, "URL, title, open tabs and scroll position of the current page.", no_input())
             }
@@ -278,6 +285,7 @@ impl Tool {
             ),
             PerformLogin => Spec {
                 needs_credentials: true,
+                acts: true,
                 ..local(
                     BROWSER_ALL,
                     "Log in with the credentials stored for this session. You never see them; the controller types them.",
@@ -294,12 +302,12 @@ impl Tool {
                 "List interactive elements, optionally of one control type.",
                 obj(json!({"control_type": {"type": "string"}}), &[]),
             ),
-            Click => app("Click an element (by name) or a point.", point_or_element()),
-            RightClick => app("Right-click an element (by name) or a point.", point_or_element()),
-            DoubleClick => app("Double-click an element (by name) or a point.", point_or_element()),
-            TypeText => app("Type text into the focused control.", obj(json!({"text": {"type": "string"}}), &["text"])),
+            Click => app("Click an element (by name) or a point.", point_or_element()).acting(),
+            RightClick => app("Right-click an element (by name) or a point.", point_or_element()).acting(),
+            DoubleClick => app("Double-click an element (by name) or a point.", point_or_element()).acting(),
+            TypeText => app("Type text into the focused control.", obj(json!({"text": {"type": "string"}}), &["text"])).acting(),
             PressKey => {
-                app("Press a key or combination, e.g. Enter, Alt+F4.", obj(json!({"key": {"type": "string"}}), &["key"]))
+                app("Press a key or combination, e.g. Enter, Alt+F4.", obj(json!({"key": {"type": "string"}}), &["key"])).acting()
             }
             Scroll => app(
                 "Scroll the window.",
@@ -323,7 +331,7 @@ impl Tool {
                     &["command"],
                 ),
             )
-            .timeout(Timeout::Asked),
+            .timeout(Timeout::Asked).acting(),
             ReadFile => shell(
                 SHELL_ALL,
                 "Read a text file on the target (bounded).",
@@ -341,7 +349,7 @@ impl Tool {
                 SHELL_TASK,
                 "Write a text file on the target.",
                 obj(json!({"path": {"type": "string"}, "content": {"type": "string"}}), &["path", "content"]),
-            ),
+            ).acting(),
             // ----- every session -----
             SaveNote => local(
                 EVERY,
@@ -359,7 +367,7 @@ impl Tool {
                 "Download one file with the page's cookies; it is stored in the session's files.",
                 obj(json!({"url": {"type": "string"}, "filename": {"type": "string"}}), &["url"]),
             )
-            .timeout(Timeout::Download),
+            .timeout(Timeout::Download).acting(),
             BrowserDownloadBatch => browser(
                 BROWSER_TASK,
                 "Download several files; each is stored in the session's files. Ask request_confirmation first.",
@@ -368,7 +376,7 @@ impl Tool {
                     &["urls"],
                 ),
             )
-            .timeout(Timeout::Download),
+            .timeout(Timeout::Download).acting(),
             BrowserScrapeLinks => browser(
                 BROWSER_TASK,
                 "List links (text and absolute URL), optionally under a selector and matching a regex.",
@@ -402,12 +410,12 @@ impl Tool {
                            "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}}), &["selector", "value"])}}),
                     &["fields"],
                 ),
-            ),
+            ).acting(),
             BrowserSubmitForm => browser(
                 BROWSER_TASK,
                 "Submit a form (by its selector or by clicking its submit button). Ask request_confirmation first.",
                 obj(json!({"selector": {"type": "string"}, "submit_selector": {"type": "string"}}), &[]),
-            ),
+            ).acting(),
             BrowserSaveAsPdf => browser(
                 BROWSER_TASK,
                 "Print the current page to a PDF stored in the session's files.",
@@ -438,7 +446,7 @@ impl Tool {
                 TASK_ALL,
                 "Notify the user (Telegram and/or webhook, as configured for this session).",
                 obj(json!({"message": {"type": "string"}, "include_files": {"type": "boolean"}}), &["message"]),
-            ),
+            ).acting(),
             FinishTask => {
                 local(TASK_ALL, "End the task with a summary (and optionally a full markdown report).", finish_input())
             }

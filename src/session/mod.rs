@@ -9,7 +9,7 @@
 //!
 //! Locks. `state` (the record, the pending confirmation) is never held across disk I/O, so
 //! reading a session or stopping it never waits for the disk. Each file a session appends to or
-//! rewrites has its own I/O lock that orders its writes (`log`, `files`, `notes`,
+//! rewrites has its own I/O lock that orders its writes (`log`, `files`, `notes`, `steps`,
 //! `record_written`); an I/O lock may take `state` briefly, never the reverse, and neither is
 //! held while taking the hub's locks. The parker's lock is innermost. session.json is written
 //! atomically after `state` is released, and an older snapshot never overwrites a newer one.
@@ -53,6 +53,8 @@ pub struct Session {
     /// The file index, read lazily for sessions loaded from disk.
     files: Mutex<Option<FileIndex>>,
     notes: Mutex<Option<Vec<Note>>>,
+    /// Steps written so far (read lazily for sessions loaded from disk).
+    steps: Mutex<Option<u64>>,
     /// Version of the record last written to session.json.
     record_written: Mutex<u64>,
 }
@@ -104,6 +106,7 @@ impl Session {
             log: Mutex::new(log::LogState::new(fresh)),
             files: Mutex::new(fresh.then(FileIndex::default)),
             notes: Mutex::new(fresh.then(Vec::new)),
+            steps: Mutex::new(fresh.then_some(0)),
             record_written: Mutex::new(0),
         }
     }
@@ -198,5 +201,6 @@ fn end_record(record: &mut SessionRecord, status: Status, error: Option<String>)
         record.error = error;
     }
     record.confirmation_pending = None;
+    record.waiting_for = None;
     record.finished_at.get_or_insert_with(clock::now_rfc3339);
 }

@@ -130,6 +130,24 @@ impl SessionRunner {
         self.session.update(|r| r.turn = turn)
     }
 
+    /// Append a step (one tool call) to the step log; its index.
+    pub fn add_step(&self, step: Value) -> u64 {
+        self.session.add_step(step)
+    }
+
+    /// Count a screenshot shown to the model (`sent`) or replaced by "unchanged" (not sent).
+    pub fn count_image(&self, sent: bool, bytes: u64, width: u64, height: u64) {
+        self.session.update(|r| {
+            if sent {
+                r.images.sent += 1;
+                r.images.bytes += bytes;
+                r.images.estimated_tokens += width * height / 750;
+            } else {
+                r.images.skipped += 1;
+            }
+        })
+    }
+
     pub fn add_usage(&self, usage: &Usage) {
         self.session.update(|r| r.usage.add(usage))
     }

@@ -4,23 +4,37 @@
 use super::runner::{AgentFn, AgentOutcome, SessionRunner};
 use super::{Session, end_record, snapshot_record};
 use crate::config::Config;
-use crate::hub::{WorkerExecutor, WorkerHub};
+use crate::hub::{LeaseEnd, WorkerExecutor, WorkerHub};
 use crate::protocol::{LogKind, Status};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, config: Arc<Config>) {
     let record = session.record();
     let capability = record.session_type.capability();
-    session.log(LogKind::System, &format!("waiting for a worker that can run {capability} sessions"), None);
+    let waiting_for = format!("a worker that can run {capability} sessions ({})", hub.availability(capability));
+    session.update(|r| r.waiting_for = Some(waiting_for.clone()));
+    session.log(LogKind::System, &format!("waiting for {waiting_for}"), None);
     let stop = Arc::clone(session.stop_signal());
-    let Some(worker) = hub.lease(&session.id, capability, record.requested_worker.as_deref(), &stop) else {
-        finish(session, AgentOutcome::Stopped);
-        return;
+    let timeout = record.options.lease_timeout_s.map(Duration::from_secs);
+    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let worker = match hub.lease(&session.id, capability, record.requested_worker.as_deref(), &stop, deadline) {
+        Ok(worker) => worker,
+        Err(LeaseEnd::Stopped) => return finish(session, AgentOutcome::Stopped),
+        Err(LeaseEnd::TimedOut) => {
+            let why = format!(
+                "no worker that can run {capability} sessions became free within {} s (options.lease_timeout_s): {}",
+                timeout.unwrap_or_default().as_secs(),
+                hub.availability(capability)
+            );
+            return finish(session, AgentOutcome::Failed(why));
+        }
     };
     session.update(|r| {
         if r.status == Status::Waiting {
             r.status = Status::Running;
         }
+        r.waiting_for = None;
         r.worker = Some(worker.hostname.clone());
     });
     session.log(LogKind::System, &format!("worker {} ({}) assigned", worker.hostname, worker.id), None);

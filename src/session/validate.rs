@@ -1,7 +1,7 @@
 //! Checking a `POST /sessions` body: every rule a request must meet, the defaults it gets,
 //! and the split of what it carries into a record (written to disk) and a vault (memory only).
 
-use crate::config::{Config, DEFAULT_LLM};
+use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
 use crate::protocol::*;
@@ -38,6 +38,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
     if !(1..=10_000).contains(&max_turns) {
         return bad("`options.max_turns` must be between 1 and 10000");
     }
+    check_options(&options)?;
     check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
     let requested_worker = req.worker.map(|w| w.trim().to_string()).filter(|w| !w.is_empty());
     if let Some(name) = &requested_worker {
@@ -56,7 +57,14 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         target,
         instruction,
         goal,
-        options: SessionOptions { max_turns, auto_confirm: options.auto_confirm.unwrap_or(false) },
+        options: SessionOptions {
+            max_turns,
+            auto_confirm: options.auto_confirm.unwrap_or(false),
+            dry_run: options.dry_run.unwrap_or(false),
+            lease_timeout_s: options.lease_timeout_s,
+            screenshot_width: options.screenshot_width,
+            screenshot_quality: options.screenshot_quality,
+        },
         has_credentials: req.credentials.is_some(),
         notifications,
         requested_worker,
@@ -69,6 +77,8 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         confirmation_pending: None,
         files: 0,
         usage: Usage::default(),
+        images: ImageStats::default(),
+        waiting_for: None,
         error: None,
         summary: None,
     };
@@ -133,4 +143,18 @@ fn choose_llm(config: &Config, name: Option<&str>, model: Option<&str>) -> Resul
         None => endpoint.model,
     };
     Ok(LlmChoice { name: endpoint.name, provider: endpoint.wire.name().to_string(), model })
+}
+
+fn check_options(options: &SessionOptionsRequest) -> Result<(), ApiError> {
+    let bad = |m: &str| Err(ApiError::BadRequest(m.to_string()));
+    if options.lease_timeout_s.is_some_and(|t| !(1..=7 * 86_400).contains(&t)) {
+        return bad("`options.lease_timeout_s` must be between 1 and 604800");
+    }
+    if options.screenshot_width.is_some_and(|w| !SCREENSHOT_WIDTHS.contains(&w)) {
+        return bad("`options.screenshot_width` must be between 320 and 3840");
+    }
+    if options.screenshot_quality.is_some_and(|q| !SCREENSHOT_QUALITIES.contains(&q)) {
+        return bad("`options.screenshot_quality` must be between 10 and 95");
+    }
+    Ok(())
 }

@@ -1,6 +1,7 @@
-//! What the agent writes besides the log: notes (`notes.json`), the report (`report.md`) and
-//! the conversation (`conversation_log.json`), each scrubbed of the vault's secrets first and
-//! replaced atomically. The notes lock orders note writes; nothing here takes `state`.
+//! What the agent writes besides the log: the step log (`steps.jsonl`, one line per tool call,
+//! appended as each ends), notes (`notes.json`), the report (`report.md`) and the conversation
+//! (`conversation_log.json`), each scrubbed of the vault's secrets first; JSON files are
+//! replaced atomically. The notes and steps locks order their writes; nothing here takes `state`.
 
 use super::{Session, lock};
 use crate::protocol::Note;
@@ -34,6 +35,25 @@ impl Session {
         if let Err(e) = self.dir.write_json(store::NOTES_JSON, list) {
             log::error!("{}: cannot write notes.json: {e}", self.id);
         }
+    }
+
+    /// Append one step (a tool call) to `steps.jsonl`, secrets masked; its index.
+    pub fn add_step(&self, mut step: Value) -> u64 {
+        self.vault().scrub_json(&mut step);
+        let mut count = lock(&self.steps);
+        let index = *count.get_or_insert_with(|| self.read_steps().len() as u64) + 1;
+        step["step"] = index.into();
+        match self.dir.append_line(store::STEPS_JSONL, &step.to_string()) {
+            Ok(_) => *count = Some(index),
+            Err(e) => log::error!("{}: cannot append to steps.jsonl: {e}", self.id),
+        }
+        index
+    }
+
+    /// Every step so far (a torn last line is skipped).
+    pub fn read_steps(&self) -> Vec<Value> {
+        let text = self.dir.read_text(store::STEPS_JSONL).ok().flatten().unwrap_or_default();
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
 
     pub fn report(&self) -> String {
