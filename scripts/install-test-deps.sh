@@ -2,14 +2,15 @@
 # Install what `make test` needs, only when it is missing. Idempotent; safe to run often.
 # The tests need the Rust toolchain with rustfmt and clippy, Chromium for the agent-worker's
 # browser tests, pdfinfo (poppler-utils) to check the PDFs it prints, python3 with the `mcp`
-# package for the MCP tests.
+# package for the MCP tests, OpenSSH (client and server) for the SSH-session tests.
 set -euo pipefail
 
 need_apt=()
 # Packages the test suite uses, as "command:package".
-for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils" "python3:python3" "pip3:python3-pip"; do
+for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils" "python3:python3" "pip3:python3-pip" \
+            "ssh:openssh-client" "/usr/sbin/sshd:openssh-server" "ssh-keygen:openssh-client"; do
   cmd=${pair%%:*}; pkg=${pair##*:}
-  command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
+  command -v "$cmd" >/dev/null 2>&1 || [ -x "$cmd" ] || need_apt+=("$pkg")
 done
 
 if [ ${#need_apt[@]} -gt 0 ]; then

@@ -202,7 +202,7 @@ fn seed_download_flow_end_to_end() {
     let tools = first.body["tools"].as_array().unwrap();
     assert_eq!(tools.last().unwrap()["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(tools.iter().filter(|t| t.get("cache_control").is_some()).count(), 1);
-    assert_eq!(first.tool_names().len(), 28, "task·browser without credentials");
+    assert_eq!(first.tool_names().len(), 29, "task·browser without credentials (ask_user included)");
     assert!(!first.tool_names().contains(&"perform_login".to_string()));
     let opening = first.body["messages"][0]["content"][0]["text"].as_str().unwrap();
     assert!(opening.contains("Download all chapter PDFs") && opening.contains("https://books.test/"));
@@ -563,6 +563,7 @@ fn shell_task_runs_commands_and_searches_its_history() {
             "write_file",
             "save_note",
             "request_confirmation",
+            "ask_user",
             "save_file",
             "send_notification",
             "finish_task"

@@ -9,11 +9,11 @@ use std::path::{Path, PathBuf};
 const ALLOWED: &[(&str, &[&str])] = &[
     ("util", &[]),
     ("wait", &[]),
-    ("exec", &[]),
     ("error", &[]),
     ("vault", &["util"]),
     ("protocol", &["util", "vault"]),
     ("config", &["util"]),
+    ("exec", &["config", "protocol", "util", "wait"]),
     ("store", &["protocol", "util"]),
     ("notify", &["util", "vault"]),
     ("llm", &["config", "util", "wait"]),

@@ -4,6 +4,7 @@
 //! model as a tool error; nothing a model sends can end the session.
 
 use super::Agent;
+use super::approval::Gate;
 use super::context::excerpt;
 use crate::exec::ExecError;
 use crate::llm::Block;
@@ -148,7 +149,15 @@ impl Agent {
         }
         match tool.spec().runs {
             Runs::Controller => self.local_tool(tool, input),
-            Runs::Target(_) => self.target_tool(tool, input),
+            Runs::Target(_) => match self.approve(tool, input) {
+                Gate::Refused(outcome) => outcome,
+                Gate::Run { input, note: None } => self.target_tool(tool, &input),
+                Gate::Run { input, note: Some(note) } => {
+                    let mut outcome = self.target_tool(tool, &input);
+                    outcome.content.insert(0, Block::text(note));
+                    outcome
+                }
+            },
         }
     }
 

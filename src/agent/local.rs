@@ -10,7 +10,7 @@ use crate::exec::ExecError;
 use crate::llm::Block;
 use crate::protocol::FileKind;
 use crate::protocol::tools::Tool;
-use crate::session::ConfirmationOutcome;
+use crate::session::{AskOutcome, ConfirmationOutcome};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
@@ -32,29 +32,37 @@ impl Agent {
                 ToolOutcome { finish: Some((summary, report)), ..ToolOutcome::ok(json!({"finished": true})) }
             }
             Tool::RequestConfirmation => self.confirm(input),
+            Tool::AskUser => match self.runner.ask_user(input["question"].as_str().unwrap_or("")) {
+                AskOutcome::Answered(text) => ToolOutcome::ok(json!({"answer": text})),
+                AskOutcome::TimedOut => ToolOutcome::ok(json!({"answered": false,
+                    "note": "nobody answered in time; decide yourself, or finish and say what you needed"})),
+                AskOutcome::Stopped => ToolOutcome::stopped(),
+            },
             Tool::SaveFile => self.save_file(input),
             Tool::SendNotification => self.send_notification(input),
             Tool::PerformLogin => self.perform_login(),
             Tool::SearchHistory => {
-                let max = input["max_results"].as_u64().unwrap_or(20).clamp(1, 100) as usize;
-                let hits = self.runner.search_log(input["query"].as_str().unwrap_or(""), max);
-                ToolOutcome::ok(json!({"matches": hits}))
+                let max = input["max_results"].as_u64().unwrap_or(20) as usize;
+                ToolOutcome::ok(self.search_history(input["query"].as_str().unwrap_or(""), max))
             }
             other => ToolOutcome::error(format!("{} has no handler in the controller", other.name())),
         }
     }
 
     fn confirm(&self, input: &Value) -> ToolOutcome {
-        let outcome = self.runner.request_confirmation(
+        let verdict = self.runner.confirm(
             input["action"].as_str().unwrap_or(""),
             input["description"].as_str().unwrap_or(""),
             input.get("details").cloned().unwrap_or_else(|| json!([])),
             input["risk_level"].as_str().unwrap_or("medium"),
         );
-        match outcome {
+        match verdict.outcome {
             ConfirmationOutcome::Approved => ToolOutcome::ok(json!({"approved": true})),
             ConfirmationOutcome::AutoApproved => ToolOutcome::ok(json!({"approved": true, "auto": true})),
-            ConfirmationOutcome::Denied => ToolOutcome::ok(json!({"approved": false})),
+            ConfirmationOutcome::Denied => match verdict.reason {
+                Some(reason) => ToolOutcome::ok(json!({"approved": false, "reason": reason})),
+                None => ToolOutcome::ok(json!({"approved": false})),
+            },
             ConfirmationOutcome::TimedOut => ToolOutcome::ok(json!({"approved": false, "reason": "timeout"})),
             ConfirmationOutcome::Stopped => ToolOutcome::stopped(),
         }

@@ -9,14 +9,17 @@
 //! Invariant: `conversation_log.json` is rewritten after every turn and at the end, and every
 //! tool call in it has its result, whatever ended the session.
 
+mod approval;
+mod compaction;
 mod context;
 mod dispatch;
 mod dry_run;
+mod history;
 mod local;
 pub mod prompts;
 mod report;
 
-use crate::config::{Config, DEFAULT_LLM};
+use crate::config::{Config, DEFAULT_LLM, Wire};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::notify::Notifier;
 use crate::protocol::tools::Tool;
@@ -41,7 +44,7 @@ pub fn llm_agent(config: &Config) -> AgentFn {
         Duration::from_secs(config.notifications.timeout_s),
     ));
     Arc::new(move |runner: SessionRunner| match session_provider(&runner) {
-        Ok(p) => Agent::new(runner, p, Arc::clone(&notifier)).run(),
+        Ok((p, wire)) => Agent::new(runner, p, Arc::clone(&notifier), wire).run(),
         Err(missing) => {
             runner.log(LogKind::Error, &missing, None);
             AgentOutcome::Failed(missing)
@@ -50,7 +53,7 @@ pub fn llm_agent(config: &Config) -> AgentFn {
 }
 
 /// The provider for the endpoint and model the session was created with.
-fn session_provider(runner: &SessionRunner) -> Result<Arc<dyn Provider>, String> {
+fn session_provider(runner: &SessionRunner) -> Result<(Arc<dyn Provider>, Wire), String> {
     let choice = runner.record().llm.unwrap_or_default();
     let name = if choice.name.is_empty() { DEFAULT_LLM } else { choice.name.as_str() };
     let mut endpoint =
@@ -58,7 +61,7 @@ fn session_provider(runner: &SessionRunner) -> Result<Arc<dyn Provider>, String>
     if !choice.model.is_empty() {
         endpoint.model = choice.model;
     }
-    llm::provider_for(&endpoint, runner.config())
+    Ok((llm::provider_for(&endpoint, runner.config())?, endpoint.wire))
 }
 
 pub struct Agent {
@@ -77,6 +80,10 @@ pub struct Agent {
     /// The last desktop frame shown to the model: its hash and step.
     last_frame: Option<(u64, u64)>,
     nudged: bool,
+    /// Once compacted: how many messages after the opening the summary replaces, and it.
+    summary: Option<(usize, String)>,
+    /// The endpoint's wire format (for its usual context window).
+    wire: Wire,
     /// Last error of each distinct call (name + input), to notice verbatim repeats.
     failed_calls: std::collections::HashMap<String, String>,
 }
@@ -88,7 +95,7 @@ enum Turn {
 }
 
 impl Agent {
-    pub fn new(runner: SessionRunner, provider: Arc<dyn Provider>, notifier: Arc<Notifier>) -> Agent {
+    pub fn new(runner: SessionRunner, provider: Arc<dyn Provider>, notifier: Arc<Notifier>, wire: Wire) -> Agent {
         let record = runner.record();
         let system = prompts::system_prompt(&record);
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
@@ -99,7 +106,11 @@ impl Agent {
                 ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema }
             })
             .collect();
-        let opening = Message::user(vec![Block::text(prompts::opening_message(&record))]);
+        let mut opening = prompts::opening_message(&record);
+        if let Some(briefing) = runner.briefing() {
+            opening.push_str(&format!("\n\n{briefing}"));
+        }
+        let opening = Message::user(vec![Block::text(opening)]);
         Agent {
             runner,
             provider,
@@ -113,6 +124,8 @@ impl Agent {
             step: 0,
             last_frame: None,
             nudged: false,
+            summary: None,
+            wire,
             failed_calls: Default::default(),
         }
     }
@@ -175,9 +188,11 @@ impl Agent {
         if calls.is_empty() { self.no_tool_calls(&reply) } else { self.run_calls(calls) }
     }
 
-    fn call_model(&self) -> Result<Reply, LlmError> {
+    fn call_model(&mut self) -> Result<Reply, LlmError> {
+        self.compact_if_needed()?;
         let max_tokens = self.runner.config().api.max_tokens;
-        let request = Request { system: &self.system, tools: &self.tools, messages: &self.messages, max_tokens };
+        let messages = self.context();
+        let request = Request { system: &self.system, tools: &self.tools, messages: &messages, max_tokens };
         self.provider.complete(&request, self.runner.stop_signal())
     }
 

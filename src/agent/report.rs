@@ -18,6 +18,9 @@ impl Agent {
             "system": self.system,
             "tools": self.tools.iter().map(|t| t.name).collect::<Vec<_>>(),
             "messages": messages,
+            // The model's working context replaces the first `replaced_messages` after the
+            // opening with this summary; `messages` above is the whole record.
+            "compacted": self.summary.as_ref().map(|(n, text)| json!({"replaced_messages": n, "summary": text})),
         }));
     }
 

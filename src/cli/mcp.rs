@@ -263,13 +263,24 @@ pub fn tool_list() -> Vec<Value> {
         tool(
             "respond_confirmation",
             "Answer a confirmation",
-            "Approve or deny the action the session is waiting on (see wait_for_session / get_session).",
+            "Approve or deny the action the session is waiting on (see wait_for_session / get_session). A denial may \
+             say why (the session's model is told); a command may be approved in an edited form.",
             obj(
-                json!({"session_id": {"type": "string"}, "approved": {"type": "boolean"}, "confirmation_id": {"type": "string"}}),
+                json!({"session_id": {"type": "string"}, "approved": {"type": "boolean"}, "confirmation_id": {"type": "string"},
+                       "reason": {"type": "string"}, "edited_command": {"type": "string"}}),
                 &["session_id", "approved"],
             ),
             false,
             true,
+            false,
+        ),
+        tool(
+            "answer_question",
+            "Answer a question",
+            "Answer the question the session's agent asked a person (see wait_for_session / get_session).",
+            obj(json!({"session_id": {"type": "string"}, "text": {"type": "string"}}), &["session_id", "text"]),
+            false,
+            false,
             false,
         ),
         tool("stop_session", "Stop a session", "Stop a running session.", sid(), false, true, true),
@@ -348,6 +359,9 @@ fn call(shared: &Shared, name: &str, args: &Value, cancelled: &AtomicBool) -> Va
         "list_workers" => c.get("/workers").map(|v| text_result(pretty(&v))),
         "stop_session" => c.delete(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
         "respond_confirmation" => respond(c, &id, args),
+        "answer_question" => c
+            .post(&format!("/sessions/{id}/answer"), &json!({"text": args["text"]}))
+            .map(|_| text_result(format!("Answered the question of {id}"))),
         "get_file" => get_file(shared, &id, args["filename"].as_str().unwrap_or("")),
         "wait_for_session" => wait(c, &id, args, cancelled),
         other => Ok(tool_error(&format!("unknown tool {other}"))),
@@ -382,7 +396,13 @@ fn respond(c: &ApiClient, id: &str, args: &Value) -> Result<Value, ClientError> 
         }
     };
     let approved = args["approved"].as_bool().unwrap_or(false);
-    c.post(&format!("/sessions/{id}/confirmation"), &json!({"confirmation_id": cid, "approved": approved}))?;
+    let mut answer = json!({"confirmation_id": cid, "approved": approved});
+    for key in ["reason", "edited_command"] {
+        if let Some(v) = args[key].as_str() {
+            answer[key] = json!(v);
+        }
+    }
+    c.post(&format!("/sessions/{id}/confirmation"), &answer)?;
     Ok(text_result(format!("{} {cid}", if approved { "Approved" } else { "Denied" })))
 }
 
@@ -462,6 +482,8 @@ fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result
             Some("ended")
         } else if !s["confirmation_pending"].is_null() {
             Some("confirmation pending: answer with respond_confirmation")
+        } else if s["question_pending"].is_object() {
+            Some("question pending: answer with answer_question")
         } else if s["status"] != first_status {
             Some("status changed")
         } else if Instant::now() >= deadline {
@@ -484,6 +506,9 @@ fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result
     let mut text = format!("{}: {why}\n", state["status"].as_str().unwrap_or(""));
     if let Some(conf) = state["confirmation_pending"].as_object() {
         text.push_str(&format!("confirmation: {}\n", pretty(&Value::Object(conf.clone()))));
+    }
+    if let Some(q) = state["question_pending"]["question"].as_str() {
+        text.push_str(&format!("question: {q}\n"));
     }
     for key in ["summary", "error"] {
         if let Some(v) = state[key].as_str() {

@@ -4,4 +4,5 @@
 
 pub mod client;
 pub mod console;
+mod follow;
 pub mod mcp;

@@ -24,6 +24,7 @@ pub struct Config {
     pub task: TaskConfig,
     pub agent: AgentConfig,
     pub screenshot: ScreenshotConfig,
+    pub ssh: SshConfig,
     pub browser: BrowserConfig,
     pub files: FilesConfig,
     pub output: OutputConfig,
@@ -67,6 +68,31 @@ pub struct TaskConfig {
 pub struct AgentConfig {
     pub keep_screenshots: usize,
     pub max_tool_output_chars: usize,
+    /// Compact the model's working context past this many (estimated) tokens; 0 = 60 % of
+    /// the context window.
+    pub compact_at_tokens: u64,
+    /// The model's context window; 0 = its provider's usual (Anthropic 200 000, OpenAI-compatible
+    /// 128 000, Gemini 1 000 000).
+    pub context_window_tokens: u64,
+    /// Steps (a call and its result) kept verbatim when compacting.
+    pub keep_recent_steps: usize,
+}
+
+/// Shell sessions over SSH (`ssh://user@host[:port]` targets).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SshConfig {
+    /// The private key to log in with ("" = ssh's own defaults and agent).
+    pub identity_file: PathBuf,
+    /// The controller's own known hosts ("" = `known_hosts` in `output.dir`).
+    pub known_hosts: PathBuf,
+    pub connect_timeout_s: u64,
+}
+
+impl Default for SshConfig {
+    fn default() -> Self {
+        SshConfig { identity_file: PathBuf::new(), known_hosts: PathBuf::new(), connect_timeout_s: 10 }
+    }
 }
 
 /// What desktop screenshots look like to the model (sessions may override both).
@@ -162,7 +188,13 @@ impl Default for TaskConfig {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        AgentConfig { keep_screenshots: 3, max_tool_output_chars: 20_000 }
+        AgentConfig {
+            keep_screenshots: 3,
+            max_tool_output_chars: 20_000,
+            compact_at_tokens: 0,
+            context_window_tokens: 0,
+            keep_recent_steps: 5,
+        }
     }
 }
 
@@ -314,7 +346,18 @@ impl Config {
         Ok(())
     }
 
+    /// Where host keys of SSH targets are kept.
+    pub fn known_hosts_path(&self) -> PathBuf {
+        if self.ssh.known_hosts.as_os_str().is_empty() {
+            self.output.dir.join("known_hosts")
+        } else {
+            self.ssh.known_hosts.clone()
+        }
+    }
+
     fn validate_the_rest(&self) -> Result<(), ConfigError> {
+        positive("ssh.connect_timeout_s", self.ssh.connect_timeout_s)?;
+        at_most("ssh.connect_timeout_s", self.ssh.connect_timeout_s, 300)?;
         if !SCREENSHOT_WIDTHS.contains(&self.screenshot.width) {
             return Err(ConfigError::key("screenshot.width", "must be between 320 and 3840"));
         }

@@ -2,9 +2,13 @@
 //!
 //! The agent loop hands every tool the table marks `Runs::Target` to the session's
 //! `Executor`, one call at a time, and gets a JSON result or an `ExecError` back. The first
-//! implementation is the leased worker (`hub::WorkerExecutor`); an SSH host is the next. An
+//! implementation is the leased worker (`hub::WorkerExecutor`); `ssh.rs` runs shell tools on a
+//! host over SSH with no worker there (`remote.rs` builds its command lines). An
 //! executor's `run` is bounded by the timeout it is given and returns `ExecError::Stopped` as
 //! soon as the session's stop is raised.
+
+pub mod remote;
+pub mod ssh;
 
 use serde_json::Value;
 use std::fmt;
@@ -40,6 +44,11 @@ impl fmt::Display for ExecError {
 pub trait Executor: Send + Sync {
     /// Who runs the tools, for the log ("worker pc-01 (wkr_…)").
     fn describe(&self) -> String;
+
+    /// What the model should know about the target before it starts (its system, its shell).
+    fn briefing(&self) -> Option<String> {
+        None
+    }
 
     /// Run `action` with `params`; at most `timeout`, or until the session is stopped.
     fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError>;

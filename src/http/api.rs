@@ -9,7 +9,7 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
 use crate::hub::WorkerHub;
-use crate::protocol::{ConfirmationAnswer, CreateSessionRequest};
+use crate::protocol::{AnswerRequest, ConfirmationAnswer, CreateSessionRequest};
 use crate::session::{LOG_WAIT_MAX, Session, SessionManager};
 use serde_json::json;
 use std::sync::Arc;
@@ -74,12 +74,23 @@ impl Api {
             (Post, ["sessions", id, "confirmation"]) => {
                 let session = self.sessions.get(id)?;
                 let answer: ConfirmationAnswer = http::read_json(request, JSON_LIMIT)?;
-                session.answer_confirmation(&answer.confirmation_id, answer.approved)?;
+                session.answer_confirmation(
+                    &answer.confirmation_id,
+                    answer.approved,
+                    answer.reason,
+                    answer.edited_command,
+                )?;
+                Ok(Reply::json(200, &json!({"ok": true})))
+            }
+            (Post, ["sessions", id, "answer"]) => {
+                let session = self.sessions.get(id)?;
+                let answer: AnswerRequest = http::read_json(request, JSON_LIMIT)?;
+                session.answer_question(answer.question_id.as_deref(), &answer.text)?;
                 Ok(Reply::json(200, &json!({"ok": true})))
             }
             (_, ["health" | "workers" | "sessions"])
             | (_, ["sessions", _])
-            | (_, ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation"])
+            | (_, ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer"])
             | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(
                 "{} is not allowed on {}",
                 request.method(),

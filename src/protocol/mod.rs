@@ -27,11 +27,14 @@ pub enum SessionType {
 }
 
 impl SessionType {
-    /// An `http(s)://` target is a browser session; anything else is a desktop app.
+    /// An `http(s)://` target is a browser session, `ssh://` a shell; anything else is a
+    /// desktop app.
     pub fn infer(target: &str) -> SessionType {
         let lower = target.trim().to_ascii_lowercase();
         if lower.starts_with("http://") || lower.starts_with("https://") {
             SessionType::Browser
+        } else if lower.starts_with("ssh://") {
+            SessionType::Shell
         } else {
             SessionType::App
         }
@@ -120,6 +123,20 @@ pub struct SessionOptionsRequest {
     pub screenshot_width: Option<u32>,
     #[serde(default)]
     pub screenshot_quality: Option<u32>,
+    #[serde(default)]
+    pub approval: Option<Approval>,
+}
+
+/// Who approves a session's commands (`run_command`, `write_file`) before they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    /// Nobody: they run.
+    Auto,
+    /// A separate short model call answers APPROVE or REJECT with a reason.
+    Validator,
+    /// A person, through the confirmation flow (approve, deny with a reason, or edit).
+    Human,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -138,6 +155,9 @@ pub struct SessionOptions {
     pub screenshot_width: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub screenshot_quality: Option<u32>,
+    /// As asked in `POST /sessions`; absent means the default (see `SessionRecord::approval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Approval>,
 }
 
 /// Screenshots a session showed the model, and what they cost.
@@ -197,6 +217,13 @@ pub struct Confirmation {
     pub risk_level: String,
 }
 
+/// A question the agent asked a person (`ask_user`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Question {
+    pub question_id: String,
+    pub question: String,
+}
+
 /// `session.json` and the body of `GET /sessions/:id`. Holds no secrets by construction:
 /// credentials and notification targets live in the vault, never here.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -227,6 +254,9 @@ pub struct SessionRecord {
     pub created_at: String,
     pub finished_at: Option<String>,
     pub confirmation_pending: Option<Confirmation>,
+    /// Shown only while a question waits for its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question_pending: Option<Question>,
     pub files: usize,
     pub usage: Usage,
     #[serde(default)]
@@ -248,6 +278,25 @@ pub struct SessionSummary {
     pub target: String,
     pub created_at: String,
     pub turn: u32,
+}
+
+impl SessionRecord {
+    /// The approval mode in force: the one asked for, else `human` for shell tasks over SSH
+    /// and `auto` for everything else.
+    pub fn approval(&self) -> Approval {
+        self.options.approval.unwrap_or(
+            if self.mode == Mode::Task && self.session_type == SessionType::Shell && is_ssh_target(&self.target) {
+                Approval::Human
+            } else {
+                Approval::Auto
+            },
+        )
+    }
+}
+
+/// `ssh://user@host[:port]`: a shell session on a host reached over SSH, with no worker.
+pub fn is_ssh_target(target: &str) -> bool {
+    target.trim().to_ascii_lowercase().starts_with("ssh://")
 }
 
 impl From<&SessionRecord> for SessionSummary {
@@ -321,6 +370,21 @@ pub struct FileEntry {
 pub struct ConfirmationAnswer {
     pub confirmation_id: String,
     pub approved: bool,
+    /// Why it was denied (the model is told).
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// Approve this command instead of the one asked about.
+    #[serde(default)]
+    pub edited_command: Option<String>,
+}
+
+/// `POST /sessions/:id/answer`: the text for the pending `ask_user` question.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AnswerRequest {
+    #[serde(default)]
+    pub question_id: Option<String>,
+    pub text: String,
 }
 
 #[derive(Debug, Serialize)]

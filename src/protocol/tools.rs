@@ -132,6 +132,7 @@ tools! {
     BrowserSubmitForm = "browser_submit_form",
     BrowserSaveAsPdf = "browser_save_as_pdf",
     RequestConfirmation = "request_confirmation",
+    AskUser = "ask_user",
     SaveFile = "save_file",
     SendNotification = "send_notification",
     FinishTask = "finish_task",
@@ -347,8 +348,12 @@ impl Tool {
             ),
             WriteFile => shell(
                 SHELL_TASK,
-                "Write a text file on the target.",
-                obj(json!({"path": {"type": "string"}, "content": {"type": "string"}}), &["path", "content"]),
+                "Write a file on the target (its content as text, or as base64 for bytes).",
+                obj(
+                    json!({"path": {"type": "string"}, "content": {"type": "string"},
+                           "encoding": {"type": "string", "enum": ["utf8", "base64"]}}),
+                    &["path", "content"],
+                ),
             ).acting(),
             // ----- every session -----
             SaveNote => local(
@@ -433,6 +438,12 @@ impl Tool {
                     &["action", "description"],
                 ),
             ),
+            AskUser => local(
+                TASK_ALL,
+                "Ask the user a question and wait for the answer (text). Use it when the task is unclear or a \
+                 choice is theirs to make, not for permission (use request_confirmation for that).",
+                obj(json!({"question": {"type": "string"}}), &["question"]),
+            ),
             SaveFile => local(
                 TASK_ALL,
                 "Save text (CSV, JSON, markdown…) or base64 bytes as a file in the session's files.",
@@ -469,14 +480,14 @@ mod tests {
         assert_eq!(names(Explore, App, false).len(), 13);
         assert_eq!(names(Explore, Browser, false).len(), 17);
         assert_eq!(names(Explore, Browser, true).len(), 18);
-        assert_eq!(names(Task, App, false).len(), 16);
-        assert_eq!(names(Task, Browser, false).len(), 28);
-        assert_eq!(names(Task, Browser, true).len(), 29);
+        assert_eq!(names(Task, App, false).len(), 17);
+        assert_eq!(names(Task, Browser, false).len(), 29);
+        assert_eq!(names(Task, Browser, true).len(), 30);
         assert_eq!(
             names(Explore, Shell, false),
             ["run_command", "read_file", "list_dir", "search_history", "save_note", "finish_exploration"]
         );
-        assert_eq!(names(Task, Shell, false).len(), 10);
+        assert_eq!(names(Task, Shell, false).len(), 11);
         assert!(names(Task, Shell, false).contains(&"write_file"));
         assert!(!names(Explore, Shell, false).contains(&"write_file"));
         for kind in [Browser, App, Shell] {
@@ -484,7 +495,8 @@ mod tests {
             let task = names(Task, kind, true);
             assert!(explore.contains(&"finish_exploration") && !explore.contains(&"finish_task"));
             assert!(!explore.contains(&"request_confirmation") && !explore.contains(&"save_file"));
-            for t in ["request_confirmation", "save_file", "send_notification", "finish_task", "save_note"] {
+            for t in ["request_confirmation", "ask_user", "save_file", "send_notification", "finish_task", "save_note"]
+            {
                 assert!(task.contains(&t), "{t} in task·{kind:?}");
             }
         }

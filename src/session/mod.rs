@@ -23,7 +23,7 @@ mod thread;
 mod validate;
 mod writings;
 
-pub use confirm::ConfirmationOutcome;
+pub use confirm::{AskOutcome, ConfirmationOutcome, Verdict};
 pub use files::stage_error;
 pub use log::LOG_WAIT_MAX;
 pub use manager::SessionManager;
@@ -61,7 +61,8 @@ pub struct Session {
 
 struct SessionState {
     record: SessionRecord,
-    confirmation_answer: Option<bool>,
+    confirmation_answer: Option<confirm::Answer>,
+    question_answer: Option<String>,
     confirmations_asked: u32,
     /// Bumped at every snapshot of `record`, so an older snapshot never overwrites a newer one.
     record_version: u64,
@@ -97,6 +98,7 @@ impl Session {
             state: Mutex::new(SessionState {
                 record,
                 confirmation_answer: None,
+                question_answer: None,
                 confirmations_asked: 0,
                 record_version: 0,
             }),
@@ -201,6 +203,7 @@ fn end_record(record: &mut SessionRecord, status: Status, error: Option<String>)
         record.error = error;
     }
     record.confirmation_pending = None;
+    record.question_pending = None;
     record.waiting_for = None;
     record.finished_at.get_or_insert_with(clock::now_rfc3339);
 }

@@ -6,7 +6,7 @@
 //! count turns and tokens, read the session's secrets, and see a stop request. Every wait it
 //! offers ends early on a stop. Everything it writes is scrubbed of the vault's secrets.
 
-use super::{ConfirmationOutcome, Session};
+use super::{AskOutcome, ConfirmationOutcome, Session, Verdict};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::exec::{ExecError, Executor};
@@ -63,6 +63,11 @@ impl SessionRunner {
         self.executor.describe()
     }
 
+    /// What the model should know about the target first (an SSH host's system and shell).
+    pub fn briefing(&self) -> Option<String> {
+        self.executor.briefing()
+    }
+
     /// Run a target tool; wait at most `timeout` (or until a stop).
     pub fn execute(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError> {
         if self.stop_requested() {
@@ -80,6 +85,16 @@ impl SessionRunner {
         risk_level: &str,
     ) -> ConfirmationOutcome {
         self.session.request_confirmation(action, description, details, risk_level)
+    }
+
+    /// Ask a person to confirm; with the reason of a denial or the edit of an approval.
+    pub fn confirm(&self, action: &str, description: &str, details: Value, risk_level: &str) -> Verdict {
+        self.session.confirm(action, description, details, risk_level)
+    }
+
+    /// Ask a person a question (`ask_user`) and wait for the answer.
+    pub fn ask_user(&self, question: &str) -> AskOutcome {
+        self.session.ask(question)
     }
 
     pub fn log(&self, kind: LogKind, text: &str, data: Option<Value>) -> u64 {

@@ -1,16 +1,22 @@
-//! The whole life of one session, on its own thread: lease a worker, run the agent with a
-//! `SessionRunner` over that worker, record how it ended, empty the vault, release the worker.
+//! The whole life of one session, on its own thread: lease a worker (or, for an `ssh://`
+//! target, connect to the host), run the agent with a `SessionRunner` over that executor,
+//! record how it ended, empty the vault, release the worker (or close the connection).
 
 use super::runner::{AgentFn, AgentOutcome, SessionRunner};
 use super::{Session, end_record, snapshot_record};
 use crate::config::Config;
+use crate::exec::Executor;
+use crate::exec::ssh::SshExecutor;
 use crate::hub::{LeaseEnd, WorkerExecutor, WorkerHub};
-use crate::protocol::{LogKind, Status};
+use crate::protocol::{LogKind, Status, is_ssh_target};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, config: Arc<Config>) {
     let record = session.record();
+    if is_ssh_target(&record.target) {
+        return run_over_ssh(session, agent, config);
+    }
     let capability = record.session_type.capability();
     let waiting_for = format!("a worker that can run {capability} sessions ({})", hub.availability(capability));
     session.update(|r| r.waiting_for = Some(waiting_for.clone()));
@@ -43,6 +49,30 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { agent(runner) };
     finish(session, outcome);
     hub.release(&worker, &session.id);
+}
+
+/// A shell session on a host over SSH: no worker, the controller connects itself.
+fn run_over_ssh(session: &Arc<Session>, agent: &AgentFn, config: Arc<Config>) {
+    let target = session.record().target;
+    session.log(LogKind::System, &format!("connecting to {target}"), None);
+    let executor = match SshExecutor::connect(&target, &config, Arc::clone(session.stop_signal())) {
+        Ok(executor) => executor,
+        Err(_) if session.stop_requested() => return finish(session, AgentOutcome::Stopped),
+        Err(why) => return finish(session, AgentOutcome::Failed(why)),
+    };
+    let describe = executor.describe();
+    session.update(|r| {
+        if r.status == Status::Waiting {
+            r.status = Status::Running;
+        }
+        r.waiting_for = None;
+        r.worker = Some(describe.clone());
+    });
+    let briefing = executor.briefing().unwrap_or_default();
+    session.log(LogKind::System, &format!("connected: {describe}. {briefing}"), None);
+    let runner = SessionRunner::new(Arc::clone(session), Arc::new(executor), config);
+    let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { agent(runner) };
+    finish(session, outcome);
 }
 
 /// Record how the session ended (a stop or shutdown already did), empty the vault, answer

@@ -40,6 +40,12 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
     }
     check_options(&options)?;
     check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
+    if is_ssh_target(&target) {
+        if session_type != SessionType::Shell {
+            return bad("an ssh:// target is for `type: shell` sessions");
+        }
+        crate::exec::ssh::SshTarget::parse(&target).map_err(ApiError::BadRequest)?;
+    }
     let requested_worker = req.worker.map(|w| w.trim().to_string()).filter(|w| !w.is_empty());
     if let Some(name) = &requested_worker {
         check_worker(hub, name, session_type)?;
@@ -64,6 +70,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
             lease_timeout_s: options.lease_timeout_s,
             screenshot_width: options.screenshot_width,
             screenshot_quality: options.screenshot_quality,
+            approval: options.approval,
         },
         has_credentials: req.credentials.is_some(),
         notifications,
@@ -75,6 +82,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         created_at: String::new(),
         finished_at: None,
         confirmation_pending: None,
+        question_pending: None,
         files: 0,
         usage: Usage::default(),
         images: ImageStats::default(),

@@ -1,8 +1,23 @@
 //! Small helpers shared by the daemon, the console, the MCP server and the worker: time stamps
-//! and randomness, the `Secret` string, the file-name rule, and the JSON-schema check. Nothing here knows about
+//! and randomness, terminal-free output, the `Secret` string, the file-name rule, and the JSON-schema check. Nothing here knows about
 //! sessions, HTTP or models.
 
+pub mod ansi;
 pub mod clock;
 pub mod filename;
 pub mod schema;
 pub mod secret;
+
+/// A new folder only we can use, with an unguessable name (exclusive create, mode 0700).
+pub fn private_temp_dir(prefix: &str) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    for _ in 0..16 {
+        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", clock::random_u64()));
+        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+            Ok(()) => return Ok(dir),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Err(std::io::Error::other("no free temporary folder name"))
+}

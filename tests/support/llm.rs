@@ -122,6 +122,11 @@ impl ScriptedLlm {
 
     /// A server speaking `wire`; requests must go to its path (with `model` for Gemini).
     pub fn start_wire(wire: Wire, model: &str, script: Vec<Step>) -> ScriptedLlm {
+        ScriptedLlm::start_full(wire, model, script, None)
+    }
+
+    /// Requests without tools (a summary, a validator) get `side` instead of the next step.
+    pub fn start_full(wire: Wire, model: &str, script: Vec<Step>, side: Option<Step>) -> ScriptedLlm {
         let path = wire.path(model);
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let url = format!("http://{}", server.server_addr().to_ip().unwrap());
@@ -139,8 +144,11 @@ impl ScriptedLlm {
                     viol.lock().unwrap().push(format!("request to {}", rq.url()));
                 }
                 wire.check(&body, &viol);
+                let step = match &side {
+                    Some(side) if body.get("tools").is_none() => Some(side.clone()),
+                    _ => script.lock().unwrap().pop_front(),
+                };
                 reqs.lock().unwrap().push(Recorded { headers, body });
-                let step = script.lock().unwrap().pop_front();
                 // Answer on its own thread so a slow step does not block the next request.
                 std::thread::spawn(move || {
                     let step = step.unwrap_or_else(|| Step::error(400, "invalid_request_error", "script exhausted"));

@@ -5,6 +5,7 @@
 
 pub mod llm;
 pub mod site;
+pub mod sshd;
 pub mod wire;
 pub mod worker;
 

@@ -11,6 +11,7 @@ use crate::backend::{Backend, Context, any_str, required_str};
 use crate::error::WorkerError;
 use crate::signals;
 use agent_controller::protocol::tools::Tool;
+use agent_controller::util::ansi::strip_ansi;
 use crossbeam_channel::Receiver;
 use serde_json::{Value, json};
 use std::io::Read;
@@ -91,7 +92,9 @@ fn shell_command(p: &Value) -> Result<Command, WorkerError> {
     let command = required_str(p, "command")?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    cmd.env("PAGER", "cat").env("GIT_PAGER", "cat").env("TERM", "dumb").env("DEBIAN_FRONTEND", "noninteractive");
+    for (k, v) in agent_controller::util::ansi::NO_PAGER_ENV {
+        cmd.env(k, v);
+    }
     cmd.process_group(0);
     if let Some(cwd) = p["cwd"].as_str().filter(|s| !s.is_empty()) {
         if !Path::new(cwd).is_dir() {
@@ -193,8 +196,17 @@ fn read_file(p: &Value) -> Result<Value, WorkerError> {
 fn write_file(p: &Value) -> Result<Value, WorkerError> {
     let path = required_str(p, "path")?;
     let content = any_str(p, "content")?;
-    std::fs::write(path, content).map_err(|e| WorkerError::io(format!("cannot write `{path}`"), e))?;
-    Ok(json!({"path": path, "written": content.len()}))
+    let bytes = match p["encoding"].as_str() {
+        Some("base64") => {
+            use base64::Engine;
+            base64::engine::general_purpose::STANDARD
+                .decode(content)
+                .map_err(|e| WorkerError::bad(format!("`content` is not valid base64: {e}")))?
+        }
+        _ => content.as_bytes().to_vec(),
+    };
+    std::fs::write(path, &bytes).map_err(|e| WorkerError::io(format!("cannot write `{path}`"), e))?;
+    Ok(json!({"path": path, "written": bytes.len()}))
 }
 
 fn list_dir(p: &Value) -> Result<Value, WorkerError> {
@@ -214,38 +226,4 @@ fn list_dir(p: &Value) -> Result<Value, WorkerError> {
     let total = entries.len();
     entries.truncate(1000);
     Ok(json!({"path": path, "entries": entries, "total": total}))
-}
-
-/// Remove terminal escape sequences (CSI, OSC, two-byte escapes) and stray carriage returns.
-pub fn strip_ansi(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\u{1b}' => match chars.next() {
-                Some('[') => {
-                    while let Some(&n) = chars.peek() {
-                        chars.next();
-                        if ('@'..='~').contains(&n) {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    while let Some(n) = chars.next() {
-                        if n == '\u{7}' || (n == '\u{1b}' && chars.peek() == Some(&'\\')) {
-                            if n == '\u{1b}' {
-                                chars.next();
-                            }
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\r' if chars.peek() == Some(&'\n') => {}
-            c => out.push(c),
-        }
-    }
-    out
 }

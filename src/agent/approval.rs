@@ -1,0 +1,123 @@
+//! Approval modes, enforced in the controller whatever the model says: before a command runs
+//! (`run_command`, `write_file`), the session's mode decides — `auto` runs it, `validator` asks
+//! a separate short model call for APPROVE or REJECT with a reason, `human` asks a person
+//! through the confirmation flow (approve, deny with a reason, or approve an edited command).
+//! A rejection reaches the model as the tool's result, with the reason.
+
+use super::Agent;
+use super::dispatch::ToolOutcome;
+use crate::llm::{Block, Message, Request};
+use crate::protocol::tools::Tool;
+use crate::protocol::{Approval, Mode};
+use crate::session::ConfirmationOutcome;
+use serde_json::{Value, json};
+
+const VALIDATOR_PROMPT: &str = "You check one command an automation agent wants to run on a host, \
+before it runs. Answer with exactly one line: APPROVE, or REJECT REASON: <why, in one sentence>. \
+Reject what the task does not need: deleting or overwriting data, changing system settings, \
+installing or removing software, reading or sending secrets, disabling security. In an \
+exploration (observe only), reject anything that changes the host at all.";
+
+/// What the approval decided.
+pub(super) enum Gate {
+    /// Run it with these arguments (an edited command replaces the model's), and say so.
+    Run { input: Value, note: Option<String> },
+    /// Do not run it: this is the tool's result.
+    Refused(ToolOutcome),
+}
+
+impl Agent {
+    /// Check a command against the session's approval mode before it runs.
+    pub(super) fn approve(&mut self, tool: Tool, input: &Value) -> Gate {
+        let run = |input: &Value| Gate::Run { input: input.clone(), note: None };
+        if !matches!(tool, Tool::RunCommand | Tool::WriteFile) {
+            return run(input);
+        }
+        match self.record.approval() {
+            Approval::Auto => run(input),
+            Approval::Validator => self.validate_command(tool, input),
+            Approval::Human => self.ask_a_person(tool, input),
+        }
+    }
+
+    fn what(tool: Tool, input: &Value) -> String {
+        match tool {
+            Tool::WriteFile => format!("write the file {}", input["path"].as_str().unwrap_or("")),
+            _ => input["command"].as_str().unwrap_or("").to_string(),
+        }
+    }
+
+    fn validate_command(&mut self, tool: Tool, input: &Value) -> Gate {
+        let r = &self.record;
+        let purpose = match r.mode {
+            Mode::Task => format!("Task: {}", r.instruction.as_deref().unwrap_or("")),
+            Mode::Explore => {
+                format!("Exploration (observe only): {}", r.goal.as_deref().unwrap_or("understand the host"))
+            }
+        };
+        let question = format!(
+            "{purpose}\nHost: {}\nTool: {}\nArguments: {}\nThe agent's reason: {}",
+            r.target,
+            tool.name(),
+            input,
+            self.last_reason()
+        );
+        let messages = [Message::user(vec![Block::text(question)])];
+        let request = Request { system: VALIDATOR_PROMPT, tools: &[], messages: &messages, max_tokens: 200 };
+        let verdict = match self.provider.complete(&request, self.runner.stop_signal()) {
+            Ok(reply) => Message::assistant(reply.content).text(),
+            Err(e) => {
+                return Gate::Refused(ToolOutcome::error(format!("not run: the validator could not be asked ({e})")));
+            }
+        };
+        let line = verdict.trim();
+        self.runner.log(
+            crate::protocol::LogKind::Confirmation,
+            &format!("Validator on `{}`: {line}", Self::what(tool, input)),
+            None,
+        );
+        if line.to_ascii_uppercase().starts_with("APPROVE") {
+            return Gate::Run { input: input.clone(), note: None };
+        }
+        let reason = line.split_once("REASON:").map_or(line, |(_, r)| r).trim();
+        Gate::Refused(ToolOutcome::error(format!("not run: the validator rejected it: {reason}")))
+    }
+
+    fn ask_a_person(&mut self, tool: Tool, input: &Value) -> Gate {
+        let mut details = json!({"tool": tool.name(), "reason": self.last_reason()});
+        if tool == Tool::RunCommand {
+            details["command"] = input["command"].clone();
+            details["cwd"] = input.get("cwd").cloned().unwrap_or(Value::Null);
+        } else {
+            details["path"] = input["path"].clone();
+            details["size_chars"] = json!(input["content"].as_str().map_or(0, |c| c.chars().count()));
+        }
+        let v = self.runner.confirm(tool.name(), &Self::what(tool, input), details, "medium");
+        match v.outcome {
+            ConfirmationOutcome::Approved | ConfirmationOutcome::AutoApproved => match v.edited {
+                Some(edited) => {
+                    let mut input = input.clone();
+                    input["command"] = json!(edited);
+                    let note = format!("The user approved an edited command instead: {edited}");
+                    Gate::Run { input, note: Some(note) }
+                }
+                None => Gate::Run { input: input.clone(), note: None },
+            },
+            ConfirmationOutcome::Denied => {
+                let why = v.reason.map_or_else(|| "no reason given".to_string(), |r| format!("reason: {r}"));
+                Gate::Refused(ToolOutcome::error(format!("not run: the user denied it ({why})")))
+            }
+            ConfirmationOutcome::TimedOut => {
+                Gate::Refused(ToolOutcome::error("not run: nobody approved it in time (treated as denied)"))
+            }
+            ConfirmationOutcome::Stopped => Gate::Refused(ToolOutcome::stopped()),
+        }
+    }
+
+    /// The model's own words in its latest reply, shown to whoever approves.
+    fn last_reason(&self) -> String {
+        let text = self.messages.last().map(Message::text).unwrap_or_default();
+        let text = text.trim();
+        if text.is_empty() { "(none given)".into() } else { text.chars().take(500).collect() }
+    }
+}

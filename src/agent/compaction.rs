@@ -1,0 +1,155 @@
+//! Context compaction with a full record (the SSH seed's dual memory).
+//!
+//! `Agent::messages` is the whole conversation and only grows (`conversation_log.json` writes
+//! it all). What the model sees is a view of it: the opening message, then — once the view
+//! passes `agent.compact_at_tokens` (estimated) — a summary written by the model of everything
+//! but the last `agent.keep_recent_steps` steps, then those steps verbatim. The cut is always
+//! before an assistant turn, so a call is never separated from its result and turns still
+//! alternate. Each compaction is logged with its summary; `search_history` searches the full
+//! record, so what was compacted away can be found again.
+
+use super::Agent;
+use crate::config::Wire;
+use crate::llm::{Block, LlmError, Message, Request, Role};
+use crate::protocol::LogKind;
+use serde_json::json;
+
+const SUMMARY_PROMPT: &str = "You condense the work log of an automation agent so it can go on \
+without the full log. Keep every fact it found (names, numbers, paths, URLs, file names), every \
+error and what caused it, every decision and why, and what is left to do. Drop pleasantries and \
+repetition. Write plain short lines, at most 400 words.";
+
+/// The characters of a tool result shown to the summarizer.
+const RESULT_CHARS: usize = 2000;
+
+/// Tokens of a message, roughly: 4 characters each, an image about 1 600.
+fn estimate(messages: &[Message]) -> u64 {
+    fn block(b: &Block) -> u64 {
+        match b {
+            Block::Text { text } => text.len() as u64 / 4,
+            Block::Image { .. } => 1600,
+            Block::ToolUse { name, input, .. } => (name.len() + input.to_string().len()) as u64 / 4,
+            Block::ToolResult { content, .. } => content.iter().map(block).sum(),
+        }
+    }
+    messages.iter().flat_map(|m| &m.content).map(block).sum()
+}
+
+/// A message as plain lines for the summarizer.
+fn render(m: &Message) -> String {
+    let who = if m.role == Role::Assistant { "agent" } else { "result" };
+    let mut out = Vec::new();
+    for b in &m.content {
+        match b {
+            Block::Text { text } => out.push(format!("{who}: {text}")),
+            Block::Image { .. } => out.push(format!("{who}: [a screenshot]")),
+            Block::ToolUse { name, input, .. } => out.push(format!("call {name} {input}")),
+            Block::ToolResult { content, is_error, .. } => {
+                let text: String = Message::user(content.clone()).text().chars().take(RESULT_CHARS).collect();
+                out.push(format!("{}: {text}", if *is_error { "error" } else { "result" }));
+            }
+        }
+    }
+    out.join("\n")
+}
+
+impl Agent {
+    /// The messages the model gets this turn: the record, or the opening, the summary and the
+    /// recent steps.
+    pub(super) fn context(&self) -> Vec<Message> {
+        let Some((replaced, summary)) = &self.summary else { return self.messages.clone() };
+        let mut opening = self.messages[0].clone();
+        opening.content.push(Block::text(format!("Summary of the earlier steps (compacted):\n{summary}")));
+        std::iter::once(opening).chain(self.messages[1 + replaced..].iter().cloned()).collect()
+    }
+
+    fn compact_threshold(&self) -> u64 {
+        let agent = &self.runner.config().agent;
+        if agent.compact_at_tokens > 0 {
+            return agent.compact_at_tokens;
+        }
+        let window = match (agent.context_window_tokens, self.wire) {
+            (n, _) if n > 0 => n,
+            (_, Wire::Anthropic) => 200_000,
+            (_, Wire::OpenAi) => 128_000,
+            (_, Wire::Gemini) => 1_000_000,
+        };
+        window * 6 / 10
+    }
+
+    /// Compact when the view is over the threshold. A failed summary leaves the view as it is
+    /// (the next turn tries again); only a stop is an error.
+    pub(super) fn compact_if_needed(&mut self) -> Result<(), LlmError> {
+        let view = self.context();
+        if estimate(&view) <= self.compact_threshold() {
+            return Ok(());
+        }
+        let replaced = self.summary.as_ref().map_or(0, |(n, _)| *n);
+        let keep = self.runner.config().agent.keep_recent_steps.max(1);
+        // Cut before the keep-th last assistant turn of the record.
+        let assistants: Vec<usize> =
+            (1 + replaced..self.messages.len()).filter(|&i| self.messages[i].role == Role::Assistant).collect();
+        let Some(&cut) = assistants.len().checked_sub(keep).and_then(|i| assistants.get(i)) else { return Ok(()) };
+        if cut <= 1 + replaced {
+            return Ok(());
+        }
+        let mut log = String::new();
+        if let Some((_, earlier)) = &self.summary {
+            log.push_str(&format!("Earlier summary:\n{earlier}\n\n"));
+        }
+        for m in &self.messages[1 + replaced..cut] {
+            log.push_str(&render(m));
+            log.push('\n');
+        }
+        let messages = [Message::user(vec![Block::text(log)])];
+        let request = Request { system: SUMMARY_PROMPT, tools: &[], messages: &messages, max_tokens: 1500 };
+        let summary = match self.provider.complete(&request, self.runner.stop_signal()) {
+            Ok(reply) => Message::assistant(reply.content).text(),
+            Err(LlmError::Cancelled) => return Err(LlmError::Cancelled),
+            Err(e) => {
+                self.runner.log(
+                    LogKind::Error,
+                    &format!("context compaction failed, the context stays whole: {e}"),
+                    None,
+                );
+                return Ok(());
+            }
+        };
+        let count = cut - 1 - replaced;
+        self.runner.log(
+            LogKind::System,
+            &format!(
+                "context compacted: {count} earlier messages (~{} tokens) replaced by a summary",
+                estimate(&self.messages[1 + replaced..cut])
+            ),
+            Some(json!({"summary": summary, "replaced_messages": count, "kept_steps": keep})),
+        );
+        self.summary = Some((cut - 1, summary));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn estimates_and_renders() {
+        let msgs = [
+            Message::user(vec![Block::text("a".repeat(400))]),
+            Message::assistant(vec![Block::tool_use("t1", "run_command", json!({"command": "ls"}))]),
+            Message::user(vec![Block::ToolResult {
+                tool_use_id: "t1".into(),
+                content: vec![
+                    Block::text("file-a\nfile-b"),
+                    Block::Image { media_type: "image/png".into(), data: String::new() },
+                ],
+                is_error: false,
+            }]),
+        ];
+        assert!(estimate(&msgs) >= 100 + 1600);
+        assert!(render(&msgs[1]).contains("call run_command"));
+        assert!(render(&msgs[2]).contains("file-a"));
+    }
+}
