@@ -54,6 +54,9 @@ fn main() {
     if want("browser") {
         browser_commands(&bin.with_file_name("agent-worker"), &work);
     }
+    if want("desktop") {
+        desktop_screenshots(&bin.with_file_name("agent-worker"), &work);
+    }
     let _ = std::fs::remove_dir_all(&work);
 }
 
@@ -579,4 +582,105 @@ fn browser_commands(worker_bin: &Path, work: &Path) {
     let _ = worker.wait();
     let _ = done_tx.send(());
     daemon.shutdown();
+}
+
+/// `screenshot` commands through controller + agent-worker on a busy 1920×1080 Xvfb screen
+/// (3000 random rectangles and a terminal full of text): the worker's capture + downscale to
+/// 1280 + JPEG q70 (as it reports them), and the whole command round trip.
+fn desktop_screenshots(worker_bin: &Path, work: &Path) {
+    let free = (90..400).find(|n| !Path::new(&format!("/tmp/.X{n}-lock")).exists());
+    let (Some(n), true) = (free, Path::new("/usr/bin/Xvfb").exists() && worker_bin.exists()) else {
+        return println!("desktop screenshots: skipped (needs Xvfb and {})", worker_bin.display());
+    };
+    let display = format!(":{n}");
+    let quiet = |c: &mut Command| Spawned {
+        child: c.stderr(Stdio::null()).spawn().unwrap(),
+        api: "".into(),
+        worker: "".into(),
+    };
+    let _xvfb =
+        quiet(Command::new("Xvfb").args([&display, "-screen", "0", "1920x1080x24", "-nolisten", "tcp", "-noreset"]));
+    let _x = busy_screen(&display);
+    let text = "ls -lR /usr/share/doc | head -3000; sleep 600";
+    let _term = quiet(
+        Command::new("xterm").args(["-geometry", "200x60+200+100", "-e", "sh", "-c", text]).env("DISPLAY", &display),
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    let (daemon, rx, done_tx) = daemon_with_test_agent(&work.join("desktop"));
+    let controller = format!("http://{}", daemon.worker_addr());
+    let worker = quiet(Command::new(worker_bin).args([
+        "--controller",
+        &controller,
+        "--capabilities",
+        "app",
+        "--display",
+        &display,
+    ]));
+    let t = Instant::now();
+    while daemon.hub().workers().is_empty() {
+        assert!(t.elapsed() < Duration::from_secs(30), "worker never registered");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let session = json!({"mode": "task", "type": "app", "target": "bench", "instruction": "bench"});
+    post_json(&daemon.api_addr().to_string(), "/sessions", &session);
+    let runner = rx.recv().unwrap();
+    let (mut trip, mut grab, mut png, mut kib) = (Vec::new(), Vec::new(), Vec::new(), 0);
+    for _ in 0..60 {
+        let t = Instant::now();
+        let shot = runner.execute("screenshot", json!({}), Duration::from_secs(30)).unwrap();
+        trip.push(t.elapsed());
+        let stage = |k: &str| Duration::from_secs_f64(shot["timing_ms"][k].as_f64().unwrap() / 1000.0);
+        grab.push(stage("capture") + stage("scale") + stage("jpeg"));
+        png.push(stage("png"));
+        kib = shot["image_base64"].as_str().unwrap().len() * 3 / 4 / 1024;
+    }
+    let p = |v: &mut Vec<Duration>, q| {
+        v.sort();
+        ms(percentile(v, q))
+    };
+    println!(
+        "desktop screenshot, busy Xvfb 1920×1080 → 1280×720 JPEG q70 ({kib} KiB), 60 via controller + agent-worker: capture + downscale + JPEG (worker) p50 {:.1} ms, p99 {:.1} ms; full-size PNG p50 {:.1} ms; whole command round trip p50 {:.1} ms, p99 {:.1} ms; agent-worker RSS {:.1} MiB",
+        p(&mut grab, 0.5),
+        p(&mut grab, 0.99),
+        p(&mut png, 0.5),
+        p(&mut trip, 0.5),
+        p(&mut trip, 0.99),
+        rss_kib(worker.child.id(), "VmRSS:") as f64 / 1024.0
+    );
+    drop(worker);
+    let _ = done_tx.send(());
+    daemon.shutdown();
+}
+
+/// Connect to `display` and make its root background 3000 random rectangles of random colours.
+fn busy_screen(display: &str) -> x11rb::rust_connection::RustConnection {
+    use x11rb::connection::Connection;
+    use x11rb::protocol::xproto::{ChangeGCAux, ChangeWindowAttributesAux, ConnectionExt as _, CreateGCAux, Rectangle};
+    let t = Instant::now();
+    let (conn, screen) = loop {
+        match x11rb::connect(Some(display)) {
+            Ok(c) => break c,
+            Err(e) => assert!(t.elapsed() < Duration::from_secs(10), "Xvfb {display}: {e}"),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let s = &conn.setup().roots[screen];
+    let (pixmap, gc) = (conn.generate_id().unwrap(), conn.generate_id().unwrap());
+    conn.create_pixmap(s.root_depth, pixmap, s.root, 1920, 1080).unwrap();
+    conn.create_gc(gc, pixmap, &CreateGCAux::new()).unwrap();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    for i in 0..3000 {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let (at, size) = ((x % 1920) as i16, if i < 200 { 400 } else { 80 });
+        let (w, h) = (4 + (x >> 32) as u16 % size, 4 + (x >> 48) as u16 % size);
+        conn.change_gc(gc, &ChangeGCAux::new().foreground(x as u32 & 0xff_ffff)).unwrap();
+        conn.poly_fill_rectangle(pixmap, gc, &[Rectangle { x: at, y: (x >> 16) as i16 % 1080, width: w, height: h }])
+            .unwrap();
+    }
+    conn.change_window_attributes(s.root, &ChangeWindowAttributesAux::new().background_pixmap(pixmap)).unwrap();
+    conn.clear_area(false, s.root, 0, 0, 0, 0).unwrap();
+    conn.get_input_focus().unwrap().reply().unwrap();
+    conn
 }

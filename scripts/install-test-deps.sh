@@ -2,13 +2,16 @@
 # Install what `make test` needs, only when it is missing. Idempotent; safe to run often.
 # The tests need the Rust toolchain with rustfmt and clippy, Chromium for the agent-worker's
 # browser tests, pdfinfo (poppler-utils) to check the PDFs it prints, python3 with the `mcp`
-# package for the MCP tests, OpenSSH (client and server) for the SSH-session tests.
+# package for the MCP tests, OpenSSH (client and server) for the SSH-session tests, and a
+# virtual X server with a window manager and X programs for the desktop tests (Xvfb,
+# xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox).
 set -euo pipefail
 
 need_apt=()
 # Packages the test suite uses, as "command:package".
 for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils" "python3:python3" "pip3:python3-pip" \
-            "ssh:openssh-client" "/usr/sbin/sshd:openssh-server" "ssh-keygen:openssh-client"; do
+            "ssh:openssh-client" "/usr/sbin/sshd:openssh-server" "ssh-keygen:openssh-client" \
+            "Xvfb:xvfb" "xwininfo:x11-utils" "xsetroot:x11-xserver-utils" "xterm:xterm" "openbox:openbox"; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "$cmd" ] || need_apt+=("$pkg")
 done

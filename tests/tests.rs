@@ -8,6 +8,7 @@ mod agent;
 mod api;
 mod confirmations;
 mod console;
+mod desktop;
 mod files;
 mod lifecycle;
 mod mcp;

@@ -39,6 +39,7 @@ fn describe(tool: Tool, input: &Value) -> String {
                 None => format!("{verb} at {}", point(input, "x", "y")),
             }
         }
+        Tool::Drag => format!("drag from {} to {}", point(input, "from_x", "from_y"), point(input, "to_x", "to_y")),
         Tool::TypeText => format!("type {:?}", s(input, "text")),
         Tool::BrowserType => format!("type {:?} into {}", s(input, "text"), s(input, "selector")),
         Tool::PressKey | Tool::BrowserPressKey => format!("press {}", s(input, "key")),

@@ -39,6 +39,13 @@ impl Agent {
                 AskOutcome::Stopped => ToolOutcome::stopped(),
             },
             Tool::SaveFile => self.save_file(input),
+            Tool::Wait => {
+                let ms = input["ms"].as_u64().unwrap_or(0).min(10_000);
+                if self.runner.wait_for_stop(Duration::from_millis(ms)) {
+                    return ToolOutcome::stopped();
+                }
+                ToolOutcome::ok(json!({"waited_ms": ms}))
+            }
             Tool::SendNotification => self.send_notification(input),
             Tool::PerformLogin => self.perform_login(),
             Tool::SearchHistory => {

@@ -116,6 +116,9 @@ tools! {
     Scroll = "scroll",
     SwitchWindow = "switch_window",
     GetWindowInfo = "get_window_info",
+    Move = "move",
+    Drag = "drag",
+    Wait = "wait",
     RunCommand = "run_command",
     ReadFile = "read_file",
     ListDir = "list_dir",
@@ -322,6 +325,25 @@ impl Tool {
                 obj(json!({"title": {"type": "string"}}), &["title"]),
             ),
             GetWindowInfo => app("Title, size and position of the current window.", no_input()),
+            Move => app(
+                "Move the mouse pointer to a point (hover), in the last screenshot's pixels.",
+                obj(json!({"x": {"type": "integer"}, "y": {"type": "integer"}}), &["x", "y"]),
+            ),
+            Drag => app(
+                "Press the left button at one point, move to another and release there (screenshot pixels).",
+                obj(
+                    json!({"from_x": {"type": "integer"}, "from_y": {"type": "integer"},
+                           "to_x": {"type": "integer"}, "to_y": {"type": "integer"}}),
+                    &["from_x", "from_y", "to_x", "to_y"],
+                ),
+            )
+            .acting(),
+            // Waited in the controller: nothing for a worker to do, and a stop ends it at once.
+            Wait => local(
+                APP_ALL,
+                "Wait a while for the application (at most 10000 ms).",
+                obj(json!({"ms": {"type": "integer", "description": "Milliseconds, at most 10000"}}), &["ms"]),
+            ),
             // ----- shell -----
             RunCommand => shell(
                 SHELL_ALL,
@@ -477,10 +499,10 @@ mod tests {
     #[test]
     fn the_sets_match_the_design() {
         use Mode::*;
-        assert_eq!(names(Explore, App, false).len(), 13);
+        assert_eq!(names(Explore, App, false).len(), 16);
         assert_eq!(names(Explore, Browser, false).len(), 17);
         assert_eq!(names(Explore, Browser, true).len(), 18);
-        assert_eq!(names(Task, App, false).len(), 17);
+        assert_eq!(names(Task, App, false).len(), 20);
         assert_eq!(names(Task, Browser, false).len(), 29);
         assert_eq!(names(Task, Browser, true).len(), 30);
         assert_eq!(

@@ -15,7 +15,8 @@ USAGE:
 OPTIONS:
     --controller URL       the controller's worker server (or AGENT_WORKER_CONTROLLER)
     --token TOKEN          worker token (or AGENT_CONTROLLER_WORKER_TOKEN)
-    --capabilities LIST    browser,shell (default: both)
+    --capabilities LIST    browser,shell,app (default: browser,shell, plus app when a display opens)
+    --display NAME         X display for the app capability, e.g. :0 (default: $DISPLAY)
     --browser PATH         Chromium binary (default /usr/bin/chromium)
     --headless | --headed  browser mode (default: what the controller says)
     --download-dir DIR     where downloads wait before upload (default: a temp dir)
@@ -23,7 +24,8 @@ OPTIONS:
     -h, --help             this text
 ";
 
-const DEFAULT_CAPABILITIES: &str = "browser,shell";
+/// Asked for when `--capabilities` is not given; "app" only if the display opens.
+const DEFAULT_CAPABILITIES: &str = "browser,shell,app";
 
 /// Why the program ends early: the exit code (2 usage, 1 runtime) and what to tell the user.
 #[derive(Debug)]
@@ -46,8 +48,13 @@ impl Exit {
 pub struct Args {
     pub controller: String,
     pub token: Option<String>,
-    /// As given (lower-cased, in order): this exact list is sent at registration.
+    /// As given (lower-cased, in order), or the default. This list is sent at registration,
+    /// less "app" when the display cannot be opened.
     pub capabilities: Vec<String>,
+    /// `--capabilities` was given (a display that does not open is then a warning).
+    pub capabilities_given: bool,
+    /// `--display`; `$DISPLAY` when absent.
+    pub display: Option<String>,
     pub browser_path: PathBuf,
     /// `--headless` (true) or `--headed` (false; it wins if both are given).
     pub headless: Option<bool>,
@@ -63,6 +70,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     let browser_path: Option<PathBuf> = args.opt_value_from_str("--browser").map_err(usage)?;
     let download_dir: Option<PathBuf> = args.opt_value_from_str("--download-dir").map_err(usage)?;
     let hostname: Option<String> = args.opt_value_from_str("--hostname").map_err(usage)?;
+    let display: Option<String> = args.opt_value_from_str("--display").map_err(usage)?;
     let headless = args.contains("--headless");
     let headed = args.contains("--headed");
     let rest = args.finish();
@@ -79,7 +87,9 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     Ok(Args {
         controller,
         token,
+        capabilities_given: caps.is_some(),
         capabilities: capabilities(caps.as_deref().unwrap_or(DEFAULT_CAPABILITIES))?,
+        display,
         browser_path: browser_path.unwrap_or_else(|| PathBuf::from("/usr/bin/chromium")),
         headless: if headed { Some(false) } else { headless.then_some(true) },
         download_dir,

@@ -1,10 +1,12 @@
 //! `agent-worker`: the program on the target machine. It registers with the controller,
 //! long-polls for one command at a time, runs it on the backend for its capability (a browser
-//! over CDP, or a shell), posts the result, and uploads the files it produced.
+//! over CDP, a shell, or the X11 desktop), posts the result, and uploads the files it produced.
 //!
 //! This file only wires the parts together: the command line (`cli.rs`), the backends chosen
-//! by `--capabilities` (`backend.rs` says what a backend is; `browser/`, `shell.rs` are the
-//! ones there are), and the loop that serves the controller (`worker.rs`, over `link.rs`).
+//! by `--capabilities` (`backend.rs` says what a backend is; `browser/`, `shell.rs`,
+//! `desktop/` are the ones there are), and the loop that serves the controller (`worker.rs`,
+//! over `link.rs`). The worker registers only the capabilities it has a working backend for:
+//! "app" needs a display that opens, and the log says why when it does not.
 //! When the controller is away the worker retries with jittered backoff (1 s → 30 s) and says
 //! so once. SIGINT/SIGTERM (`signals.rs`) or `{"action":"shutdown"}` stop it cleanly, the
 //! browser with it, and no temporary folder is left behind.
@@ -14,6 +16,7 @@ mod backend;
 mod browser;
 mod cdp;
 mod cli;
+mod desktop;
 mod error;
 mod link;
 mod scratch;
@@ -29,7 +32,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 /// The capabilities this worker has a backend for; `backends` builds them.
-pub const CAPABILITIES: &[&str] = &["browser", "shell"];
+pub const CAPABILITIES: &[&str] = &["browser", "shell", "app"];
 
 /// The name the download folder is registered under while it exists.
 const DOWNLOADS: &str = "downloads";
@@ -60,8 +63,13 @@ pub fn log(level: &str, msg: &str) {
 fn run(args: Args) -> Result<(), Exit> {
     let download_dir = download_dir(args.download_dir.clone())?;
     signals::stop_on_signal();
-    let link = Link::new(&args.controller, args.token.clone(), args.hostname.clone(), args.capabilities.clone());
     let backends = backends(&args, download_dir);
+    let capabilities: Vec<String> =
+        args.capabilities.iter().filter(|c| backends.iter().any(|b| b.capability() == c.as_str())).cloned().collect();
+    if capabilities.is_empty() {
+        return Err(Exit::failure("no capability is left to offer (the log says why)"));
+    }
+    let link = Link::new(&args.controller, args.token.clone(), args.hostname.clone(), capabilities.clone());
     log(
         "info",
         &format!(
@@ -69,7 +77,7 @@ fn run(args: Args) -> Result<(), Exit> {
             env!("CARGO_PKG_VERSION"),
             args.controller,
             args.hostname,
-            args.capabilities.join(",")
+            capabilities.join(",")
         ),
     );
     worker::Worker::new(link, backends, args.controller).run()
@@ -112,6 +120,16 @@ fn backends(args: &Args, download_dir: PathBuf) -> Vec<Box<dyn Backend>> {
                 list.push(Box::new(Browser::new(opts, args.headless)));
             }
             "shell" => list.push(Box::new(shell::Shell)),
+            "app" => match desktop::Desktop::open(args.display.clone()) {
+                Ok(d) => {
+                    log("info", &format!("desktop: {}", d.describe()));
+                    list.push(Box::new(d));
+                }
+                Err(why) => {
+                    let level = if args.capabilities_given { "warn" } else { "info" };
+                    log(level, &format!("no app capability: {why}"));
+                }
+            },
             _ => {}
         }
     }

@@ -51,6 +51,12 @@ impl Worker {
                 continue;
             }
             let Some(cmd) = self.poll() else { continue };
+            // A command has an id; without one, `wait` means nothing to do (and is not the
+            // `wait` tool) and `shutdown` means stop.
+            if cmd.get("id").is_some() {
+                self.handle(cmd);
+                continue;
+            }
             match cmd["action"].as_str() {
                 Some("wait") | None => continue,
                 Some("shutdown") => {
