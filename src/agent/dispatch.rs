@@ -7,7 +7,7 @@ use super::Agent;
 use super::approval::Gate;
 use super::context::excerpt;
 use crate::exec::ExecError;
-use crate::llm::Block;
+use crate::llm::{Block, joined_text};
 use crate::protocol::tools::{Runs, Timeout, Tool};
 use crate::protocol::{LogKind, SessionType};
 use crate::util::clock;
@@ -88,15 +88,7 @@ impl Agent {
         let started = Instant::now();
         let mut outcome = self.dispatch(name, input);
         self.note_repeated_failure(name, input, &mut outcome);
-        let text: Vec<&str> = outcome
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        let text = excerpt(&text.join(" "), LOG_EXCERPT);
+        let text = excerpt(&joined_text(&outcome.content, " "), LOG_EXCERPT);
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
         let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };
         self.runner.log(

@@ -122,7 +122,7 @@ impl Provider for JsonActions {
             let plain = Request { system: &system, tools: &[], messages: &messages, max_tokens: request.max_tokens };
             let reply = self.inner.complete(&plain, stop)?;
             usage = add(usage, reply.usage);
-            let text = reply.content.iter().filter_map(text_of).collect::<Vec<_>>().join("\n");
+            let text = super::joined_text(&reply.content, "\n");
             match actions::parse(&text, request.tools).and_then(|a| to_call(a, request.tools)) {
                 Ok((name, args)) => {
                     let id = format!("json_{}_{attempt}", request.messages.len());
@@ -142,12 +142,5 @@ impl Provider for JsonActions {
             messages.push(Message::user(vec![Block::text(quoted)]));
         }
         Err(LlmError::BadReply(format!("the model's reply was not a valid action twice in a row: {last_error}")))
-    }
-}
-
-fn text_of(b: &Block) -> Option<&str> {
-    match b {
-        Block::Text { text } => Some(text.as_str()),
-        _ => None,
     }
 }

@@ -164,16 +164,20 @@ pub trait Provider: Send + Sync {
 impl Message {
     /// The text blocks of a message, joined.
     pub fn text(&self) -> String {
-        let parts: Vec<&str> = self
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::Text { text } => Some(text.as_str()),
-                _ => None,
-            })
-            .collect();
-        parts.join("\n")
+        joined_text(&self.content, "\n")
     }
+}
+
+/// The text blocks among `blocks` (not inside tool results), joined with `sep`.
+pub fn joined_text(blocks: &[Block], sep: &str) -> String {
+    let parts: Vec<&str> = blocks
+        .iter()
+        .filter_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    parts.join(sep)
 }
 
 /// The provider for one endpoint, or why there is none (a missing key): sessions on it then
