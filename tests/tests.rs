@@ -14,5 +14,6 @@ mod mcp;
 mod providers;
 mod steps;
 mod tidy;
+mod web;
 mod worker_e2e;
 mod workers;

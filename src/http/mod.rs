@@ -11,6 +11,7 @@ pub mod api;
 mod body;
 mod guard;
 mod server;
+mod web;
 pub mod worker_api;
 
 pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
