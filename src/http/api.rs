@@ -6,7 +6,7 @@
 //! time on every route but `/health` and the page's static files (`web::is_public`).
 
 use super::body::percent_encode;
-use super::web;
+use super::{openapi, web};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
@@ -48,6 +48,7 @@ impl Api {
             (Get, []) => web::asset("index.html", request),
             (Get, ["web", name]) => web::asset(name, request),
             (Get, ["llms"]) => Ok(web::llms(&self.config)),
+            (Get, ["openapi.json"]) => Ok(Reply::json(200, &openapi::document())),
             (Get, ["workers"]) => Ok(Reply::json(200, &self.hub.workers())),
             (Post, ["sessions"]) => self.create_session(request),
             (Get, ["sessions"]) => Ok(Reply::json(200, &self.sessions.list())),
@@ -83,7 +84,7 @@ impl Api {
                 Ok(Reply::json(200, &json!({"ok": true})))
             }
             (_, ["health" | "workers" | "sessions"])
-            | (_, [] | ["llms"] | ["web", _])
+            | (_, [] | ["llms" | "openapi.json" | "metrics"] | ["web", _])
             | (_, ["sessions", _])
             | (_, ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation"])
             | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(

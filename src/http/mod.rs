@@ -10,6 +10,8 @@
 pub mod api;
 mod body;
 mod guard;
+mod openapi;
+mod openapi_schemas;
 mod server;
 mod web;
 pub mod worker_api;
