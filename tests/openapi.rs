@@ -58,7 +58,7 @@ fn every_route_is_documented_and_every_documented_route_exists() {
     let doc = r.json();
     assert_eq!(doc["openapi"], "3.1.0");
     let routed = routed();
-    assert!(routed.len() >= 19 && routed.contains("get /sessions/{}/log"), "{routed:?}");
+    assert!(routed.len() >= 20 && routed.contains("get /sessions/{}/log"), "{routed:?}");
     let documented = documented(&doc);
     let missing: Vec<&String> = routed.difference(&documented).collect();
     assert!(missing.is_empty(), "routes missing from /openapi.json (add them to http/openapi.rs): {missing:?}");

@@ -11,6 +11,7 @@ mod console;
 mod files;
 mod lifecycle;
 mod mcp;
+mod metrics;
 mod openapi;
 mod providers;
 mod steps;

@@ -114,6 +114,8 @@ fn the_page_drives_a_session_from_start_to_download() {
     // Create a task from the form.
     b.type_into("#f-target", "https://docs.example.test/reports");
     b.type_into("#f-what", "Download the newest quarterly report");
+    let typed = b.eval("[document.getElementById('f-target').value, document.getElementById('f-what').value]");
+    assert_eq!(typed, json!(["https://docs.example.test/reports", "Download the newest quarterly report"]));
     b.click("#f-submit");
     b.wait_for("location.hash.startsWith('#s/') && document.querySelectorAll('#log li').length > 0", LONG);
     let first = log_count(&mut b);

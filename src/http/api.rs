@@ -6,7 +6,7 @@
 //! time on every route but `/health` and the page's static files (`web::is_public`).
 
 use super::body::percent_encode;
-use super::{openapi, web};
+use super::{metrics, openapi, web};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
@@ -49,6 +49,7 @@ impl Api {
             (Get, ["web", name]) => web::asset(name, request),
             (Get, ["llms"]) => Ok(web::llms(&self.config)),
             (Get, ["openapi.json"]) => Ok(Reply::json(200, &openapi::document())),
+            (Get, ["metrics"]) => Ok(metrics::reply(&self.sessions, &self.hub)),
             (Get, ["workers"]) => Ok(Reply::json(200, &self.hub.workers())),
             (Post, ["sessions"]) => self.create_session(request),
             (Get, ["sessions"]) => Ok(Reply::json(200, &self.sessions.list())),

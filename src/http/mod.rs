@@ -10,6 +10,7 @@
 pub mod api;
 mod body;
 mod guard;
+mod metrics;
 mod openapi;
 mod openapi_schemas;
 mod server;

@@ -67,6 +67,7 @@ const OPERATIONS: &[Op] = &[
     op("get", "/web/{name}", "page", (200, Bytes("*/*")), &[404], "A file of the web page (script, style, icon)"),
     op("get", "/llms", "meta", (200, List("Llm")), &[401], "The model endpoints a session may ask for"),
     op("get", "/openapi.json", "meta", (200, Json("OpenApi")), &[401], "This document"),
+    op("get", "/metrics", "meta", (200, Bytes("text/plain")), &[401], "Prometheus metrics (text format 0.0.4)"),
     op("get", "/workers", "workers", (200, List("Worker")), &[401], "Workers and their leases"),
     op("post", "/sessions", "sessions", (201, Json("Session")), &[400, 401, 413, 503, 507], "Create a session")
         .body("CreateSession"),

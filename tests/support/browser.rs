@@ -164,7 +164,10 @@ impl Browser {
             if self.eval(&format!("Boolean({expression})")) == json!(true) {
                 return;
             }
-            assert!(Instant::now() < deadline, "timed out waiting for {expression}");
+            if Instant::now() >= deadline {
+                let page = self.eval("document.body.innerText.slice(0, 3000)");
+                panic!("timed out waiting for {expression}\npage errors: {:?}\npage text: {page}", self.errors());
+            }
             self.pump(Duration::from_millis(100));
         }
     }
