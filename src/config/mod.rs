@@ -5,6 +5,7 @@
 //! may come from the environment instead of the file and are held as `Secret`s.
 
 mod llm;
+mod show;
 
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Wire};
 
