@@ -10,6 +10,7 @@ use agent_controller::cli::args::{self, Parsed};
 use agent_controller::cli::{completions, console};
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
+use agent_controller::util::sd_notify;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -160,7 +161,11 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     let signals = signals::block_stop_signals().map_err(Failure::Runtime)?;
     let agent = agent_controller::agent::llm_agent(&config);
     let daemon = Daemon::start(config, agent).map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (api, worker) = (daemon.api_addr(), daemon.worker_addr());
+    sd_notify::notify(&format!("READY=1\nSTATUS=API on http://{api}, workers on http://{worker}"));
+    sd_notify::spawn_watchdog();
     let signal = signals::wait(&signals);
+    sd_notify::notify("STOPPING=1\nSTATUS=shutting down");
     log::info!("received {signal}; a second one exits at once");
     std::thread::spawn(move || {
         let again = signals::wait(&signals);

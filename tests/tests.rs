@@ -15,6 +15,7 @@ mod mcp;
 mod metrics;
 mod openapi;
 mod providers;
+mod service;
 mod steps;
 mod tidy;
 mod web;
