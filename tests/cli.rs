@@ -194,3 +194,51 @@ fn bash_completion_completes_commands_and_options() {
         }
     }
 }
+
+#[test]
+fn downloads_show_progress_on_a_terminal_and_nothing_when_piped() {
+    let dir = TempDir::new("cli-progress");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _ = register(&d.worker_client(), json!({"hostname": "g", "capabilities": ["browser"]}));
+    let id = create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "i"}));
+    let (runner, _done) = test_agent.next();
+    let big = vec![7u8; 3 << 20];
+    runner.store_file("big.bin", &big, agent_controller::protocol::FileKind::Download).unwrap();
+    let out = TempDir::new("cli-progress-out");
+    let piped =
+        run(&["download", &id, "big.bin", "-o", out.path().to_str().unwrap()], &[("AGENT_CONTROLLER_API", &d.api)]);
+    assert_eq!(piped.status.code(), Some(0), "{}", stderr(&piped));
+    assert!(stderr(&piped).is_empty(), "no progress when piped: {:?}", stderr(&piped));
+    assert!(stdout(&piped).contains("big.bin (3072 KB)") && !stdout(&piped).contains('\r'), "{}", stdout(&piped));
+    // On a terminal (Python's pty): a bar with the total, erased at the end.
+    let script = r#"
+import os, pty, sys
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stdout.write(out.decode("utf-8", "replace"))
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+    let o = Command::new("python3")
+        .args(["-c", script])
+        .arg(binary())
+        .args(["download", &id, "big.bin", "-o", out.path().to_str().unwrap()])
+        .env("AGENT_CONTROLLER_API", &d.api)
+        .output()
+        .unwrap();
+    let shown = stdout(&o);
+    assert_eq!(o.status.code(), Some(0), "{shown}");
+    assert!(shown.contains("↓ big.bin [") && shown.contains("/3.0 MB") && shown.contains("\r\x1b[K"), "{shown:?}");
+    assert_eq!(std::fs::read(out.path().join("2-big.bin")).unwrap(), big);
+}

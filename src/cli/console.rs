@@ -7,6 +7,7 @@
 //! session goes on (`agent-controller stop ID` stops it).
 
 use super::client::{ApiClient, ClientError, is_active, path_segment};
+use super::progress::Progress;
 use super::table::{self, Align};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -333,7 +334,10 @@ fn download(client: &ApiClient, id: &str, name: Option<&str>, zip: bool, dir: &s
             dest = dir.join(format!("{n}-{local}"));
             n += 1;
         }
-        match client.download(&format!("/sessions/{id}/{path}"), &dest) {
+        let mut bar = Progress::new(&local, !out.json && isatty(2));
+        let result = client.download_with(&format!("/sessions/{id}/{path}"), &dest, &mut |n, of| bar.show(n, of));
+        bar.clear();
+        match result {
             Ok(size) => {
                 if out.json {
                     println!("{}", json!({"downloaded": dest, "bytes": size}));

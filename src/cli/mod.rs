@@ -9,4 +9,5 @@ pub mod client;
 pub mod completions;
 pub mod console;
 pub mod mcp;
+mod progress;
 mod table;
