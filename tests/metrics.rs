@@ -124,6 +124,10 @@ fn metrics_follow_a_session_and_parse_as_prometheus_text() {
     let answer = json!({"confirmation_id": pending["confirmation_id"], "approved": true});
     assert_eq!(c.post(&format!("/sessions/{id}/confirmation"), &answer).status, 200);
     wait_status(&c, &id, "finished");
+    // The worker is released just after the session records its end.
+    wait_until(Duration::from_secs(5), "the worker's release", || {
+        c.get("/workers").json().as_array().unwrap().iter().all(|w| w["session_id"].is_null()).then_some(())
+    });
 
     let after = scrape(&c);
     assert_eq!(after.get("agent_controller_sessions", json!({"status": "finished"})), 1.0);

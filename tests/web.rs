@@ -8,7 +8,7 @@ use crate::support::browser::{Browser, docs_image};
 use crate::support::llm::*;
 use crate::support::worker::have_chromium;
 use crate::support::*;
-use serde_json::json;
+use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -260,4 +260,58 @@ fn raw_get(api: &str, path: &str, headers: &[(&str, &str)]) -> String {
     let mut out = Vec::new();
     let _ = s.read_to_end(&mut out);
     String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Without a token: no prompt, the stop button stops, a download is a plain link.
+#[test]
+fn without_a_token_the_page_stops_sessions_and_links_downloads() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = TempDir::new("web-open");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _ = register(&d.worker_client(), json!({"hostname": "open-box", "capabilities": ["shell"]}));
+    let mut b = Browser::launch(1100, 800);
+    let downloads = TempDir::new("web-open-downloads");
+    b.allow_downloads(downloads.path());
+    b.navigate(&format!("{}/", d.api));
+    b.wait_for("document.getElementById('f-llm').options.length > 0", LONG);
+    assert_eq!(b.eval("document.getElementById('token-panel').hidden"), true);
+
+    // A shell task from the form; the test plays the agent: a file, then the stop button.
+    b.eval("document.getElementById('f-type').value = 'shell'");
+    b.type_into("#f-target", "build-host");
+    b.type_into("#f-what", "collect the build logs");
+    b.click("#f-submit");
+    let (runner, _done) = test_agent.next();
+    runner.store_file("build.log", b"ok\n", agent_controller::protocol::FileKind::Generated).unwrap();
+    b.wait_for("document.querySelector('#files button[data-file=\"build.log\"]') !== null", LONG);
+    b.wait_for("document.getElementById('s-status').textContent === 'running'", LONG);
+    b.click("#s-stop");
+    b.wait_for("document.getElementById('s-status').textContent === 'stopped'", LONG);
+    b.wait_for("document.getElementById('s-stop').hidden", LONG);
+    let listed = "[...document.querySelectorAll('#sessions .badge')].map(e => e.textContent)";
+    b.wait_for(&format!("{listed}.includes('stopped')"), LONG);
+
+    b.click("#files button[data-file=\"build.log\"]");
+    let saved = downloads.path().join("build.log");
+    wait_until(LONG, "the download", || std::fs::read(&saved).ok().filter(|b| !b.is_empty()));
+    assert_eq!(std::fs::read(&saved).unwrap(), b"ok\n");
+    // The link went straight to the file (no blob: a big file streams to disk).
+    b.pump(Duration::from_millis(300));
+    let began: Vec<&str> = b
+        .events
+        .iter()
+        .filter(|e| e["method"] == "Browser.downloadWillBegin")
+        .filter_map(|e| e["params"]["url"].as_str())
+        .collect();
+    let kinds: Vec<&Value> =
+        b.events.iter().map(|e| &e["method"]).filter(|m| m.to_string().contains("ownload")).collect();
+    assert_eq!(
+        began,
+        [format!("{}/sessions/{}/files/build.log", d.api, runner.session_id())],
+        "a plain link: {kinds:?}"
+    );
+    assert_eq!(b.errors(), Vec::<String>::new(), "the page logged errors");
 }

@@ -23,7 +23,7 @@ pub struct Browser {
     next_id: u64,
     /// The page's flat session id.
     pub session: String,
-    /// Every event of the page session, in order.
+    /// Every event of the page session and of the browser itself, in order.
     pub events: Vec<Value>,
 }
 
@@ -116,7 +116,9 @@ impl Browser {
     }
 
     fn keep(&mut self, frame: Value) {
-        if frame.get("method").is_some() && frame["sessionId"].as_str() == Some(self.session.as_str()) {
+        // The page's events, and the browser's own (downloads).
+        let ours = frame["sessionId"].as_str().is_none_or(|s| s == self.session);
+        if frame.get("method").is_some() && ours {
             self.events.push(frame);
         }
     }
