@@ -9,7 +9,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static
 RELEASE_BIN := target/$(TARGET)/release/agent-controller
 WORKER_BIN  := target/$(TARGET)/release/agent-worker
 
-.PHONY: build run test deps lint bench release install clean
+.PHONY: build run test deps lint bench release install install-files clean
 
 build:
 	$(CARGO) build --release
@@ -36,11 +36,12 @@ release:
 	RUSTFLAGS="$(STATIC_RUSTFLAGS)" $(CARGO) build --release --target $(TARGET)
 	@ls -l $(RELEASE_BIN) $(WORKER_BIN)
 
-install: release
-	install -D -m 0755 $(RELEASE_BIN) $(DESTDIR)$(PREFIX)/bin/agent-controller
-	install -D -m 0755 $(WORKER_BIN) $(DESTDIR)$(PREFIX)/bin/agent-worker
-	install -D -m 0644 config.yaml $(DESTDIR)/etc/agent-controller/config.yaml
-	install -D -m 0644 systemd/agent-controller.service $(DESTDIR)/etc/systemd/system/agent-controller.service
+install: release install-files
+
+# The copying alone (tests run it on debug binaries): an existing /etc config is never
+# overwritten (the new default goes beside it as config.yaml.new); every file is listed.
+install-files:
+	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh $(RELEASE_BIN) $(WORKER_BIN)
 
 clean:
 	$(CARGO) clean

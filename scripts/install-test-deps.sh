@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Install what `make test` needs, only when it is missing. Idempotent; safe to run often.
 # The tests need the Rust toolchain with rustfmt and clippy, Chromium for the agent-worker's
-# browser tests, pdfinfo (poppler-utils) to check the PDFs it prints, python3 with the `mcp`
-# package for the MCP tests, OpenSSH (client and server) for the SSH-session tests, and a
-# virtual X server with a window manager and X programs for the desktop tests (Xvfb,
-# xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox).
+# browser tests and the web page's, pdfinfo (poppler-utils) to check the PDFs it prints, python3
+# with the `mcp`, `openapi-spec-validator` and `prometheus-client` packages, OpenSSH (client and
+# server) for the SSH-session tests, and a virtual X server with a window manager and X programs
+# for the desktop tests (Xvfb, xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox).
 set -euo pipefail
 
 need_apt=()
@@ -27,10 +27,14 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   fi
 fi
 
-# The official MCP Python client drives `agent-controller mcp` in the tests.
-if ! python3 -c "import mcp" >/dev/null 2>&1; then
-  python3 -m pip install -q mcp
-fi
+# The official MCP Python client drives `agent-controller mcp` in the tests; the OpenAPI
+# document is checked by openapi-spec-validator and /metrics parsed by prometheus_client.
+for pair in "mcp:mcp" "openapi_spec_validator:openapi-spec-validator" "prometheus_client:prometheus-client"; do
+  module=${pair%%:*}; package=${pair##*:}
+  if ! python3 -c "import $module" >/dev/null 2>&1; then
+    python3 -m pip install -q "$package"
+  fi
+done
 
 for comp in rustfmt clippy; do
   if ! cargo "${comp/rustfmt/fmt}" --version >/dev/null 2>&1; then

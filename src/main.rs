@@ -1,74 +1,116 @@
 //! The `agent-controller` binary: the daemon (`serve`, the default: load the config, run until
-//! SIGINT/SIGTERM), the console commands (`console.rs`) and the MCP server (`mcp`).
+//! SIGINT/SIGTERM), the console commands (`console.rs`), the MCP server (`mcp`), and `help`,
+//! `version`, `config check`, `completions`. The command line is parsed strictly by
+//! `cli::args` first: a mistake is one line naming it and exit 2.
 //!
 //! Daemon exit codes: 0 clean stop, 1 runtime failure, 2 usage or configuration error; the
 //! console adds 3 stopped, 4 denied, 5 unreachable (see `console::exit`).
 
+use agent_controller::cli::args::{self, Parsed};
+use agent_controller::cli::{completions, console};
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
+use agent_controller::util::sd_notify;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-const USAGE: &str = "\
-agent-controller — controller daemon for LLM-driven remote automation
-
-USAGE:
-    agent-controller [serve] [OPTIONS]      the daemon
-    agent-controller COMMAND …              the console (below)
-
-OPTIONS:
-    --config FILE        config file (default ./config.yaml; missing = all defaults)
-    --host ADDR          bind address (server.host)
-    --api-port N         API server port, 0 = any free port (server.api_port)
-    --worker-port N      worker server port, 0 = any free port (server.worker_port)
-    --insecure           allow a non-loopback bind without tokens
-    -h, --help           this text
-    -V, --version        version
-
-ENVIRONMENT:
-    ANTHROPIC_API_KEY                 api.api_key (api.provider: anthropic)
-    OPENAI_API_KEY                    api.api_key (api.provider: openai)
-    GEMINI_API_KEY, GOOGLE_API_KEY    api.api_key (api.provider: gemini)
-    AGENT_CONTROLLER_TOKEN            server.api_token
-    AGENT_CONTROLLER_WORKER_TOKEN     server.worker_token
-";
-
 fn main() -> ExitCode {
-    let mut args = pico_args::Arguments::from_env();
-    if args.contains(["-h", "--help"]) {
-        print!("{USAGE}\n{}\n", agent_controller::cli::console::USAGE);
-        return ExitCode::SUCCESS;
-    }
-    if args.contains(["-V", "--version"]) {
-        println!("agent-controller {}", env!("CARGO_PKG_VERSION"));
-        return ExitCode::SUCCESS;
-    }
-    match args.subcommand() {
-        Ok(None) => {}
-        Ok(Some(cmd)) if cmd == "serve" => {}
-        Ok(Some(cmd)) if cmd == "mcp" => {
-            let api: Option<String> = args.opt_value_from_str("--api").unwrap_or(None);
-            let token: Option<String> = args.opt_value_from_str("--token").unwrap_or(None);
-            let files: Option<std::path::PathBuf> = args.opt_value_from_str("--files-dir").unwrap_or(None);
-            // Per user: /tmp is shared, and another user's folder (or symlink) there must not
-            // receive our downloads.
-            let files = files.unwrap_or_else(|| {
-                // SAFETY: getuid has no preconditions and cannot fail.
-                std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
-            });
-            let client = agent_controller::cli::client::ApiClient::new(api, token);
-            return ExitCode::from(agent_controller::cli::mcp::serve(client, files));
-        }
-        Ok(Some(cmd)) if cmd.starts_with('-') => {
-            eprintln!("agent-controller: unknown option {cmd:?}\n\n{USAGE}");
-            return ExitCode::from(2);
-        }
-        Ok(Some(cmd)) => return ExitCode::from(agent_controller::cli::console::run(&cmd, args)),
+    let parsed = match args::parse(std::env::args_os().skip(1).collect()) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("agent-controller: {e}");
-            return ExitCode::from(2);
+            return ExitCode::from(console::exit::USAGE);
         }
+    };
+    let name = parsed.command.name;
+    if name != "serve" {
+        quiet_broken_pipe();
     }
+    if parsed.version || name == "version" {
+        println!("{}", args::version());
+        return ExitCode::SUCCESS;
+    }
+    if parsed.help {
+        print!("{}", args::help(parsed.named.then_some(parsed.command)));
+        return ExitCode::SUCCESS;
+    }
+    match name {
+        "serve" => run_daemon(parsed.arguments()),
+        "help" => help(&parsed),
+        "completions" => match completions::script(&parsed.free[0]) {
+            Some(script) => {
+                print!("{script}");
+                ExitCode::SUCCESS
+            }
+            None => usage(&format!("no completions for {:?}; say bash, zsh or fish", parsed.free[0])),
+        },
+        "config" => config_check(&parsed),
+        "mcp" => mcp(&parsed),
+        _ => ExitCode::from(console::run(name, parsed.arguments())),
+    }
+}
+
+fn usage(message: &str) -> ExitCode {
+    eprintln!("agent-controller: {message}");
+    ExitCode::from(console::exit::USAGE)
+}
+
+/// Client commands end quietly when their reader goes away (`… | head`): the default action of
+/// SIGPIPE, as for any Unix filter, instead of a panic on the failed write. The daemon keeps
+/// Rust's default (ignored; its sockets report EPIPE as an error).
+fn quiet_broken_pipe() {
+    // SAFETY: resetting a signal's disposition to the default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// `help [COMMAND]`.
+fn help(parsed: &Parsed) -> ExitCode {
+    match parsed.free.first() {
+        None => print!("{}", args::help(None)),
+        Some(name) => match args::find(name) {
+            Some(c) => print!("{}", args::help(Some(c))),
+            None => return usage(&format!("no command {name:?} (see `agent-controller help`)")),
+        },
+    }
+    ExitCode::SUCCESS
+}
+
+/// `config check [--config FILE]`: validate, then print the effective values, secrets masked.
+fn config_check(parsed: &Parsed) -> ExitCode {
+    if parsed.free[0] != "check" {
+        return usage(&format!("unknown config command {:?}; say `config check`", parsed.free[0]));
+    }
+    let path = parsed.value("--config").map(PathBuf::from);
+    let required = path.is_some();
+    let path = path.unwrap_or_else(|| PathBuf::from("config.yaml"));
+    let config = match Config::load(&path, required).and_then(|c| c.validate().map(|()| c)) {
+        Ok(c) => c,
+        Err(e) => return usage(&format!("{}: {e}", path.display())),
+    };
+    print!("{}", config.effective_yaml());
+    if let Err(e) = config.check_exposure(false) {
+        eprintln!("agent-controller: warning: {e}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp`: the MCP server on stdio.
+fn mcp(parsed: &Parsed) -> ExitCode {
+    let api = parsed.value("--api").map(str::to_string);
+    let token = parsed.value("--token").map(str::to_string);
+    // Per user: /tmp is shared, and another user's folder (or symlink) there must not receive
+    // our downloads.
+    let files = parsed.value("--files-dir").map(PathBuf::from).unwrap_or_else(|| {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
+    });
+    let client = agent_controller::cli::client::ApiClient::new(api, token);
+    ExitCode::from(agent_controller::cli::mcp::serve(client, files))
+}
+
+fn run_daemon(args: pico_args::Arguments) -> ExitCode {
     match serve(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(msg)) => {
@@ -119,7 +161,11 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     let signals = signals::block_stop_signals().map_err(Failure::Runtime)?;
     let agent = agent_controller::agent::llm_agent(&config);
     let daemon = Daemon::start(config, agent).map_err(|e| Failure::Runtime(e.to_string()))?;
+    let (api, worker) = (daemon.api_addr(), daemon.worker_addr());
+    sd_notify::notify(&format!("READY=1\nSTATUS=API on http://{api}, workers on http://{worker}"));
+    sd_notify::spawn_watchdog();
     let signal = signals::wait(&signals);
+    sd_notify::notify("STOPPING=1\nSTATUS=shutting down");
     log::info!("received {signal}; a second one exits at once");
     std::thread::spawn(move || {
         let again = signals::wait(&signals);

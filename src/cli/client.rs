@@ -151,12 +151,24 @@ impl ApiClient {
 
     /// Stream a file to `dest` (through a temp file, renamed when complete). Returns its size.
     pub fn download(&self, path: &str, dest: &Path) -> Result<u64, ClientError> {
+        self.download_with(path, dest, &mut |_, _| {})
+    }
+
+    /// `download`, telling `progress` (bytes so far, the total when the server says it) after
+    /// every chunk.
+    pub fn download_with(
+        &self,
+        path: &str,
+        dest: &Path,
+        progress: &mut dyn FnMut(u64, Option<u64>),
+    ) -> Result<u64, ClientError> {
         let mut resp =
             self.auth(self.stream_agent.get(format!("{}{path}", self.base))).call().map_err(|e| self.fail(e))?;
         let status = resp.status().as_u16();
         if status != 200 {
             return Err(api_error(status, &mut resp));
         }
+        let total = resp.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
         let tmp =
             dest.with_file_name(format!(".{}.part", dest.file_name().and_then(|n| n.to_str()).unwrap_or("download")));
         let result = (|| -> std::io::Result<u64> {
@@ -166,18 +178,19 @@ impl ApiClient {
                 std::fs::OpenOptions::new().write(true).create_new(true).custom_flags(libc::O_NOFOLLOW).open(&tmp)?;
             let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
             let mut buf = vec![0u8; 256 * 1024];
-            let mut total = 0u64;
+            let mut written = 0u64;
             loop {
                 let n = reader.read(&mut buf)?;
                 if n == 0 {
                     break;
                 }
                 file.write_all(&buf[..n])?;
-                total += n as u64;
+                written += n as u64;
+                progress(written, total);
             }
             file.sync_all()?;
             std::fs::rename(&tmp, dest)?;
-            Ok(total)
+            Ok(written)
         })();
         result.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);

@@ -8,6 +8,8 @@
 
 use super::client::{ApiClient, ClientError, is_active, path_segment};
 use super::follow::Decision;
+use super::progress::Progress;
+use super::table::{self, Align};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 
@@ -96,8 +98,8 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
         "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "answer" | "stop" => {
             return session_command(command, &client, &out, args);
         }
-        "sessions" => client.get("/sessions").map(|v| print_list(&v, &out, print_session_line)),
-        "workers" => client.get("/workers").map(|v| print_list(&v, &out, print_worker_line)),
+        "sessions" => client.get("/sessions").map(|v| print_table(&v, &out, SESSION_COLUMNS)),
+        "workers" => client.get("/workers").map(|v| print_table(&v, &out, WORKER_COLUMNS)),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");
@@ -136,7 +138,7 @@ fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_
             .get(&format!("/sessions/{id}/report"))
             .map(|v| if out.json { println!("{v}") } else { println!("{}", v["report"].as_str().unwrap_or("")) }),
         "notes" => client.get(&format!("/sessions/{id}/notes")).map(|v| print_list(&v, out, print_note_line)),
-        "files" => client.get(&format!("/sessions/{id}/files")).map(|v| print_list(&v, out, print_file_line)),
+        "files" => client.get(&format!("/sessions/{id}/files")).map(|v| print_table(&v, out, FILE_COLUMNS)),
         "download" => {
             let dir = dir.unwrap_or_else(|| PathBuf::from("."));
             let name = free.get(1).and_then(|s| s.to_str()).map(str::to_string);
@@ -184,16 +186,56 @@ fn print_list(v: &Value, out: &Out, line: fn(&Value)) {
     }
 }
 
-fn print_session_line(s: &Value) {
-    println!(
-        "{}  {:<10} {:<7} {:<7} turn {:<4} {}",
-        s["session_id"].as_str().unwrap_or(""),
-        s["status"].as_str().unwrap_or(""),
-        s["mode"].as_str().unwrap_or(""),
-        s["type"].as_str().unwrap_or(""),
-        s["turn"],
-        s["target"].as_str().unwrap_or("")
-    );
+/// A column of a table: its header, alignment, and the cell of one item.
+type Column = (&'static str, Align, fn(&Value) -> String);
+
+fn text_of(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+const SESSION_COLUMNS: &[Column] = &[
+    ("ID", Align::Left, |s| text_of(&s["session_id"])),
+    ("STATUS", Align::Left, |s| text_of(&s["status"])),
+    ("MODE", Align::Left, |s| text_of(&s["mode"])),
+    ("TYPE", Align::Left, |s| text_of(&s["type"])),
+    ("TURN", Align::Right, |s| text_of(&s["turn"])),
+    ("TARGET", Align::Left, |s| text_of(&s["target"])),
+];
+
+const WORKER_COLUMNS: &[Column] = &[
+    ("ID", Align::Left, |w| text_of(&w["worker_id"])),
+    ("HOSTNAME", Align::Left, |w| text_of(&w["hostname"])),
+    ("CAPABILITIES", Align::Left, |w| {
+        w["capabilities"].as_array().map(|c| c.iter().map(text_of).collect::<Vec<_>>().join(",")).unwrap_or_default()
+    }),
+    ("STATE", Align::Left, |w| if w["connected"] == true { "connected".into() } else { "gone".into() }),
+    ("SESSION", Align::Left, |w| text_of(&w["session_id"])),
+];
+
+const FILE_COLUMNS: &[Column] = &[
+    ("TYPE", Align::Left, |f| text_of(&f["type"])),
+    ("SIZE", Align::Right, |f| format!("{} KB", text_of(&f["size_kb"]))),
+    ("NAME", Align::Left, |f| text_of(&f["filename"])),
+];
+
+/// A JSON array: as JSON, or as a table with a header.
+fn print_table(v: &Value, out: &Out, columns: &[Column]) {
+    if out.json {
+        println!("{v}");
+        return;
+    }
+    let header: Vec<(&str, Align)> = columns.iter().map(|(h, a, _)| (*h, *a)).collect();
+    let rows: Vec<Vec<String>> = v
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|item| columns.iter().map(|(_, _, cell)| cell(item)).collect())
+        .collect();
+    print!("{}", table::render(&header, &rows));
 }
 
 fn print_note_line(n: &Value) {
@@ -201,29 +243,6 @@ fn print_note_line(n: &Value) {
         Some(t) => println!("- {t}: {}", n["content"].as_str().unwrap_or("")),
         None => println!("- {}", n["content"].as_str().unwrap_or("")),
     }
-}
-
-fn print_file_line(f: &Value) {
-    println!(
-        "{:<11} {:>8} KB  {}",
-        f["type"].as_str().unwrap_or(""),
-        f["size_kb"],
-        f["filename"].as_str().unwrap_or("")
-    );
-}
-
-fn print_worker_line(w: &Value) {
-    println!(
-        "{}  {:<20} {:<14} {:<12} {}",
-        w["worker_id"].as_str().unwrap_or(""),
-        w["hostname"].as_str().unwrap_or(""),
-        w["capabilities"]
-            .as_array()
-            .map(|c| c.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(","))
-            .unwrap_or_default(),
-        if w["connected"] == true { "connected" } else { "gone" },
-        w["session_id"].as_str().map(|s| format!("serving {s}")).unwrap_or_default()
-    );
 }
 
 fn print_health(v: &Value, client: &ApiClient, out: &Out) {
@@ -343,7 +362,10 @@ pub(super) fn download(
             dest = dir.join(format!("{n}-{local}"));
             n += 1;
         }
-        match client.download(&format!("/sessions/{id}/{path}"), &dest) {
+        let mut bar = Progress::new(&local, !out.json && isatty(2));
+        let result = client.download_with(&format!("/sessions/{id}/{path}"), &dest, &mut |n, of| bar.show(n, of));
+        bar.clear();
+        match result {
             Ok(size) => {
                 if out.json {
                     println!("{}", json!({"downloaded": dest, "bytes": size}));

@@ -1,8 +1,14 @@
 //! The daemon's clients: the console commands (`task`, `explore`, `sessions`, …), the MCP stdio
 //! server for other agents, and the REST client both use. They reach the daemon only over its
-//! REST API, through `client.rs`, exactly as any other client would.
+//! REST API, through `client.rs`, exactly as any other client would. `args.rs` holds the
+//! command line's grammar (help and completions are made from it), `table.rs` the console's
+//! aligned tables.
 
+pub mod args;
 pub mod client;
+pub mod completions;
 pub mod console;
 mod follow;
 pub mod mcp;
+mod progress;
+mod table;

@@ -5,6 +5,7 @@
 //! may come from the environment instead of the file and are held as `Secret`s.
 
 mod llm;
+mod show;
 
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Wire};
 
@@ -200,7 +201,8 @@ impl Default for AgentConfig {
 
 impl Default for BrowserConfig {
     fn default() -> Self {
-        BrowserConfig { headless: false, viewport_width: 1280, viewport_height: 720 }
+        // Without a display there is nowhere to show a window.
+        BrowserConfig { headless: std::env::var_os("DISPLAY").is_none(), viewport_width: 1280, viewport_height: 720 }
     }
 }
 

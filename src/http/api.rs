@@ -1,10 +1,12 @@
-//! The API server's routes : sessions, logs, files, confirmations, workers, health.
+//! The API server's routes : sessions, logs, files, confirmations, workers, health, and the
+//! web page's files (`web/`).
 //!
 //! Each handler returns `Result<Reply, ApiError>`; `http::finish` turns that into exactly one
 //! response. Bodies are JSON, capped at 1 MiB. Auth is a bearer token checked in constant
-//! time on every route but `/health`.
+//! time on every route but `/health` and the page's static files (`web::is_public`).
 
 use super::body::percent_encode;
+use super::{metrics, openapi, web};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
@@ -37,12 +39,17 @@ impl Api {
             Method::Head => Method::Get,
             m => m.clone(),
         };
-        if segs != ["health"] {
+        if segs != ["health"] && !web::is_public(&segs) {
             http::check_bearer(request, self.config.server.api_token.expose())?;
         }
         use Method::{Delete, Get, Post};
         match (&method, segs.as_slice()) {
             (Get, ["health"]) => Ok(self.health()),
+            (Get, []) => web::asset("index.html", request),
+            (Get, ["web", name]) => web::asset(name, request),
+            (Get, ["llms"]) => Ok(web::llms(&self.config)),
+            (Get, ["openapi.json"]) => Ok(Reply::json(200, &openapi::document())),
+            (Get, ["metrics"]) => Ok(metrics::reply(&self.sessions, &self.hub)),
             (Get, ["workers"]) => Ok(Reply::json(200, &self.hub.workers())),
             (Post, ["sessions"]) => self.create_session(request),
             (Get, ["sessions"]) => Ok(Reply::json(200, &self.sessions.list())),
@@ -59,7 +66,7 @@ impl Api {
             (Get, ["sessions", id, "steps"]) => Ok(Reply::json(200, &self.sessions.get(id)?.read_steps())),
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
-            (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name),
+            (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name, request),
             (Get, ["sessions", id, "confirmation"]) => {
                 let record = self.sessions.get(id)?.record();
                 Ok(match record.confirmation_pending {
@@ -89,6 +96,7 @@ impl Api {
                 Ok(Reply::json(200, &json!({"ok": true})))
             }
             (_, ["health" | "workers" | "sessions"])
+            | (_, [] | ["llms" | "openapi.json" | "metrics"] | ["web", _])
             | (_, ["sessions", _])
             | (_, ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer"])
             | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(
@@ -108,6 +116,7 @@ impl Api {
                 "version": env!("CARGO_PKG_VERSION"),
                 "sessions": self.sessions.status_counts(),
                 "workers": self.hub.connected_count(),
+                "auth": !self.config.server.api_token.is_empty(),
             }),
         )
     }
@@ -136,8 +145,12 @@ impl Api {
         Ok(Reply::Park(Box::new(move |respond| session.log_long_poll(respond, after, wait))))
     }
 
-    fn file(&self, session: &Session, name: &str) -> Result<Reply, ApiError> {
+    fn file(&self, session: &Session, name: &str, request: &Request) -> Result<Reply, ApiError> {
         let (path, size) = session.file_path(name)?;
+        let etag = web::file_etag(&path, size);
+        if web::fresh(request, &etag) {
+            return Ok(web::not_modified(vec![http::header("ETag", &etag)]));
+        }
         let file = std::fs::File::open(&path)
             .map_err(|e| ApiError::NotFound(format!("file {name:?} cannot be opened: {e}")))?;
         let response = Response::new(
@@ -145,6 +158,8 @@ impl Api {
             vec![
                 http::header("Content-Type", content_type(name)),
                 http::header("Content-Disposition", &content_disposition(name)),
+                http::header("ETag", &etag),
+                http::header("Cache-Control", "private, no-cache"),
             ],
             Box::new(file) as http::Body,
             Some(size as usize),

@@ -10,7 +10,11 @@
 pub mod api;
 mod body;
 mod guard;
+mod metrics;
+mod openapi;
+mod openapi_schemas;
 mod server;
+mod web;
 pub mod worker_api;
 
 pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};

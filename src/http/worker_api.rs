@@ -146,7 +146,9 @@ impl WorkerApi {
         }
         let staged = staged.ok_or_else(|| ApiError::BadRequest("the multipart body has no `file` part".into()))?;
         let wanted = filename.filter(|f| !f.trim().is_empty()).or(part_filename).unwrap_or_else(|| "download".into());
+        let bytes = staged.written();
         let entry = session.commit_file(staged, &wanted, FileKind::Download)?;
+        crate::util::metrics::uploaded(bytes);
         session.log(
             LogKind::System,
             &format!("worker uploaded {} ({} KB)", entry.filename, entry.size_kb),

@@ -261,6 +261,7 @@ impl WorkerHub {
             )));
         }
         worker.slot.send(&self.parker, cmd, &|| stop.is_raised())?;
+        let sent = Instant::now();
         // Disconnected between the check and the send: the liveness check has already passed
         // this worker by, so fail the command here rather than wait out its timeout.
         if !worker.is_connected() {
@@ -268,7 +269,9 @@ impl WorkerHub {
         }
         let waker = Arc::clone(worker);
         let _registered = stop.on_raise(Arc::new(move || waker.slot.wake()));
-        worker.slot.wait(&id, action, timeout, &|| stop.is_raised() || self.closing())
+        let outcome = worker.slot.wait(&id, action, timeout, &|| stop.is_raised() || self.closing());
+        crate::util::metrics::command_done(sent.elapsed(), outcome.is_ok());
+        outcome
     }
 
     /// `POST /result`. False when the id is not the one the worker was given (late or stray).

@@ -62,7 +62,9 @@ impl Transport {
     pub fn send(&self, call: &Call<'_>, stop: &StopSignal) -> Result<String, LlmError> {
         let mut retries = 0;
         loop {
-            let (delay, failure) = match self.attempt(call, retries, stop)? {
+            let attempt = self.attempt(call, retries, stop)?;
+            crate::util::metrics::llm_attempt(call.api_name, retries > 0, matches!(attempt, Attempt::Done(200, ..)));
+            let (delay, failure) = match attempt {
                 Attempt::Done(200, _, text) => return Ok(text),
                 Attempt::Done(status, headers, text) => {
                     let message = (call.describe)(status, &text);

@@ -1,11 +1,14 @@
 //! Small helpers shared by the daemon, the console, the MCP server and the worker: time stamps
-//! and randomness, terminal-free output, the `Secret` string, the file-name rule, and the JSON-schema check. Nothing here knows about
-//! sessions, HTTP or models.
+//! and randomness, terminal-free output, the `Secret` string, the file-name rule, the JSON-schema
+//! check, the process-wide counters behind `/metrics`, systemd notifications, private temporary
+//! folders. Nothing here knows about sessions, HTTP or models.
 
 pub mod ansi;
 pub mod clock;
 pub mod filename;
+pub mod metrics;
 pub mod schema;
+pub mod sd_notify;
 pub mod secret;
 
 /// A new folder only we can use, with an unguessable name (exclusive create, mode 0700).

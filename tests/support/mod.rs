@@ -3,6 +3,7 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod browser;
 pub mod desktop;
 pub mod llm;
 pub mod site;

@@ -1,0 +1,240 @@
+//! `GET /openapi.json`: the API server's routes as an OpenAPI 3.1 document, with request and
+//! response schemas and the error shape.
+//!
+//! The table `OPERATIONS` is written by hand next to the router it describes; it cannot
+//! drift unnoticed: `tests/openapi.rs` reads the router's match arms in `api.rs` and fails
+//! when a route is missing here (or described here but not routed), validates the document
+//! with a standard validator, and checks real responses against the schemas. The schemas
+//! themselves are in `openapi_schemas.rs`.
+
+use super::openapi_schemas::{components, error_codes};
+use serde_json::{Map, Value, json};
+
+/// One operation: method, path (OpenAPI template), summary, its parameters, request body
+/// schema, success status and response, and the error statuses it may answer.
+struct Op {
+    method: &'static str,
+    path: &'static str,
+    summary: &'static str,
+    tag: &'static str,
+    query: &'static [(&'static str, &'static str)],
+    body: Option<&'static str>,
+    ok: (u16, Response),
+    errors: &'static [u16],
+}
+
+/// What a success looks like.
+enum Response {
+    /// JSON matching a component schema.
+    Json(&'static str),
+    /// A JSON array of a component schema.
+    List(&'static str),
+    /// Bytes of this media type.
+    Bytes(&'static str),
+}
+
+const SESSION_ERRORS: &[u16] = &[401, 404];
+
+const fn op(
+    method: &'static str,
+    path: &'static str,
+    tag: &'static str,
+    ok: (u16, Response),
+    errors: &'static [u16],
+    summary: &'static str,
+) -> Op {
+    Op { method, path, summary, tag, query: &[], body: None, ok, errors }
+}
+
+impl Op {
+    const fn body(mut self, schema: &'static str) -> Op {
+        self.body = Some(schema);
+        self
+    }
+
+    const fn query(mut self, query: &'static [(&'static str, &'static str)]) -> Op {
+        self.query = query;
+        self
+    }
+}
+
+use Response::{Bytes, Json, List};
+
+/// Every route of `api.rs`, in its order.
+const OPERATIONS: &[Op] = &[
+    op("get", "/health", "meta", (200, Json("Health")), &[], "Liveness, counts, and whether the API wants a token"),
+    op("get", "/", "page", (200, Bytes("text/html")), &[], "The web page"),
+    op("get", "/web/{name}", "page", (200, Bytes("*/*")), &[404], "A file of the web page (script, style, icon)"),
+    op("get", "/llms", "meta", (200, List("Llm")), &[401], "The model endpoints a session may ask for"),
+    op("get", "/openapi.json", "meta", (200, Json("OpenApi")), &[401], "This document"),
+    op("get", "/metrics", "meta", (200, Bytes("text/plain")), &[401], "Prometheus metrics (text format 0.0.4)"),
+    op("get", "/workers", "workers", (200, List("Worker")), &[401], "Workers and their leases"),
+    op("post", "/sessions", "sessions", (201, Json("Session")), &[400, 401, 413, 503, 507], "Create a session")
+        .body("CreateSession"),
+    op("get", "/sessions", "sessions", (200, List("SessionSummary")), &[401], "Sessions, newest first"),
+    op("get", "/sessions/{id}", "sessions", (200, Json("Session")), SESSION_ERRORS, "One session"),
+    op("delete", "/sessions/{id}", "sessions", (200, Json("Stopped")), &[401, 404, 409], "Stop a session"),
+    op("get", "/sessions/{id}/log", "sessions", (200, Json("LogPage")), &[400, 401, 404], "The session's log").query(
+        &[
+            ("after", "Entries after this sequence number (default 0)"),
+            ("wait", "Long-poll up to this many seconds for a new entry (at most 60)"),
+        ],
+    ),
+    op("get", "/sessions/{id}/report", "sessions", (200, Json("Report")), SESSION_ERRORS, "The report (markdown)"),
+    op("get", "/sessions/{id}/notes", "sessions", (200, List("Note")), SESSION_ERRORS, "The notes"),
+    op(
+        "get",
+        "/sessions/{id}/steps",
+        "sessions",
+        (200, List("Step")),
+        SESSION_ERRORS,
+        "The step log, one per tool call",
+    ),
+    op("get", "/sessions/{id}/files", "files", (200, List("File")), SESSION_ERRORS, "The session's files"),
+    op(
+        "get",
+        "/sessions/{id}/files/zip",
+        "files",
+        (200, Bytes("application/zip")),
+        SESSION_ERRORS,
+        "All files, zipped",
+    ),
+    op("get", "/sessions/{id}/files/{name}", "files", (200, Bytes("*/*")), SESSION_ERRORS, "One file (ETag, 304)"),
+    op(
+        "get",
+        "/sessions/{id}/confirmation",
+        "confirmations",
+        (200, Json("ConfirmationState")),
+        SESSION_ERRORS,
+        "The pending confirmation",
+    ),
+    op(
+        "post",
+        "/sessions/{id}/confirmation",
+        "confirmations",
+        (200, Json("Ok")),
+        &[400, 401, 404, 409],
+        "Approve it (perhaps edited) or deny it (perhaps with a reason)",
+    )
+    .body("ConfirmationAnswer"),
+    op(
+        "post",
+        "/sessions/{id}/answer",
+        "confirmations",
+        (200, Json("Ok")),
+        &[400, 401, 404, 409],
+        "Answer the question the agent asked a person (ask_user)",
+    )
+    .body("Answer"),
+];
+
+/// The whole document.
+pub fn document() -> Value {
+    let mut paths = Map::new();
+    for op in OPERATIONS {
+        let item = paths.entry(op.path).or_insert_with(|| json!({}));
+        item[op.method] = operation(op);
+    }
+    let tags: Vec<Value> =
+        ["sessions", "files", "confirmations", "workers", "meta", "page"].iter().map(|t| json!({"name": t})).collect();
+    json!({
+        "openapi": "3.1.0",
+        "info": {
+            "title": "agent-controller API",
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": "REST API of the agent-controller daemon: sessions of an LLM agent driving a worker, \
+    their logs, files, confirmations, and the workers. Errors are `{error, code}` with the matching status. \
+    With `server.api_token` set, every route but `/health` and the web page's files needs `Authorization: Bearer <token>`.",
+            "license": {"name": "MIT", "identifier": "MIT"}
+        },
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}],
+        "tags": tags,
+        "paths": paths,
+        "components": components(),
+    })
+}
+
+fn operation(op: &Op) -> Value {
+    let mut params: Vec<Value> = path_params(op.path)
+        .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
+        .collect();
+    params.extend(op.query.iter().map(|(name, description)| {
+        json!({"name": name, "in": "query", "required": false, "description": description,
+               "schema": {"type": "integer", "minimum": 0}})
+    }));
+    let mut responses = Map::new();
+    let content = match &op.ok.1 {
+        Response::Json(schema) => json!({"application/json": {"schema": reference(schema)}}),
+        Response::List(schema) => {
+            json!({"application/json": {"schema": {"type": "array", "items": reference(schema)}}})
+        }
+        Response::Bytes(media) => json!({*media: {"schema": {"type": "string", "contentMediaType": media}}}),
+    };
+    responses.insert(op.ok.0.to_string(), json!({"description": "success", "content": content}));
+    if op.path.contains("/files/{name}") {
+        responses.insert("304".into(), json!({"description": "not modified (If-None-Match matched the ETag)"}));
+    }
+    for status in op.errors.iter().chain(&[405, 500]) {
+        responses.insert(status.to_string(), error_response(*status));
+    }
+    let operation_id = format!("{}{}", op.method, op.path.replace(['/', '{', '}', '.'], "_"));
+    let mut value = json!({
+        "summary": op.summary,
+        "operationId": operation_id.trim_end_matches('_'),
+        "tags": [op.tag],
+        "parameters": params,
+        "responses": responses,
+    });
+    if let Some(body) = op.body {
+        value["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": reference(body)}}});
+    }
+    if !op.errors.contains(&401) {
+        value["security"] = json!([]);
+    }
+    value
+}
+
+fn path_params(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter_map(|s| s.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+}
+
+fn reference(schema: &str) -> Value {
+    json!({"$ref": format!("#/components/schemas/{schema}")})
+}
+
+fn error_response(status: u16) -> Value {
+    let (code, description) =
+        error_codes().iter().find(|(s, _, _)| *s == status).map_or(("internal", "error"), |(_, c, d)| (*c, *d));
+    json!({
+        "description": description,
+        "content": {"application/json": {
+            "schema": reference("Error"),
+            "example": {"error": description, "code": code}
+        }}
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_operation_is_unique_and_names_its_parameters() {
+        let doc = document();
+        let mut ids = std::collections::BTreeSet::new();
+        for (path, item) in doc["paths"].as_object().unwrap() {
+            for (method, op) in item.as_object().unwrap() {
+                assert!(ids.insert(op["operationId"].as_str().unwrap().to_string()), "{method} {path}");
+                let named = op["parameters"].as_array().unwrap().iter().filter(|p| p["in"] == "path").count();
+                assert_eq!(named, path_params(path).count(), "{method} {path}");
+            }
+        }
+        let schemas = doc["components"]["schemas"].as_object().unwrap();
+        let text = doc.to_string();
+        for (i, _) in text.match_indices("#/components/schemas/") {
+            let name: String = text[i + 21..].chars().take_while(|c| c.is_alphanumeric()).collect();
+            assert!(schemas.contains_key(&name), "{name} is referenced but not defined");
+        }
+    }
+}

@@ -1,0 +1,684 @@
+// agent-controller's web page: sessions, one session's live log, screen, questions, files,
+// notes and report. Plain DOM, no framework, no build step. Every text from the server goes
+// into the page as text (textContent / text nodes); nothing is ever parsed as HTML, and the
+// Content-Security-Policy (Trusted Types) would refuse it if it were. With an API token the
+// page asks for it once, keeps it in sessionStorage (this tab only) and sends it as a bearer
+// token with every request.
+'use strict';
+
+const TOKEN_KEY = 'agent-controller-token';
+const ACTIVE = ['waiting', 'running', 'confirming'];
+const LOG_MAX = 3000;
+
+const state = {
+  token: sessionStorage.getItem(TOKEN_KEY) || '',
+  needToken: false,
+  started: false,
+  llms: null,
+  cur: null, // the session shown: {id, record, logNext, ctl, shot, files, notes, report, final}
+  tick: 0,
+};
+
+// ----- small DOM helpers --------------------------------------------------------------------
+
+const $ = (id) => document.getElementById(id);
+
+function el(tag, props, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(props || {})) {
+    if (v === undefined || v === null) continue;
+    if (k === 'class') node.className = v;
+    else if (k === 'text') node.textContent = v;
+    else if (k === 'onclick') node.addEventListener('click', v);
+    else node.setAttribute(k, v);
+  }
+  for (const c of children) {
+    if (c !== undefined && c !== null) node.append(c);
+  }
+  return node;
+}
+
+function show(node, visible) {
+  node.hidden = !visible;
+}
+
+function setText(id, text) {
+  const node = $(id);
+  node.textContent = text || '';
+  show(node, Boolean(text));
+}
+
+function fmtInt(n) {
+  return Number(n || 0).toLocaleString('en-US');
+}
+
+const enc = encodeURIComponent;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const isActive = (record) => Boolean(record) && ACTIVE.includes(record.status);
+
+// ----- the API ------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, code, message) {
+    super(message || `HTTP ${status}`);
+    this.status = status;
+    this.code = code || '';
+  }
+}
+
+async function api(path, opts = {}) {
+  const headers = new Headers(opts.headers || {});
+  if (state.token) headers.set('Authorization', `Bearer ${state.token}`);
+  let body;
+  if (opts.json !== undefined) {
+    headers.set('Content-Type', 'application/json');
+    body = JSON.stringify(opts.json);
+  }
+  const resp = await fetch(path, {
+    method: opts.method || 'GET',
+    headers,
+    body,
+    signal: opts.signal,
+    cache: 'no-store',
+    credentials: 'omit',
+  });
+  if (resp.status === 401) {
+    askForToken(state.token ? 'The token was refused.' : '');
+    throw new ApiError(401, 'unauthorized', 'this controller needs its API token');
+  }
+  return resp;
+}
+
+async function apiJson(path, opts) {
+  const resp = await api(path, opts);
+  let value = null;
+  try {
+    value = await resp.json();
+  } catch (_) {
+    value = null;
+  }
+  if (!resp.ok) {
+    throw new ApiError(resp.status, value && value.code, value && value.error);
+  }
+  return value;
+}
+
+// ----- the token ----------------------------------------------------------------------------
+
+function askForToken(why) {
+  state.needToken = true;
+  show($('token-panel'), true);
+  show($('app'), false);
+  setText('token-error', why);
+  $('token-input').focus();
+}
+
+function tokenSubmitted(event) {
+  event.preventDefault();
+  state.token = $('token-input').value.trim();
+  $('token-input').value = '';
+  sessionStorage.setItem(TOKEN_KEY, state.token);
+  state.needToken = false;
+  show($('token-panel'), false);
+  show($('app'), true);
+  show($('forget-token'), true);
+  start();
+}
+
+function forgetToken() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  state.token = '';
+  location.reload();
+}
+
+// ----- markdown, safely: a tiny subset built as DOM nodes -----------------------------------
+
+const INLINE = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)|(\[[^\]\n]+\]\([^)\s]+\))/g;
+
+function safeUrl(raw) {
+  try {
+    const url = new URL(raw);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.href : null;
+  } catch (_) {
+    return null;
+  }
+}
+
+function inline(text) {
+  const frag = document.createDocumentFragment();
+  let last = 0;
+  for (const m of text.matchAll(INLINE)) {
+    frag.append(text.slice(last, m.index));
+    const token = m[0];
+    if (m[1]) {
+      frag.append(el('code', { text: token.slice(1, -1) }));
+    } else if (m[2]) {
+      frag.append(el('strong', { text: token.slice(2, -2) }));
+    } else {
+      const split = token.indexOf('](');
+      const label = token.slice(1, split);
+      const href = safeUrl(token.slice(split + 2, -1));
+      frag.append(href ? el('a', { href, text: label, target: '_blank', rel: 'noopener noreferrer nofollow' }) : token);
+    }
+    last = m.index + token.length;
+  }
+  frag.append(text.slice(last));
+  return frag;
+}
+
+function renderMarkdown(md) {
+  const root = document.createDocumentFragment();
+  const lines = String(md || '').replace(/\r\n?/g, '\n').split('\n');
+  let list = null;
+  let para = [];
+  const flush = () => {
+    if (para.length) root.append(el('p', {}, inline(para.join(' '))));
+    para = [];
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    if (/^\s*```/.test(line)) {
+      flush();
+      const code = [];
+      for (i++; i < lines.length && !/^\s*```/.test(lines[i]); i++) code.push(lines[i]);
+      root.append(el('pre', {}, el('code', { text: code.join('\n') })));
+      continue;
+    }
+    const heading = /^(#{1,6})\s+(.*)$/.exec(line);
+    const item = /^\s*(?:([-*+])|(\d+)[.)])\s+(.*)$/.exec(line);
+    if (heading) {
+      flush();
+      root.append(el(`h${Math.min(heading[1].length + 3, 6)}`, {}, inline(heading[2])));
+    } else if (item) {
+      if (para.length) flush();
+      const tag = item[1] ? 'ul' : 'ol';
+      if (!list || list.tagName.toLowerCase() !== tag) {
+        list = el(tag);
+        root.append(list);
+      }
+      list.append(el('li', {}, inline(item[3])));
+    } else if (line.trim() === '') {
+      flush();
+    } else {
+      list = null;
+      para.push(line.trim());
+    }
+  }
+  flush();
+  return root;
+}
+
+// ----- the session list and the header ------------------------------------------------------
+
+async function refreshHealth() {
+  try {
+    const h = await apiJson('/health');
+    const n = h.workers || 0;
+    $('health').textContent = `v${h.version} · ${n} worker${n === 1 ? '' : 's'} connected`;
+  } catch (_) {
+    $('health').textContent = 'controller unreachable';
+  }
+}
+
+async function refreshList() {
+  const list = await apiJson('/sessions');
+  const ul = $('sessions');
+  ul.replaceChildren(
+    ...list.map((s) => {
+      const current = state.cur && state.cur.id === s.session_id;
+      const button = el(
+        'button',
+        { type: 'button', class: current ? 'current' : '', 'data-id': s.session_id, onclick: () => go(s.session_id) },
+        el('span', { class: 'sid', text: s.session_id }),
+        ' ',
+        el('span', { class: `badge ${s.status}`, text: s.status }),
+        ' ',
+        el('span', { class: 'muted', text: `${s.mode} · ${s.type}` }),
+        el('span', { class: 'tgt', text: s.target }),
+      );
+      return el('li', {}, button);
+    }),
+  );
+  show($('no-sessions'), list.length === 0);
+}
+
+async function loadLlms() {
+  const llms = await apiJson('/llms');
+  state.llms = llms;
+  const select = $('f-llm');
+  select.replaceChildren(
+    ...llms.map((l) => el('option', { value: l.name, text: `${l.name} (${l.provider}, ${l.model})` })),
+  );
+  show($('f-llm-label'), llms.length > 1);
+}
+
+// ----- creating a session -------------------------------------------------------------------
+
+function modeChanged() {
+  const task = $('f-mode').value === 'task';
+  $('f-what-label').textContent = task ? 'Instruction' : 'Goal (optional)';
+  $('f-what').placeholder = task ? 'what to do' : 'what to find out';
+  $('f-what').required = task;
+}
+
+async function createSubmitted(event) {
+  event.preventDefault();
+  const mode = $('f-mode').value;
+  const body = { mode, target: $('f-target').value.trim() };
+  const type = $('f-type').value;
+  if (type) body.type = type;
+  const what = $('f-what').value.trim();
+  if (what) body[mode === 'task' ? 'instruction' : 'goal'] = what;
+  const llm = $('f-llm').value;
+  if (state.llms && state.llms.length > 1 && llm) body.llm = llm;
+  const options = { auto_confirm: $('f-auto').checked };
+  if ($('f-dry').checked) options.dry_run = true;
+  const turns = parseInt($('f-turns').value, 10);
+  if (turns > 0) options.max_turns = turns;
+  body.options = options;
+  $('f-submit').disabled = true;
+  try {
+    const created = await apiJson('/sessions', { method: 'POST', json: body });
+    setText('create-error', '');
+    $('f-what').value = '';
+    await refreshList();
+    go(created.session_id);
+  } catch (e) {
+    setText('create-error', e.message);
+  } finally {
+    $('f-submit').disabled = false;
+  }
+}
+
+// ----- one session --------------------------------------------------------------------------
+
+function go(id) {
+  location.hash = `#s/${enc(id)}`;
+}
+
+function fromHash() {
+  const m = /^#s\/(.+)$/.exec(location.hash);
+  select(m ? decodeURIComponent(m[1]) : null);
+}
+
+function select(id) {
+  if (state.cur && state.cur.id === id) return;
+  if (state.cur) {
+    state.cur.ctl.abort();
+    if (state.cur.shot.url) URL.revokeObjectURL(state.cur.shot.url);
+  }
+  state.cur = null;
+  show($('pick'), !id);
+  show($('session'), Boolean(id));
+  for (const b of $('sessions').querySelectorAll('button')) {
+    b.classList.toggle('current', b.dataset.id === id);
+  }
+  if (!id) return;
+  const cur = {
+    id,
+    record: null,
+    logNext: 0,
+    ctl: new AbortController(),
+    shot: { name: '', etag: '', url: '' },
+    files: '',
+    notes: '',
+    report: null,
+    final: false,
+  };
+  state.cur = cur;
+  $('log').replaceChildren();
+  $('shot').hidden = true;
+  $('shot').removeAttribute('src');
+  show($('shot-none'), true);
+  $('shot-name').textContent = '';
+  $('c-reason').value = '';
+  refreshSession(cur).then(() => logLoop(cur));
+  if (window.matchMedia('(max-width: 800px)').matches) $('detail').scrollIntoView();
+}
+
+async function refreshSession(cur) {
+  try {
+    const record = await apiJson(`/sessions/${enc(cur.id)}`, { signal: cur.ctl.signal });
+    if (state.cur !== cur) return;
+    const moved = cur.record && cur.record.status !== record.status;
+    cur.record = record;
+    renderRecord(record);
+    if (moved) refreshList().catch(() => {});
+    await Promise.all([refreshFiles(cur), refreshNotes(cur), refreshReport(cur)]);
+    if (!isActive(record)) cur.final = true;
+  } catch (e) {
+    if (state.cur === cur && e.name !== 'AbortError') setText('s-error', e.message);
+  }
+}
+
+function renderRecord(r) {
+  $('s-id').textContent = r.session_id;
+  const badge = $('s-status');
+  badge.textContent = r.status;
+  badge.className = `badge ${r.status}`;
+  show($('s-stop'), isActive(r));
+  $('s-target').textContent = r.target;
+  $('s-what').textContent = r.instruction || r.goal || '';
+  const llm = r.llm ? `${r.llm.name} (${r.llm.provider} ${r.llm.model})` : '';
+  const parts = [r.mode, r.type, llm && `model ${llm}`, r.worker && `worker ${r.worker}`, `turn ${r.turn}/${r.max_turns}`];
+  if (r.options && r.options.dry_run) parts.push('dry run');
+  if (r.options && r.options.auto_confirm) parts.push('auto-confirm');
+  parts.push(`created ${r.created_at}`);
+  $('s-meta').textContent = parts.filter(Boolean).join(' · ');
+  $('s-usage').textContent = usageText(r);
+  setText('s-waiting', r.status === 'waiting' && r.waiting_for ? `Waiting: ${r.waiting_for}` : '');
+  setText('s-error', r.error);
+  setText('s-summary', r.summary ? `Summary: ${r.summary}` : '');
+  renderConfirmation(r.confirmation_pending);
+  renderQuestion(r.question_pending);
+}
+
+function usageText(r) {
+  const u = r.usage || {};
+  const i = r.images || {};
+  let text = `tokens: ${fmtInt(u.input_tokens)} in · ${fmtInt(u.output_tokens)} out`;
+  if (u.cache_read_input_tokens || u.cache_creation_input_tokens) {
+    text += ` · cache ${fmtInt(u.cache_read_input_tokens)} read / ${fmtInt(u.cache_creation_input_tokens)} written`;
+  }
+  text += ` · images: ${fmtInt(i.sent)} sent, ${fmtInt(i.skipped)} unchanged`;
+  if (i.sent) text += ` (≈ ${fmtInt(i.estimated_tokens)} tokens, ${fmtInt(Math.ceil((i.bytes || 0) / 1024))} KB)`;
+  return text;
+}
+
+/// `details` is whatever the agent gave: a list, an object, a string.
+function detailsNode(details) {
+  if (details === null || details === undefined || details === '') return null;
+  if (Array.isArray(details)) {
+    const items = details.map((d) => el('li', { text: typeof d === 'string' ? d : JSON.stringify(d) }));
+    return el('ul', { class: 'details' }, ...items);
+  }
+  if (typeof details === 'string') return el('p', { class: 'details', text: details });
+  return el('pre', { class: 'details', text: JSON.stringify(details, null, 2) });
+}
+
+function renderConfirmation(c) {
+  const panel = $('confirm');
+  const id = c ? c.confirmation_id : '';
+  if (panel.dataset.id === id) return;
+  panel.dataset.id = id;
+  show(panel, Boolean(c));
+  setText('c-error', '');
+  if (!c) return;
+  $('c-desc').textContent = c.description || '';
+  $('c-action').textContent = c.action ? `action: ${c.action}` : '';
+  const risk = $('c-risk');
+  risk.textContent = c.risk_level ? `${c.risk_level} risk` : '';
+  risk.className = `badge ${c.risk_level || ''}`;
+  $('c-details').replaceChildren(...[detailsNode(c.details)].filter(Boolean));
+  $('c-reason').value = '';
+  $('c-approve').disabled = false;
+  $('c-deny').disabled = false;
+}
+
+async function answerConfirmation(approved) {
+  const cur = state.cur;
+  const id = $('confirm').dataset.id;
+  if (!cur || !id) return;
+  $('c-approve').disabled = true;
+  $('c-deny').disabled = true;
+  const path = `/sessions/${enc(cur.id)}/confirmation`;
+  const reason = $('c-reason').value.trim();
+  const answer = { confirmation_id: id, approved };
+  try {
+    if (!approved && reason) {
+      try {
+        await apiJson(path, { method: 'POST', json: { ...answer, reason } });
+      } catch (e) {
+        // A controller that takes no reason yet refuses the field: deny without it.
+        if (e.status !== 400) throw e;
+        await apiJson(path, { method: 'POST', json: answer });
+      }
+    } else {
+      await apiJson(path, { method: 'POST', json: answer });
+    }
+    show($('confirm'), false);
+    await refreshSession(cur);
+  } catch (e) {
+    setText('c-error', e.message);
+    $('c-approve').disabled = false;
+    $('c-deny').disabled = false;
+  }
+}
+
+/// `question_pending`: a string, or an object with the question in `question` or `text`.
+function renderQuestion(q) {
+  const panel = $('question');
+  const text = !q ? '' : typeof q === 'string' ? q : q.question || q.text || JSON.stringify(q);
+  if (panel.dataset.text === text) return;
+  panel.dataset.text = text;
+  show(panel, Boolean(text));
+  $('q-text').textContent = text;
+  setText('q-error', '');
+}
+
+async function answerSubmitted(event) {
+  event.preventDefault();
+  const cur = state.cur;
+  if (!cur) return;
+  try {
+    await apiJson(`/sessions/${enc(cur.id)}/answer`, { method: 'POST', json: { text: $('q-answer').value } });
+    $('q-answer').value = '';
+    await refreshSession(cur);
+  } catch (e) {
+    setText('q-error', e.message);
+  }
+}
+
+async function stopSession() {
+  const cur = state.cur;
+  if (!cur) return;
+  $('s-stop').disabled = true;
+  try {
+    await apiJson(`/sessions/${enc(cur.id)}`, { method: 'DELETE' });
+    await refreshSession(cur);
+  } catch (e) {
+    setText('s-error', e.message);
+  } finally {
+    $('s-stop').disabled = false;
+  }
+}
+
+// ----- the log ------------------------------------------------------------------------------
+
+async function logLoop(cur) {
+  while (state.cur === cur) {
+    let page;
+    try {
+      const path = `/sessions/${enc(cur.id)}/log?after=${cur.logNext}&wait=20`;
+      page = await apiJson(path, { signal: cur.ctl.signal });
+    } catch (e) {
+      if (state.cur !== cur || e.name === 'AbortError' || e.status === 401) return;
+      await sleep(2000);
+      continue;
+    }
+    if (state.cur !== cur) return;
+    appendLog(page.entries || []);
+    const more = page.next > cur.logNext;
+    cur.logNext = Math.max(cur.logNext, page.next);
+    if (!more) {
+      // Nothing new: either the wait ran out or the session ended.
+      await refreshSession(cur);
+      if (!isActive(cur.record)) return;
+    }
+  }
+}
+
+function appendLog(entries) {
+  const ol = $('log');
+  const atBottom = ol.scrollHeight - ol.scrollTop - ol.clientHeight < 40;
+  for (const e of entries) {
+    const ts = (e.ts || '').slice(11, 19);
+    ol.append(
+      el(
+        'li',
+        { class: e.type, 'data-seq': e.seq },
+        el('span', { class: 'ts', text: ts }),
+        el('span', { class: 'kind', text: e.type }),
+        ' ',
+        e.text,
+      ),
+    );
+  }
+  while (ol.childElementCount > LOG_MAX) ol.firstElementChild.remove();
+  if (atBottom || entries.length === ol.childElementCount) ol.scrollTop = ol.scrollHeight;
+}
+
+// ----- files, the screen, notes, the report -------------------------------------------------
+
+async function refreshFiles(cur) {
+  const files = await apiJson(`/sessions/${enc(cur.id)}/files`, { signal: cur.ctl.signal });
+  if (state.cur !== cur) return;
+  const shots = files.filter((f) => f.type === 'screenshot').map((f) => f.filename).sort();
+  await refreshShot(cur, shots[shots.length - 1] || '');
+  const key = JSON.stringify(files);
+  if (key === cur.files) return;
+  cur.files = key;
+  const path = (name) => `/sessions/${enc(cur.id)}/files/${enc(name)}`;
+  const rows = files
+    .filter((f) => f.type !== 'screenshot')
+    .map((f) =>
+      el(
+        'tr',
+        {},
+        el('td', { text: f.filename }),
+        el('td', { text: f.type }),
+        el('td', { class: 'num', text: `${fmtInt(f.size_kb)} KB` }),
+        el(
+          'td',
+          {},
+          el('button', {
+            type: 'button',
+            class: 'small',
+            'data-file': f.filename,
+            text: 'download',
+            onclick: () => download(path(f.filename), f.filename),
+          }),
+        ),
+      ),
+    );
+  $('files').tBodies[0].replaceChildren(...rows);
+  show($('files'), rows.length > 0);
+  show($('no-files'), rows.length === 0);
+  show($('zip'), files.length > 0);
+}
+
+/// The latest screenshot, revalidated with its ETag (the server answers 304 while unchanged).
+async function refreshShot(cur, name) {
+  if (!name) return;
+  const shot = cur.shot;
+  const headers = {};
+  if (name === shot.name && shot.etag) headers['If-None-Match'] = shot.etag;
+  const resp = await api(`/sessions/${enc(cur.id)}/files/${enc(name)}`, { headers, signal: cur.ctl.signal });
+  if (resp.status === 304 || !resp.ok || state.cur !== cur) return;
+  const blob = await resp.blob();
+  if (state.cur !== cur) return;
+  if (shot.url) URL.revokeObjectURL(shot.url);
+  shot.url = URL.createObjectURL(blob);
+  shot.name = name;
+  shot.etag = resp.headers.get('ETag') || '';
+  const img = $('shot');
+  img.src = shot.url;
+  img.hidden = false;
+  show($('shot-none'), false);
+  $('shot-name').textContent = name;
+}
+
+async function refreshNotes(cur) {
+  const notes = await apiJson(`/sessions/${enc(cur.id)}/notes`, { signal: cur.ctl.signal });
+  const key = JSON.stringify(notes);
+  if (state.cur !== cur || key === cur.notes) return;
+  cur.notes = key;
+  $('notes').replaceChildren(
+    ...notes.map((n) => el('li', {}, n.title ? el('strong', { text: `${n.title}: ` }) : null, n.content)),
+  );
+  show($('no-notes'), notes.length === 0);
+}
+
+async function refreshReport(cur) {
+  const { report } = await apiJson(`/sessions/${enc(cur.id)}/report`, { signal: cur.ctl.signal });
+  if (state.cur !== cur || report === cur.report) return;
+  cur.report = report;
+  $('report').replaceChildren(renderMarkdown(report));
+  show($('no-report'), !report);
+}
+
+/// Without a token a plain link streams to disk; with one, the bytes come through fetch
+/// (a link cannot carry the header) and leave as a blob.
+async function download(path, filename) {
+  let href = path;
+  if (state.token) {
+    const resp = await api(path);
+    if (!resp.ok) {
+      setText('s-error', `download failed: HTTP ${resp.status}`);
+      return;
+    }
+    href = URL.createObjectURL(await resp.blob());
+    setTimeout(() => URL.revokeObjectURL(href), 60000);
+  }
+  const a = el('a', { href, download: filename, hidden: '' });
+  document.body.append(a);
+  a.click();
+  a.remove();
+}
+
+// ----- start --------------------------------------------------------------------------------
+
+async function tick() {
+  if (state.needToken) return;
+  state.tick += 1;
+  const cur = state.cur;
+  try {
+    if (state.tick % 2 === 0) await Promise.all([refreshList(), refreshHealth()]);
+    if (cur && (!cur.final || isActive(cur.record))) await refreshSession(cur);
+  } catch (_) {
+    // Shown where it matters; the next tick tries again.
+  }
+}
+
+async function start() {
+  try {
+    // `/health` is open and says whether the API wants a token: ask before the first refusal.
+    const health = await apiJson('/health');
+    if (health.auth && !state.token) {
+      askForToken('');
+      return;
+    }
+    await Promise.all([refreshList(), loadLlms()]);
+  } catch (e) {
+    if (e.status !== 401) $('health').textContent = e.message;
+    return;
+  }
+  refreshHealth();
+  if (!state.started) {
+    state.started = true;
+    setInterval(tick, 1500);
+    window.addEventListener('hashchange', fromHash);
+  }
+  fromHash();
+}
+
+function init() {
+  $('token-form').addEventListener('submit', tokenSubmitted);
+  $('forget-token').addEventListener('click', forgetToken);
+  $('create-form').addEventListener('submit', createSubmitted);
+  $('f-mode').addEventListener('change', modeChanged);
+  $('c-approve').addEventListener('click', () => answerConfirmation(true));
+  $('c-deny').addEventListener('click', () => answerConfirmation(false));
+  $('q-form').addEventListener('submit', answerSubmitted);
+  $('s-stop').addEventListener('click', stopSession);
+  $('zip').addEventListener('click', () => {
+    const cur = state.cur;
+    if (cur) download(`/sessions/${enc(cur.id)}/files/zip`, `${cur.id}.zip`);
+  });
+  show($('forget-token'), Boolean(state.token));
+  modeChanged();
+  start();
+}
+
+document.addEventListener('DOMContentLoaded', init);
