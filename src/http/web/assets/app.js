@@ -412,6 +412,11 @@ function renderConfirmation(c) {
   risk.className = `badge ${c.risk_level || ''}`;
   $('c-details').replaceChildren(...[detailsNode(c.details)].filter(Boolean));
   $('c-reason').value = '';
+  // A command can be approved as the person edits it.
+  const command = c.details && typeof c.details.command === 'string' ? c.details.command : '';
+  $('c-edit').value = command;
+  $('c-edit').dataset.original = command;
+  show($('c-edit'), Boolean(command));
   $('c-approve').disabled = false;
   $('c-deny').disabled = false;
 }
@@ -425,18 +430,12 @@ async function answerConfirmation(approved) {
   const path = `/sessions/${enc(cur.id)}/confirmation`;
   const reason = $('c-reason').value.trim();
   const answer = { confirmation_id: id, approved };
+  if (!approved && reason) answer.reason = reason;
+  // An edited command (only shown for commands) is approved instead of the one asked about.
+  const edit = $('c-edit').hidden ? '' : $('c-edit').value.trim();
+  if (approved && edit && edit !== $('c-edit').dataset.original) answer.edited_command = edit;
   try {
-    if (!approved && reason) {
-      try {
-        await apiJson(path, { method: 'POST', json: { ...answer, reason } });
-      } catch (e) {
-        // A controller that takes no reason yet refuses the field: deny without it.
-        if (e.status !== 400) throw e;
-        await apiJson(path, { method: 'POST', json: answer });
-      }
-    } else {
-      await apiJson(path, { method: 'POST', json: answer });
-    }
+    await apiJson(path, { method: 'POST', json: answer });
     show($('confirm'), false);
     await refreshSession(cur);
   } catch (e) {
