@@ -251,3 +251,46 @@ fn compaction_keeps_recent_steps_and_the_record_and_history_finds_what_was_compa
     let log = c.get(&format!("/sessions/{id}/log")).json().to_string();
     assert!(log.contains("context compacted"), "{log}");
 }
+
+/// The `ssh` processes of the master connection to this test's server (our executor's child).
+fn kill_master(port: u16) {
+    let pattern = format!("-p {port} .*-T -M -N");
+    let killed = std::process::Command::new("pkill").args(["-KILL", "-f", "--", &pattern]).status().unwrap();
+    let ps = std::process::Command::new("ps").args(["-eo", "pid,args"]).output().unwrap();
+    let ssh: Vec<String> =
+        String::from_utf8_lossy(&ps.stdout).lines().filter(|l| l.contains("ssh")).map(str::to_string).collect();
+    assert!(killed.success(), "no master connection to kill ({pattern}): {ssh:#?}");
+}
+
+fn log_has(c: &Client, id: &str, text: &str) -> bool {
+    c.get(&format!("/sessions/{id}/log")).json().to_string().contains(text)
+}
+
+#[test]
+fn a_dropped_connection_is_rebuilt_and_then_reported() {
+    let Some(mut sshd) = Sshd::start() else { return };
+    let dir = TempDir::new("ssh-drop");
+    let pause = Duration::from_millis(1500);
+    let script = vec![
+        tool("run_command", json!({"command": "echo one"})),
+        tool("run_command", json!({"command": "echo two"})).delayed(pause),
+        tool("run_command", json!({"command": "echo three"})).delayed(pause),
+        tool("finish_task", json!({"summary": "survived"})),
+    ];
+    let (d, llm) = ssh_daemon(&dir, &sshd, script);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": sshd.target(), "instruction": "x", "options": {"approval": "auto"}}),
+    );
+    wait_until(Duration::from_secs(20), "the first command", || log_has(&c, &id, "one\\\\n").then_some(()));
+    kill_master(sshd.port);
+    wait_until(Duration::from_secs(20), "the second command", || log_has(&c, &id, "two\\\\n").then_some(()));
+    // Now the host goes away for good (its end of the master connection goes with it).
+    sshd.stop();
+    assert_eq!(ended(&c, &id)["status"], "finished");
+    let reqs = llm.requests();
+    assert!(result_text(&reqs[2]).contains("two"), "rebuilt: {}", result_text(&reqs[2]));
+    let lost = result_text(&reqs[3]);
+    assert!(lost.contains("failed 3 times"), "{lost}");
+}

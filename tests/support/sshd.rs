@@ -102,6 +102,12 @@ impl Sshd {
         Some(Sshd { port, user, key: d.join("client_key"), dir, _child: guard })
     }
 
+    /// Stop the server (connections it already serves go on until they are closed).
+    pub fn stop(&mut self) {
+        let _ = self._child.0.kill();
+        let _ = self._child.0.wait();
+    }
+
     pub fn target(&self) -> String {
         format!("ssh://{}@127.0.0.1:{}", self.user, self.port)
     }
