@@ -494,12 +494,14 @@ fn many_workers(bin: &Path, work: &Path) {
     }
     let t = Instant::now();
     let mut api_errors = 0;
+    let mut fewest = WORKERS;
     let mut peak = 0;
     while t.elapsed() < Duration::from_secs(20) {
         let workers = get_json(&d.api, "/workers");
         let connected = workers.as_array().map(|a| a.iter().filter(|w| w["connected"] == true).count()).unwrap_or(0);
         if connected != WORKERS {
             api_errors += 1;
+            fewest = fewest.min(connected);
         }
         peak = peak.max(rss_kib(pid, "VmRSS:"));
         std::thread::sleep(Duration::from_millis(500));
@@ -513,7 +515,7 @@ fn many_workers(bin: &Path, work: &Path) {
         .unwrap_or_default();
     stop.store(true, Ordering::Relaxed);
     println!(
-        "{WORKERS} long-polling workers + {SESSIONS} sessions for 20 s: {} polls answered, {} worker errors, {api_errors} checks with a worker missing, {running}/{SESSIONS} sessions running; daemon RSS peak {:.1} MiB, {threads} threads",
+        "{WORKERS} long-polling workers + {SESSIONS} sessions for 20 s: {} polls answered, {} worker errors, {api_errors} checks with a worker missing (fewest connected {fewest}), {running}/{SESSIONS} sessions running; daemon RSS peak {:.1} MiB, {threads} threads",
         polls.load(Ordering::Relaxed),
         errors.load(Ordering::Relaxed),
         peak as f64 / 1024.0
