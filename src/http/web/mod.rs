@@ -24,6 +24,7 @@ require-trusted-types-for 'script'";
 /// (name under `/web/`, content type, contents); `index.html` is also `/`.
 const ASSETS: &[(&str, &str, &str)] = &[
     ("index.html", "text/html; charset=utf-8", include_str!("assets/index.html")),
+    ("dom.js", "text/javascript; charset=utf-8", include_str!("assets/dom.js")),
     ("app.js", "text/javascript; charset=utf-8", include_str!("assets/app.js")),
     ("app.css", "text/css; charset=utf-8", include_str!("assets/app.css")),
     ("icon.svg", "image/svg+xml", include_str!("assets/icon.svg")),
