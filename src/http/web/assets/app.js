@@ -164,6 +164,7 @@ async function createSubmitted(event) {
   if (state.llms && state.llms.length > 1 && llm) body.llm = llm;
   const options = { auto_confirm: $('f-auto').checked };
   if ($('f-dry').checked) options.dry_run = true;
+  if ($('f-approval').value) options.approval = $('f-approval').value;
   const turns = parseInt($('f-turns').value, 10);
   if (turns > 0) options.max_turns = turns;
   body.options = options;
