@@ -12,6 +12,7 @@ mod files;
 mod lifecycle;
 mod mcp;
 mod providers;
+mod snapshots;
 mod steps;
 mod tidy;
 mod worker_e2e;

@@ -29,10 +29,8 @@ impl Agent {
                 map.insert("image".into(), json!("attached"));
             }
         }
-        let text = match &data {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+        let page = super::snapshot::take(&mut data);
+        let text = super::snapshot::render(&data, page);
         let max = self.runner.config().agent.max_tool_output_chars;
         let text = if text.chars().count() > max {
             let stored = self.runner.store_file(

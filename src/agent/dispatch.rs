@@ -160,6 +160,9 @@ impl Agent {
             // Added after validation: the model cannot set these, the session does.
             params["screenshot"] = self.screenshot_settings();
         }
+        if tool.spec().runs == Runs::Target(SessionType::Browser) {
+            params["snapshot_chars"] = self.runner.config().agent.snapshot_chars.into();
+        }
         match self.runner.execute(tool.name(), params, timeout) {
             // A page can echo a typed secret back (a wrong field, an error page): scrub what
             // goes into the model's context just like what goes to disk.

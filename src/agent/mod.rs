@@ -15,6 +15,7 @@ mod dry_run;
 mod local;
 pub mod prompts;
 mod report;
+mod snapshot;
 
 use crate::config::{Config, DEFAULT_LLM};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};

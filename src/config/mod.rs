@@ -67,6 +67,8 @@ pub struct TaskConfig {
 pub struct AgentConfig {
     pub keep_screenshots: usize,
     pub max_tool_output_chars: usize,
+    /// The longest page snapshot the worker returns, in characters.
+    pub snapshot_chars: usize,
 }
 
 /// What desktop screenshots look like to the model (sessions may override both).
@@ -162,7 +164,7 @@ impl Default for TaskConfig {
 
 impl Default for AgentConfig {
     fn default() -> Self {
-        AgentConfig { keep_screenshots: 3, max_tool_output_chars: 20_000 }
+        AgentConfig { keep_screenshots: 3, max_tool_output_chars: 20_000, snapshot_chars: 8000 }
     }
 }
 
@@ -335,6 +337,9 @@ impl Config {
         positive("task.command_timeout_s", self.task.command_timeout_s)?;
         positive("task.download_timeout_s", self.task.download_timeout_s)?;
         positive("agent.max_tool_output_chars", self.agent.max_tool_output_chars as u64)?;
+        if !(500..=100_000).contains(&self.agent.snapshot_chars) {
+            return Err(ConfigError::key("agent.snapshot_chars", "must be between 500 and 100000"));
+        }
         positive("browser.viewport_width", self.browser.viewport_width.into())?;
         positive("browser.viewport_height", self.browser.viewport_height.into())?;
         positive("files.max_file_size_mb", self.files.max_file_size_mb)?;

@@ -90,6 +90,7 @@ macro_rules! tools {
 
 tools! {
     BrowserNavigate = "browser_navigate",
+    BrowserSnapshot = "browser_snapshot",
     BrowserScreenshot = "browser_screenshot",
     BrowserGetDom = "browser_get_dom",
     BrowserGetText = "browser_get_text",
@@ -137,7 +138,8 @@ tools! {
     FinishTask = "finish_task",
 }
 
-const SELECTOR_HELP: &str = "CSS selector, `text=Visible text`, or `tag:has-text(\"text\")`";
+const SELECTOR_HELP: &str =
+    "A ref from the latest snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`";
 
 fn obj(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
@@ -214,9 +216,14 @@ impl Tool {
             // ----- browser, observe -----
             BrowserNavigate => browser(
                 BROWSER_ALL,
-                "Open a URL in the current tab and wait for it to load.",
+                "Open a URL in the current tab and wait for it to load. Returns the page's snapshot.",
                 obj(json!({"url": {"type": "string", "description": "Absolute http(s) URL"}}), &["url"]),
             ).acting(),
+            BrowserSnapshot => browser(
+                BROWSER_ALL,
+                "The current page as text: HTTP status, title, headings, links with their URLs, buttons, fields, tables and text, each with a ref (e12) to act on with selector `ref=e12`.",
+                no_input(),
+            ),
             BrowserScreenshot => browser(
                 BROWSER_ALL,
                 "Take a screenshot of the current page (viewport, or the whole page).",
@@ -232,7 +239,7 @@ impl Tool {
                 "The visible text of the page or of one element.",
                 obj(json!({"selector": {"type": "string"}}), &[]),
             ),
-            BrowserClick => browser(BROWSER_ALL, "Click an element.", selector_only()).acting(),
+            BrowserClick => browser(BROWSER_ALL, "Click an element. Returns the page's snapshot after the click.", selector_only()).acting(),
             BrowserType => browser(
                 BROWSER_ALL,
                 "Type text into an input field (clears it first unless clear is false).",
@@ -467,11 +474,11 @@ mod tests {
     fn the_sets_match_the_design() {
         use Mode::*;
         assert_eq!(names(Explore, App, false).len(), 13);
-        assert_eq!(names(Explore, Browser, false).len(), 17);
-        assert_eq!(names(Explore, Browser, true).len(), 18);
+        assert_eq!(names(Explore, Browser, false).len(), 18);
+        assert_eq!(names(Explore, Browser, true).len(), 19);
         assert_eq!(names(Task, App, false).len(), 16);
-        assert_eq!(names(Task, Browser, false).len(), 28);
-        assert_eq!(names(Task, Browser, true).len(), 29);
+        assert_eq!(names(Task, Browser, false).len(), 29);
+        assert_eq!(names(Task, Browser, true).len(), 30);
         assert_eq!(
             names(Explore, Shell, false),
             ["run_command", "read_file", "list_dir", "search_history", "save_note", "finish_exploration"]
@@ -489,7 +496,7 @@ mod tests {
             }
         }
         let task_browser = names(Task, Browser, true);
-        assert_eq!(&task_browser[..15], &names(Explore, Browser, false)[..15], "task·browser starts with the core");
+        assert_eq!(&task_browser[..16], &names(Explore, Browser, false)[..16], "task·browser starts with the core");
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod download;
 mod keys;
 mod launch;
 mod page;
+mod snapshot;
 mod tools;
 mod util;
 
@@ -43,6 +44,8 @@ pub struct Browser {
     forced_headless: Option<bool>,
     running: Option<Running>,
     started_once: bool,
+    /// Refs below this number were given on earlier pages (see `snapshot.rs`).
+    ref_floor: u64,
 }
 
 /// The remark added when a command had to start a new browser.
@@ -50,7 +53,7 @@ const RESTARTED: &str = "the browser had stopped and was restarted; earlier page
 
 impl Browser {
     pub fn new(opts: Options, forced_headless: Option<bool>) -> Browser {
-        Browser { opts, forced_headless, running: None, started_once: false }
+        Browser { opts, forced_headless, running: None, started_once: false, ref_floor: 0 }
     }
 
     /// The running browser, started (or restarted) if needed; says whether it was restarted.
