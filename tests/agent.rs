@@ -360,7 +360,7 @@ fn max_turns_finishes_with_a_report_that_says_so() {
     let script = vec![
         tool("save_note", json!({"content": "first"})),
         tool("save_note", json!({"content": "second"})),
-        tool("save_note", json!({"content": "never sent"})),
+        text("## Findings\n\nTwo notes were saved: first and second."),
     ];
     let w = world("maxturns", script, |_| {});
     let _worker = browser_worker(&w.d, "m");
@@ -371,9 +371,16 @@ fn max_turns_finishes_with_a_report_that_says_so() {
     let s = wait_status(&w.d.client(), &id, "finished");
     assert_eq!(s["turn"], 2);
     assert!(s["summary"].as_str().unwrap().contains("limit of 2 turns"));
-    assert_eq!(w.llm.requests().len(), 2);
+    assert!(s["summary"].as_str().unwrap().contains("first and second"), "{s}");
+    // One last call, without tools, wrote the report from the transcript.
+    let reqs = w.llm.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].body.get("tools").is_none(), "{}", reqs[2].body);
+    let asked = reqs[2].body["messages"].to_string();
+    assert!(asked.contains("turn limit") && asked.contains("call save_note"), "{asked}");
     let report = w.d.client().get(&format!("/sessions/{id}/report")).json()["report"].as_str().unwrap().to_string();
-    assert!(report.contains("limit of 2 turns") && report.contains("second"), "{report}");
+    assert!(report.contains("limit of 2 turns") && report.contains("## Findings"), "{report}");
+    assert!(report.contains("- second"), "the notes are kept too: {report}");
     assert_conversation_complete(&conversation(&w, &id));
 }
 
@@ -432,7 +439,12 @@ fn stop_during_a_confirmation_wait_a_slow_llm_call_and_a_command_wait() {
 
 #[test]
 fn only_the_last_three_screenshots_stay_in_context() {
-    let mut script: Vec<Step> = (0..5).map(|_| tool("browser_screenshot", json!({}))).collect();
+    // Each with a different note, so five screenshots of an unchanged page are no loop.
+    let mut script: Vec<Step> = (0..5)
+        .map(|i| {
+            tools(None, &[("browser_screenshot", json!({})), ("save_note", json!({"content": format!("look {i}")}))])
+        })
+        .collect();
     script.push(tool("finish_task", json!({"summary": "looked five times"})));
     let w = world("trim", script, |_| {});
     let _worker = browser_worker(&w.d, "t");

@@ -10,6 +10,7 @@ mod confirmations;
 mod console;
 mod files;
 mod lifecycle;
+mod loops;
 mod mcp;
 mod providers;
 mod snapshots;

@@ -85,8 +85,7 @@ impl Agent {
             Some(json!({"tool": name, "input": input})),
         );
         let started = Instant::now();
-        let mut outcome = self.dispatch(name, input);
-        self.note_repeated_failure(name, input, &mut outcome);
+        let outcome = self.dispatch_watched(name, input);
         let text: Vec<&str> = outcome
             .content
             .iter()
@@ -117,24 +116,7 @@ impl Agent {
         outcome
     }
 
-    /// Weak models repeat a failing call verbatim; say so, so the next turn changes course.
-    fn note_repeated_failure(&mut self, name: &str, input: &Value, outcome: &mut ToolOutcome) {
-        let key = format!("{name} {input}");
-        if !outcome.is_error || outcome.stopped {
-            self.failed_calls.remove(&key);
-            return;
-        }
-        let text = super::context::first_text(&outcome.content);
-        if self.failed_calls.get(&key) == Some(&text) {
-            outcome.content.push(Block::text(
-                "This exact call already failed the same way. Repeating it will not help: look at the page or output \
-                 first (e.g. browser_get_dom, browser_screenshot) and try something different.",
-            ));
-        }
-        self.failed_calls.insert(key, text);
-    }
-
-    fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
+    pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
         let Some(i) = self.offered.iter().position(|t| t.name() == name) else {
             let known = self.tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));

@@ -13,9 +13,11 @@ mod context;
 mod dispatch;
 mod dry_run;
 mod local;
+mod loops;
 pub mod prompts;
 mod report;
 mod snapshot;
+mod wrapup;
 
 use crate::config::{Config, DEFAULT_LLM};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
@@ -78,8 +80,8 @@ pub struct Agent {
     /// The last desktop frame shown to the model: its hash and step.
     last_frame: Option<(u64, u64)>,
     nudged: bool,
-    /// Last error of each distinct call (name + input), to notice verbatim repeats.
-    failed_calls: std::collections::HashMap<String, String>,
+    /// Repeated calls and cycles, noted and held back (`loops.rs`).
+    loops: loops::LoopGuard,
 }
 
 /// What one turn decided.
@@ -114,7 +116,7 @@ impl Agent {
             step: 0,
             last_frame: None,
             nudged: false,
-            failed_calls: Default::default(),
+            loops: Default::default(),
         }
     }
 
@@ -134,11 +136,11 @@ impl Agent {
         if self.runner.stop_requested() {
             return Turn::End(AgentOutcome::Stopped);
         }
+        if let Some(reason) = self.loops.stuck() {
+            return self.end_stuck(reason.to_string());
+        }
         if self.turn >= self.record.max_turns {
-            let summary = format!("Stopped after reaching the limit of {} turns.", self.record.max_turns);
-            self.runner.log(LogKind::System, &summary, None);
-            self.write_report(&summary, None);
-            return Turn::End(AgentOutcome::Finished { summary });
+            return self.end_at_limit();
         }
         self.turn += 1;
         self.runner.set_turn(self.turn);
@@ -207,13 +209,19 @@ impl Agent {
         let mut results = Vec::with_capacity(calls.len());
         let mut finish = None;
         let mut stopped = false;
+        let mut failed: Option<String> = None;
         for (id, name, input) in calls {
             let outcome = if stopped || self.runner.stop_requested() {
                 ToolOutcome::stopped()
+            } else if let Some(held) = self.hold_finish(&name, failed.as_deref()) {
+                held
             } else {
                 self.run_tool(&name, &input)
             };
             stopped |= outcome.stopped;
+            if outcome.is_error && failed.is_none() {
+                failed = Some(name.clone());
+            }
             if outcome.finish.is_some() {
                 finish = outcome.finish.clone();
             }

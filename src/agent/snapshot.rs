@@ -5,7 +5,11 @@
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
 //! snapshot follows them as plain lines.
 
-use serde_json::Value;
+use super::Agent;
+use crate::protocol::SessionType;
+use crate::protocol::tools::Tool;
+use serde_json::{Value, json};
+use std::time::Duration;
 
 /// Take the snapshot text out of a worker result, if it has one.
 pub(super) fn take(data: &mut Value) -> Option<String> {
@@ -24,5 +28,19 @@ pub(super) fn render(data: &Value, page: Option<String>) -> String {
     match page {
         Some(page) => format!("{text}\n{page}"),
         None => text,
+    }
+}
+impl Agent {
+    /// The page as it is now (browser sessions), or `None` (other sessions, or no answer).
+    pub(super) fn current_snapshot(&mut self) -> Option<String> {
+        if self.record.session_type != SessionType::Browser {
+            return None;
+        }
+        let params = json!({"snapshot_chars": self.runner.config().agent.snapshot_chars});
+        let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
+        let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
+        self.runner.scrub_json(&mut data);
+        let page = take(&mut data)?;
+        Some(render(&data, Some(page)))
     }
 }
