@@ -12,6 +12,7 @@ mod files;
 mod lifecycle;
 mod loops;
 mod mcp;
+mod outputs;
 mod providers;
 mod snapshots;
 mod steps;

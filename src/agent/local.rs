@@ -40,6 +40,11 @@ impl Agent {
                 let hits = self.runner.search_log(input["query"].as_str().unwrap_or(""), max);
                 ToolOutcome::ok(json!({"matches": hits}))
             }
+            Tool::ToolOutputsList
+            | Tool::ToolOutputsStats
+            | Tool::ToolOutputsExtract
+            | Tool::ToolOutputsCount
+            | Tool::ToolOutputsSample => self.output_tool(tool, input),
             other => ToolOutcome::error(format!("{} has no handler in the controller", other.name())),
         }
     }

@@ -14,6 +14,7 @@ mod dispatch;
 mod dry_run;
 mod local;
 mod loops;
+mod outputs;
 pub mod prompts;
 mod report;
 mod snapshot;

@@ -7,6 +7,10 @@
 //! dispatch all read this table: adding a tool is one `Tool` variant, one entry in
 //! `Tool::spec`, and its handler. The compiler checks that every variant has an entry.
 
+mod outputs;
+
+pub use outputs::OUTPUT_TOOLS;
+
 use super::{Mode, SessionType};
 use serde_json::{Value, json};
 
@@ -136,6 +140,11 @@ tools! {
     SaveFile = "save_file",
     SendNotification = "send_notification",
     FinishTask = "finish_task",
+    ToolOutputsList = "tool_outputs_list",
+    ToolOutputsStats = "tool_outputs_stats",
+    ToolOutputsExtract = "tool_outputs_extract",
+    ToolOutputsCount = "tool_outputs_count",
+    ToolOutputsSample = "tool_outputs_sample",
 }
 
 const SELECTOR_HELP: &str =
@@ -456,6 +465,10 @@ impl Tool {
             ).acting(),
             FinishTask => {
                 local(TASK_ALL, "End the task with a summary (and optionally a full markdown report).", finish_input())
+            }
+            // ----- stored tool outputs (added to a session once it stores one) -----
+            ToolOutputsList | ToolOutputsStats | ToolOutputsExtract | ToolOutputsCount | ToolOutputsSample => {
+                outputs::spec(self)
             }
         }
     }

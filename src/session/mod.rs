@@ -18,6 +18,7 @@ mod confirm;
 mod files;
 mod log;
 mod manager;
+mod outputs;
 pub mod runner;
 mod thread;
 mod validate;
