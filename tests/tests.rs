@@ -17,5 +17,6 @@ mod providers;
 mod snapshots;
 mod steps;
 mod tidy;
+mod vision;
 mod worker_e2e;
 mod workers;

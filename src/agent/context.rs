@@ -47,6 +47,13 @@ impl Agent {
             Err(e) => return (vec![Block::text(format!("(the screenshot could not be decoded: {e})"))], None),
         };
         let stored = self.store_frame(data, &bytes, &media_type);
+        if !self.sees_images() {
+            let name = stored.clone().unwrap_or_default();
+            let text = format!(
+                "(screenshot saved as {name}; this model cannot see images: read the page with browser_snapshot)"
+            );
+            return (vec![Block::text(text)], stored);
+        }
         if self.record.session_type == SessionType::App {
             let hash = frame_hash(&bytes);
             if let Some((_, step)) = self.last_frame.filter(|(h, _)| *h == hash) {

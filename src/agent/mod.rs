@@ -18,6 +18,7 @@ mod outputs;
 pub mod prompts;
 mod report;
 mod snapshot;
+mod vision;
 mod wrapup;
 
 use crate::config::{Config, DEFAULT_LLM};
@@ -83,6 +84,8 @@ pub struct Agent {
     nudged: bool,
     /// Repeated calls and cycles, noted and held back (`loops.rs`).
     loops: loops::LoopGuard,
+    /// Whether the model reads images (`vision.rs`); `auto` may turn `Off` mid-session.
+    vision: crate::config::Vision,
 }
 
 /// What one turn decided.
@@ -94,7 +97,11 @@ enum Turn {
 impl Agent {
     pub fn new(runner: SessionRunner, provider: Arc<dyn Provider>, notifier: Arc<Notifier>) -> Agent {
         let record = runner.record();
-        let system = prompts::system_prompt(&record);
+        let vision = vision::session_vision(&runner);
+        let mut system = prompts::system_prompt(&record);
+        if vision == crate::config::Vision::Off {
+            system = format!("{system}\n\n{}", vision::TEXT_ONLY);
+        }
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
         let tools = offered
             .iter()
@@ -118,6 +125,7 @@ impl Agent {
             last_frame: None,
             nudged: false,
             loops: Default::default(),
+            vision,
         }
     }
 
@@ -146,7 +154,7 @@ impl Agent {
         self.turn += 1;
         self.runner.set_turn(self.turn);
         trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
-        let reply = match self.call_model() {
+        let reply = match self.call_model_seeing() {
             Ok(r) => r,
             Err(LlmError::Cancelled) => return Turn::End(AgentOutcome::Stopped),
             Err(e) => {

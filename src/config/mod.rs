@@ -6,7 +6,7 @@
 
 mod llm;
 
-pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Wire};
+pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Vision, Wire};
 
 use crate::util::secret::Secret;
 use serde::Deserialize;

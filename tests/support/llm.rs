@@ -122,6 +122,16 @@ impl ScriptedLlm {
 
     /// A server speaking `wire`; requests must go to its path (with `model` for Gemini).
     pub fn start_wire(wire: Wire, model: &str, script: Vec<Step>) -> ScriptedLlm {
+        ScriptedLlm::start_inner(wire, model, script, false)
+    }
+
+    /// A text-only model's server, as llama.cpp without a vision projector: any request with an
+    /// image is answered 500 "image input is not supported", without using up a script step.
+    pub fn start_text_only(wire: Wire, model: &str, script: Vec<Step>) -> ScriptedLlm {
+        ScriptedLlm::start_inner(wire, model, script, true)
+    }
+
+    fn start_inner(wire: Wire, model: &str, script: Vec<Step>, text_only: bool) -> ScriptedLlm {
         let path = wire.path(model);
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let url = format!("http://{}", server.server_addr().to_ip().unwrap());
@@ -139,8 +149,14 @@ impl ScriptedLlm {
                     viol.lock().unwrap().push(format!("request to {}", rq.url()));
                 }
                 wire.check(&body, &viol);
+                let text = body.to_string();
+                let has_image = ["\"image\"", "\"image_url\"", "\"inlineData\""].iter().any(|k| text.contains(k));
                 reqs.lock().unwrap().push(Recorded { headers, body });
-                let step = script.lock().unwrap().pop_front();
+                let step = if text_only && has_image {
+                    Some(Step::error(500, "api_error", "image input is not supported - hint: provide the mmproj"))
+                } else {
+                    script.lock().unwrap().pop_front()
+                };
                 // Answer on its own thread so a slow step does not block the next request.
                 std::thread::spawn(move || {
                     let step = step.unwrap_or_else(|| Step::error(400, "invalid_request_error", "script exhausted"));
