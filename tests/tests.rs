@@ -13,6 +13,7 @@ mod lifecycle;
 mod loops;
 mod mcp;
 mod outputs;
+mod prompts;
 mod providers;
 mod snapshots;
 mod steps;

@@ -120,12 +120,15 @@ impl Agent {
         }
         self.loops.push(call, result_hash(&outcome));
         match self.loops.repeated() {
-            Some((1, 1)) => outcome.content.push(Block::text(if outcome.is_error {
+            Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
-                 output first and try something different."
-            } else {
-                "This exact call gave the same result as the one before: repeating it brings nothing new."
-            })),
+                 output first and try something different.",
+            )),
+            Some((1, 1)) => outcome.content.push(Block::text(format!(
+                "This exact call gave the same result as the one before: repeating it brings nothing new. \
+                 If what you need is in it, use it now. {}",
+                self.task_line()
+            ))),
             Some((p, 1)) => outcome.content.push(Block::text(format!(
                 "Your last {} calls repeat {} with the same results.",
                 2 * p,
@@ -142,14 +145,24 @@ impl Agent {
         let what = self.loops.describe(p);
         let mut note = format!(
             "You have now made {what} three times, with the same results each time: it is not working. \
-             Do something different: another element, another page, another tool. \
-             The same again will not be run. If the task cannot be done, finish and say what is missing."
+             If the answer is already in what you have, finish now with it. Otherwise do something different: \
+             another element, another page, another tool. The same again will not be run. {}",
+            self.task_line()
         );
         if let Some(page) = self.current_snapshot() {
             note.push_str(&format!("\n\nThe page as it is now:\n{page}"));
         }
         self.runner.log(LogKind::System, &format!("loop: {what} repeated twice"), None);
         outcome.content.push(Block::text(note));
+    }
+
+    /// The session's task (or goal) again: small models lose it in long contexts.
+    fn task_line(&self) -> String {
+        match (&self.record.instruction, &self.record.goal) {
+            (Some(task), _) => format!("Your task: {task}"),
+            (None, Some(goal)) => format!("Your goal: {goal}"),
+            (None, None) => String::new(),
+        }
     }
 
     /// A call that would repeat a loop a third time: not run. A second one soon after: stuck.

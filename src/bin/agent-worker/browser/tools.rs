@@ -26,9 +26,10 @@ impl Browser {
 
     fn run_tool(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         match tool {
+            // The snapshot says URL, title and status; the scroll position would only be noise.
             Tool::BrowserNavigate => {
-                let info = self.navigate(required_str(p, "url")?)?;
-                self.then_snapshot(info, p)
+                self.navigate(required_str(p, "url")?)?;
+                self.then_snapshot(json!({}), p)
             }
             Tool::BrowserSnapshot => self.snapshot(p),
             Tool::BrowserScreenshot => self.screenshot(p["full_page"].as_bool().unwrap_or(false)),
@@ -51,12 +52,12 @@ impl Browser {
                 self.wait_for(p["selector"].as_str(), p["text"].as_str(), timeout)
             }
             Tool::BrowserBack => {
-                let info = self.history(-1)?;
-                self.then_snapshot(info, p)
+                self.history(-1)?;
+                self.then_snapshot(json!({}), p)
             }
             Tool::BrowserForward => {
-                let info = self.history(1)?;
-                self.then_snapshot(info, p)
+                self.history(1)?;
+                self.then_snapshot(json!({}), p)
             }
             Tool::BrowserGetPageInfo => {
                 let info = self.eval("__ac.info()")?;
