@@ -15,6 +15,7 @@ mod mcp;
 mod outputs;
 mod prompts;
 mod providers;
+mod replay;
 mod snapshots;
 mod steps;
 mod tidy;

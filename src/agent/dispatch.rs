@@ -111,6 +111,8 @@ impl Agent {
             "duration_ms": started.elapsed().as_millis() as u64,
             "dry_run": outcome.dry_run,
             "is_error": outcome.is_error,
+            "target": self.ref_target(input),
+            "replayed": self.replaying,
             "ts": clock::rfc3339_millis(clock::now()),
         }));
         outcome

@@ -16,6 +16,7 @@ mod local;
 mod loops;
 mod outputs;
 pub mod prompts;
+mod replay;
 mod report;
 mod snapshot;
 mod vision;
@@ -86,6 +87,9 @@ pub struct Agent {
     loops: loops::LoopGuard,
     /// Whether the model reads images (`vision.rs`); `auto` may turn `Off` mid-session.
     vision: crate::config::Vision,
+    /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
+    last_page: Option<String>,
+    replaying: bool,
 }
 
 /// What one turn decided.
@@ -126,14 +130,19 @@ impl Agent {
             nudged: false,
             loops: Default::default(),
             vision,
+            last_page: None,
+            replaying: false,
         }
     }
 
     pub fn run(mut self) -> AgentOutcome {
-        let outcome = loop {
-            if let Turn::End(outcome) = self.turn() {
-                break outcome;
-            }
+        let outcome = match self.replay() {
+            Some(replayed) => replayed,
+            None => loop {
+                if let Turn::End(outcome) = self.turn() {
+                    break outcome;
+                }
+            },
         };
         self.save_conversation();
         self.notify_end(&outcome);

@@ -30,7 +30,33 @@ pub(super) fn render(data: &Value, page: Option<String>) -> String {
         None => text,
     }
 }
+/// The ref a selector names (`ref=e12`, or a bare `e12`), if it names one.
+pub(super) fn ref_in(selector: &str) -> Option<&str> {
+    let s = selector.trim().trim_start_matches('[').trim_end_matches(']');
+    let s = s.strip_prefix("ref=").or_else(|| s.strip_prefix("ref =")).unwrap_or(s).trim();
+    (s.len() > 1 && s.starts_with('e') && s[1..].chars().all(|c| c.is_ascii_digit())).then_some(s)
+}
+
+/// The line of `page` that shows ref `r`, without the ref.
+pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
+    let tag = format!("[{r}] ");
+    page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
+}
+
 impl Agent {
+    /// Take the snapshot out of a worker result, remembering it as the latest page seen.
+    pub(super) fn take_page(&mut self, data: &mut Value) -> Option<String> {
+        let page = take(data)?;
+        self.last_page = Some(page.clone());
+        Some(page)
+    }
+
+    /// For the step log: the line of the element a `ref=` selector named, as last seen.
+    pub(super) fn ref_target(&self, input: &Value) -> Option<String> {
+        let r = ref_in(input["selector"].as_str()?)?;
+        line_of(self.last_page.as_deref()?, r).map(str::to_string)
+    }
+
     /// The page as it is now (browser sessions), or `None` (other sessions, or no answer).
     pub(super) fn current_snapshot(&mut self) -> Option<String> {
         if self.record.session_type != SessionType::Browser {
@@ -40,7 +66,7 @@ impl Agent {
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
         let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
         self.runner.scrub_json(&mut data);
-        let page = take(&mut data)?;
+        let page = self.take_page(&mut data)?;
         Some(render(&data, Some(page)))
     }
 }

@@ -6,6 +6,8 @@
 //! final status and report and downloads the files into `--out DIR`. Ctrl-C detaches; the
 //! session goes on (`agent-controller stop ID` stops it).
 
+mod replay;
+
 use super::client::{ApiClient, ClientError, is_active, path_segment};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
@@ -30,6 +32,7 @@ token from --token | AGENT_CONTROLLER_TOKEN):
     agent-controller task --host NAME \"instruction\"    a shell task
     agent-controller explore --url URL [--goal G]       explore and print the report
     agent-controller explore --title WINDOW [--goal G]
+    agent-controller replay ID [--param NAME=VALUE]… [--instruction TEXT]   re-run a session's steps
         --worker NAME  --max-turns N  --auto-confirm  --dry-run  --yes | --no  --out DIR  --json
         --username U (password from AGENT_CONTROLLER_PASSWORD)
     agent-controller sessions | status ID | log ID [-f] | report ID | notes ID | files ID
@@ -89,7 +92,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
     let out = Out { json: json_out, color: !json_out && isatty(1) && std::env::var_os("NO_COLOR").is_none() };
     let client = ApiClient::new(api, token);
     let result = match command {
-        "task" | "explore" => return follow_new(command, &client, &out, args),
+        "task" | "explore" | "replay" => return follow_new(command, &client, &out, args),
         "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "stop" => {
             return session_command(command, &client, &out, args);
         }
@@ -345,7 +348,14 @@ fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pico_args::Arg
             return exit::USAGE;
         }
     };
-    let created = match client.post("/sessions", &body) {
+    let (path, body) = match body.as_object().and_then(|b| b.get("replay_of")).and_then(Value::as_str) {
+        Some(source) => (
+            format!("/sessions/{}/replay", path_segment(source)),
+            json!({"params": body["params"], "instruction": body["instruction"]}),
+        ),
+        None => ("/sessions".to_string(), body),
+    };
+    let created = match client.post(&path, &body) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
@@ -353,7 +363,7 @@ fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pico_args::Arg
     if out.json {
         println!("{}", json!({"session_id": id, "status": created["status"]}));
     } else {
-        let target = body["target"].as_str().unwrap_or("");
+        let target = created["target"].as_str().unwrap_or("");
         println!("session {id} ({command} on {target}); Ctrl-C detaches, `agent-controller stop {id}` stops it");
     }
     let (final_state, denied) = match follow(client, out, &id, answers) {
@@ -380,6 +390,9 @@ fn new_session_body(
     command: &str,
     mut args: pico_args::Arguments,
 ) -> Result<(Value, Option<PathBuf>, Answers), String> {
+    if command == "replay" {
+        return replay::body(args);
+    }
     let url: Option<String> = args.opt_value_from_str("--url").unwrap_or(None);
     let title: Option<String> = args.opt_value_from_str("--title").unwrap_or(None);
     let host: Option<String> = args.opt_value_from_str("--host").unwrap_or(None);

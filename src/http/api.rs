@@ -71,6 +71,13 @@ impl Api {
                     None => Reply::json(200, &json!({"pending": false})),
                 })
             }
+            (Post, ["sessions", id, "replay"]) => {
+                let body: crate::protocol::replay::ReplayRequest = http::read_json(request, JSON_LIMIT)?;
+                let session = self.sessions.replay(id, body)?;
+                let mut value = serde_json::to_value(session.record()).unwrap_or_default();
+                value["session_id"] = json!(session.id);
+                Ok(Reply::json(201, &value))
+            }
             (Post, ["sessions", id, "confirmation"]) => {
                 let session = self.sessions.get(id)?;
                 let answer: ConfirmationAnswer = http::read_json(request, JSON_LIMIT)?;

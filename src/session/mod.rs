@@ -19,6 +19,7 @@ mod files;
 mod log;
 mod manager;
 mod outputs;
+mod replay;
 pub mod runner;
 mod thread;
 mod validate;

@@ -153,6 +153,12 @@ impl Site {
                             form_value(&body, "gift")
                         ),
                     )),
+                    // The order form, changed: its first field is another one (for replays).
+                    ("GET", "/form2") => html(page(
+                        "Order",
+                        r#"<form id="order" method="post" action="/submit"><input name="email" placeholder="Your email">
+                        <input type="submit" value="Send order"></form>"#,
+                    )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
                     ("GET", "/frame") => html(page(
                         "Frame",

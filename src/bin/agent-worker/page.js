@@ -18,7 +18,8 @@ if (!window.__ac) { window.__ac = (() => {
   const INTERACTIVE = "a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick]";
   // Refs of this document: stable per element; `latest` holds those the last snapshot showed.
   const refs = {byRef: new Map(), byEl: new WeakMap(), next: 0, latest: new Set()};
-  function refState(floor) {
+  function refState(floor, reset) {
+    if (reset) Object.assign(refs, {byRef: new Map(), byEl: new WeakMap(), next: 0, latest: new Set()});
     refs.next = Math.max(refs.next, Number(floor) || 0);
     const assign = el => {
       let r = refs.byEl.get(el);

@@ -126,8 +126,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     if (counts.length) out += `\n… left out to stay within ${max} characters: ${counts.join(", ")} (browser_get_text, browser_scrape_links or browser_scrape_table read more)`;
     return {text: out, omitted: left};
   }
-  return function snapshot(max, floor) {
-    const state = ac.refState(floor);
+  return function snapshot(max, floor, reset) {
+    const state = ac.refState(floor, reset);
     const items = [];
     collect(document, {items, ref: state.assign}, "");
     const code = status();

@@ -5,8 +5,9 @@
 //! The page side is `snapshot.js`: title, URL, HTTP status, then headings, links (absolute
 //! `href`), buttons, fields (never a password's value), selects with their options, tables
 //! with their first rows, and short runs of visible text, each with a ref `eN` that any selector
-//! argument accepts as `ref=eN`. Refs grow across pages (`ref_floor`), so a ref of an earlier
-//! page is refused as stale instead of naming an element of this one. The text is bounded by the
+//! argument accepts as `ref=eN`. Refs grow across the pages of a session (`ref_floor`), so a ref
+//! of an earlier page is refused as stale instead of naming an element of this one; each session
+//! starts again at `e1`, so a replay meets the refs it recorded. The text is bounded by the
 //! command's `snapshot_chars` (the controller sends `agent.snapshot_chars`).
 
 use super::Browser;
@@ -23,7 +24,8 @@ impl Browser {
     /// The page as the model reads it.
     pub(super) fn snapshot(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let max = p["snapshot_chars"].as_u64().unwrap_or(DEFAULT_CHARS).clamp(MIN_CHARS, MAX_CHARS);
-        let v = self.eval(&format!("__ac.snapshot({max}, {})", self.ref_floor))?;
+        let v = self.eval(&format!("__ac.snapshot({max}, {}, {})", self.ref_floor, self.refs_reset))?;
+        self.refs_reset = false;
         if let Some(next) = v["next_ref"].as_u64() {
             self.ref_floor = self.ref_floor.max(next);
         }
