@@ -63,12 +63,14 @@ impl LoopGuard {
             .find(|&p| self.periodic_suffix(p) >= 3 * p && self.history.iter().skip(n - p).any(|e| e.call == call))
     }
 
-    /// The loop the newest call completes: its period and how often it has repeated.
+    /// The loop the newest call completes: its period and how often it has repeated (the
+    /// period repeated most; `N S S N S S` is a cycle of three, not a pair of snapshots).
     fn repeated(&self) -> Option<(usize, usize)> {
         (1..=MAX_PERIOD)
             .map(|p| (p, self.periodic_suffix(p)))
-            .find(|&(p, len)| len >= 2 * p)
+            .filter(|&(p, len)| len >= 2 * p)
             .map(|(p, len)| (p, len / p - 1))
+            .max_by_key(|&(p, repeats)| (repeats, std::cmp::Reverse(p)))
     }
 
     fn push(&mut self, call: String, result: u64) {
@@ -95,16 +97,36 @@ impl LoopGuard {
     }
 }
 
-/// A result's identity: its text and whether it failed (images left out).
+/// A result's identity: its text and whether it failed (images left out). Ref numbers do not
+/// count: the same page loaded again gets new ones, and is still the same page.
 fn result_hash(outcome: &ToolOutcome) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     outcome.is_error.hash(&mut h);
     for b in &outcome.content {
         if let Block::Text { text } = b {
-            text.hash(&mut h);
+            without_ref_numbers(text).hash(&mut h);
         }
     }
     h.finish()
+}
+
+/// `text` with every ref `e123` (after `[` or `=`) written as `e`.
+fn without_ref_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['[', '=']) {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        if let Some(after) = rest.strip_prefix('e') {
+            let digits = after.chars().take_while(char::is_ascii_digit).count();
+            if digits > 0 {
+                out.push('e');
+                rest = &after[digits..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 impl Agent {
@@ -200,6 +222,10 @@ mod tests {
         assert_eq!(guard(&["x", "a", "a", "a"]).repeated(), Some((1, 2)));
         assert_eq!(guard(&["a", "bb", "a", "bb"]).repeated(), Some((2, 1)));
         assert_eq!(guard(&["a", "bb", "ccc", "a", "bb", "ccc"]).repeated(), Some((3, 1)));
+        let nss = ["n", "ss", "ss", "n", "ss", "ss", "n", "ss", "ss"];
+        assert_eq!(guard(&nss).repeated(), Some((3, 2)), "a cycle of three, not a pair");
+        assert_eq!(guard(&nss).would_repeat("n"), Some(3));
+        assert_eq!(without_ref_numbers("[e12] link → x; ref=e3 [e] e5"), "[e] link → x; ref=e [e] e5");
         assert_eq!(guard(&["a", "a", "a"]).would_repeat("a"), Some(1));
         assert_eq!(guard(&["a", "a", "a"]).would_repeat("b"), None);
         assert_eq!(guard(&["a", "bb", "a", "bb", "a", "bb"]).would_repeat("a"), Some(2));
