@@ -107,3 +107,25 @@ fn finish_after_a_failed_call_in_the_same_reply_is_not_honoured() {
     assert_eq!(results[1]["is_error"], true);
     assert!(results[1]["content"][0]["text"].as_str().unwrap().contains("Not finished: browser_click"), "{results:?}");
 }
+
+#[test]
+fn the_last_report_is_plain_text_in_json_action_mode_too() {
+    let script = vec![
+        crate::support::wire::openai_text(
+            r#"{"action": "next_step", "tool": "save_note", "args": {"content": "price is 99"}}"#,
+        ),
+        crate::support::wire::openai_text("## Findings\nThe price is 99."),
+    ];
+    let dir = TempDir::new("json-last-word");
+    let (d, llm) =
+        wire_daemon(dir.path(), crate::support::wire::Wire::OpenAi, script, |c| c.api.tool_mode = "json".into());
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "price?", "options": {"max_turns": 1}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert!(s["summary"].as_str().unwrap().contains("The price is 99."), "{s}");
+    assert_eq!(llm.requests().len(), 2, "no correction round for a reply that needs no action");
+}

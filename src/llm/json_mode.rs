@@ -6,6 +6,7 @@
 //! beside it). A reply that is not a valid action is answered once, quoting the exact error;
 //! a second bad reply in a row fails the call (`LlmError::BadReply`) and so ends the session
 //! with that reason. Nothing is ever synthesized: no default step, no context-free "think".
+//! A request without tools (the report the agent asks for at the end) is passed through as text.
 
 use super::actions::{self, Action};
 use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
@@ -109,6 +110,11 @@ fn add(a: TokenUsage, b: TokenUsage) -> TokenUsage {
 
 impl Provider for JsonActions {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
+        // No tools (a report written at the end): plain text in, plain text out.
+        if request.tools.is_empty() {
+            let messages = as_text(request.messages);
+            return self.inner.complete(&Request { messages: &messages, ..*request }, stop);
+        }
         let system = format!("{}\n\n{}", request.system, instructions(request.tools));
         let mut messages = as_text(request.messages);
         let mut usage = TokenUsage::default();
