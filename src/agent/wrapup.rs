@@ -60,8 +60,15 @@ impl Agent {
         if self.runner.stop_requested() {
             return None;
         }
+        // The task again at the end, next to the request: small models answer what they read last.
+        let task = match (&self.record.instruction, &self.record.goal) {
+            (Some(t), _) => format!("The task was: {t}"),
+            (None, Some(g)) => format!("The goal was: {g}"),
+            (None, None) => String::new(),
+        };
         let prompt = format!(
-            "{situation}\n\nTranscript (the oldest calls may be left out):\n{}\n\nWrite the final report now.",
+            "{situation}\n\nTranscript (the oldest calls may be left out):\n{}\n\n{task}\nWrite the final report now: \
+             first the answer or result, if the transcript shows it, then what was done and what is missing.",
             transcript(&self.messages, TRANSCRIPT_CHARS)
         );
         let messages = [Message::user(vec![Block::text(prompt)])];
