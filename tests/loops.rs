@@ -129,3 +129,25 @@ fn the_last_report_is_plain_text_in_json_action_mode_too() {
     assert!(s["summary"].as_str().unwrap().contains("The price is 99."), "{s}");
     assert_eq!(llm.requests().len(), 2, "no correction round for a reply that needs no action");
 }
+
+#[test]
+fn one_tool_over_and_over_with_new_arguments_escalates_too() {
+    let mut script: Vec<Step> =
+        (0..10).map(|i| tool("save_note", json!({"content": format!("saved page-{i}.pdf")}))).collect();
+    script.push(text("Saved the page several times."));
+    let dir = TempDir::new("loop-streak");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "save it"}));
+    let s = wait_status(&c, &id, "error");
+    assert!(
+        s["error"].as_str().unwrap().starts_with("stuck: the model kept repeating save_note (8 calls in a row)"),
+        "{s}"
+    );
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 11);
+    assert!(result_text(&reqs[5]).contains("5 times in a row") && result_text(&reqs[5]).contains("Your task: save it"));
+    assert!(result_text(&reqs[9]).contains("Not run"));
+    assert_eq!(c.get(&format!("/sessions/{id}/notes")).json().as_array().unwrap().len(), 8);
+}

@@ -7,8 +7,10 @@
 //! one-line note; the second a plain note and the page as it is now; a call that would repeat the
 //! loop a third time is not run (it never reaches the target); and a second call held back soon
 //! after the first marks the session stuck, which ends it `error` with "stuck: …" (the report
-//! is still written, see `wrapup.rs`). Invariant: a held-back call is answered like any other
-//! call, so the conversation stays complete.
+//! is still written, see `wrapup.rs`). One tool called over and over with new arguments (the
+//! same page saved under ever new names) gets a note at five calls in a row and is held back
+//! past eight. Invariant: a held-back call is answered like any other call, so the
+//! conversation stays complete.
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
@@ -26,6 +28,10 @@ const MAX_PERIOD: usize = 3;
 const PERSIST_WITHIN: u64 = 6;
 /// Characters of a call shown in a note.
 const SHOWN: usize = 120;
+/// One tool called this often in a row, whatever its arguments, gets a note; past `STREAK_HOLD`
+/// it is held back (a small model saving the same page under ever new names, say).
+const STREAK_NOTE: usize = 5;
+const STREAK_HOLD: usize = 8;
 
 #[derive(Clone, PartialEq)]
 struct Entry {
@@ -40,6 +46,8 @@ pub(super) struct LoopGuard {
     last_held: Option<u64>,
     /// Why the session cannot go on, once it is stuck.
     stuck: Option<String>,
+    /// The tool of the newest calls and how many times in a row it was called (any arguments).
+    streak: (String, usize),
 }
 
 impl LoopGuard {
@@ -134,13 +142,31 @@ impl Agent {
     pub(super) fn dispatch_watched(&mut self, name: &str, input: &Value) -> ToolOutcome {
         let call = format!("{name} {input}");
         if let Some(p) = self.loops.would_repeat(&call) {
-            return self.hold_back(p);
+            let what = self.loops.describe(p);
+            return self.hold_back(&what, "it gave the same results three times");
+        }
+        let (tool, n) = &self.loops.streak;
+        if tool == name && *n >= STREAK_HOLD {
+            return self
+                .hold_back(&format!("{name} ({n} calls in a row)"), "so many calls of one tool bring nothing new");
         }
         let mut outcome = self.dispatch(name, input);
         if outcome.stopped {
             return outcome;
         }
+        self.loops.streak = match std::mem::take(&mut self.loops.streak) {
+            (tool, n) if tool == name => (tool, n + 1),
+            _ => (name.to_string(), 1),
+        };
         self.loops.push(call, result_hash(&outcome));
+        // After the result is remembered: the note is not part of it.
+        if self.loops.streak.1 == STREAK_NOTE {
+            outcome.content.push(Block::text(format!(
+                "You have called {name} {STREAK_NOTE} times in a row. Check that each call brings something new; \
+                 if the task is done, finish. {}",
+                self.task_line()
+            )));
+        }
         match self.loops.repeated() {
             Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
@@ -188,16 +214,15 @@ impl Agent {
     }
 
     /// A call that would repeat a loop a third time: not run. A second one soon after: stuck.
-    fn hold_back(&mut self, p: usize) -> ToolOutcome {
-        let what = self.loops.describe(p);
+    fn hold_back(&mut self, what: &str, because: &str) -> ToolOutcome {
         let persisting = self.loops.last_held.is_some_and(|s| self.step.saturating_sub(s) <= PERSIST_WITHIN);
         self.loops.last_held = Some(self.step);
         if persisting {
-            self.loops.stuck = Some(format!("stuck: the model kept repeating {what} with the same results"));
+            self.loops.stuck = Some(format!("stuck: the model kept repeating {what}"));
         }
         self.runner.log(LogKind::System, &format!("loop: {what} not run again"), None);
         ToolOutcome::error(format!(
-            "Not run: this would repeat {what} a fourth time, and it gave the same results three times. \
+            "Not run: this would repeat {what} once more, and {because}. \
              Do something different, or finish and say what is missing."
         ))
     }
