@@ -17,6 +17,7 @@ fn static_worker(d: &TestDaemon) -> ScriptedWorker {
             }
             "browser_navigate" => json!({"success": true, "data": {"url": p["url"], "title": "same"}}),
             "browser_click" => json!({"success": false, "error": "no element matches `#missing`"}),
+            "browser_download" => json!({"success": true, "data": {"filename": "guide.pdf", "bytes": 17}}),
             _ => json!({"success": true, "data": {"ok": true}}),
         }
     })
@@ -150,4 +151,18 @@ fn one_tool_over_and_over_with_new_arguments_escalates_too() {
     assert!(result_text(&reqs[5]).contains("5 times in a row") && result_text(&reqs[5]).contains("Your task: save it"));
     assert!(result_text(&reqs[9]).contains("Not run"));
     assert_eq!(c.get(&format!("/sessions/{id}/notes")).json().as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn a_url_downloaded_before_is_not_fetched_again() {
+    let dl = || tool("browser_download", json!({"url": "https://a.test/guide.pdf"}));
+    let script = vec![dl(), dl(), tool("finish_task", json!({"summary": "got the guide"}))];
+    let dir = TempDir::new("loop-download");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "get the guide"}));
+    wait_status(&c, &id, "finished");
+    assert_eq!(actions(&worker), ["browser_download"]);
+    assert!(result_text(&llm.requests()[2]).contains("already_downloaded"), "{}", result_text(&llm.requests()[2]));
 }

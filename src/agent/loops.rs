@@ -10,12 +10,14 @@
 //! is still written, see `wrapup.rs`). One tool called over and over with new arguments (the
 //! same page saved under ever new names) gets a note at five calls in a row and is held back
 //! past eight. Invariant: a held-back call is answered like any other call, so the
-//! conversation stays complete.
+//! conversation stays complete. A URL downloaded before is not fetched again: the answer names
+//! the file it is already stored as.
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::llm::Block;
 use crate::protocol::LogKind;
+use crate::protocol::tools::Tool;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::hash::{Hash, Hasher};
@@ -48,6 +50,8 @@ pub(super) struct LoopGuard {
     stuck: Option<String>,
     /// The tool of the newest calls and how many times in a row it was called (any arguments).
     streak: (String, usize),
+    /// URLs downloaded so far, and the file each was stored as.
+    downloaded: std::collections::HashMap<String, String>,
 }
 
 impl LoopGuard {
@@ -145,6 +149,9 @@ impl Agent {
             let what = self.loops.describe(p);
             return self.hold_back(&what, "it gave the same results three times");
         }
+        if let Some(done) = self.downloaded_before(name, input) {
+            return done;
+        }
         let (tool, n) = &self.loops.streak;
         if tool == name && *n >= STREAK_HOLD {
             return self
@@ -158,6 +165,7 @@ impl Agent {
             (tool, n) if tool == name => (tool, n + 1),
             _ => (name.to_string(), 1),
         };
+        self.note_download(name, input, &outcome);
         self.loops.push(call, result_hash(&outcome));
         // After the result is remembered: the note is not part of it.
         if self.loops.streak.1 == STREAK_NOTE {
@@ -186,6 +194,30 @@ impl Agent {
             None => {}
         }
         outcome
+    }
+
+    /// A download of a URL fetched before: answered with the file it is stored as.
+    fn downloaded_before(&self, name: &str, input: &Value) -> Option<ToolOutcome> {
+        if name != Tool::BrowserDownload.name() {
+            return None;
+        }
+        let file = self.loops.downloaded.get(input["url"].as_str()?)?;
+        Some(ToolOutcome::ok(serde_json::json!({
+            "already_downloaded": file,
+            "note": format!("This URL was downloaded before and is in the session's files as {file}; it is not \
+                             fetched again. If the task is done, finish."),
+        })))
+    }
+
+    fn note_download(&mut self, name: &str, input: &Value, outcome: &ToolOutcome) {
+        if name != Tool::BrowserDownload.name() || outcome.is_error {
+            return;
+        }
+        let text = super::context::first_text(&outcome.content);
+        let stored = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["filename"].as_str().map(str::to_string));
+        if let (Some(url), Some(file)) = (input["url"].as_str(), stored) {
+            self.loops.downloaded.insert(url.to_string(), file);
+        }
     }
 
     /// The second repeat: say so plainly, with the page as it is now.
