@@ -202,7 +202,11 @@ fn seed_download_flow_end_to_end() {
     let tools = first.body["tools"].as_array().unwrap();
     assert_eq!(tools.last().unwrap()["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(tools.iter().filter(|t| t.get("cache_control").is_some()).count(), 1);
-    assert_eq!(first.tool_names().len(), 29, "task·browser without credentials (ask_user included)");
+    assert_eq!(
+        first.tool_names().len(),
+        30,
+        "task·browser without credentials (ask_user and browser_snapshot included)"
+    );
     assert!(!first.tool_names().contains(&"perform_login".to_string()));
     let opening = first.body["messages"][0]["content"][0]["text"].as_str().unwrap();
     assert!(opening.contains("Download all chapter PDFs") && opening.contains("https://books.test/"));
@@ -260,6 +264,7 @@ fn explore_browser_tool_sets_and_login_keep_the_password_out() {
     w.llm.assert_well_formed();
     let core = [
         "browser_navigate",
+        "browser_snapshot",
         "browser_screenshot",
         "browser_get_dom",
         "browser_get_text",
@@ -283,7 +288,7 @@ fn explore_browser_tool_sets_and_login_keep_the_password_out() {
     assert_eq!(reqs[1].tool_names(), with);
     assert!(reqs[0].body["system"][0]["text"].as_str().unwrap().contains("only observe"));
 
-    // The login ran on the worker: navigate, username, password, submit, screenshot.
+    // The login ran on the worker: navigate, username, password, submit; no screenshot.
     let seen = worker.seen.lock().unwrap().clone();
     let login: Vec<&Value> = seen.iter().filter(|c| c["session_id"] == id2.as_str()).collect();
     assert_eq!(login[0]["action"], "browser_navigate");
@@ -292,9 +297,10 @@ fn explore_browser_tool_sets_and_login_keep_the_password_out() {
     assert_eq!(login[2]["params"]["text"], password, "only the worker command carries the password");
     assert_eq!(login[2]["params"]["selector"], "input[type=password]");
     assert_eq!(login[3]["action"], "browser_click");
-    assert_eq!(login[4]["action"], "browser_screenshot");
-    // The model got a screenshot back from the login, and tool errors for the bad calls.
-    assert_eq!(reqs[2].image_count(), 1);
+    assert_eq!(login.len(), 4 + 1, "then the one click of the next turn with valid arguments");
+    // The model got text back from the login (every model reads it), and tool errors for the bad calls.
+    assert_eq!(reqs[2].image_count(), 0);
+    assert!(reqs[2].last_results()[0].to_string().contains("Submitted the login form"));
     let results = reqs[3].last_results();
     assert_eq!(results.len(), 3);
     assert!(results.iter().all(|r| r["is_error"] == true), "{results:?}");
@@ -358,7 +364,7 @@ fn max_turns_finishes_with_a_report_that_says_so() {
     let script = vec![
         tool("save_note", json!({"content": "first"})),
         tool("save_note", json!({"content": "second"})),
-        tool("save_note", json!({"content": "never sent"})),
+        text("## Findings\n\nTwo notes were saved: first and second."),
     ];
     let w = world("maxturns", script, |_| {});
     let _worker = browser_worker(&w.d, "m");
@@ -369,9 +375,16 @@ fn max_turns_finishes_with_a_report_that_says_so() {
     let s = wait_status(&w.d.client(), &id, "finished");
     assert_eq!(s["turn"], 2);
     assert!(s["summary"].as_str().unwrap().contains("limit of 2 turns"));
-    assert_eq!(w.llm.requests().len(), 2);
+    assert!(s["summary"].as_str().unwrap().contains("first and second"), "{s}");
+    // One last call, without tools, wrote the report from the transcript.
+    let reqs = w.llm.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs[2].body.get("tools").is_none(), "{}", reqs[2].body);
+    let asked = reqs[2].body["messages"].to_string();
+    assert!(asked.contains("turn limit") && asked.contains("call save_note"), "{asked}");
     let report = w.d.client().get(&format!("/sessions/{id}/report")).json()["report"].as_str().unwrap().to_string();
-    assert!(report.contains("limit of 2 turns") && report.contains("second"), "{report}");
+    assert!(report.contains("limit of 2 turns") && report.contains("## Findings"), "{report}");
+    assert!(report.contains("- second"), "the notes are kept too: {report}");
     assert_conversation_complete(&conversation(&w, &id));
 }
 
@@ -430,7 +443,12 @@ fn stop_during_a_confirmation_wait_a_slow_llm_call_and_a_command_wait() {
 
 #[test]
 fn only_the_last_three_screenshots_stay_in_context() {
-    let mut script: Vec<Step> = (0..5).map(|_| tool("browser_screenshot", json!({}))).collect();
+    // Each with a different note, so five screenshots of an unchanged page are no loop.
+    let mut script: Vec<Step> = (0..5)
+        .map(|i| {
+            tools(None, &[("browser_screenshot", json!({})), ("save_note", json!({"content": format!("look {i}")}))])
+        })
+        .collect();
     script.push(tool("finish_task", json!({"summary": "looked five times"})));
     let w = world("trim", script, |_| {});
     let _worker = browser_worker(&w.d, "t");
@@ -492,10 +510,9 @@ fn big_tool_output_is_stored_and_previewed_and_a_text_reply_is_nudged_once() {
     let reqs = w.llm.requests();
     assert_eq!(reqs.len(), 3);
     let preview = reqs[1].last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
-    assert!(preview.len() < 3000 && preview.contains("tool_output_0001_browser_get_dom.txt"), "{preview}");
-    let stored = w.d.client().get(&format!("/sessions/{id}/files/tool_output_0001_browser_get_dom.txt"));
-    assert_eq!(stored.status, 200);
-    assert!(stored.text().len() > 50_000);
+    assert!(preview.len() < 3000 && preview.contains("\"id\":\"out_001_browser_get_dom\""), "{preview}");
+    let stored = std::fs::read_to_string(w.dir.path().join(&id).join("tool_outputs/out_001_browser_get_dom.txt"));
+    assert!(stored.unwrap().len() > 50_000);
     // The nudge.
     let last = reqs[2].body["messages"].as_array().unwrap().last().unwrap().clone();
     assert!(last["content"][0]["text"].as_str().unwrap().contains("finish_task"));

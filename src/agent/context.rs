@@ -2,7 +2,7 @@
 //!
 //! Screenshots from a result are stored under `screenshots/` and handed over as image blocks
 //! (only the newest `agent.keep_screenshots` stay in the context; older ones become a stub);
-//! a text over `agent.max_tool_output_chars` is stored as a file and previewed; the
+//! a text over `agent.max_tool_output_chars` is stored and described (`outputs.rs`); the
 //! conversation on disk holds no image data.
 
 use super::Agent;
@@ -13,8 +13,6 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
 
-/// Characters of an oversized tool output shown to the model.
-const PREVIEW_CHARS: usize = 2000;
 /// The Messages API's per-image limit, measured on the base64 text.
 const MAX_IMAGE_BASE64: usize = 5_000_000;
 
@@ -29,29 +27,10 @@ impl Agent {
                 map.insert("image".into(), json!("attached"));
             }
         }
-        let text = match &data {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        };
+        let page = self.take_page(&mut data);
+        let text = super::snapshot::render(&data, page);
         let max = self.runner.config().agent.max_tool_output_chars;
-        let text = if text.chars().count() > max {
-            let stored = self.runner.store_file(
-                &format!("tool_output_{:04}_{name}.txt", self.turn),
-                text.as_bytes(),
-                FileKind::Generated,
-            );
-            let preview: String = text.chars().take(PREVIEW_CHARS).collect();
-            match stored {
-                Ok(f) => format!(
-                    "{preview}\n… [output truncated: {} characters in all; the full output is saved as file {}]",
-                    text.chars().count(),
-                    f.filename
-                ),
-                Err(_) => format!("{preview}\n… [output truncated: {} characters in all]", text.chars().count()),
-            }
-        } else {
-            text
-        };
+        let text = if text.chars().count() > max { self.persist_output(name, &text) } else { text };
         let mut content = vec![Block::text(text)];
         content.extend(images);
         ToolOutcome { screenshot, ..ToolOutcome::blocks(content) }
@@ -68,6 +47,13 @@ impl Agent {
             Err(e) => return (vec![Block::text(format!("(the screenshot could not be decoded: {e})"))], None),
         };
         let stored = self.store_frame(data, &bytes, &media_type);
+        if !self.sees_images() {
+            let name = stored.clone().unwrap_or_default();
+            let text = format!(
+                "(screenshot saved as {name}; this model cannot see images: read the page with browser_snapshot)"
+            );
+            return (vec![Block::text(text)], stored);
+        }
         if self.record.session_type == SessionType::App {
             let hash = frame_hash(&bytes);
             if let Some((_, step)) = self.last_frame.filter(|(h, _)| *h == hash) {

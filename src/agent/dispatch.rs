@@ -86,8 +86,7 @@ impl Agent {
             Some(json!({"tool": name, "input": input})),
         );
         let started = Instant::now();
-        let mut outcome = self.dispatch(name, input);
-        self.note_repeated_failure(name, input, &mut outcome);
+        let outcome = self.dispatch_watched(name, input);
         let text = excerpt(&joined_text(&outcome.content, " "), LOG_EXCERPT);
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
         let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };
@@ -105,29 +104,14 @@ impl Agent {
             "duration_ms": started.elapsed().as_millis() as u64,
             "dry_run": outcome.dry_run,
             "is_error": outcome.is_error,
+            "target": self.ref_target(input),
+            "replayed": self.replaying,
             "ts": clock::rfc3339_millis(clock::now()),
         }));
         outcome
     }
 
-    /// Weak models repeat a failing call verbatim; say so, so the next turn changes course.
-    fn note_repeated_failure(&mut self, name: &str, input: &Value, outcome: &mut ToolOutcome) {
-        let key = format!("{name} {input}");
-        if !outcome.is_error || outcome.stopped {
-            self.failed_calls.remove(&key);
-            return;
-        }
-        let text = super::context::first_text(&outcome.content);
-        if self.failed_calls.get(&key) == Some(&text) {
-            outcome.content.push(Block::text(
-                "This exact call already failed the same way. Repeating it will not help: look at the page or output \
-                 first (e.g. browser_get_dom, browser_screenshot) and try something different.",
-            ));
-        }
-        self.failed_calls.insert(key, text);
-    }
-
-    fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
+    pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
         let Some(i) = self.offered.iter().position(|t| t.name() == name) else {
             let known = self.tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
@@ -160,6 +144,9 @@ impl Agent {
         if tool.spec().runs == Runs::Target(SessionType::App) {
             // Added after validation: the model cannot set these, the session does.
             params["screenshot"] = self.screenshot_settings();
+        }
+        if tool.spec().runs == Runs::Target(SessionType::Browser) {
+            params["snapshot_chars"] = self.runner.config().agent.snapshot_chars.into();
         }
         match self.runner.execute(tool.name(), params, timeout) {
             // A page can echo a typed secret back (a wrong field, an error page): scrub what

@@ -52,6 +52,11 @@ impl Agent {
                 let max = input["max_results"].as_u64().unwrap_or(20) as usize;
                 ToolOutcome::ok(self.search_history(input["query"].as_str().unwrap_or(""), max))
             }
+            Tool::ToolOutputsList
+            | Tool::ToolOutputsStats
+            | Tool::ToolOutputsExtract
+            | Tool::ToolOutputsCount
+            | Tool::ToolOutputsSample => self.output_tool(tool, input),
             other => ToolOutcome::error(format!("{} has no handler in the controller", other.name())),
         }
     }
@@ -154,22 +159,21 @@ impl Agent {
             (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose()})),
             (Tool::BrowserClick.name(), json!({"selector": submit_sel})),
         ];
+        let mut after = Value::Null;
         for (i, (action, params)) in steps.into_iter().enumerate() {
             let what = ["open the login page", "type the username", "type the password", "submit the form"][i];
-            if let Err(e) = self.runner.execute(action, params, timeout) {
-                return match e {
-                    ExecError::Stopped => ToolOutcome::stopped(),
-                    e => ToolOutcome::error(format!("login failed at \"{what}\": {e}")),
-                };
+            match self.runner.execute(action, params, timeout) {
+                Ok(v) => after = v,
+                Err(ExecError::Stopped) => return ToolOutcome::stopped(),
+                Err(e) => return ToolOutcome::error(format!("login failed at \"{what}\": {e}")),
             }
         }
-        let mut content = vec![Block::text(format!(
-            "Submitted the login form at {login_url} as {}. Check the screenshot to see whether the login worked.",
+        // Text, not a screenshot: every model can read it. The page may echo what was typed.
+        self.runner.scrub_json(&mut after);
+        let page = super::snapshot::take(&mut after).unwrap_or_default();
+        ToolOutcome::blocks(vec![Block::text(format!(
+            "Submitted the login form at {login_url} as {}. Read the page after it to see whether the login worked:\n{page}",
             creds.username
-        ))];
-        if let Ok(shot) = self.runner.execute(Tool::BrowserScreenshot.name(), json!({}), timeout) {
-            content.extend(self.image_blocks(&shot).0);
-        }
-        ToolOutcome::blocks(content)
+        ))])
     }
 }

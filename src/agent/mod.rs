@@ -16,8 +16,14 @@ mod dispatch;
 mod dry_run;
 mod history;
 mod local;
+mod loops;
+mod outputs;
 pub mod prompts;
+mod replay;
 mod report;
+mod snapshot;
+mod vision;
+mod wrapup;
 
 use crate::config::{Config, DEFAULT_LLM, Wire};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
@@ -84,8 +90,13 @@ pub struct Agent {
     summary: Option<(usize, String)>,
     /// The endpoint's wire format (for its usual context window).
     wire: Wire,
-    /// Last error of each distinct call (name + input), to notice verbatim repeats.
-    failed_calls: std::collections::HashMap<String, String>,
+    /// Repeated calls and cycles, noted and held back (`loops.rs`).
+    loops: loops::LoopGuard,
+    /// Whether the model reads images (`vision.rs`); `auto` may turn `Off` mid-session.
+    vision: crate::config::Vision,
+    /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
+    last_page: Option<String>,
+    replaying: bool,
 }
 
 /// What one turn decided.
@@ -97,7 +108,11 @@ enum Turn {
 impl Agent {
     pub fn new(runner: SessionRunner, provider: Arc<dyn Provider>, notifier: Arc<Notifier>, wire: Wire) -> Agent {
         let record = runner.record();
-        let system = prompts::system_prompt(&record);
+        let vision = vision::session_vision(&runner);
+        let mut system = prompts::system_prompt(&record);
+        if vision == crate::config::Vision::Off {
+            system = format!("{system}\n\n{}", vision::TEXT_ONLY);
+        }
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
         let tools = offered
             .iter()
@@ -126,15 +141,21 @@ impl Agent {
             nudged: false,
             summary: None,
             wire,
-            failed_calls: Default::default(),
+            loops: Default::default(),
+            vision,
+            last_page: None,
+            replaying: false,
         }
     }
 
     pub fn run(mut self) -> AgentOutcome {
-        let outcome = loop {
-            if let Turn::End(outcome) = self.turn() {
-                break outcome;
-            }
+        let outcome = match self.replay() {
+            Some(replayed) => replayed,
+            None => loop {
+                if let Turn::End(outcome) = self.turn() {
+                    break outcome;
+                }
+            },
         };
         self.save_conversation();
         self.notify_end(&outcome);
@@ -146,16 +167,16 @@ impl Agent {
         if self.runner.stop_requested() {
             return Turn::End(AgentOutcome::Stopped);
         }
+        if let Some(reason) = self.loops.stuck() {
+            return self.end_stuck(reason.to_string());
+        }
         if self.turn >= self.record.max_turns {
-            let summary = format!("Stopped after reaching the limit of {} turns.", self.record.max_turns);
-            self.runner.log(LogKind::System, &summary, None);
-            self.write_report(&summary, None);
-            return Turn::End(AgentOutcome::Finished { summary });
+            return self.end_at_limit();
         }
         self.turn += 1;
         self.runner.set_turn(self.turn);
         trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
-        let reply = match self.call_model() {
+        let reply = match self.call_model_seeing() {
             Ok(r) => r,
             Err(LlmError::Cancelled) => return Turn::End(AgentOutcome::Stopped),
             Err(e) => {
@@ -221,13 +242,19 @@ impl Agent {
         let mut results = Vec::with_capacity(calls.len());
         let mut finish = None;
         let mut stopped = false;
+        let mut failed: Option<String> = None;
         for (id, name, input) in calls {
             let outcome = if stopped || self.runner.stop_requested() {
                 ToolOutcome::stopped()
+            } else if let Some(held) = self.hold_finish(&name, failed.as_deref()) {
+                held
             } else {
                 self.run_tool(&name, &input)
             };
             stopped |= outcome.stopped;
+            if outcome.is_error && failed.is_none() {
+                failed = Some(name.clone());
+            }
             if outcome.finish.is_some() {
                 finish = outcome.finish.clone();
             }

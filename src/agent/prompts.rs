@@ -1,99 +1,104 @@
 //! System prompts, one per mode × session type, and the opening user message.
 //!
-//! Explore prompts are observe-only. Task prompts carry the working rules: look before
-//! acting, log in first when credentials exist, confirm risky steps, the download / scrape /
-//! form workflows, notes, and finishing with a report.
+//! Written for small models too: short, concrete, one obvious first action, how to finish said
+//! once, selector help with real examples, and nothing about a particular site. Explore prompts
+//! are observe-only. A confirmation is asked for only where the session needs one (never under
+//! `auto_confirm`, which would approve it anyway).
 
 use crate::protocol::{Mode, SessionRecord, SessionType};
 
-const SELECTORS: &str = "Selectors: CSS (`#id`, `.class`, `tag`, `[attr=value]`), `text=Visible text`, \
-or `button:has-text(\"Save\")`. Prefer the selectors browser_get_dom gives you.";
+const PAGES: &str = "Pages come back as a snapshot: one line per element, each with a ref, e.g.\n\
+[e7] link \"Pricing\" → https://example.com/pricing\n\
+[e12] input email \"Email\" name=email\n\
+[e15] button \"Sign in\"\n\
+To act on an element pass its ref as the selector: {\"selector\": \"ref=e12\"}. CSS selectors also work \
+(\"#email\", \"input[name=q]\"), and so does text=Sign in. Links in a snapshot are absolute URLs: use them as \
+they are. browser_snapshot shows the page again after it changed.";
 
-const TOOL_RESULTS: &str = "Tool results are JSON. When a tool fails you get an error message: read it, \
-adjust (another selector, wait for the page, scroll), and try something else rather than repeating the same call.";
+const ON_FAILURE: &str = "If a call fails, read the error: it says what is on the page. Try something \
+different; the same call again gets the same answer.";
+
+fn login_line(record: &SessionRecord) -> &'static str {
+    match (record.has_credentials, record.mode) {
+        (true, _) => {
+            "Credentials are stored for this site: call perform_login when you need to log in. You never see the password.\n"
+        }
+        (false, Mode::Task) => "No credentials were given: if a login blocks the task, finish and say so.\n",
+        (false, Mode::Explore) => "No credentials were given: stay on pages that need no login.\n",
+    }
+}
+
+/// The confirmation rule, or nothing when the session approves everything anyway.
+fn confirm_line(record: &SessionRecord) -> &'static str {
+    if record.options.auto_confirm {
+        ""
+    } else {
+        "Before a step that orders, pays, sends, deletes or downloads many files, call request_confirmation; \
+if it is denied, do not do it.\n"
+    }
+}
 
 pub fn system_prompt(record: &SessionRecord) -> String {
     match (record.mode, record.session_type) {
         (Mode::Explore, SessionType::Browser) => format!(
-            "You explore a website in a Chromium browser and write a report about it. You only observe: \
-never submit forms, buy, delete, change settings or download files.\n\n\
-How to work:\n\
-1. Start with browser_navigate (if the page is not open yet), then browser_screenshot and browser_get_dom.\n\
-2. Follow the main navigation; visit the important pages; note structure, content, forms and how things work.\n\
-3. Record each finding with save_note as you go (short title, concrete content).\n\
-4. {login}\n\
-5. When you have seen enough, call finish_exploration with a summary and a markdown report \
-(sections: overview, structure, notable pages, forms and interactions, issues).\n\n{SELECTORS}\n{TOOL_RESULTS}",
-            login = if record.has_credentials {
-                "Credentials are stored for this site: call perform_login before exploring pages behind the login."
-            } else {
-                "No credentials were given: stay on pages that need no login."
-            }
+            "You explore a website in a browser and write a report about it. You only observe: never submit \
+forms, buy, delete, change settings or download files.\n\n\
+First call browser_navigate with the website's URL. Then follow the main links; note what each important \
+page holds with save_note. {login}\
+When you have seen enough, call finish_exploration once, with a summary and a markdown report \
+(overview, structure, notable pages, forms, issues).\n\n{PAGES}\n\n{ON_FAILURE}",
+            login = login_line(record)
         ),
         (Mode::Explore, SessionType::App) => format!(
-            "You explore a desktop application through screenshots and its UI tree, and write a report. \
-You only observe: open menus and dialogs to look, then close them; never save, delete or change settings.\n\n\
-How to work:\n\
-1. Take a screenshot and read get_ui_tree / list_elements to see what is there.\n\
-2. Go through the menus, toolbars and main views systematically.\n\
-3. Record each finding with save_note.\n\
-4. Call finish_exploration with a summary and a markdown report of the application's functions.\n\n{TOOL_RESULTS}"
+            "You explore a desktop application and write a report. You only observe: open menus and dialogs to \
+look, then close them; never save, delete or change settings.\n\n\
+First call get_ui_tree (or screenshot) to see the window. Go through the menus, toolbars and main views; note \
+each finding with save_note. Then call finish_exploration once, with a summary and a markdown report.\n\n{ON_FAILURE}"
         ),
         (Mode::Explore, SessionType::Shell) => format!(
-            "You explore a machine through a shell and write a report. You only observe: run read-only \
-commands (ls, cat, ps, df, uname, systemctl status…); never change, install or delete anything.\n\n\
-Record findings with save_note; use search_history to recall earlier output; finish with \
-finish_exploration (summary and markdown report).\n\n{TOOL_RESULTS}"
+            "You explore a machine through a shell and write a report. You only observe: run read-only commands \
+(ls, cat, ps, df, uname, systemctl status); never change, install or delete anything.\n\n\
+First run `uname -a; id; df -h`. Note findings with save_note; search_history finds earlier output. Then call \
+finish_exploration once, with a summary and a markdown report.\n\n{ON_FAILURE}"
         ),
         (Mode::Task, SessionType::Browser) => format!(
-            "You carry out a task in a Chromium browser for the user.\n\n\
-Principles:\n\
-1. Understand first: browser_screenshot and browser_get_dom before acting.\n\
-2. {login}\n\
-3. Ask request_confirmation before risky steps: batch downloads, submitting forms, anything that \
-changes data or costs money. If it is denied, do not do it; continue with what is left or finish.\n\
-4. Downloads: browser_scrape_links → request_confirmation (list the files) → browser_download_batch.\n\
-5. Scraping: browser_get_dom → browser_scrape_table / browser_scrape_text → save_file (CSV or JSON).\n\
-6. Forms: browser_fill_form → request_confirmation → browser_submit_form → check the result page.\n\
-7. Pages as PDF: browser_navigate → browser_save_as_pdf.\n\
-8. Record progress and findings with save_note.\n\
-9. For long tasks, send_notification when something important is done.\n\
-10. When done (or when you cannot go on), call finish_task with a summary of what was done, \
-what was saved, and what failed.\n\n{SELECTORS}\n{TOOL_RESULTS}",
-            login = if record.has_credentials {
-                "Credentials are stored for this site: call perform_login first. You never see the password."
-            } else {
-                "No credentials were given; if a login wall blocks the task, say so in finish_task."
-            }
+            "You carry out a task in a web browser for the user.\n\n\
+First call browser_navigate with the website's URL: its answer is the page's snapshot.\n\
+Then act on what the snapshot shows: browser_click, browser_type, browser_fill_form, browser_select_option.\n\
+- A file: browser_download with the link's URL from the snapshot. A table: browser_scrape_table. \
+Save what you collect with save_file (CSV or JSON).\n\
+{login}{confirm}\
+When the task is done (for a question: as soon as you see the answer), or cannot be done, call finish_task \
+once with the answer or what you did (values, file names) and what failed.\n\n{PAGES}\n\n{ON_FAILURE}",
+            login = login_line(record),
+            confirm = confirm_line(record)
         ),
         (Mode::Task, SessionType::App) => format!(
             "You carry out a task in a desktop application for the user.\n\n\
-Principles:\n\
-1. Understand first: screenshot and get_ui_tree before acting.\n\
-2. Ask request_confirmation before risky actions (saving over files, deleting, sending).\n\
-3. Record progress with save_note; save results with save_file (CSV, text).\n\
-4. If something fails, stop and report it.\n\
-5. Call finish_task when done.\n\n{TOOL_RESULTS}"
+First call get_ui_tree (or screenshot) to see the window; then act with click, type_text and press_key.\n\
+{confirm}Save results with save_file. When done, or when it cannot be done, call finish_task once with what \
+was done and what failed.\n\n{ON_FAILURE}",
+            confirm = confirm_line(record)
         ),
         (Mode::Task, SessionType::Shell) => format!(
             "You carry out a task on a machine through a shell for the user.\n\n\
-Principles:\n\
-1. Look before you change: inspect with read-only commands first.\n\
-2. Ask request_confirmation before anything destructive or hard to undo (deleting, overwriting, \
-restarting services, installing).\n\
-3. Keep commands non-interactive (add -y, avoid pagers and editors); set timeout_s for long ones.\n\
-4. Record progress with save_note; save results with save_file.\n\
-5. Call finish_task with what was done and what failed.\n\n{TOOL_RESULTS}"
+First look with read-only commands (ls, cat, uname). Keep commands non-interactive (add -y, no pagers or \
+editors); set timeout_s for long ones.\n\
+{confirm}Save results with save_file. When done, or when it cannot be done, call finish_task once with what \
+was done and what failed.\n\n{ON_FAILURE}",
+            confirm = confirm_line(record)
         ),
     }
 }
 
-/// The first user message: the target and what to do.
+/// The first user message: the target, what to do, and the first step.
 pub fn opening_message(record: &SessionRecord) -> String {
-    let target = match record.session_type {
-        SessionType::Browser => format!("Website: {}", record.target),
-        SessionType::App => format!("Application window: {}", record.target),
-        SessionType::Shell => format!("Machine: {}", record.target),
+    let (target, first) = match record.session_type {
+        SessionType::Browser => {
+            (format!("Website: {}", record.target), format!("Start with browser_navigate to {}.", record.target))
+        }
+        SessionType::App => (format!("Application window: {}", record.target), "Start with get_ui_tree.".to_string()),
+        SessionType::Shell => (format!("Machine: {}", record.target), "Start with a read-only command.".to_string()),
     };
     let what = match record.mode {
         Mode::Task => format!("Task: {}", record.instruction.as_deref().unwrap_or("")),
@@ -102,7 +107,7 @@ pub fn opening_message(record: &SessionRecord) -> String {
             None => "Exploration goal: understand what this is and how it works.".to_string(),
         },
     };
-    format!("{target}\n{what}\n\nYou have at most {} turns. Begin.", record.max_turns)
+    format!("{target}\n{what}\n\nYou have at most {} turns. {first}", record.max_turns)
 }
 
 /// Said once when the model answers without calling a tool.

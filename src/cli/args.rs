@@ -146,6 +146,29 @@ pub const COMMANDS: &[Cmd] = &[
         0,
         MANY,
     ),
+    args(
+        more(
+            cmd(
+                "replay",
+                "ID [--param NAME=VALUE]… [--instruction TEXT] [OPTIONS]",
+                "re-run a finished session's steps without the model, and follow it",
+                &[
+                    opt(
+                        &["--param"],
+                        "NAME=VALUE",
+                        "fill {{NAME}} in the recorded steps (or replace a recorded value)",
+                    ),
+                    opt(&["--instruction"], "TEXT", "what the model should do if the replay hands over to it"),
+                    opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
+                    opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
+                    opt(&["--no"], "", "deny confirmations"),
+                ],
+            ),
+            "Where a step no longer matches the page, the model takes over with what was done and what went wrong.",
+        ),
+        ID,
+        ID,
+    ),
     cmd("sessions", "", "list the sessions, newest first", &[]),
     args(cmd("status", "ID", "one session's state", &[]), ID, ID),
     args(

@@ -33,6 +33,7 @@ token from --token | AGENT_CONTROLLER_TOKEN):
     agent-controller task --ssh USER@HOST[:PORT] \"…\"  a shell task over SSH (no worker)
     agent-controller explore --url URL [--goal G]       explore and print the report
     agent-controller explore --title WINDOW [--goal G]
+    agent-controller replay ID [--param NAME=VALUE]… [--instruction TEXT]   re-run a session's steps
         --worker NAME  --max-turns N  --auto-confirm  --dry-run  --yes | --no  --out DIR  --json
         --approval auto|validator|human  --llm NAME  --model MODEL
         --username U (password from AGENT_CONTROLLER_PASSWORD)
@@ -94,7 +95,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
     let out = Out { json: json_out, color: !json_out && isatty(1) && std::env::var_os("NO_COLOR").is_none() };
     let client = ApiClient::new(api, token);
     let result = match command {
-        "task" | "explore" => return super::follow::follow_new(command, &client, &out, args),
+        "task" | "explore" | "replay" => return super::follow::follow_new(command, &client, &out, args),
         "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "answer" | "stop" => {
             return session_command(command, &client, &out, args);
         }

@@ -39,9 +39,9 @@ impl Decision {
 /// `task` / `explore`: create the session, follow it, answer confirmations, fetch the files.
 /// How `task`/`explore` answer confirmations: `--yes`, `--no`, or ask on the terminal.
 #[derive(Clone, Copy)]
-struct Answers {
-    yes: bool,
-    no: bool,
+pub(super) struct Answers {
+    pub(super) yes: bool,
+    pub(super) no: bool,
 }
 
 pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pico_args::Arguments) -> u8 {
@@ -52,7 +52,15 @@ pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pic
             return exit::USAGE;
         }
     };
-    let created = match client.post("/sessions", &body) {
+    // `replay` posts to the session it replays.
+    let (path, body) = match body.as_object().and_then(|b| b.get("replay_of")).and_then(Value::as_str) {
+        Some(source) => (
+            format!("/sessions/{}/replay", path_segment(source)),
+            json!({"params": body["params"], "instruction": body["instruction"]}),
+        ),
+        None => ("/sessions".to_string(), body),
+    };
+    let created = match client.post(&path, &body) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
@@ -60,7 +68,7 @@ pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pic
     if out.json {
         println!("{}", json!({"session_id": id, "status": created["status"]}));
     } else {
-        let target = body["target"].as_str().unwrap_or("");
+        let target = created["target"].as_str().unwrap_or("");
         println!("session {id} ({command} on {target}); Ctrl-C detaches, `agent-controller stop {id}` stops it");
     }
     let (final_state, denied) = match follow(client, out, &id, answers) {
@@ -87,6 +95,9 @@ fn new_session_body(
     command: &str,
     mut args: pico_args::Arguments,
 ) -> Result<(Value, Option<PathBuf>, Answers), String> {
+    if command == "replay" {
+        return super::replay::body(args);
+    }
     let url: Option<String> = args.opt_value_from_str("--url").unwrap_or(None);
     let title: Option<String> = args.opt_value_from_str("--title").unwrap_or(None);
     let host: Option<String> = args.opt_value_from_str("--host").unwrap_or(None);

@@ -11,4 +11,5 @@ pub mod console;
 mod follow;
 pub mod mcp;
 mod progress;
+mod replay;
 mod table;

@@ -5,7 +5,8 @@
 //! or the environment: `api` takes its provider's variable (`ANTHROPIC_API_KEY`,
 //! `OPENAI_API_KEY`, `GEMINI_API_KEY` or `GOOGLE_API_KEY`), which overrides the file; a named
 //! provider takes only its own `api_key` or the variable it names in `api_key_env`, so a key
-//! meant for one service is never sent to another endpoint.
+//! meant for one service is never sent to another endpoint. `vision` (`auto`, `true`,
+//! `false`; a named provider without one takes `api`'s) says whether the model reads images.
 
 use super::{ConfigError, positive};
 use crate::util::secret::Secret;
@@ -26,6 +27,41 @@ pub struct ApiConfig {
     pub max_tokens: u32,
     pub timeout_s: u64,
     pub max_retries: u32,
+    pub vision: Vision,
+}
+
+/// Whether an endpoint's model reads images: `auto` finds out (an error saying images are
+/// unsupported makes the session text-only), `true` and `false` say it up front.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Vision {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
+impl<'de> Deserialize<'de> for Vision {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Vision, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Vision;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("auto, true or false")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Vision, E> {
+                Ok(if v { Vision::On } else { Vision::Off })
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Vision, E> {
+                match v {
+                    "auto" => Ok(Vision::Auto),
+                    "true" | "on" | "yes" => Ok(Vision::On),
+                    "false" | "off" | "no" => Ok(Vision::Off),
+                    _ => Err(E::custom(format!("unknown vision {v:?}; expected auto, true or false"))),
+                }
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl Default for ApiConfig {
@@ -39,6 +75,7 @@ impl Default for ApiConfig {
             max_tokens: 4096,
             timeout_s: 120,
             max_retries: 5,
+            vision: Vision::Auto,
         }
     }
 }
@@ -54,6 +91,7 @@ pub struct ProviderConfig {
     pub api_key_env: String,
     pub tool_mode: String,
     pub max_tokens: Option<u32>,
+    pub vision: Option<Vision>,
 }
 
 /// Which wire format an endpoint speaks.
@@ -130,6 +168,7 @@ pub struct Endpoint {
     pub api_key: Secret,
     pub tool_mode: ToolMode,
     pub max_tokens: u32,
+    pub vision: Vision,
 }
 
 fn tool_mode(s: &str) -> Option<ToolMode> {
@@ -174,6 +213,7 @@ impl super::Config {
             api_key: key,
             tool_mode: tool_mode(mode)?,
             max_tokens,
+            vision: self.providers.get(name).and_then(|p| p.vision).unwrap_or(api.vision),
         })
     }
 
@@ -255,6 +295,14 @@ mod tests {
         assert!(local.api_key.is_empty(), "a key meant for OpenAI never goes to another endpoint");
         assert_eq!(local.base_url, "http://127.0.0.1:11434");
         assert_eq!(c.llm_names(), ["api", "hosted", "local"]);
+        assert_eq!((api.vision, local.vision), (Vision::Auto, Vision::Auto));
+        let c = Config::from_yaml(
+            "api: {vision: false}\nproviders:\n  big: {provider: openai, vision: true}\n  small: {provider: openai}\n",
+        )
+        .unwrap();
+        assert_eq!(c.endpoint("big").map(|e| e.vision), Some(Vision::On));
+        assert_eq!(c.endpoint("small").map(|e| e.vision), Some(Vision::Off), "a provider without one takes api's");
+        assert!(Config::from_yaml("api: {vision: maybe}\n").is_err());
         assert!(c.endpoint("nope").is_none());
     }
 

@@ -7,7 +7,7 @@
 mod llm;
 mod show;
 
-pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Wire};
+pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Vision, Wire};
 
 use crate::util::secret::Secret;
 use serde::Deserialize;
@@ -69,6 +69,8 @@ pub struct TaskConfig {
 pub struct AgentConfig {
     pub keep_screenshots: usize,
     pub max_tool_output_chars: usize,
+    /// The longest page snapshot the worker returns, in characters.
+    pub snapshot_chars: usize,
     /// Compact the model's working context past this many (estimated) tokens; 0 = 60 % of
     /// the context window.
     pub compact_at_tokens: u64,
@@ -192,6 +194,7 @@ impl Default for AgentConfig {
         AgentConfig {
             keep_screenshots: 3,
             max_tool_output_chars: 20_000,
+            snapshot_chars: 8000,
             compact_at_tokens: 0,
             context_window_tokens: 0,
             keep_recent_steps: 5,
@@ -380,6 +383,9 @@ impl Config {
         positive("task.command_timeout_s", self.task.command_timeout_s)?;
         positive("task.download_timeout_s", self.task.download_timeout_s)?;
         positive("agent.max_tool_output_chars", self.agent.max_tool_output_chars as u64)?;
+        if !(500..=100_000).contains(&self.agent.snapshot_chars) {
+            return Err(ConfigError::key("agent.snapshot_chars", "must be between 500 and 100000"));
+        }
         positive("browser.viewport_width", self.browser.viewport_width.into())?;
         positive("browser.viewport_height", self.browser.viewport_height.into())?;
         positive("files.max_file_size_mb", self.files.max_file_size_mb)?;

@@ -45,6 +45,7 @@ impl Config {
                 ("base_url", quoted(&a.base_url)),
                 ("model", quoted(&a.model)),
                 ("tool_mode", quoted(&a.tool_mode)),
+                ("vision", vision(a.vision)),
                 ("max_tokens", a.max_tokens.to_string()),
                 ("timeout_s", a.timeout_s.to_string()),
                 ("max_retries", a.max_retries.to_string()),
@@ -73,6 +74,7 @@ impl Config {
                 ("api_key", masked(&p.api_key)),
                 ("api_key_env", quoted(&p.api_key_env)),
                 ("tool_mode", quoted(&p.tool_mode)),
+                ("vision", p.vision.map_or("null".to_string(), vision)),
                 ("max_tokens", max_tokens),
             ] {
                 let _ = writeln!(out, "    {key}: {value}");
@@ -128,6 +130,7 @@ impl Config {
             &[
                 ("keep_screenshots", ag.keep_screenshots.to_string()),
                 ("max_tool_output_chars", ag.max_tool_output_chars.to_string()),
+                ("snapshot_chars", ag.snapshot_chars.to_string()),
                 ("compact_at_tokens", ag.compact_at_tokens.to_string()),
                 ("context_window_tokens", ag.context_window_tokens.to_string()),
                 ("keep_recent_steps", ag.keep_recent_steps.to_string()),
@@ -185,6 +188,16 @@ impl Config {
             let _ = writeln!(out, "#   {name}{default}: {} {} at {}, {key}", e.wire.name(), e.model, e.base_url);
         }
     }
+}
+
+/// How `vision` is written in config.yaml.
+fn vision(v: super::llm::Vision) -> String {
+    match v {
+        super::llm::Vision::Auto => "auto",
+        super::llm::Vision::On => "true",
+        super::llm::Vision::Off => "false",
+    }
+    .to_string()
 }
 
 #[cfg(test)]

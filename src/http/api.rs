@@ -67,38 +67,17 @@ impl Api {
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name, request),
-            (Get, ["sessions", id, "confirmation"]) => {
-                let record = self.sessions.get(id)?.record();
-                Ok(match record.confirmation_pending {
-                    Some(c) => {
-                        let mut v = serde_json::to_value(&c).unwrap_or_default();
-                        v["pending"] = json!(true);
-                        Reply::json(200, &v)
-                    }
-                    None => Reply::json(200, &json!({"pending": false})),
-                })
-            }
-            (Post, ["sessions", id, "confirmation"]) => {
-                let session = self.sessions.get(id)?;
-                let answer: ConfirmationAnswer = http::read_json(request, JSON_LIMIT)?;
-                session.answer_confirmation(
-                    &answer.confirmation_id,
-                    answer.approved,
-                    answer.reason,
-                    answer.edited_command,
-                )?;
-                Ok(Reply::json(200, &json!({"ok": true})))
-            }
-            (Post, ["sessions", id, "answer"]) => {
-                let session = self.sessions.get(id)?;
-                let answer: AnswerRequest = http::read_json(request, JSON_LIMIT)?;
-                session.answer_question(answer.question_id.as_deref(), &answer.text)?;
-                Ok(Reply::json(200, &json!({"ok": true})))
-            }
+            (Get, ["sessions", id, "confirmation"]) => self.confirmation(id),
+            (Post, ["sessions", id, "replay"]) => self.replay(id, request),
+            (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
+            (Post, ["sessions", id, "answer"]) => self.answer(id, request),
             (_, ["health" | "workers" | "sessions"])
             | (_, [] | ["llms" | "openapi.json" | "metrics"] | ["web", _])
             | (_, ["sessions", _])
-            | (_, ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer"])
+            | (
+                _,
+                ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer" | "replay"],
+            )
             | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(
                 "{} is not allowed on {}",
                 request.method(),
@@ -106,6 +85,40 @@ impl Api {
             ))),
             _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
+    }
+
+    fn confirmation(&self, id: &str) -> Result<Reply, ApiError> {
+        let record = self.sessions.get(id)?.record();
+        Ok(match record.confirmation_pending {
+            Some(c) => {
+                let mut v = serde_json::to_value(&c).unwrap_or_default();
+                v["pending"] = json!(true);
+                Reply::json(200, &v)
+            }
+            None => Reply::json(200, &json!({"pending": false})),
+        })
+    }
+
+    fn answer_confirmation(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let session = self.sessions.get(id)?;
+        let answer: ConfirmationAnswer = http::read_json(request, JSON_LIMIT)?;
+        session.answer_confirmation(&answer.confirmation_id, answer.approved, answer.reason, answer.edited_command)?;
+        Ok(Reply::json(200, &json!({"ok": true})))
+    }
+
+    fn answer(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let session = self.sessions.get(id)?;
+        let answer: AnswerRequest = http::read_json(request, JSON_LIMIT)?;
+        session.answer_question(answer.question_id.as_deref(), &answer.text)?;
+        Ok(Reply::json(200, &json!({"ok": true})))
+    }
+
+    fn replay(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let body: crate::protocol::replay::ReplayRequest = http::read_json(request, JSON_LIMIT)?;
+        let session = self.sessions.replay(id, body)?;
+        let mut value = serde_json::to_value(session.record()).unwrap_or_default();
+        value["session_id"] = json!(session.id);
+        Ok(Reply::json(201, &value))
     }
 
     fn health(&self) -> Reply {

@@ -126,6 +126,15 @@ const OPERATIONS: &[Op] = &[
         "Answer the question the agent asked a person (ask_user)",
     )
     .body("Answer"),
+    op(
+        "post",
+        "/sessions/{id}/replay",
+        "sessions",
+        (201, Json("Session")),
+        &[400, 401, 404, 409, 503],
+        "Re-run a finished session's steps without the model (it takes over where the page changed)",
+    )
+    .body("Replay"),
 ];
 
 /// The whole document.

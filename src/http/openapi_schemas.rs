@@ -122,6 +122,11 @@ fn requests() -> Value {
             "edited_command": {"type": "string", "description": "approve this command instead (with approved: true)"}}),
             &["confirmation_id", "approved"]),
         "Answer": closed(json!({"text": string(), "question_id": string()}), &["text"]),
+        "Replay": closed(json!({
+            "params": {"type": "object", "additionalProperties": {"type": "string"},
+                "description": "fills {{name}} in the recorded steps, or replaces a recorded value `name`"},
+            "instruction": {"type": "string", "description": "for the model, if the replay hands over to it"},
+        }), &[]),
     })
 }
 
@@ -148,6 +153,7 @@ fn sessions() -> Value {
             "turn": count(), "max_turns": count(), "created_at": string(), "finished_at": maybe(string()),
             "confirmation_pending": maybe(reference("Confirmation")),
             "question_pending": object(json!({"question_id": string(), "question": string()}), &["question_id", "question"]),
+            "replay": object(json!({"source": string(), "params": {"type": "array", "items": string()}}), &["source"]),
             "files": count(),
             "usage": object(json!({
                 "input_tokens": count(), "output_tokens": count(),

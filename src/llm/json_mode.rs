@@ -6,7 +6,8 @@
 //! beside it). A reply that is not a valid action is answered once, quoting the exact error;
 //! a second bad reply in a row fails the call (`LlmError::BadReply`) and so ends the session
 //! with that reason. Nothing is ever synthesized: no default step, no context-free "think".
-//! A call with no tools at all (a validator, a summary) passes through unchanged.
+//! A call with no tools at all (a validator, a summary, the report asked for at the end) is
+//! passed through as plain text.
 
 use super::actions::{self, Action};
 use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
@@ -110,9 +111,10 @@ fn add(a: TokenUsage, b: TokenUsage) -> TokenUsage {
 
 impl Provider for JsonActions {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
-        // A call without tools (a validator, a summary) is plain text on every provider.
+        // No tools (a report written at the end): plain text in, plain text out.
         if request.tools.is_empty() {
-            return self.inner.complete(request, stop);
+            let messages = as_text(request.messages);
+            return self.inner.complete(&Request { messages: &messages, ..*request }, stop);
         }
         let system = format!("{}\n\n{}", request.system, instructions(request.tools));
         let mut messages = as_text(request.messages);

@@ -156,6 +156,19 @@ impl fmt::Display for LlmError {
     }
 }
 
+/// Whether an API's error says the model cannot take images (llama.cpp's "image input is not
+/// supported", OpenAI's "image_url is only supported by certain models", "not a multimodal
+/// model"…): retrying the same request cannot help, dropping its images can.
+pub fn images_unsupported(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    let about_images = ["image", "vision", "multimodal", "multi-modal"].iter().any(|w| m.contains(w));
+    let refused =
+        ["not supported", "unsupported", "does not support", "doesn't support", "only supported", "not a multimodal"]
+            .iter()
+            .any(|w| m.contains(w));
+    about_images && refused
+}
+
 /// One wire format.
 pub trait Provider: Send + Sync {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError>;

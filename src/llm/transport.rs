@@ -1,7 +1,8 @@
 //! The HTTP transport every wire format shares: one POST with a JSON body, retried the way
 //! the official SDKs do, abandoned at once on a stop.
 //!
-//! Retries: 408/409/429/≥500 and connection errors; a server's `x-should-retry` wins;
+//! Retries: 408/409/429/≥500 and connection errors, except an error saying the model takes no
+//! images (the agent drops them and asks again); a server's `x-should-retry` wins;
 //! `retry-after-ms` / `retry-after` honoured up to 60 s, otherwise 0.5 s doubling to 8 s with up
 //! to 25 % jitter; at most `api.max_retries` retries. Other statuses fail at once with the API's
 //! own message (the adapter words it). Each attempt runs on a helper thread bounded by
@@ -68,7 +69,8 @@ impl Transport {
                 Attempt::Done(200, _, text) => return Ok(text),
                 Attempt::Done(status, headers, text) => {
                     let message = (call.describe)(status, &text);
-                    if (call.is_final)(status, &text) || !should_retry(status, &headers) {
+                    let final_ = (call.is_final)(status, &text) || super::images_unsupported(&text);
+                    if final_ || !should_retry(status, &headers) {
                         return Err(LlmError::Rejected(message));
                     }
                     let asked = retry_after(&headers).or_else(|| (call.retry_delay)(status, &text));

@@ -5,6 +5,7 @@
 //! separately, and the seed's original shapes (no `worker_id`, `has_playwright`) must work.
 //! Only this module and `vault` (which may only deserialize) derive serde for the wire.
 
+pub mod replay;
 pub mod tools;
 
 use crate::vault::{Credentials, Notifications};
@@ -266,6 +267,9 @@ pub struct SessionRecord {
     pub waiting_for: Option<String>,
     pub error: Option<String>,
     pub summary: Option<String>,
+    /// Set on a session that replays another one's steps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<replay::ReplayInfo>,
 }
 
 #[derive(Debug, Serialize)]

@@ -7,6 +7,10 @@
 //! dispatch all read this table: adding a tool is one `Tool` variant, one entry in
 //! `Tool::spec`, and its handler. The compiler checks that every variant has an entry.
 
+mod outputs;
+
+pub use outputs::OUTPUT_TOOLS;
+
 use super::{Mode, SessionType};
 use serde_json::{Value, json};
 
@@ -90,6 +94,7 @@ macro_rules! tools {
 
 tools! {
     BrowserNavigate = "browser_navigate",
+    BrowserSnapshot = "browser_snapshot",
     BrowserScreenshot = "browser_screenshot",
     BrowserGetDom = "browser_get_dom",
     BrowserGetText = "browser_get_text",
@@ -139,9 +144,15 @@ tools! {
     SaveFile = "save_file",
     SendNotification = "send_notification",
     FinishTask = "finish_task",
+    ToolOutputsList = "tool_outputs_list",
+    ToolOutputsStats = "tool_outputs_stats",
+    ToolOutputsExtract = "tool_outputs_extract",
+    ToolOutputsCount = "tool_outputs_count",
+    ToolOutputsSample = "tool_outputs_sample",
 }
 
-const SELECTOR_HELP: &str = "CSS selector, `text=Visible text`, or `tag:has-text(\"text\")`";
+const SELECTOR_HELP: &str =
+    "A ref from the latest snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`";
 
 fn obj(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
@@ -218,9 +229,14 @@ impl Tool {
             // ----- browser, observe -----
             BrowserNavigate => browser(
                 BROWSER_ALL,
-                "Open a URL in the current tab and wait for it to load.",
+                "Open a URL in the current tab and wait for it to load. Returns the page's snapshot.",
                 obj(json!({"url": {"type": "string", "description": "Absolute http(s) URL"}}), &["url"]),
             ).acting(),
+            BrowserSnapshot => browser(
+                BROWSER_ALL,
+                "The current page as text: HTTP status, title, headings, links with their URLs, buttons, fields, tables and text, each with a ref (e12) to act on with selector `ref=e12`.",
+                no_input(),
+            ),
             BrowserScreenshot => browser(
                 BROWSER_ALL,
                 "Take a screenshot of the current page (viewport, or the whole page).",
@@ -236,7 +252,7 @@ impl Tool {
                 "The visible text of the page or of one element.",
                 obj(json!({"selector": {"type": "string"}}), &[]),
             ),
-            BrowserClick => browser(BROWSER_ALL, "Click an element.", selector_only()).acting(),
+            BrowserClick => browser(BROWSER_ALL, "Click an element. Returns the page's snapshot after the click.", selector_only()).acting(),
             BrowserType => browser(
                 BROWSER_ALL,
                 "Type text into an input field (clears it first unless clear is false).",
@@ -483,6 +499,10 @@ impl Tool {
             FinishTask => {
                 local(TASK_ALL, "End the task with a summary (and optionally a full markdown report).", finish_input())
             }
+            // ----- stored tool outputs (added to a session once it stores one) -----
+            ToolOutputsList | ToolOutputsStats | ToolOutputsExtract | ToolOutputsCount | ToolOutputsSample => {
+                outputs::spec(self)
+            }
         }
     }
 }
@@ -500,11 +520,11 @@ mod tests {
     fn the_sets_match_the_design() {
         use Mode::*;
         assert_eq!(names(Explore, App, false).len(), 16);
-        assert_eq!(names(Explore, Browser, false).len(), 17);
-        assert_eq!(names(Explore, Browser, true).len(), 18);
+        assert_eq!(names(Explore, Browser, false).len(), 18);
+        assert_eq!(names(Explore, Browser, true).len(), 19);
         assert_eq!(names(Task, App, false).len(), 20);
-        assert_eq!(names(Task, Browser, false).len(), 29);
-        assert_eq!(names(Task, Browser, true).len(), 30);
+        assert_eq!(names(Task, Browser, false).len(), 30);
+        assert_eq!(names(Task, Browser, true).len(), 31);
         assert_eq!(
             names(Explore, Shell, false),
             ["run_command", "read_file", "list_dir", "search_history", "save_note", "finish_exploration"]
@@ -523,7 +543,7 @@ mod tests {
             }
         }
         let task_browser = names(Task, Browser, true);
-        assert_eq!(&task_browser[..15], &names(Explore, Browser, false)[..15], "task·browser starts with the core");
+        assert_eq!(&task_browser[..16], &names(Explore, Browser, false)[..16], "task·browser starts with the core");
     }
 
     #[test]

@@ -18,6 +18,8 @@ mod confirm;
 mod files;
 mod log;
 mod manager;
+mod outputs;
+mod replay;
 pub mod runner;
 mod thread;
 mod validate;

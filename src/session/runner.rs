@@ -44,6 +44,11 @@ impl SessionRunner {
         &self.session.id
     }
 
+    /// The session itself, for the runner's methods kept in other files (`outputs.rs`).
+    pub(super) fn session(&self) -> &Session {
+        &self.session
+    }
+
     /// A snapshot of the session's record (mode, type, target, instruction, goal, options…).
     pub fn record(&self) -> SessionRecord {
         self.session.record()

@@ -89,6 +89,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         waiting_for: None,
         error: None,
         summary: None,
+        replay: None,
     };
     Ok(NewSession { record, vault: Vault { credentials: req.credentials, notifications: req.notifications } })
 }

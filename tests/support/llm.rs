@@ -122,11 +122,21 @@ impl ScriptedLlm {
 
     /// A server speaking `wire`; requests must go to its path (with `model` for Gemini).
     pub fn start_wire(wire: Wire, model: &str, script: Vec<Step>) -> ScriptedLlm {
-        ScriptedLlm::start_full(wire, model, script, None)
+        ScriptedLlm::start_inner(wire, model, script, None, false)
     }
 
     /// Requests without tools (a summary, a validator) get `side` instead of the next step.
     pub fn start_full(wire: Wire, model: &str, script: Vec<Step>, side: Option<Step>) -> ScriptedLlm {
+        ScriptedLlm::start_inner(wire, model, script, side, false)
+    }
+
+    /// A text-only model's server, as llama.cpp without a vision projector: any request with an
+    /// image is answered 500 "image input is not supported", without using up a script step.
+    pub fn start_text_only(wire: Wire, model: &str, script: Vec<Step>) -> ScriptedLlm {
+        ScriptedLlm::start_inner(wire, model, script, None, true)
+    }
+
+    fn start_inner(wire: Wire, model: &str, script: Vec<Step>, side: Option<Step>, text_only: bool) -> ScriptedLlm {
         let path = wire.path(model);
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let url = format!("http://{}", server.server_addr().to_ip().unwrap());
@@ -144,9 +154,15 @@ impl ScriptedLlm {
                     viol.lock().unwrap().push(format!("request to {}", rq.url()));
                 }
                 wire.check(&body, &viol);
-                let step = match &side {
-                    Some(side) if body.get("tools").is_none() => Some(side.clone()),
-                    _ => script.lock().unwrap().pop_front(),
+                let text = body.to_string();
+                let has_image = ["\"image\"", "\"image_url\"", "\"inlineData\""].iter().any(|k| text.contains(k));
+                let step = if text_only && has_image {
+                    Some(Step::error(500, "api_error", "image input is not supported - hint: provide the mmproj"))
+                } else {
+                    match &side {
+                        Some(side) if body.get("tools").is_none() => Some(side.clone()),
+                        _ => script.lock().unwrap().pop_front(),
+                    }
                 };
                 reqs.lock().unwrap().push(Recorded { headers, body });
                 // Answer on its own thread so a slow step does not block the next request.

@@ -30,6 +30,24 @@ fn form_value(body: &str, key: &str) -> String {
         .unwrap_or_default()
 }
 
+/// A page with one of everything a snapshot shows or hides: a table longer than a snapshot
+/// lists, a filled password, a hidden block, a same-origin frame.
+fn snapshot_page() -> String {
+    let rows: String = (1..=30).map(|i| format!("<tr><td>Plan {i}</td><td>{}</td></tr>", i * 10)).collect();
+    format!(
+        r#"<h1>Snapshot page</h1><p>Intro text with <b>bold</b> words.</p>
+        <nav><a href="/files/chapter1.pdf">Chapter 1</a> <a href="about.html">About us</a></nav>
+        <table id="fees"><tr><th>Plan</th><th>Price</th></tr>{rows}</table>
+        <form id="signin" action="/login" method="post"><label>Email <input type="email" name="user" value="bob@example.test"></label>
+        <label>Password <input type="password" name="pass" value="PLANTED-PW-VALUE"></label>
+        <label>Color <select name="color"><option value="r">Red</option><option value="g" selected>Green</option></select></label>
+        <button type="submit">Sign in</button></form>
+        <div style="display:none">HIDDEN-TEXT <a href="/secret">Hidden link</a></div>
+        <button id="hello" onclick="document.getElementById('out').textContent='clicked!'">Say hello</button><div id="out"></div>
+        <iframe src="/frame" width="400" height="150"></iframe>"#
+    )
+}
+
 impl Site {
     pub fn start() -> Site {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
@@ -135,6 +153,19 @@ impl Site {
                             form_value(&body, "gift")
                         ),
                     )),
+                    // The order form, changed: its first field is another one (for replays).
+                    ("GET", "/form2") => html(page(
+                        "Order",
+                        r#"<form id="order" method="post" action="/submit"><input name="email" placeholder="Your email">
+                        <input type="submit" value="Send order"></form>"#,
+                    )),
+                    ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    ("GET", "/frame") => html(page(
+                        "Frame",
+                        r#"<p>Inside the frame</p><button onclick="this.textContent='frame clicked'">Frame button</button>"#,
+                    )),
+                    // A "download" that is really an HTML page (a login wall, an error).
+                    ("GET", "/export/pricing.csv") => html(page("Please log in", "<p>Log in to export</p>")),
                     ("GET", "/delayed") => html(page(
                         "Slow",
                         r#"<p>Loading…</p>

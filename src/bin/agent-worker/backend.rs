@@ -37,6 +37,8 @@ pub struct Context<'a> {
     pub uploader: &'a dyn Uploader,
     /// When the controller stops waiting for this command; work past it is wasted.
     pub deadline: Option<Instant>,
+    /// The session the command belongs to (a browser numbers its refs per session).
+    pub session_id: &'a str,
 }
 
 /// Uploads a finished file for the current command and says how the controller stored it.

@@ -1,10 +1,12 @@
 // agent-worker page helpers: defined once per document as window.__ac.
-// Selectors: CSS, `text=Visible text`, and `css:has-text("text")`.
+// Selectors: CSS, `text=Visible text`, `css:has-text("text")`, and `ref=e12` (a ref of the latest
+// snapshot, see snapshot.js; a ref the latest snapshot did not show is refused, never guessed).
 if (!window.__ac) { window.__ac = (() => {
   const norm = s => String(s ?? "").replace(/\s+/g, " ").trim();
   const body = () => document.body || document.documentElement;
   const visible = el => {
-    if (!(el instanceof Element)) return false;
+    // nodeType, not instanceof: elements of a same-origin frame come from another realm.
+    if (!el || el.nodeType !== 1) return false;
     const r = el.getBoundingClientRect();
     const st = getComputedStyle(el);
     return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
@@ -14,10 +16,32 @@ if (!window.__ac) { window.__ac = (() => {
   // Prefer the innermost match: an element none of whose children also match.
   const innermost = list => list.filter(el => !list.some(o => o !== el && el.contains(o)));
   const INTERACTIVE = "a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick]";
+  // Refs of this document: stable per element; `latest` holds those the last snapshot showed.
+  const refs = {byRef: new Map(), byEl: new WeakMap(), next: 0, latest: new Set()};
+  function refState(floor, reset) {
+    if (reset) Object.assign(refs, {byRef: new Map(), byEl: new WeakMap(), next: 0, latest: new Set()});
+    refs.next = Math.max(refs.next, Number(floor) || 0);
+    const assign = el => {
+      let r = refs.byEl.get(el);
+      if (!r) { r = "e" + (++refs.next); refs.byEl.set(el, r); }
+      refs.byRef.set(r, el);
+      return r;
+    };
+    return {assign, shown: list => { refs.latest = new Set(list); }, next: () => refs.next};
+  }
+  function byRef(id) {
+    const el = refs.byRef.get(id);
+    if (!el || !refs.latest.has(id))
+      throw new Error("ref=" + id + " is not in the latest snapshot of this page (the page changed, or the ref came from an earlier page): call browser_snapshot and use a ref from it");
+    if (!el.isConnected) throw new Error("ref=" + id + " is gone from the page (it changed since the snapshot): call browser_snapshot again");
+    return el;
+  }
   function findAll(sel) {
     sel = String(sel || "").trim();
     if (!sel) throw new Error("empty selector");
-    let m = sel.match(/^text=(.*)$/s);
+    let m = sel.match(/^\[?(?:ref\s*=\s*)?(e\d+)\]?$/i);
+    if (m && (/ref/i.test(sel) || refs.byRef.has(m[1].toLowerCase()) || !document.querySelector(m[1]))) return [byRef(m[1].toLowerCase())];
+    m = sel.match(/^text=(.*)$/s);
     if (m) {
       let want = norm(m[1].replace(/^["']|["']$/g, ""));
       const all = Array.from(document.querySelectorAll("body *")).filter(visible);
@@ -44,7 +68,7 @@ if (!window.__ac) { window.__ac = (() => {
     }
     const ids = Array.from(document.querySelectorAll("[id]")).filter(visible).slice(0, 12).map(e => "#" + CSS.escape(e.id));
     return (ids.length ? "; ids on this page: " + ids.join(", ") : "") +
-      " (browser_get_dom without a selector lists the page's elements with selectors that work)";
+      " (browser_snapshot lists the page's elements with refs: act on one with selector `ref=e12`)";
   }
   function find(sel) {
     const all = findAll(sel);
@@ -126,13 +150,35 @@ if (!window.__ac) { window.__ac = (() => {
   function center(el) {
     el.scrollIntoView({block: "center", inline: "center"});
     const r = el.getBoundingClientRect();
-    return {x: r.left + r.width / 2, y: r.top + r.height / 2, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
+    let x = r.left + r.width / 2, y = r.top + r.height / 2;
+    // An element of a same-origin frame: add the frames' offsets in the top page.
+    for (let w = el.ownerDocument.defaultView; w && w.frameElement; w = w.parent) {
+      const f = w.frameElement.getBoundingClientRect();
+      x += f.left + w.frameElement.clientLeft; y += f.top + w.frameElement.clientTop;
+    }
+    return {x, y, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
+  }
+  const BUTTONISH = new Set(["submit", "button", "reset", "image", "checkbox", "radio", "file", "hidden", "range", "color"]);
+  const takesText = el => el.isContentEditable || el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && !BUTTONISH.has(el.type));
+  // What an element is, and which tool acts on it: for a call that used the wrong kind.
+  function wrongKind(el, sel, wanted) {
+    const tag = el.tagName.toLowerCase(), type = (el.type || "").toLowerCase();
+    let what = tag, tool = "browser_click";
+    if (tag === "button" || (tag === "input" && ["submit", "button", "reset", "image"].includes(type)) || el.getAttribute("role") === "button") what = "button";
+    else if (tag === "a") what = "link";
+    else if (tag === "select") { what = "select"; tool = "browser_select_option"; }
+    else if (tag === "input" && (type === "checkbox" || type === "radio")) { what = type; tool = "browser_fill_form with type " + type + " (or browser_click)"; }
+    else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
+    else tool = "browser_get_text to read it, or browser_click";
+    const text = textOf(el).slice(0, 60);
+    return "`" + sel + "` is a " + what + (text ? ' "' + text + '"' : "") + ", not " + wanted + ": use " + tool;
   }
   // Focus a field for typing; refuse one that cannot take the keys (hidden, disabled), so text
   // (a password) never lands in whatever had focus before.
   function focusForTyping(sel, clear) {
     const el = find(sel);
     if (!visible(el)) throw new Error("`" + sel + "` is not visible, so it cannot be typed into");
+    if (!takesText(el) && el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a text field"));
     el.scrollIntoView({block: "center"});
     el.focus();
     if (document.activeElement !== el && !el.contains(document.activeElement))
@@ -152,7 +198,7 @@ if (!window.__ac) { window.__ac = (() => {
   }
   function selectOption(sel, value) {
     const el = find(sel);
-    if (el.tagName !== "SELECT") throw new Error("`" + sel + "` is a " + el.tagName.toLowerCase() + ", not a select");
+    if (el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a select"));
     const opt = Array.from(el.options).find(o => o.value === value) || Array.from(el.options).find(o => norm(o.text) === norm(value))
       || Array.from(el.options).find(o => norm(o.text).toLowerCase().includes(norm(value).toLowerCase()));
     if (!opt) throw new Error("no option `" + value + "` in `" + sel + "`; options: " + Array.from(el.options).map(o => o.text.trim()).join(", "));
@@ -167,9 +213,12 @@ if (!window.__ac) { window.__ac = (() => {
       if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
       else if (kind === "checkbox" || kind === "radio") {
         const want = !/^(false|0|no|off|unchecked)$/i.test(String(f.value));
+        if (el.type !== "checkbox" && el.type !== "radio") throw new Error(wrongKind(el, f.selector, "a " + kind));
         if (el.checked !== want) el.click();
         done.push({selector: f.selector, checked: el.checked});
-      } else { el.focus(); setValue(el, String(f.value)); done.push({selector: f.selector, filled: true}); }
+      } else if (el.isContentEditable) { el.focus(); el.textContent = String(f.value); el.dispatchEvent(new Event("input", {bubbles: true})); done.push({selector: f.selector, filled: true}); }
+      else if (!takesText(el)) throw new Error(wrongKind(el, f.selector, "a text field"));
+      else { el.focus(); setValue(el, String(f.value)); done.push({selector: f.selector, filled: true}); }
     }
     return done;
   }
@@ -221,5 +270,6 @@ if (!window.__ac) { window.__ac = (() => {
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
   return {find, findAll, glance, outline, center, focusForTyping, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
+          norm, visible, labelFor, refState,
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

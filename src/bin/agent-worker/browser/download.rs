@@ -9,8 +9,7 @@
 
 use super::Browser;
 use super::launch::CALL;
-use super::page::NAVIGATION;
-use super::util::with;
+use super::util::{content_warning, with};
 use crate::backend::{Context, array, required_str};
 use crate::cdp::CdpError;
 use crate::error::WorkerError;
@@ -23,6 +22,17 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 type Response = ureq::http::Response<ureq::Body>;
+
+/// How long `save_as_pdf` waits for its `wait_for_selector` before printing anyway.
+const PDF_WAIT: Duration = Duration::from_secs(10);
+
+/// The first bytes of a saved download, to tell what it really is.
+fn read_head(path: &Path) -> Vec<u8> {
+    let mut head = vec![0u8; 1024];
+    let n = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)).unwrap_or(0);
+    head.truncate(n);
+    head
+}
 
 impl Browser {
     /// The browser's cookies for `url`, as `name=value` pairs.
@@ -52,10 +62,17 @@ impl Browser {
             return Err(WorkerError::Download(format!("download of {url} failed: HTTP {status}")));
         }
         let name = file_name(filename, &resp, url);
+        let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
         let (path, written) = save_body(&mut resp, &self.opts.download_dir, url)?;
+        let head = read_head(&path);
         let uploaded = ctx.uploader.upload(&name, &path);
         let _ = std::fs::remove_file(&path);
-        Ok(with(with(uploaded?, "url", json!(url)), "bytes", json!(written)))
+        let mut out = with(with(uploaded?, "url", json!(url)), "bytes", json!(written));
+        out = with(out, "content_type", json!(content_type));
+        if let Some(w) = content_warning(&name, &content_type, &head) {
+            out = with(out, "warning", json!(w));
+        }
+        Ok(out)
     }
 
     /// GET `url` as the page would, following up to 10 redirects; the last answer, any status.
@@ -114,10 +131,15 @@ impl Browser {
     }
 
     /// Print the page to PDF (after `wait_for_selector`, if given) and upload it as `filename`.
+    /// A wait that times out does not stop the printing: the page is printed as it is, and
+    /// the result says so.
     pub(super) fn save_as_pdf(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let filename = required_str(p, "filename")?;
+        let mut warning = None;
         if let Some(s) = p["wait_for_selector"].as_str().filter(|s| !s.is_empty()) {
-            self.wait_for(Some(s), None, NAVIGATION)?;
+            if let Err(e) = self.wait_for(Some(s), None, PDF_WAIT) {
+                warning = Some(format!("{e}; the page was printed as it was"));
+            }
         }
         let pdf = self.page_call_long(
             "Page.printToPDF",
@@ -138,7 +160,11 @@ impl Browser {
         drop(file);
         let uploaded = written.and_then(|()| ctx.uploader.upload(&name, &path));
         let _ = std::fs::remove_file(&path);
-        Ok(with(uploaded?, "bytes", json!(bytes.len())))
+        let out = with(uploaded?, "bytes", json!(bytes.len()));
+        Ok(match warning {
+            Some(w) => with(out, "warning", json!(w)),
+            None => out,
+        })
     }
 }
 

@@ -14,6 +14,7 @@ mod download;
 mod keys;
 mod launch;
 mod page;
+mod snapshot;
 mod tools;
 mod util;
 
@@ -43,6 +44,13 @@ pub struct Browser {
     forced_headless: Option<bool>,
     running: Option<Running>,
     started_once: bool,
+    /// Refs below this number were given on earlier pages of this session (see `snapshot.rs`).
+    ref_floor: u64,
+    /// The session the refs are numbered for: a new session starts again at e1, so that a
+    /// replay finds the refs it recorded.
+    ref_session: String,
+    /// The next snapshot forgets the refs the page gave before (a new session began).
+    refs_reset: bool,
 }
 
 /// The remark added when a command had to start a new browser.
@@ -50,7 +58,15 @@ const RESTARTED: &str = "the browser had stopped and was restarted; earlier page
 
 impl Browser {
     pub fn new(opts: Options, forced_headless: Option<bool>) -> Browser {
-        Browser { opts, forced_headless, running: None, started_once: false }
+        Browser {
+            opts,
+            forced_headless,
+            running: None,
+            started_once: false,
+            ref_floor: 0,
+            ref_session: String::new(),
+            refs_reset: false,
+        }
     }
 
     /// The running browser, started (or restarted) if needed; says whether it was restarted.
@@ -132,6 +148,11 @@ impl Backend for Browser {
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let restarted = self.ensure()?;
+        if self.ref_session != ctx.session_id {
+            self.ref_session = ctx.session_id.to_string();
+            self.ref_floor = 0;
+            self.refs_reset = true;
+        }
         let result = match self.dispatch(tool, params, ctx) {
             Err(e) => match self.recover(e) {
                 // The browser is gone: nothing more to report from it.

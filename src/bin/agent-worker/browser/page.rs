@@ -8,13 +8,14 @@
 //! `WorkerError::Browser`, so `Browser::recover` can tell a lost connection from a page error.
 
 use super::launch::{self, CALL};
-use super::util::{js, png_size, with};
+use super::util::{js, png_size};
 use super::{Browser, Running};
 use crate::error::WorkerError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-const PAGE_JS: &str = include_str!("../page.js");
+/// The page helpers, then the snapshot (which builds on them).
+const PAGE_JS: &str = concat!(include_str!("../page.js"), "\n", include_str!("../snapshot.js"));
 pub const NAVIGATION: Duration = Duration::from_secs(30);
 
 impl Browser {
@@ -88,8 +89,7 @@ impl Browser {
         std::thread::sleep(Duration::from_millis(30));
         self.wait_ready(NAVIGATION)
             .map_err(|_| WorkerError::Timeout(format!("navigation timed out after {} s", NAVIGATION.as_secs())))?;
-        let info = self.eval("__ac.info()")?;
-        Ok(with(info, "page", self.eval("__ac.glance()")?))
+        self.eval("__ac.info()")
     }
 
     /// Go `step` entries through the tab's history (-1 back, 1 forward) and wait for the load.

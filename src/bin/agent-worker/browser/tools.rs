@@ -20,12 +20,25 @@ const LINKS: usize = 500;
 
 impl Browser {
     pub(super) fn dispatch(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        let result = self.run_tool(tool, p, ctx);
+        self.explain_miss(tool, p, result)
+    }
+
+    fn run_tool(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         match tool {
-            Tool::BrowserNavigate => self.navigate(required_str(p, "url")?),
+            // The snapshot says URL, title and status; the scroll position would only be noise.
+            Tool::BrowserNavigate => {
+                self.navigate(required_str(p, "url")?)?;
+                self.then_snapshot(json!({}), p)
+            }
+            Tool::BrowserSnapshot => self.snapshot(p),
             Tool::BrowserScreenshot => self.screenshot(p["full_page"].as_bool().unwrap_or(false)),
             Tool::BrowserGetDom => self.get_dom(p),
             Tool::BrowserGetText => self.get_text(p),
-            Tool::BrowserClick => self.click(required_str(p, "selector")?),
+            Tool::BrowserClick => {
+                let clicked = self.click(required_str(p, "selector")?)?;
+                self.then_snapshot(clicked, p)
+            }
             Tool::BrowserType => self.type_into(p),
             Tool::BrowserPressKey => self.press_key(p),
             Tool::BrowserScroll => self.scroll(p),
@@ -38,8 +51,14 @@ impl Browser {
                 let timeout = Duration::from_secs(p["timeout_s"].as_u64().unwrap_or(30).clamp(1, 600));
                 self.wait_for(p["selector"].as_str(), p["text"].as_str(), timeout)
             }
-            Tool::BrowserBack => self.history(-1),
-            Tool::BrowserForward => self.history(1),
+            Tool::BrowserBack => {
+                self.history(-1)?;
+                self.then_snapshot(json!({}), p)
+            }
+            Tool::BrowserForward => {
+                self.history(1)?;
+                self.then_snapshot(json!({}), p)
+            }
             Tool::BrowserGetPageInfo => {
                 let info = self.eval("__ac.info()")?;
                 Ok(with(info, "tabs", self.tabs()?))
@@ -58,7 +77,10 @@ impl Browser {
                 let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
                 Ok(json!({"filled": done}))
             }
-            Tool::BrowserSubmitForm => self.submit_form(p),
+            Tool::BrowserSubmitForm => {
+                let done = self.submit_form(p)?;
+                self.then_snapshot(done, p)
+            }
             Tool::BrowserSaveAsPdf => self.save_as_pdf(p, ctx),
             other => Err(WorkerError::Unsupported { backend: "browser", tool: other.name() }),
         }

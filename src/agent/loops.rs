@@ -1,0 +1,298 @@
+//! Loops that escalate. Weak models repeat themselves: the same call (failing or not) again and
+//! again, or a short cycle of two or three calls (A, B, A, B…), each answered the same way.
+//!
+//! Every call is remembered as its name and arguments plus a hash of its result. A loop is the
+//! newest calls repeating with period 1, 2 or 3, results included, so a repeat that brings
+//! something new (a scroll that moves, a page that changed) is no loop. The first repeat gets a
+//! one-line note; the second a plain note and the page as it is now; a call that would repeat the
+//! loop a third time is not run (it never reaches the target); and a second call held back soon
+//! after the first marks the session stuck, which ends it `error` with "stuck: …" (the report
+//! is still written, see `wrapup.rs`). One tool called over and over with new arguments (the
+//! same page saved under ever new names) gets a note at five calls in a row and is held back
+//! past eight. Invariant: a held-back call is answered like any other call, so the
+//! conversation stays complete. A URL downloaded before is not fetched again: the answer names
+//! the file it is already stored as.
+
+use super::Agent;
+use super::dispatch::ToolOutcome;
+use crate::llm::Block;
+use crate::protocol::LogKind;
+use crate::protocol::tools::Tool;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+
+/// Calls remembered.
+const WINDOW: usize = 24;
+/// The longest cycle looked for.
+const MAX_PERIOD: usize = 3;
+/// A second held-back call within this many calls of the first means the session is stuck.
+const PERSIST_WITHIN: u64 = 6;
+/// Characters of a call shown in a note.
+const SHOWN: usize = 120;
+/// One tool called this often in a row, whatever its arguments, gets a note; past `STREAK_HOLD`
+/// it is held back (a small model saving the same page under ever new names, say).
+const STREAK_NOTE: usize = 5;
+const STREAK_HOLD: usize = 8;
+
+#[derive(Clone, PartialEq)]
+struct Entry {
+    call: String,
+    result: u64,
+}
+
+#[derive(Default)]
+pub(super) struct LoopGuard {
+    history: VecDeque<Entry>,
+    /// The step of the last call held back.
+    last_held: Option<u64>,
+    /// Why the session cannot go on, once it is stuck.
+    stuck: Option<String>,
+    /// The tool of the newest calls and how many times in a row it was called (any arguments).
+    streak: (String, usize),
+    /// URLs downloaded so far, and the file each was stored as.
+    downloaded: std::collections::HashMap<String, String>,
+}
+
+impl LoopGuard {
+    /// How many of the newest calls repeat with period `p` (at least `p` when there are that many).
+    fn periodic_suffix(&self, p: usize) -> usize {
+        let (h, n) = (&self.history, self.history.len());
+        if n < p {
+            return 0;
+        }
+        let mut len = p;
+        while len < n && h[n - 1 - len] == h[n - 1 - len + p] {
+            len += 1;
+        }
+        len
+    }
+
+    /// The period of a loop that has repeated twice and that `call` is part of.
+    fn would_repeat(&self, call: &str) -> Option<usize> {
+        let n = self.history.len();
+        (1..=MAX_PERIOD)
+            .find(|&p| self.periodic_suffix(p) >= 3 * p && self.history.iter().skip(n - p).any(|e| e.call == call))
+    }
+
+    /// The loop the newest call completes: its period and how often it has repeated (the
+    /// period repeated most; `N S S N S S` is a cycle of three, not a pair of snapshots).
+    fn repeated(&self) -> Option<(usize, usize)> {
+        (1..=MAX_PERIOD)
+            .map(|p| (p, self.periodic_suffix(p)))
+            .filter(|&(p, len)| len >= 2 * p)
+            .map(|(p, len)| (p, len / p - 1))
+            .max_by_key(|&(p, repeats)| (repeats, std::cmp::Reverse(p)))
+    }
+
+    fn push(&mut self, call: String, result: u64) {
+        self.history.push_back(Entry { call, result });
+        if self.history.len() > WINDOW {
+            self.history.pop_front();
+        }
+    }
+
+    /// The calls of the newest loop of period `p`, in order, for a note.
+    fn describe(&self, p: usize) -> String {
+        let n = self.history.len();
+        let calls: Vec<String> =
+            self.history.iter().skip(n - p).map(|e| super::context::excerpt(&e.call, SHOWN)).collect();
+        match p {
+            1 => format!("`{}`", calls[0]),
+            _ => format!("the cycle {}", calls.iter().map(|c| format!("`{c}`")).collect::<Vec<_>>().join(" → ")),
+        }
+    }
+
+    /// Why the session ended, once it is stuck.
+    pub(super) fn stuck(&self) -> Option<&str> {
+        self.stuck.as_deref()
+    }
+}
+
+/// A result's identity: its text and whether it failed (images left out). Ref numbers do not
+/// count: the same page loaded again gets new ones, and is still the same page.
+fn result_hash(outcome: &ToolOutcome) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    outcome.is_error.hash(&mut h);
+    for b in &outcome.content {
+        if let Block::Text { text } = b {
+            without_ref_numbers(text).hash(&mut h);
+        }
+    }
+    h.finish()
+}
+
+/// `text` with every ref `e123` (after `[` or `=`) written as `e`.
+fn without_ref_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['[', '=']) {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        if let Some(after) = rest.strip_prefix('e') {
+            let digits = after.chars().take_while(char::is_ascii_digit).count();
+            if digits > 0 {
+                out.push('e');
+                rest = &after[digits..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl Agent {
+    /// Run one call unless it would repeat a loop a third time; note the loops it completes.
+    pub(super) fn dispatch_watched(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        let call = format!("{name} {input}");
+        if let Some(p) = self.loops.would_repeat(&call) {
+            let what = self.loops.describe(p);
+            return self.hold_back(&what, "it gave the same results three times");
+        }
+        if let Some(done) = self.downloaded_before(name, input) {
+            return done;
+        }
+        let (tool, n) = &self.loops.streak;
+        if tool == name && *n >= STREAK_HOLD {
+            return self
+                .hold_back(&format!("{name} ({n} calls in a row)"), "so many calls of one tool bring nothing new");
+        }
+        let mut outcome = self.dispatch(name, input);
+        if outcome.stopped {
+            return outcome;
+        }
+        self.loops.streak = match std::mem::take(&mut self.loops.streak) {
+            (tool, n) if tool == name => (tool, n + 1),
+            _ => (name.to_string(), 1),
+        };
+        self.note_download(name, input, &outcome);
+        self.loops.push(call, result_hash(&outcome));
+        // After the result is remembered: the note is not part of it.
+        if self.loops.streak.1 == STREAK_NOTE {
+            outcome.content.push(Block::text(format!(
+                "You have called {name} {STREAK_NOTE} times in a row. Check that each call brings something new; \
+                 if the task is done, finish. {}",
+                self.task_line()
+            )));
+        }
+        match self.loops.repeated() {
+            Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
+                "This exact call already failed the same way. Repeating it will not help: look at the page or \
+                 output first and try something different.",
+            )),
+            Some((1, 1)) => outcome.content.push(Block::text(format!(
+                "This exact call gave the same result as the one before: repeating it brings nothing new. \
+                 If what you need is in it, use it now. {}",
+                self.task_line()
+            ))),
+            Some((p, 1)) => outcome.content.push(Block::text(format!(
+                "Your last {} calls repeat {} with the same results.",
+                2 * p,
+                self.loops.describe(p)
+            ))),
+            Some((p, _)) => self.second_repeat(p, &mut outcome),
+            None => {}
+        }
+        outcome
+    }
+
+    /// A download of a URL fetched before: answered with the file it is stored as.
+    fn downloaded_before(&self, name: &str, input: &Value) -> Option<ToolOutcome> {
+        if name != Tool::BrowserDownload.name() {
+            return None;
+        }
+        let file = self.loops.downloaded.get(input["url"].as_str()?)?;
+        Some(ToolOutcome::ok(serde_json::json!({
+            "already_downloaded": file,
+            "note": format!("This URL was downloaded before and is in the session's files as {file}; it is not \
+                             fetched again. If the task is done, finish."),
+        })))
+    }
+
+    fn note_download(&mut self, name: &str, input: &Value, outcome: &ToolOutcome) {
+        if name != Tool::BrowserDownload.name() || outcome.is_error {
+            return;
+        }
+        let text = super::context::first_text(&outcome.content);
+        let stored = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["filename"].as_str().map(str::to_string));
+        if let (Some(url), Some(file)) = (input["url"].as_str(), stored) {
+            self.loops.downloaded.insert(url.to_string(), file);
+        }
+    }
+
+    /// The second repeat: say so plainly, with the page as it is now.
+    fn second_repeat(&mut self, p: usize, outcome: &mut ToolOutcome) {
+        let what = self.loops.describe(p);
+        let mut note = format!(
+            "You have now made {what} three times, with the same results each time: it is not working. \
+             If the answer is already in what you have, finish now with it. Otherwise do something different: \
+             another element, another page, another tool. The same again will not be run. {}",
+            self.task_line()
+        );
+        if let Some(page) = self.current_snapshot() {
+            note.push_str(&format!("\n\nThe page as it is now:\n{page}"));
+        }
+        self.runner.log(LogKind::System, &format!("loop: {what} repeated twice"), None);
+        outcome.content.push(Block::text(note));
+    }
+
+    /// The session's task (or goal) again: small models lose it in long contexts.
+    fn task_line(&self) -> String {
+        match (&self.record.instruction, &self.record.goal) {
+            (Some(task), _) => format!("Your task: {task}"),
+            (None, Some(goal)) => format!("Your goal: {goal}"),
+            (None, None) => String::new(),
+        }
+    }
+
+    /// A call that would repeat a loop a third time: not run. A second one soon after: stuck.
+    fn hold_back(&mut self, what: &str, because: &str) -> ToolOutcome {
+        let persisting = self.loops.last_held.is_some_and(|s| self.step.saturating_sub(s) <= PERSIST_WITHIN);
+        self.loops.last_held = Some(self.step);
+        if persisting {
+            self.loops.stuck = Some(format!("stuck: the model kept repeating {what}"));
+        }
+        self.runner.log(LogKind::System, &format!("loop: {what} not run again"), None);
+        ToolOutcome::error(format!(
+            "Not run: this would repeat {what} once more, and {because}. \
+             Do something different, or finish and say what is missing."
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn guard(calls: &[&str]) -> LoopGuard {
+        let mut g = LoopGuard::default();
+        for c in calls {
+            g.push(c.to_string(), c.len() as u64);
+        }
+        g
+    }
+
+    #[test]
+    fn repeats_and_cycles_are_found_with_their_results() {
+        assert_eq!(guard(&["a", "b"]).repeated(), None);
+        assert_eq!(guard(&["a", "a"]).repeated(), Some((1, 1)));
+        assert_eq!(guard(&["x", "a", "a", "a"]).repeated(), Some((1, 2)));
+        assert_eq!(guard(&["a", "bb", "a", "bb"]).repeated(), Some((2, 1)));
+        assert_eq!(guard(&["a", "bb", "ccc", "a", "bb", "ccc"]).repeated(), Some((3, 1)));
+        let nss = ["n", "ss", "ss", "n", "ss", "ss", "n", "ss", "ss"];
+        assert_eq!(guard(&nss).repeated(), Some((3, 2)), "a cycle of three, not a pair");
+        assert_eq!(guard(&nss).would_repeat("n"), Some(3));
+        assert_eq!(without_ref_numbers("[e12] link → x; ref=e3 [e] e5"), "[e] link → x; ref=e [e] e5");
+        assert_eq!(guard(&["a", "a", "a"]).would_repeat("a"), Some(1));
+        assert_eq!(guard(&["a", "a", "a"]).would_repeat("b"), None);
+        assert_eq!(guard(&["a", "bb", "a", "bb", "a", "bb"]).would_repeat("a"), Some(2));
+        assert_eq!(guard(&["a", "bb", "a", "bb", "a"]).would_repeat("bb"), None, "only a third repeat is held");
+        assert_eq!(guard(&["a", "bb", "a", "bb", "a", "bb"]).would_repeat("bb"), Some(2), "any call of the cycle");
+        // The same call with a new result each time (a scroll that moves) is no loop.
+        let mut g = LoopGuard::default();
+        for i in 0..5 {
+            g.push("scroll".into(), i);
+        }
+        assert_eq!((g.repeated(), g.would_repeat("scroll")), (None, None));
+    }
+}

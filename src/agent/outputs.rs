@@ -1,0 +1,329 @@
+//! Stored tool outputs and the five tools that traverse them.
+//!
+//! A worker result longer than `agent.max_tool_output_chars` is not put into the context: it is
+//! stored in the session's `tool_outputs/` and the model gets `{persisted, id, size_chars,
+//! preview, stats, available_tools}`, where `stats` is the output's shape with example paths.
+//! The first time that happens the five `tool_outputs_*` tools are added to the session's tools.
+//! They read JSON by JSONPath (RFC 9535, `serde_json_path`) and text by line range and
+//! substring; what they answer is itself bounded by the same limit, saying what was left out.
+
+use super::Agent;
+use super::dispatch::ToolOutcome;
+use crate::llm::ToolDef;
+use crate::protocol::tools::{OUTPUT_TOOLS, Tool};
+use serde_json::{Map, Value, json};
+use serde_json_path::JsonPath;
+
+/// Characters of a stored output shown as its preview.
+const PREVIEW_CHARS: usize = 1500;
+/// Keys of an object described in stats, and example paths offered.
+const KEYS: usize = 30;
+const EXAMPLES: usize = 6;
+const DEFAULT_SAMPLE: usize = 5;
+
+impl Agent {
+    /// An output too long for the context: stored, and described for the model.
+    pub(super) fn persist_output(&mut self, tool: &str, text: &str) -> String {
+        let size = text.chars().count();
+        let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+        let id = match self.runner.save_tool_output(tool, text) {
+            Ok(id) => id,
+            Err(e) => return format!("{preview}\n… [output truncated: {size} characters in all; {e}]"),
+        };
+        self.offer_output_tools();
+        let (stats, example) = match parse(text) {
+            Some(v) => json_stats(&v),
+            None => (text_stats(text), None),
+        };
+        let how = match example {
+            Some(path) => format!("tool_outputs_extract {{\"id\": \"{id}\", \"path\": \"{path}\"}}"),
+            None => {
+                format!("tool_outputs_extract {{\"id\": \"{id}\", \"contains\": \"word\"}} or {{\"lines\": \"1-50\"}}")
+            }
+        };
+        json!({
+            "persisted": true, "id": id, "size_chars": size, "preview": preview, "stats": stats,
+            "available_tools": OUTPUT_TOOLS.iter().map(|t| t.name()).collect::<Vec<_>>(),
+            "next": format!("The output was too long to show; it is stored. Read the part you need, e.g. {how}"),
+        })
+        .to_string()
+    }
+
+    fn offer_output_tools(&mut self) {
+        for t in OUTPUT_TOOLS {
+            if !self.offered.contains(&t) {
+                let spec = t.spec();
+                self.offered.push(t);
+                self.tools.push(ToolDef {
+                    name: t.name(),
+                    description: spec.description,
+                    input_schema: spec.input_schema,
+                });
+            }
+        }
+    }
+
+    /// The handler of the five `tool_outputs_*` tools.
+    pub(super) fn output_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
+        let stored = self.runner.tool_outputs();
+        if tool == Tool::ToolOutputsList {
+            let list: Vec<Value> = stored.iter().map(|(id, size)| self.describe_output(id, *size)).collect();
+            return ToolOutcome::ok(json!({"outputs": list}));
+        }
+        let id = input["id"].as_str().unwrap_or("");
+        let Some(text) = self.runner.read_tool_output(id) else {
+            let ids: Vec<&str> = stored.iter().map(|(id, _)| id.as_str()).collect();
+            return ToolOutcome::error(format!("no stored output `{id}`; stored: {}", ids.join(", ")));
+        };
+        let max = self.runner.config().agent.max_tool_output_chars;
+        let answer = match tool {
+            Tool::ToolOutputsStats => Ok(match parse(&text) {
+                Some(v) => json_stats(&v).0,
+                None => text_stats(&text),
+            }),
+            Tool::ToolOutputsExtract => extract(&text, input, max),
+            Tool::ToolOutputsCount => count(&text, input),
+            _ => sample(&text, input, max),
+        };
+        match answer {
+            Ok(v) => ToolOutcome::ok(v),
+            Err(e) => ToolOutcome::error(e),
+        }
+    }
+
+    fn describe_output(&self, id: &str, size: u64) -> Value {
+        let tool = id.splitn(3, '_').nth(2).unwrap_or("");
+        let kind = match self.runner.read_tool_output(id).as_deref().and_then(parse) {
+            Some(_) => "json",
+            None => "text",
+        };
+        json!({"id": id, "tool": tool, "size_bytes": size, "kind": kind})
+    }
+}
+
+/// A stored output as JSON, when it is an object or an array.
+fn parse(text: &str) -> Option<Value> {
+    serde_json::from_str::<Value>(text).ok().filter(|v| v.is_object() || v.is_array())
+}
+
+/// One value's type in a few words.
+fn shape(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("string ({} chars, {} lines)", s.chars().count(), s.lines().count()),
+        Value::Array(a) => match a.first() {
+            Some(Value::Object(o)) => {
+                format!(
+                    "array[{}] of objects {{{}}}",
+                    a.len(),
+                    o.keys().take(KEYS).cloned().collect::<Vec<_>>().join(", ")
+                )
+            }
+            Some(first) => format!("array[{}] of {}", a.len(), kind(first)),
+            None => "array[0]".into(),
+        },
+        Value::Object(o) => format!("object {{{}}}", o.keys().take(KEYS).cloned().collect::<Vec<_>>().join(", ")),
+        other => kind(other).to_string(),
+    }
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// A path segment for a key (`.name`, or `['odd key']`).
+fn segment(key: &str) -> String {
+    if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !key.starts_with(|c: char| c.is_ascii_digit()) {
+        format!(".{key}")
+    } else {
+        format!("['{}']", key.replace('\\', "\\\\").replace('\'', "\\'"))
+    }
+}
+
+/// Example paths into one value at `base`.
+fn examples(base: &str, v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Array(a) => match a.first() {
+            Some(Value::Object(o)) => out.extend(o.keys().take(2).map(|k| format!("{base}[*]{}", segment(k)))),
+            _ => out.push(format!("{base}[*]")),
+        },
+        _ => out.push(base.to_string()),
+    }
+}
+
+/// The shape of a JSON output, with example paths; and the first example, for the hint.
+fn json_stats(v: &Value) -> (Value, Option<String>) {
+    let mut paths = Vec::new();
+    let keys = match v {
+        Value::Object(o) => {
+            // The bulk first: arrays, then objects, then long strings.
+            let mut children: Vec<(&String, &Value)> = o.iter().collect();
+            children.sort_by_key(|(_, c)| match c {
+                Value::Array(_) => 0,
+                Value::Object(_) => 1,
+                Value::String(s) if s.len() > 200 => 2,
+                _ => 3,
+            });
+            for (k, child) in children.into_iter().take(EXAMPLES) {
+                examples(&format!("${}", segment(k)), child, &mut paths);
+            }
+            let described: Map<String, Value> =
+                o.iter().take(KEYS).map(|(k, c)| (k.clone(), json!(shape(c)))).collect();
+            Value::Object(described)
+        }
+        other => {
+            examples("$", other, &mut paths);
+            Value::Null
+        }
+    };
+    paths.truncate(EXAMPLES);
+    let first = paths.first().cloned();
+    (json!({"kind": "json", "root": shape(v), "keys": keys, "example_paths": paths}), first)
+}
+
+fn text_stats(text: &str) -> Value {
+    let first: Vec<&str> = text.lines().take(3).map(|l| l.get(..l.len().min(120)).unwrap_or(l)).collect();
+    json!({"kind": "text", "lines": text.lines().count(), "chars": text.chars().count(), "first_lines": first})
+}
+
+/// The nodes a path selects (the whole output without a path).
+fn select(text: &str, path: Option<&str>) -> Result<Vec<Value>, String> {
+    let path = path.filter(|p| !p.trim().is_empty());
+    let Some(v) = parse(text) else {
+        return match path {
+            Some(_) => Err("this output is text, not JSON: use `lines` and `contains` instead of `path`".into()),
+            None => Ok(vec![Value::String(text.to_string())]),
+        };
+    };
+    let Some(path) = path else { return Ok(vec![v]) };
+    let parsed = JsonPath::parse(path)
+        .map_err(|e| format!("`{path}` is not a JSONPath (RFC 9535): {e}; e.g. $.items[*].name or $..price"))?;
+    Ok(parsed.query(&v).all().into_iter().cloned().collect())
+}
+
+/// The text the line tools work on: one string node as it is, anything else as pretty JSON.
+fn as_text(nodes: &[Value]) -> String {
+    match nodes {
+        [Value::String(s)] => s.clone(),
+        [one] => serde_json::to_string_pretty(one).unwrap_or_default(),
+        many => serde_json::to_string_pretty(many).unwrap_or_default(),
+    }
+}
+
+/// Numbered lines of `text` in `range` ("a-b", 1-based) that contain `needle`.
+fn lines_of(text: &str, range: Option<&str>, needle: Option<&str>) -> Result<Vec<String>, String> {
+    let (from, to) = match range.filter(|r| !r.trim().is_empty()) {
+        Some(r) => {
+            let (a, b) = r.split_once('-').unwrap_or((r, r));
+            let n = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("`{r}` is not a line range like 120-160"));
+            (n(a)?, n(b)?)
+        }
+        None => (1, usize::MAX),
+    };
+    let needle = needle.filter(|n| !n.is_empty()).map(str::to_lowercase);
+    Ok(text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l))
+        .filter(|(i, _)| *i >= from && *i <= to)
+        .filter(|(_, l)| needle.as_ref().is_none_or(|n| l.to_lowercase().contains(n)))
+        .map(|(i, l)| format!("{i}: {l}"))
+        .collect())
+}
+
+/// Values as JSON within `max` characters, counting what did not fit.
+fn bounded(items: Vec<Value>, max: usize) -> Value {
+    let total = items.len();
+    let (mut kept, mut used) = (Vec::new(), 2);
+    for item in items {
+        let len = item.to_string().len() + 1;
+        if used + len > max && !kept.is_empty() {
+            break;
+        }
+        used += len;
+        kept.push(item);
+    }
+    let mut out = json!({"matched": total, "items": kept});
+    if kept_len(&out) < total {
+        out["left_out"] = json!(format!(
+            "{} more not shown (the answer is limited to {max} characters): use a narrower path, `lines`, or tool_outputs_sample",
+            total - kept_len(&out)
+        ));
+    }
+    out
+}
+
+fn kept_len(out: &Value) -> usize {
+    out["items"].as_array().map_or(0, Vec::len)
+}
+
+fn extract(text: &str, input: &Value, max: usize) -> Result<Value, String> {
+    let nodes = select(text, input["path"].as_str())?;
+    let (range, needle) = (input["lines"].as_str(), input["contains"].as_str());
+    if range.is_none() && needle.is_none() && parse(text).is_some() {
+        return Ok(bounded(nodes, max));
+    }
+    let lines = lines_of(&as_text(&nodes), range, needle)?;
+    Ok(bounded(lines.into_iter().map(Value::String).collect(), max))
+}
+
+fn count(text: &str, input: &Value) -> Result<Value, String> {
+    let nodes = select(text, input["path"].as_str())?;
+    match input["contains"].as_str() {
+        Some(needle) => Ok(json!({"lines": lines_of(&as_text(&nodes), None, Some(needle))?.len()})),
+        None if parse(text).is_some() => Ok(json!({"count": nodes.len()})),
+        None => Ok(json!({"lines": text.lines().count()})),
+    }
+}
+
+fn sample(text: &str, input: &Value, max: usize) -> Result<Value, String> {
+    let n = input["n"].as_u64().map_or(DEFAULT_SAMPLE, |n| n.clamp(1, 100) as usize);
+    let mut nodes = select(text, input["path"].as_str())?;
+    // One array selected: sample its items.
+    if let [Value::Array(items)] = nodes.as_slice() {
+        nodes = items.clone();
+    }
+    if parse(text).is_none() {
+        nodes = lines_of(text, None, None)?.into_iter().map(Value::String).collect();
+    }
+    let len = nodes.len();
+    let picked: Vec<Value> = (0..n.min(len)).map(|i| nodes[i * len / n.min(len)].clone()).collect();
+    let mut out = bounded(picked, max);
+    out["matched"] = json!(len);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_is_traversed_by_jsonpath_and_text_by_lines() {
+        let doc = json!({"links": [{"text": "a", "url": "u1"}, {"text": "b", "url": "u2"}, {"text": "c", "url": "u3"}], "note": "x\ny"});
+        let text = doc.to_string();
+        let (stats, first) = json_stats(&doc);
+        assert_eq!(first.as_deref(), Some("$.links[*].text"));
+        assert_eq!(stats["keys"]["links"], "array[3] of objects {text, url}");
+        let got = extract(&text, &json!({"path": "$.links[*].url"}), 1000).unwrap();
+        assert_eq!(got["items"], json!(["u1", "u2", "u3"]));
+        assert_eq!(count(&text, &json!({"path": "$.links[?@.text != 'b']"})).unwrap()["count"], 2);
+        assert_eq!(sample(&text, &json!({"path": "$.links", "n": 2}), 1000).unwrap()["items"][1]["url"], "u2");
+        assert!(extract(&text, &json!({"path": "links["}), 1000).unwrap_err().contains("not a JSONPath"));
+        let lines = extract(&text, &json!({"path": "$.note", "contains": "Y"}), 1000).unwrap();
+        assert_eq!(lines["items"], json!(["2: y"]));
+        let log = (1..=100).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            extract(&log, &json!({"lines": "10-11"}), 1000).unwrap()["items"],
+            json!(["10: line 10", "11: line 11"])
+        );
+        assert_eq!(count(&log, &json!({"contains": "line 1"})).unwrap()["lines"], 12);
+        let capped = extract(&log, &json!({}), 100).unwrap();
+        assert!(capped["left_out"].as_str().unwrap().contains("more not shown"), "{capped}");
+    }
+}

@@ -1,0 +1,149 @@
+//! Replay: re-running a finished session's worker steps without the model.
+//!
+//! Before each step the page is checked: an element named by `ref=` must still be the one it
+//! was when the step was recorded (its snapshot line, values aside), and one named by a CSS or
+//! text selector must exist (waited for a few seconds, for pages that render late). A step that
+//! diverges or fails hands over to the model: the opening message gets what was replayed, the
+//! step that did not go through and why, and the page as it is now; the session then goes on as
+//! any other. Every replayed step is in the step log with `replayed: true`. A replay that runs
+//! through ends `finished` without a single model call.
+
+use super::Agent;
+use super::snapshot::{line_of, ref_in};
+use crate::llm::Block;
+use crate::protocol::LogKind;
+use crate::protocol::replay::{ReplayInfo, ReplayStep};
+use crate::protocol::tools::Tool;
+use crate::protocol::{SessionType, tools::Runs};
+use crate::session::AgentOutcome;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// How long a replayed step's selector may take to appear.
+const SELECTOR_WAIT_S: u64 = 5;
+
+/// The selectors a step's arguments name.
+fn selectors(args: &Value) -> Vec<&str> {
+    let mut out: Vec<&str> = ["selector", "submit_selector"].iter().filter_map(|k| args[*k].as_str()).collect();
+    if let Some(fields) = args["fields"].as_array() {
+        out.extend(fields.iter().filter_map(|f| f["selector"].as_str()));
+    }
+    out.into_iter().filter(|s| !s.trim().is_empty()).collect()
+}
+
+/// What identifies an element in a snapshot line: its kind and label, not its current value.
+fn identity(line: &str) -> &str {
+    [" value=", " (", " → "].iter().filter_map(|m| line.find(m)).min().map_or(line, |i| &line[..i]).trim()
+}
+
+impl Agent {
+    /// Run the recorded steps. `Some` when the session ends here (all replayed, or stopped);
+    /// `None` after handing over to the model.
+    pub(super) fn replay(&mut self) -> Option<AgentOutcome> {
+        let info = self.record.replay.clone()?;
+        let total = info.steps.len();
+        self.runner.log(LogKind::System, &format!("replaying {total} steps of session {}", info.source), None);
+        for (i, step) in info.steps.iter().enumerate() {
+            if self.runner.stop_requested() {
+                return Some(AgentOutcome::Stopped);
+            }
+            if let Err(why) = self.check_step(step) {
+                self.hand_over(&info, i, &why);
+                return None;
+            }
+            self.replaying = true;
+            let outcome = self.run_tool(&step.tool, &step.args);
+            self.replaying = false;
+            if outcome.stopped {
+                return Some(AgentOutcome::Stopped);
+            }
+            if outcome.is_error {
+                self.hand_over(&info, i, &super::context::first_text(&outcome.content));
+                return None;
+            }
+        }
+        let summary = format!("Replayed all {total} steps of session {} without the model.", info.source);
+        self.runner.log(LogKind::System, &summary, None);
+        self.write_report(&summary, None);
+        Some(AgentOutcome::Finished { summary })
+    }
+
+    /// Whether the page still matches what the step acts on.
+    fn check_step(&mut self, step: &ReplayStep) -> Result<(), String> {
+        let Some(tool) = Tool::from_name(&step.tool) else { return Err(format!("unknown tool {}", step.tool)) };
+        if tool.spec().runs != Runs::Target(SessionType::Browser) {
+            return Ok(());
+        }
+        for selector in selectors(&step.args) {
+            match ref_in(selector) {
+                Some(r) => self.check_ref(r, step.target.as_deref())?,
+                None => self.check_selector(selector)?,
+            }
+        }
+        Ok(())
+    }
+
+    fn check_ref(&mut self, r: &str, recorded: Option<&str>) -> Result<(), String> {
+        let page = self.current_snapshot().ok_or("the page could not be read")?;
+        let now = line_of(&page, r).ok_or_else(|| format!("ref={r} is not on the page any more"))?;
+        match recorded {
+            Some(was) if identity(was) != identity(now) => {
+                Err(format!("ref={r} was {} when recorded and is now {}", identity(was), identity(now)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn check_selector(&mut self, selector: &str) -> Result<(), String> {
+        let params = json!({"selector": selector, "timeout_s": SELECTOR_WAIT_S});
+        let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s.max(SELECTOR_WAIT_S + 15));
+        match self.runner.execute(Tool::BrowserWaitFor.name(), params, timeout) {
+            Ok(_) => Ok(()),
+            Err(e) => Err(format!("`{selector}` is not on the page ({e})")),
+        }
+    }
+
+    /// The replay stops at step `at`: tell the model what was done, what went wrong, and the page.
+    fn hand_over(&mut self, info: &ReplayInfo, at: usize, why: &str) {
+        let step = &info.steps[at];
+        let line = format!("replay stopped at step {} of {} ({}): {why}", at + 1, info.steps.len(), step.tool);
+        self.runner.log(LogKind::System, &format!("{line}; the model takes over"), None);
+        let done: Vec<String> = info.steps[..at]
+            .iter()
+            .enumerate()
+            .map(|(i, s)| format!("{}. {} {}", i + 1, s.tool, super::context::excerpt(&s.args.to_string(), 200)))
+            .collect();
+        let mut text = format!(
+            "This session replays the steps of session {}. {} of {} steps went through:\n{}\n\
+             Step {} could not be replayed: {} {}\nWhy: {why}\n\
+             Carry on with the task from here; do not redo the steps that went through.",
+            info.source,
+            at,
+            info.steps.len(),
+            if done.is_empty() { "(none)".to_string() } else { done.join("\n") },
+            at + 1,
+            step.tool,
+            super::context::excerpt(&step.args.to_string(), 300),
+        );
+        if let Some(page) = self.current_snapshot() {
+            text.push_str(&format!("\n\nThe page now:\n{page}"));
+        }
+        if let Some(first) = self.messages.first_mut() {
+            first.content.push(Block::text(text));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elements_are_known_by_kind_and_label_not_value() {
+        assert_eq!(identity("input text \"Search\" name=q value=\"socks\""), "input text \"Search\" name=q");
+        assert_eq!(identity("link \"Next\" → https://a.test/2"), "link \"Next\"");
+        assert_eq!(identity("input checkbox \"Gift\" name=g (checked)"), "input checkbox \"Gift\" name=g");
+        let args = json!({"selector": "ref=e3", "fields": [{"selector": "#a"}, {"selector": ""}]});
+        assert_eq!(selectors(&args), ["ref=e3", "#a"]);
+    }
+}

@@ -1,0 +1,72 @@
+//! Page snapshots on the controller's side: how a worker result that carries one reads to the
+//! model, and asking the worker for the page as it is now (for a loop note, after a login).
+//!
+//! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
+//! escapes, which small models read badly. So the result's other fields stay JSON and the
+//! snapshot follows them as plain lines.
+
+use super::Agent;
+use crate::protocol::SessionType;
+use crate::protocol::tools::Tool;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Take the snapshot text out of a worker result, if it has one.
+pub(super) fn take(data: &mut Value) -> Option<String> {
+    match data.as_object_mut()?.remove("snapshot")? {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A result's JSON followed by its snapshot's lines.
+pub(super) fn render(data: &Value, page: Option<String>) -> String {
+    let text = match data {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    match page {
+        Some(page) => format!("{text}\n{page}"),
+        None => text,
+    }
+}
+/// The ref a selector names (`ref=e12`, or a bare `e12`), if it names one.
+pub(super) fn ref_in(selector: &str) -> Option<&str> {
+    let s = selector.trim().trim_start_matches('[').trim_end_matches(']');
+    let s = s.strip_prefix("ref=").or_else(|| s.strip_prefix("ref =")).unwrap_or(s).trim();
+    (s.len() > 1 && s.starts_with('e') && s[1..].chars().all(|c| c.is_ascii_digit())).then_some(s)
+}
+
+/// The line of `page` that shows ref `r`, without the ref.
+pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
+    let tag = format!("[{r}] ");
+    page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
+}
+
+impl Agent {
+    /// Take the snapshot out of a worker result, remembering it as the latest page seen.
+    pub(super) fn take_page(&mut self, data: &mut Value) -> Option<String> {
+        let page = take(data)?;
+        self.last_page = Some(page.clone());
+        Some(page)
+    }
+
+    /// For the step log: the line of the element a `ref=` selector named, as last seen.
+    pub(super) fn ref_target(&self, input: &Value) -> Option<String> {
+        let r = ref_in(input["selector"].as_str()?)?;
+        line_of(self.last_page.as_deref()?, r).map(str::to_string)
+    }
+
+    /// The page as it is now (browser sessions), or `None` (other sessions, or no answer).
+    pub(super) fn current_snapshot(&mut self) -> Option<String> {
+        if self.record.session_type != SessionType::Browser {
+            return None;
+        }
+        let params = json!({"snapshot_chars": self.runner.config().agent.snapshot_chars});
+        let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
+        let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
+        self.runner.scrub_json(&mut data);
+        let page = self.take_page(&mut data)?;
+        Some(render(&data, Some(page)))
+    }
+}

@@ -1,0 +1,161 @@
+//! How a session ends when the model did not finish it, and finishing honestly.
+//!
+//! At `max_turns`, or stuck in a loop, one last model call writes the report from what the
+//! session found, so findings are never lost. That call carries no tools and no tool blocks:
+//! the conversation goes as a bounded plain-text transcript (the task, then the newest calls and
+//! results that fit), which every provider and tool mode accepts; if it fails, the report is
+//! built from the notes and files as before. A `finish_*` call in a reply where an earlier call
+//! failed is not run: the model gets the results and decides again.
+
+use super::dispatch::ToolOutcome;
+use super::{Agent, Turn};
+use crate::llm::{Block, Message, Request, Role};
+use crate::protocol::LogKind;
+use crate::session::AgentOutcome;
+
+/// Characters of transcript the last call gets (small models have small windows).
+const TRANSCRIPT_CHARS: usize = 12_000;
+/// Characters of one call's input or result in the transcript.
+const ENTRY_CHARS: usize = 1500;
+/// Characters of the model's report repeated in the session's summary.
+const SUMMARY_CHARS: usize = 400;
+
+const LAST_WORD_SYSTEM: &str = "You write the final report of an automation session from its transcript. \
+Write plain markdown. Be concrete: the facts, values, URLs and file names found; what was done and saved; \
+what is missing and why. Do not invent anything that is not in the transcript.";
+
+impl Agent {
+    /// The turn limit is reached: the model writes the report, without tools.
+    pub(super) fn end_at_limit(&mut self) -> Turn {
+        let limit = format!("Stopped after reaching the limit of {} turns.", self.record.max_turns);
+        self.runner.log(LogKind::System, &limit, None);
+        let summary = self.wrap_up(&limit, "The session reached its turn limit; no more tools can run.");
+        Turn::End(AgentOutcome::Finished { summary })
+    }
+
+    /// The model kept looping: the session ends `error`, with the report it can still write.
+    pub(super) fn end_stuck(&mut self, reason: String) -> Turn {
+        self.runner.log(LogKind::Error, &reason, None);
+        self.wrap_up(&reason, "The session was ended because it kept repeating the same calls.");
+        Turn::End(AgentOutcome::Failed(reason))
+    }
+
+    /// Write the report (the model's last word when it gives one); the summary to end with.
+    fn wrap_up(&mut self, why: &str, situation: &str) -> String {
+        match self.last_word(situation) {
+            Some(text) => {
+                self.runner.log(LogKind::Assistant, &text, None);
+                self.write_report(&format!("{why}\n\n{text}"), None);
+                format!("{why} {}", super::context::excerpt(&text, SUMMARY_CHARS))
+            }
+            None => {
+                self.write_report(why, None);
+                why.to_string()
+            }
+        }
+    }
+
+    /// One model call without tools over the transcript; its text, if any.
+    fn last_word(&mut self, situation: &str) -> Option<String> {
+        if self.runner.stop_requested() {
+            return None;
+        }
+        // The task again at the end, next to the request: small models answer what they read last.
+        let task = match (&self.record.instruction, &self.record.goal) {
+            (Some(t), _) => format!("The task was: {t}"),
+            (None, Some(g)) => format!("The goal was: {g}"),
+            (None, None) => String::new(),
+        };
+        let prompt = format!(
+            "{situation}\n\nTranscript (the oldest calls may be left out):\n{}\n\n{task}\nWrite the final report now: \
+             first the answer or result, if the transcript shows it, then what was done and what is missing.",
+            transcript(&self.messages, TRANSCRIPT_CHARS)
+        );
+        let messages = [Message::user(vec![Block::text(prompt)])];
+        let max_tokens = self.runner.config().api.max_tokens;
+        let request = Request { system: LAST_WORD_SYSTEM, tools: &[], messages: &messages, max_tokens };
+        match self.provider.complete(&request, self.runner.stop_signal()) {
+            Ok(reply) => {
+                self.runner.add_usage(&super::record_usage(reply.usage));
+                Some(super::context::last_text(&reply)).filter(|t| !t.is_empty())
+            }
+            Err(e) => {
+                self.runner.log(LogKind::Error, &format!("the final report call failed: {e}"), None);
+                None
+            }
+        }
+    }
+
+    /// A finish in a reply where an earlier call failed: not run, so the model sees the failure.
+    pub(super) fn hold_finish(&self, name: &str, failed: Option<&str>) -> Option<ToolOutcome> {
+        let failed = failed.filter(|_| name == "finish_task" || name == "finish_exploration")?;
+        self.runner.log(LogKind::System, &format!("{name} not run: {failed} failed in the same reply"), None);
+        Some(ToolOutcome::error(format!(
+            "Not finished: {failed}, earlier in this same reply, failed. Read its result first; then fix it, \
+             or call {name} again and say in the summary what failed."
+        )))
+    }
+}
+
+/// The conversation as plain text: the opening message, then the newest entries that fit.
+fn transcript(messages: &[Message], max: usize) -> String {
+    let mut entries: Vec<String> = Vec::new();
+    for m in messages {
+        for b in &m.content {
+            let entry = match (m.role, b) {
+                (_, Block::Text { text }) if !text.trim().is_empty() => {
+                    let who = if m.role == Role::User { "user" } else { "assistant" };
+                    format!("{who}: {}", super::context::excerpt(text.trim(), ENTRY_CHARS))
+                }
+                (_, Block::ToolUse { name, input, .. }) => {
+                    format!("call {name} {}", super::context::excerpt(&input.to_string(), ENTRY_CHARS))
+                }
+                (_, Block::ToolResult { content, is_error, .. }) => {
+                    let text = super::context::first_text(content);
+                    let label = if *is_error { "error" } else { "result" };
+                    format!("{label}: {}", super::context::excerpt(&text, ENTRY_CHARS))
+                }
+                _ => continue,
+            };
+            entries.push(entry);
+        }
+    }
+    let Some((first, rest)) = entries.split_first() else { return String::new() };
+    let mut budget = max.saturating_sub(first.len());
+    let mut kept: Vec<&str> = Vec::new();
+    for e in rest.iter().rev() {
+        if e.len() + 1 > budget {
+            break;
+        }
+        budget -= e.len() + 1;
+        kept.push(e);
+    }
+    kept.reverse();
+    let left_out = rest.len() - kept.len();
+    let gap = if left_out > 0 { format!("\n… ({left_out} older entries left out)") } else { String::new() };
+    format!("{first}{gap}\n{}", kept.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_transcript_keeps_the_task_and_the_newest_entries() {
+        let mut messages = vec![Message::user(vec![Block::text("Task: find the price")])];
+        for i in 0..50 {
+            messages.push(Message::assistant(vec![Block::tool_use(format!("t{i}"), "browser_snapshot", json!({}))]));
+            let result = Block::text(format!("page {i} {}", "x".repeat(200)));
+            messages.push(Message::user(vec![Block::ToolResult {
+                tool_use_id: format!("t{i}"),
+                content: vec![result],
+                is_error: false,
+            }]));
+        }
+        let t = transcript(&messages, 3000);
+        assert!(t.starts_with("user: Task: find the price\n… ("), "{t}");
+        assert!(t.contains("result: page 49") && !t.contains("page 10 "), "{t}");
+        assert!(t.len() <= 3100, "{}", t.len());
+    }
+}

@@ -1,0 +1,92 @@
+//! Page snapshots for the model: what `browser_snapshot` returns, what is added to the result
+//! of every tool that moves to another page (navigate, click, back, forward, submit), and what
+//! a selector that matched nothing is answered with.
+//!
+//! The page side is `snapshot.js`: title, URL, HTTP status, then headings, links (absolute
+//! `href`), buttons, fields (never a password's value), selects with their options, tables
+//! with their first rows, and short runs of visible text, each with a ref `eN` that any selector
+//! argument accepts as `ref=eN`. Refs grow across the pages of a session (`ref_floor`), so a ref
+//! of an earlier page is refused as stale instead of naming an element of this one; each session
+//! starts again at `e1`, so a replay meets the refs it recorded. The text is bounded by the
+//! command's `snapshot_chars` (the controller sends `agent.snapshot_chars`).
+
+use super::Browser;
+use crate::error::WorkerError;
+use agent_controller::protocol::tools::Tool;
+use serde_json::{Value, json};
+
+/// Characters of a snapshot when the command does not say (the controller's default too).
+const DEFAULT_CHARS: u64 = 8000;
+const MIN_CHARS: u64 = 500;
+const MAX_CHARS: u64 = 100_000;
+
+impl Browser {
+    /// The page as the model reads it.
+    pub(super) fn snapshot(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let max = p["snapshot_chars"].as_u64().unwrap_or(DEFAULT_CHARS).clamp(MIN_CHARS, MAX_CHARS);
+        let v = self.eval(&format!("__ac.snapshot({max}, {}, {})", self.ref_floor, self.refs_reset))?;
+        self.refs_reset = false;
+        if let Some(next) = v["next_ref"].as_u64() {
+            self.ref_floor = self.ref_floor.max(next);
+        }
+        let mut out = json!({"url": v["url"], "title": v["title"], "status": v["status"], "snapshot": v["snapshot"]});
+        if let Some(code) = v["status"].as_u64().filter(|c| *c >= 400) {
+            out["warning"] = json!(format!(
+                "the server answered HTTP {code}: this is an error page, not the page asked for; check the URL \
+                 (the links of a snapshot are absolute and work as they are)"
+            ));
+        }
+        Ok(out)
+    }
+
+    /// An action's result with the page as it is after it. If the page cannot be read yet (it
+    /// is still changing), the action's result stands and says so.
+    pub(super) fn then_snapshot(&mut self, result: Value, p: &Value) -> Result<Value, WorkerError> {
+        let mut map = match result {
+            Value::Object(m) => m,
+            other => [("result".to_string(), other)].into_iter().collect(),
+        };
+        match self.snapshot(p) {
+            Ok(Value::Object(snap)) => map.extend(snap),
+            Ok(_) => {}
+            Err(e) => {
+                map.insert("snapshot".into(), json!(format!("(no snapshot: {e}; call browser_snapshot)")));
+            }
+        }
+        Ok(Value::Object(map))
+    }
+
+    /// A selector or ref that matched nothing: a tool that only reads answers with the whole
+    /// page instead, one that acts fails with the page added, so the next call can use a ref.
+    pub(super) fn explain_miss(
+        &mut self,
+        tool: Tool,
+        p: &Value,
+        result: Result<Value, WorkerError>,
+    ) -> Result<Value, WorkerError> {
+        let message = match &result {
+            Err(WorkerError::Page(m)) if m.starts_with("no element matches") || m.starts_with("ref=") => m.clone(),
+            _ => return result,
+        };
+        let snap = match self.snapshot(p) {
+            Ok(s) => s,
+            Err(_) => return result,
+        };
+        let reads = matches!(
+            tool,
+            Tool::BrowserGetDom | Tool::BrowserGetText | Tool::BrowserScrapeLinks | Tool::BrowserScrapeTable
+        );
+        if reads {
+            let note = format!("{message}. The whole page is below instead: use a ref from it (selector `ref=eN`).");
+            let mut out = json!({"found": false, "message": note});
+            if let (Some(out), Value::Object(snap)) = (out.as_object_mut(), snap) {
+                out.extend(snap);
+            }
+            return Ok(out);
+        }
+        let page = snap["snapshot"].as_str().unwrap_or_default();
+        Err(WorkerError::Page(format!(
+            "{message}\n\nThe page as it is now (act on an element with selector `ref=eN`):\n{page}"
+        )))
+    }
+}

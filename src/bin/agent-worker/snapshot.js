@@ -1,0 +1,140 @@
+// agent-worker page snapshot: what the model reads of a page, with refs it can act on.
+// Loaded after page.js; adds __ac.snapshot(max, floor) once per document.
+// Invariants: hidden elements are left out; a password's value never appears; every element
+// shown gets a ref `eN` that stays the same for that element while the document lives (numbers
+// start at `floor`, so a ref from an earlier page never names an element of this one); the text
+// is at most `max` characters, and what was left out is counted.
+if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
+  const ac = window.__ac, norm = ac.norm;
+  const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "HEAD", "OPTION", "DATALIST"]);
+  const BUTTON_INPUTS = new Set(["submit", "button", "reset", "image"]);
+  const RUN_CHARS = 300, CELL_CHARS = 60, ROWS = 15, OPTIONS = 15;
+  const cut = (s, n) => s.length > n ? s.slice(0, n - 1) + "…" : s;
+  const q = s => JSON.stringify(cut(norm(s), 100));
+  function shown(el) {
+    if (el.tagName === "INPUT" && el.type === "hidden") return false;
+    if (el.checkVisibility) return el.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true});
+    return ac.visible(el);
+  }
+  function blockOf(node) {
+    for (let e = node.parentElement; e; e = e.parentElement) {
+      const d = getComputedStyle(e).display;
+      if (!d.startsWith("inline") && d !== "contents") return e;
+    }
+    return null;
+  }
+  // A field's label without the field's own text (a select inside its label lists its options).
+  function fieldLabel(el) {
+    const l = el.labels && el.labels[0];
+    if (!l) return ac.labelFor(el);
+    const own = Array.from(l.childNodes).filter(n => n !== el && !(n.contains && n.contains(el)));
+    return norm(own.map(n => n.nodeType === 1 ? n.innerText : n.textContent).join(" ")) || ac.labelFor(el);
+  }
+  function describeField(el, tag) {
+    const label = fieldLabel(el);
+    const name = el.getAttribute("name") ? ` name=${el.getAttribute("name")}` : "";
+    if (tag === "select") {
+      const opts = Array.from(el.options);
+      const listed = opts.slice(0, OPTIONS).map(o => cut(norm(o.text), 40) + (o.value && o.value !== norm(o.text) ? `=${cut(o.value, 30)}` : "") + (o.selected ? " (selected)" : ""));
+      const more = opts.length > OPTIONS ? ` | … ${opts.length - OPTIONS} more` : "";
+      return `select ${q(label)}${name}: ${listed.join(" | ")}${more}`;
+    }
+    const type = tag === "textarea" ? "textarea" : (el.type || "text");
+    let value = "";
+    if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
+    else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
+    else if (el.value) value = ` value=${q(el.value)}`;
+    const flags = (el.disabled ? " disabled" : "") + (el.required ? " required" : "");
+    return `${type === "textarea" ? "textarea" : "input " + type} ${q(label)}${name}${value}${flags}`;
+  }
+  function tableLines(t) {
+    const rows = Array.from(t.rows).filter(r => shown(r));
+    const cols = rows.reduce((m, r) => Math.max(m, r.cells.length), 0);
+    const lines = rows.slice(0, ROWS).map(r => "    | " + Array.from(r.cells).map(c => cut(norm(c.innerText), CELL_CHARS)).join(" | ") + " |");
+    if (rows.length > ROWS) lines.push(`    … ${rows.length - ROWS} more rows (browser_scrape_table reads them all)`);
+    return {head: `table ${rows.length}×${cols}`, lines};
+  }
+  // One pass over a document (and the same-origin frames in it), in document order.
+  function collect(doc, state, indent) {
+    const items = state.items;
+    let run = null;
+    const flush = () => {
+      if (run && run.text.trim()) items.push({kind: "text", ref: state.ref(run.block), line: `text ${JSON.stringify(cut(norm(run.text), RUN_CHARS))}`, indent});
+      run = null;
+    };
+    const item = (kind, el, line, more) => { flush(); items.push({kind, ref: state.ref(el), line, more, indent}); };
+    function walk(node, inTable) {
+      for (let n = node.firstChild; n; n = n.nextSibling) {
+        if (n.nodeType === 3) {
+          if (inTable || !n.data.trim()) continue;
+          const block = blockOf(n);
+          if (run && run.block !== block) flush();
+          if (!run) run = {block, text: ""};
+          run.text += n.data;
+          continue;
+        }
+        if (n.nodeType !== 1 || SKIP.has(n.tagName.toUpperCase()) || !shown(n)) continue;
+        visit(n, inTable);
+      }
+    }
+    function visit(el, inTable) {
+      const tag = el.tagName.toLowerCase(), role = el.getAttribute("role");
+      if (/^h[1-6]$/.test(tag)) return item("heading", el, `heading ${tag[1]} ${q(el.innerText)}`);
+      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el))} → ${el.href}`);
+      if (tag === "button" || role === "button" || (tag === "input" && BUTTON_INPUTS.has(el.type)))
+        return item("button", el, `button ${q(ac.textOf(el) || el.value || el.getAttribute("aria-label"))}${el.disabled ? " disabled" : ""}`);
+      if (tag === "input" || tag === "textarea" || tag === "select") return item("field", el, describeField(el, tag));
+      if (tag === "label" && el.control) { flush(); return walk(el, true); }
+      if (tag === "table" && !inTable) {
+        const t = tableLines(el);
+        item("table", el, t.head, t.lines);
+        flush();
+        return walk(el, true);
+      }
+      if (tag === "iframe" || tag === "frame") return frame(el);
+      if (tag === "img" && el.alt) return item("image", el, `image ${q(el.alt)}`);
+      if (/^(p|div|li|td|th|section|article|main|header|footer|nav|ul|ol|dd|dt|form|tr|br|hr)$/.test(tag)) flush();
+      walk(el, inTable);
+      if (/^(p|div|li|section|article|main|header|footer|nav|ul|ol|form)$/.test(tag)) flush();
+    }
+    function frame(el) {
+      let inner = null;
+      try { inner = el.contentDocument; } catch (e) { inner = null; }
+      const src = el.src || "(inline)";
+      if (!inner || !inner.body) return item("frame", el, `iframe ${src} (another site: its content cannot be read here; browser_navigate to it to see it)`);
+      item("frame", el, `iframe ${src}:`);
+      collect(inner, state, indent + "  ");
+    }
+    walk(doc.body || doc.documentElement, false);
+    flush();
+  }
+  function status() {
+    const nav = performance.getEntriesByType("navigation")[0];
+    return nav && nav.responseStatus ? nav.responseStatus : null;
+  }
+  function render(items, max, header) {
+    const lineOf = it => `${it.indent}[${it.ref}] ${it.line}` + (it.more ? "\n" + it.more.map(l => it.indent + l).join("\n") : "");
+    const text = items.map(lineOf);
+    let total = header.length + text.reduce((a, l) => a + l.length + 1, 0);
+    const keep = items.map(() => true), left = {};
+    const drop = i => { keep[i] = false; total -= text[i].length + 1; left[items[i].kind] = (left[items[i].kind] || 0) + 1; };
+    // Over the limit: text runs go first (from the end), then whatever comes last.
+    for (let i = items.length - 1; i >= 0 && total > max; i--) if (items[i].kind === "text") drop(i);
+    for (let i = items.length - 1; i >= 0 && total > max; i--) if (keep[i]) drop(i);
+    let out = header + "\n" + text.filter((_, i) => keep[i]).join("\n");
+    const counts = Object.entries(left).map(([k, n]) => `${n} ${k}${n > 1 ? "s" : ""}`);
+    if (counts.length) out += `\n… left out to stay within ${max} characters: ${counts.join(", ")} (browser_get_text, browser_scrape_links or browser_scrape_table read more)`;
+    return {text: out, omitted: left};
+  }
+  return function snapshot(max, floor, reset) {
+    const state = ac.refState(floor, reset);
+    const items = [];
+    collect(document, {items, ref: state.assign}, "");
+    const code = status();
+    const http = code ? ` (HTTP ${code})` : "";
+    const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
+    state.shown(items.map(i => i.ref));
+    const r = render(items, Math.max(max, 500), header);
+    return {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text, next_ref: state.next()};
+  };
+})(); }

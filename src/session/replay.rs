@@ -1,0 +1,156 @@
+//! Creating a replay: a new session with the finished source session's mode, target, model and
+//! options, whose record carries the source's worker steps (from `steps.jsonl`) with the
+//! caller's parameters filled in. The agent runs them without the model (`agent/replay.rs`).
+//!
+//! Replayed are the steps that ran on the target, succeeded and were no dry run, in order.
+//! Parameters: `{{name}}` in a recorded argument takes the value of `name`; a name that is no
+//! placeholder is a recorded value to replace. A placeholder without a value, or a parameter
+//! that matches nothing, is refused (400) before anything starts.
+
+use super::{Session, SessionManager};
+use crate::error::ApiError;
+use crate::protocol::replay::{ReplayInfo, ReplayRequest, ReplayStep};
+use crate::protocol::tools::{Runs, Tool};
+use crate::protocol::{CreateSessionRequest, Mode};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+impl SessionManager {
+    /// `POST /sessions/:id/replay`: the new session, started.
+    pub fn replay(&self, source: &str, req: ReplayRequest) -> Result<Arc<Session>, ApiError> {
+        let src = self.get(source)?;
+        let record = src.record();
+        if record.status.is_active() {
+            return Err(ApiError::Conflict(format!(
+                "session {source} has not ended yet; only a finished one is replayed"
+            )));
+        }
+        let steps = plan(&src.read_steps(), &req.params)?;
+        if steps.is_empty() {
+            return Err(ApiError::BadRequest(format!("session {source} has no worker steps to replay")));
+        }
+        let llm = record.llm.clone().unwrap_or_default();
+        let o = &record.options;
+        let body = json!({
+            "mode": record.mode, "target": record.target, "type": record.session_type,
+            "instruction": req.instruction.clone().or(record.instruction.clone()),
+            "goal": if record.mode == Mode::Explore { record.goal.clone() } else { None },
+            "llm": Some(llm.name).filter(|n| !n.is_empty()), "model": Some(llm.model).filter(|m| !m.is_empty()),
+            "options": {"max_turns": o.max_turns, "auto_confirm": o.auto_confirm, "lease_timeout_s": o.lease_timeout_s,
+                        "screenshot_width": o.screenshot_width, "screenshot_quality": o.screenshot_quality},
+        });
+        let create: CreateSessionRequest = serde_json::from_value(body)
+            .map_err(|e| ApiError::Internal(format!("cannot build the replay session: {e}")))?;
+        let mut new = self.validate(create)?;
+        let params = req.params.keys().cloned().collect();
+        new.record.replay = Some(ReplayInfo { source: source.to_string(), params, steps });
+        self.create(new)
+    }
+}
+
+/// The replayable steps of a step log, parameters filled in.
+fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<ReplayStep>, ApiError> {
+    let mut steps: Vec<ReplayStep> = log
+        .iter()
+        .filter(|s| s["is_error"] != true && s["dry_run"] != true)
+        .filter_map(|s| {
+            let tool = Tool::from_name(s["tool"].as_str()?)?;
+            matches!(tool.spec().runs, Runs::Target(_)).then(|| ReplayStep {
+                tool: tool.name().to_string(),
+                args: s["args"].clone(),
+                target: s["target"].as_str().map(str::to_string),
+            })
+        })
+        .collect();
+    let mut placeholders = BTreeSet::new();
+    for s in &steps {
+        strings(&s.args, &mut |t| placeholders.extend(find_placeholders(t)));
+    }
+    let missing: Vec<&String> = placeholders.iter().filter(|p| !params.contains_key(*p)).collect();
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+        return Err(ApiError::BadRequest(format!("the recorded steps need params: {}", names.join(", "))));
+    }
+    for (name, value) in params {
+        let from = if placeholders.contains(name) { format!("{{{{{name}}}}}") } else { name.clone() };
+        let mut hits = 0;
+        for s in &mut steps {
+            hits += replace_in(&mut s.args, &from, value);
+        }
+        if hits == 0 {
+            return Err(ApiError::BadRequest(format!(
+                "param `{name}` is neither a {{{{{name}}}}} placeholder nor a value in the recorded steps"
+            )));
+        }
+    }
+    Ok(steps)
+}
+
+/// Call `f` on every string inside `v`.
+fn strings(v: &Value, f: &mut dyn FnMut(&str)) {
+    match v {
+        Value::String(s) => f(s),
+        Value::Array(a) => a.iter().for_each(|x| strings(x, f)),
+        Value::Object(o) => o.values().for_each(|x| strings(x, f)),
+        _ => {}
+    }
+}
+
+/// The `{{name}}` placeholders in a text.
+fn find_placeholders(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        let name = after[..end].trim();
+        if !name.is_empty() && name.chars().all(|c| c.is_alphanumeric() || c == '_' || c == '-') {
+            out.push(name.to_string());
+        }
+        rest = &after[end + 2..];
+    }
+    out
+}
+
+/// Replace `from` by `to` in every string inside `v`; how many strings changed.
+fn replace_in(v: &mut Value, from: &str, to: &str) -> usize {
+    match v {
+        Value::String(s) if s.contains(from) => {
+            *s = s.replace(from, to);
+            1
+        }
+        Value::Array(a) => a.iter_mut().map(|x| replace_in(x, from, to)).sum(),
+        Value::Object(o) => o.values_mut().map(|x| replace_in(x, from, to)).sum(),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(tool: &str, args: Value) -> Value {
+        json!({"tool": tool, "args": args, "is_error": false, "dry_run": false})
+    }
+
+    #[test]
+    fn worker_steps_are_planned_with_their_params() {
+        let log = vec![
+            step("browser_navigate", json!({"url": "https://shop.test/?q={{item}}"})),
+            step("save_note", json!({"content": "local tools are not replayed"})),
+            json!({"tool": "browser_click", "args": {"selector": "#x"}, "is_error": true}),
+            step("browser_type", json!({"selector": "ref=e3", "text": "socks"})),
+        ];
+        let params = BTreeMap::from([("item".to_string(), "shoes".to_string()), ("socks".into(), "boots".into())]);
+        let steps = plan(&log, &params).unwrap_or_default();
+        assert_eq!(steps.len(), 2);
+        assert_eq!(steps[0].args["url"], "https://shop.test/?q=shoes");
+        assert_eq!(steps[1].args["text"], "boots");
+        let e = plan(&log, &BTreeMap::new()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("need params: item"), "{e}");
+        let odd = BTreeMap::from([("item".to_string(), "x".to_string()), ("nothing".into(), "y".into())]);
+        let e = plan(&log, &odd).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("param `nothing`"), "{e}");
+    }
+}

@@ -1,0 +1,168 @@
+//! Loops that escalate and endings that keep what was found, through the real daemon and the
+//! real agent on a scripted model and a scripted browser worker: the same call repeated, an
+//! A/B cycle, both ending `error` "stuck: …" with a report the model still writes; and a
+//! `finish_task` in a reply whose earlier call failed, which is not honoured.
+
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+
+/// A browser worker whose pages never change.
+fn static_worker(d: &TestDaemon) -> ScriptedWorker {
+    ScriptedWorker::start(&d.worker_client(), "loop-box", &["browser"], false, |cmd| {
+        let p = &cmd["params"];
+        match cmd["action"].as_str().unwrap() {
+            "browser_snapshot" => {
+                json!({"success": true, "data": {"url": "https://a.test/", "snapshot": "Page: \"A\" — https://a.test/ (HTTP 200)\n[e1] link \"Next\" → https://a.test/next"}})
+            }
+            "browser_navigate" => json!({"success": true, "data": {"url": p["url"], "title": "same"}}),
+            "browser_click" => json!({"success": false, "error": "no element matches `#missing`"}),
+            "browser_download" => json!({"success": true, "data": {"filename": "guide.pdf", "bytes": 17}}),
+            _ => json!({"success": true, "data": {"ok": true}}),
+        }
+    })
+}
+
+fn actions(worker: &ScriptedWorker) -> Vec<String> {
+    worker.seen.lock().unwrap().iter().map(|c| c["action"].as_str().unwrap().to_string()).collect()
+}
+
+fn result_text(req: &Recorded) -> String {
+    req.last_results()[0]["content"].to_string()
+}
+
+#[test]
+fn the_same_call_escalates_to_stuck_with_a_report() {
+    let nav = || tool("browser_navigate", json!({"url": "https://a.test/"}));
+    let script = vec![nav(), nav(), nav(), nav(), nav(), text("I found the page https://a.test/ and a link Next.")];
+    let dir = TempDir::new("loop-same");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find it"}));
+    let s = wait_status(&c, &id, "error");
+    assert!(s["error"].as_str().unwrap().starts_with("stuck: the model kept repeating `browser_navigate"), "{s}");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 6);
+    llm.assert_well_formed();
+    assert!(result_text(&reqs[2]).contains("same result as the one before"), "first repeat: a line");
+    let second = result_text(&reqs[3]);
+    assert!(
+        second.contains("three times") && second.contains("[e1] link \\\"Next\\\""),
+        "second: a note and the page: {second}"
+    );
+    assert!(result_text(&reqs[4]).contains("Not run"), "third: held back");
+    // Three navigations and one snapshot reached the worker; the held-back calls did not.
+    assert_eq!(actions(&worker), ["browser_navigate", "browser_navigate", "browser_navigate", "browser_snapshot"]);
+    assert!(reqs[5].body.get("tools").is_none(), "the report is written without tools");
+    let report = c.get(&format!("/sessions/{id}/report")).json()["report"].as_str().unwrap().to_string();
+    assert!(report.contains("stuck:") && report.contains("a link Next"), "{report}");
+}
+
+#[test]
+fn an_a_b_cycle_escalates_to_stuck() {
+    let a = || tool("browser_navigate", json!({"url": "https://a.test/a"}));
+    let b = || tool("browser_navigate", json!({"url": "https://a.test/b"}));
+    let script = vec![a(), b(), a(), b(), a(), b(), a(), b(), text("Pages a and b look the same.")];
+    let dir = TempDir::new("loop-cycle");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "compare"}));
+    let s = wait_status(&c, &id, "error");
+    assert!(s["error"].as_str().unwrap().contains("the cycle"), "{s}");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 9);
+    assert!(result_text(&reqs[4]).contains("Your last 4 calls repeat the cycle"), "{}", result_text(&reqs[4]));
+    assert!(result_text(&reqs[6]).contains("three times"), "{}", result_text(&reqs[6]));
+    assert!(result_text(&reqs[7]).contains("Not run"), "the seventh is held back");
+    let transcript = reqs[8].body["messages"].to_string();
+    assert_eq!(transcript.matches("error: Not run").count(), 2, "so is the eighth: {transcript}");
+    let navs = actions(&worker).iter().filter(|a| *a == "browser_navigate").count();
+    assert_eq!(navs, 6, "the seventh and eighth were held back");
+}
+
+#[test]
+fn finish_after_a_failed_call_in_the_same_reply_is_not_honoured() {
+    let script = vec![
+        tools(
+            None,
+            &[
+                ("browser_click", json!({"selector": "#missing"})),
+                ("finish_task", json!({"summary": "clicked it and saved report.pdf"})),
+            ],
+        ),
+        tool("finish_task", json!({"summary": "could not click: the button is missing"})),
+    ];
+    let dir = TempDir::new("finish-honest");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "click"}));
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["summary"], "could not click: the button is missing");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 2);
+    let results: Vec<Value> = reqs[1].last_results();
+    assert_eq!(results[0]["is_error"], true);
+    assert_eq!(results[1]["is_error"], true);
+    assert!(results[1]["content"][0]["text"].as_str().unwrap().contains("Not finished: browser_click"), "{results:?}");
+}
+
+#[test]
+fn the_last_report_is_plain_text_in_json_action_mode_too() {
+    let script = vec![
+        crate::support::wire::openai_text(
+            r#"{"action": "next_step", "tool": "save_note", "args": {"content": "price is 99"}}"#,
+        ),
+        crate::support::wire::openai_text("## Findings\nThe price is 99."),
+    ];
+    let dir = TempDir::new("json-last-word");
+    let (d, llm) =
+        wire_daemon(dir.path(), crate::support::wire::Wire::OpenAi, script, |c| c.api.tool_mode = "json".into());
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "price?", "options": {"max_turns": 1}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert!(s["summary"].as_str().unwrap().contains("The price is 99."), "{s}");
+    assert_eq!(llm.requests().len(), 2, "no correction round for a reply that needs no action");
+}
+
+#[test]
+fn one_tool_over_and_over_with_new_arguments_escalates_too() {
+    let mut script: Vec<Step> =
+        (0..10).map(|i| tool("save_note", json!({"content": format!("saved page-{i}.pdf")}))).collect();
+    script.push(text("Saved the page several times."));
+    let dir = TempDir::new("loop-streak");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "save it"}));
+    let s = wait_status(&c, &id, "error");
+    assert!(
+        s["error"].as_str().unwrap().starts_with("stuck: the model kept repeating save_note (8 calls in a row)"),
+        "{s}"
+    );
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 11);
+    assert!(result_text(&reqs[5]).contains("5 times in a row") && result_text(&reqs[5]).contains("Your task: save it"));
+    assert!(result_text(&reqs[9]).contains("Not run"));
+    assert_eq!(c.get(&format!("/sessions/{id}/notes")).json().as_array().unwrap().len(), 8);
+}
+
+#[test]
+fn a_url_downloaded_before_is_not_fetched_again() {
+    let dl = || tool("browser_download", json!({"url": "https://a.test/guide.pdf"}));
+    let script = vec![dl(), dl(), tool("finish_task", json!({"summary": "got the guide"}))];
+    let dir = TempDir::new("loop-download");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "get the guide"}));
+    wait_status(&c, &id, "finished");
+    assert_eq!(actions(&worker), ["browser_download"]);
+    assert!(result_text(&llm.requests()[2]).contains("already_downloaded"), "{}", result_text(&llm.requests()[2]));
+}

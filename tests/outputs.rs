@@ -1,0 +1,66 @@
+//! Stored tool outputs through the real daemon and agent: a 200 kB JSON result is stored under
+//! the session's `tool_outputs/`, the model gets its description, and the five tools (added to
+//! the session at that moment) list, describe, extract by JSONPath, count and sample it.
+
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+
+fn result_json(req: &Recorded) -> Value {
+    let text = req.last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn a_large_json_output_is_stored_and_traversed() {
+    let id_of = "out_001_browser_scrape_links";
+    let script = vec![
+        tool("browser_scrape_links", json!({})),
+        tool("tool_outputs_list", json!({})),
+        tool("tool_outputs_stats", json!({"id": id_of})),
+        tool("tool_outputs_extract", json!({"id": id_of, "path": "$.links[?@.text == 'Report 1234'].url"})),
+        tool("tool_outputs_count", json!({"id": id_of, "path": "$.links[*]"})),
+        tool("tool_outputs_sample", json!({"id": id_of, "path": "$.links", "n": 3})),
+        tool("tool_outputs_extract", json!({"id": "out_999_nothing", "path": "$"})),
+        tool("finish_task", json!({"summary": "found report 1234"})),
+    ];
+    let dir = TempDir::new("outputs");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = ScriptedWorker::start(&d.worker_client(), "out-box", &["browser"], false, |_| {
+        let links: Vec<Value> = (0..3000)
+            .map(|i| json!({"text": format!("Report {i}"), "url": format!("https://reports.test/files/report-{i:05}.pdf")}))
+            .collect();
+        json!({"success": true, "data": {"count": 3000, "links": links}})
+    });
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://reports.test/", "instruction": "find 1234"}));
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["summary"], "found report 1234");
+    llm.assert_well_formed();
+    let reqs = llm.requests();
+    let stored = result_json(&reqs[1]);
+    assert_eq!(stored["persisted"], true);
+    assert_eq!(stored["id"], id_of);
+    assert!(stored["size_chars"].as_u64().unwrap() > 200_000, "{stored}");
+    assert!(stored["preview"].as_str().unwrap().len() <= 1500 * 4);
+    assert_eq!(stored["stats"]["keys"]["links"], "array[3000] of objects {text, url}");
+    assert_eq!(stored["available_tools"][2], "tool_outputs_extract");
+    assert!(reqs[1].body.to_string().len() < 40_000, "the context got the description, not the output");
+    // The tools appear once something is stored.
+    assert!(!reqs[0].tool_names().contains(&"tool_outputs_list".to_string()));
+    assert!(reqs[1].tool_names().contains(&"tool_outputs_sample".to_string()));
+    let on_disk = std::fs::read_to_string(dir.path().join(&id).join(format!("tool_outputs/{id_of}.txt"))).unwrap();
+    assert!(on_disk.len() > 200_000);
+
+    assert_eq!(result_json(&reqs[2])["outputs"][0]["kind"], "json");
+    assert_eq!(result_json(&reqs[3])["example_paths"][0], "$.links[*].text");
+    let found = result_json(&reqs[4]);
+    assert_eq!(found["items"], json!(["https://reports.test/files/report-01234.pdf"]), "{found}");
+    assert_eq!(result_json(&reqs[5])["count"], 3000);
+    let sampled = result_json(&reqs[6]);
+    assert_eq!(sampled["items"].as_array().unwrap().len(), 3);
+    assert_eq!(sampled["items"][1]["text"], "Report 1000");
+    let missing = &reqs[7].last_results()[0];
+    assert_eq!(missing["is_error"], true);
+    assert!(missing["content"][0]["text"].as_str().unwrap().contains(id_of), "names what is stored: {missing}");
+}

@@ -1,0 +1,99 @@
+//! Replay through the real daemon, agent-worker and Chromium: a finished session's worker steps
+//! run again without the model, with a new parameter, and finish with zero model calls; on a
+//! changed page the replay stops at the step that no longer matches and the model takes over
+//! with what was done, what went wrong and the page.
+
+use crate::support::llm::*;
+use crate::support::site::Site;
+use crate::support::worker::{RealWorker, have_chromium};
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn ended(c: &Client, id: &str) -> Value {
+    wait_until(Duration::from_secs(60), "the session to end", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        (!["waiting", "running", "confirming"].contains(&s["status"].as_str().unwrap())).then_some(s)
+    })
+}
+
+#[test]
+fn a_replay_runs_without_the_model_and_hands_over_where_the_page_changed() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let script = vec![
+        tool("browser_navigate", json!({"url": format!("{}/form", site.url)})),
+        tool("browser_type", json!({"selector": "ref=e1", "text": "Zoe"})),
+        tool("browser_submit_form", json!({"selector": "#order"})),
+        tool("browser_get_text", json!({"selector": "#summary"})),
+        tool("finish_task", json!({"summary": "ordered for Zoe"})),
+        // The model, after the second replay hands over.
+        tool("finish_task", json!({"summary": "the form has no name field any more"})),
+    ];
+    let dir = TempDir::new("replay");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = RealWorker::start(&d, "replay-box", "browser");
+    let c = d.client();
+    let first = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/form", site.url), "instruction": "order for Zoe"}),
+    );
+    assert_eq!(ended(&c, &first)["status"], "finished");
+    let steps = c.get(&format!("/sessions/{first}/steps")).json();
+    assert_eq!(steps[1]["target"], "input text \"Your name\" name=name", "the ref's element is recorded: {steps}");
+    assert_eq!(llm.requests().len(), 5);
+
+    // The same page, a new parameter: no model call at all.
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"Zoe": "Max"}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let second = r.json()["session_id"].as_str().unwrap().to_string();
+    assert_eq!(r.json()["replay"], json!({"source": first, "params": ["Zoe"]}));
+    let s = ended(&c, &second);
+    assert_eq!(s["status"], "finished", "{s}");
+    assert!(s["summary"].as_str().unwrap().contains("Replayed all 4 steps"), "{s}");
+    assert_eq!(llm.requests().len(), 5, "zero model calls");
+    let replayed = c.get(&format!("/sessions/{second}/steps")).json();
+    assert!(replayed.as_array().unwrap().iter().all(|s| s["replayed"] == true), "{replayed}");
+    assert!(replayed[3]["observation"].as_str().unwrap().contains("name=Max color=r"), "{replayed}");
+
+    // A changed page: the name field is gone, so step 2 (typing into ref=e1) does not match.
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"/form": "/form2"}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let third = r.json()["session_id"].as_str().unwrap().to_string();
+    let s = ended(&c, &third);
+    assert_eq!(s["summary"], "the form has no name field any more", "{s}");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 6, "the model took over once");
+    let opening = reqs[5].body["messages"][0].to_string();
+    assert!(
+        opening.contains("1 of 4 steps went through") && opening.contains("Step 2 could not be replayed"),
+        "{opening}"
+    );
+    assert!(
+        opening.contains(
+            "was input text \\\"Your name\\\" name=name when recorded and is now input text \\\"Your email\\\""
+        ),
+        "{opening}"
+    );
+    assert!(opening.contains("The page now:"), "{opening}");
+    let steps = c.get(&format!("/sessions/{third}/steps")).json();
+    assert_eq!(steps.as_array().unwrap().len(), 2, "one step replayed, then the model's finish: {steps}");
+
+    // From the console: the same replay, followed to its end.
+    let out = std::process::Command::new(binary())
+        .args(["replay", &first, "--param", "Zoe=Ann", "--json"])
+        .env("AGENT_CONTROLLER_API", &d.api)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{printed}");
+    assert!(printed.contains("name=Ann"), "{printed}");
+    assert_eq!(llm.requests().len(), 6, "still no model call");
+
+    // A parameter that matches nothing is refused.
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"nothing-like-this": "x"}}));
+    assert_error(&r, 400, "bad_request");
+}

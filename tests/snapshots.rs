@@ -1,0 +1,113 @@
+//! Page snapshots and honest tool results, through the real controller, agent-worker and
+//! headless Chromium on a site served on loopback: what a snapshot shows and hides, acting by
+//! `ref=`, stale refs, a 404, a wrong selector answered with the page, the wrong kind of
+//! element, a download that is an HTML page, and a PDF printed after a wait that timed out.
+
+use crate::support::site::Site;
+use crate::support::worker::{RealWorker, have_chromium};
+use crate::support::*;
+use agent_controller::session::SessionRunner;
+use serde_json::{Value, json};
+use std::time::Duration;
+
+fn cmd(r: &SessionRunner, action: &str, params: Value) -> Value {
+    r.execute(action, params.clone(), Duration::from_secs(60)).unwrap_or_else(|e| panic!("{action} {params}: {e}"))
+}
+
+fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
+    match r.execute(action, params.clone(), Duration::from_secs(60)) {
+        Ok(v) => panic!("{action} {params} should fail, got {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The ref on the snapshot line that contains `needle`.
+fn ref_of(snapshot: &str, needle: &str) -> String {
+    let line = snapshot.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
+    let start = line.find("[e").unwrap() + 1;
+    line[start..start + line[start..].find(']').unwrap()].to_string()
+}
+
+#[test]
+fn snapshots_show_the_page_and_refs_act_on_it() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("snapshots");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "snap-box", "browser");
+    let id = create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "look"}));
+    let (r, _done) = test_agent.next();
+
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url), "snapshot_chars": 4000}));
+    assert_eq!(nav["status"], 200);
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    assert!(snap.starts_with(&format!("Page: \"Snapshot\" — {}/snap (HTTP 200)", site.url)), "{snap}");
+    assert!(snap.contains("heading 1 \"Snapshot page\""), "{snap}");
+    assert!(snap.contains(&format!("link \"About us\" → {}/about.html", site.url)), "absolute hrefs: {snap}");
+    assert!(snap.contains("text \"Intro text with bold words.\""), "{snap}");
+    assert!(snap.contains("table 31×2") && snap.contains("| Plan 3 | 30 |"), "rows: {snap}");
+    assert!(snap.contains("16 more rows") && !snap.contains("Plan 20 "), "bounded rows: {snap}");
+    assert!(snap.contains("input email \"Email\" name=user value=\"bob@example.test\""), "{snap}");
+    assert!(snap.contains("input password \"Password\" name=pass (filled; value hidden)"), "{snap}");
+    assert!(!nav.to_string().contains("PLANTED-PW-VALUE"), "a password's value never appears");
+    assert!(snap.contains("select \"Color\" name=color: Red=r | Green=g (selected)"), "{snap}");
+    assert!(!snap.contains("HIDDEN-TEXT") && !snap.contains("Hidden link"), "hidden elements are dropped: {snap}");
+    assert!(snap.contains(&format!("iframe {}/frame:", site.url)) && snap.contains("  [e"), "{snap}");
+    assert!(snap.contains("text \"Inside the frame\""), "the frame's content: {snap}");
+
+    // Acting by ref, in the page and inside the frame.
+    let clicked =
+        cmd(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Say hello\""))}));
+    assert_eq!(clicked["clicked"], "button");
+    assert!(clicked["snapshot"].as_str().unwrap().contains("text \"clicked!\""), "{clicked}");
+    let after = clicked["snapshot"].as_str().unwrap().to_string();
+    let frame_button = ref_of(&after, "button \"Frame button\"");
+    let in_frame = cmd(&r, "browser_click", json!({"selector": format!("ref={frame_button}")}));
+    assert!(in_frame["snapshot"].as_str().unwrap().contains("button \"frame clicked\""), "{in_frame}");
+    let email = ref_of(&after, "input email");
+    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test"}));
+    let again = cmd(&r, "browser_snapshot", json!({}));
+    assert!(
+        again["snapshot"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("[{email}] input email \"Email\" name=user value=\"zoe@example.test\"")),
+        "refs are stable: {again}"
+    );
+
+    // A selector that matches nothing: reading tools answer with the page, acting ones fail with it.
+    let dom = cmd(&r, "browser_get_dom", json!({"selector": "#no-such-part"}));
+    assert_eq!(dom["found"], false);
+    assert!(dom["message"].as_str().unwrap().contains("no element matches `#no-such-part`"), "{dom}");
+    assert!(dom["snapshot"].as_str().unwrap().contains("button \"Say hello\""), "{dom}");
+    let e = cmd_err(&r, "browser_click", json!({"selector": "#buy"}));
+    assert!(e.contains("no element matches `#buy`") && e.contains("button \"Say hello\""), "{e}");
+    // The wrong kind of element says what it is and which tool fits.
+    let e = cmd_err(&r, "browser_fill_form", json!({"fields": [{"selector": "#hello", "value": "x"}]}));
+    assert!(e.contains("is a button \"Say hello\", not a text field: use browser_click"), "{e}");
+    let e = cmd_err(&r, "browser_type", json!({"selector": "#hello", "text": "x"}));
+    assert!(e.contains("is a button"), "{e}");
+
+    // Another page: the old refs are stale, and say what to do.
+    let missing = cmd(&r, "browser_navigate", json!({"url": format!("{}/no-such-page", site.url)}));
+    assert_eq!(missing["status"], 404);
+    assert!(missing["warning"].as_str().unwrap().contains("HTTP 404"), "{missing}");
+    assert!(missing["snapshot"].as_str().unwrap().contains("(HTTP 404)"), "{missing}");
+    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={email}")}));
+    assert!(e.contains(&format!("ref={email} is not in the latest snapshot")) && e.contains("browser_snapshot"), "{e}");
+    let back = cmd(&r, "browser_back", json!({}));
+    assert!(back["snapshot"].as_str().unwrap().contains("Snapshot page"), "{back}");
+
+    // A download that is an HTML page says so; a PDF whose wait times out is printed anyway.
+    let dl = cmd(&r, "browser_download", json!({"url": format!("{}/export/pricing.csv", site.url)}));
+    assert!(dl["content_type"].as_str().unwrap().starts_with("text/html"), "{dl}");
+    assert!(dl["warning"].as_str().unwrap().contains("HTML page"), "{dl}");
+    let t = std::time::Instant::now();
+    let pdf = cmd(&r, "browser_save_as_pdf", json!({"filename": "snap.pdf", "wait_for_selector": "#never"}));
+    assert!(pdf["warning"].as_str().unwrap().contains("printed as it was"), "{pdf}");
+    assert!(t.elapsed() < Duration::from_secs(25), "{:?}", t.elapsed());
+    assert!(d.client().get(&format!("/sessions/{id}/files/snap.pdf")).body.starts_with(b"%PDF"));
+}

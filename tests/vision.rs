@@ -1,0 +1,60 @@
+//! Models without vision, through the real daemon, agent-worker and Chromium: a text-only
+//! OpenAI-compatible server that answers 500 to any image (as llama.cpp does without a vision
+//! projector) still gets a login task finished; the session drops the images once, says so in
+//! its prompt, and later screenshots reach the model as words.
+
+use crate::support::llm::*;
+use crate::support::site::Site;
+use crate::support::wire::*;
+use crate::support::worker::{RealWorker, have_chromium};
+use crate::support::*;
+use serde_json::json;
+
+#[test]
+fn a_text_only_model_finishes_a_login_task() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("text-only");
+    let w = Wire::OpenAi;
+    let script = vec![
+        w.tool("perform_login", json!({})),
+        w.tool("browser_screenshot", json!({})),
+        // (the request with the screenshot is refused; the same turn is asked again without it)
+        w.tool("browser_snapshot", json!({})),
+        w.tool("browser_screenshot", json!({})),
+        w.tool("finish_task", json!({"summary": "logged in as alice"})),
+    ];
+    let llm = ScriptedLlm::start_text_only(w, "small-model", script);
+    let mut config = test_config(dir.path());
+    config.api.provider = "openai".into();
+    config.api.model = "small-model".into();
+    config.api.base_url = llm.url.clone();
+    let agent = agent_controller::agent::llm_agent(&config);
+    let d = TestDaemon::start(config, agent);
+    let _worker = RealWorker::start(&d, "vision-box", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "log in",
+        "credentials": {"username": "alice@example.test", "password": "s3cret-pw", "login_url": format!("{}/login", site.url)}}),
+    );
+    let s = wait_until(std::time::Duration::from_secs(60), "the session to end", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        (!["waiting", "running"].contains(&s["status"].as_str().unwrap())).then_some(s)
+    });
+    assert_eq!(s["status"], "finished", "{s}");
+    llm.assert_well_formed();
+    let reqs = llm.requests();
+    let images: Vec<usize> = reqs.iter().map(|r| usize::from(r.body.to_string().contains("image_url"))).collect();
+    assert_eq!(images, [0, 0, 1, 0, 0, 0], "one refused request, no retry of it, none with images after");
+    let login = reqs[1].body["messages"].to_string();
+    assert!(login.contains("Welcome alice"), "the login answered with text: {login}");
+    let system = reqs[3].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("cannot see images"), "{system}");
+    let later = reqs[5].body["messages"].to_string();
+    assert!(later.contains("screenshot saved as") && later.contains("cannot see images"), "{later}");
+    let log = c.get(&format!("/sessions/{id}/log")).text();
+    assert!(log.contains("session goes on text-only"), "{log}");
+}
