@@ -55,6 +55,8 @@ impl Daemon {
             HubSettings {
                 long_poll: Duration::from_secs(config.server.long_poll_s),
                 worker_timeout: Duration::from_secs(config.server.worker_timeout_s),
+                legacy_workers: config.legacy_workers(),
+                max_workers: config.server.max_workers,
             },
             Arc::clone(&parker),
         ));

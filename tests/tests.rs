@@ -16,6 +16,7 @@ mod mcp;
 mod metrics;
 mod openapi;
 mod providers;
+mod security;
 mod service;
 mod ssh;
 mod steps;

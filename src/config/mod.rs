@@ -45,6 +45,12 @@ pub struct ServerConfig {
     pub worker_threads: usize,
     pub long_poll_s: u64,
     pub worker_timeout_s: u64,
+    /// Bare worker requests (the seed's, no `worker_id`); unset = on for a loopback bind only.
+    pub legacy_workers: Option<bool>,
+    /// Active sessions at most (more are refused 503); 0 = no cap.
+    pub max_sessions: usize,
+    /// Registered workers at most; 0 = no cap.
+    pub max_workers: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -144,11 +150,17 @@ pub struct OutputConfig {
 pub struct NotificationsConfig {
     pub telegram_base_url: String,
     pub timeout_s: u64,
+    /// Webhooks to private, loopback and link-local addresses allowed.
+    pub allow_private: bool,
 }
 
 impl Default for NotificationsConfig {
     fn default() -> Self {
-        NotificationsConfig { telegram_base_url: "https://api.telegram.org".into(), timeout_s: 10 }
+        NotificationsConfig {
+            telegram_base_url: "https://api.telegram.org".into(),
+            timeout_s: 10,
+            allow_private: false,
+        }
     }
 }
 
@@ -171,6 +183,9 @@ impl Default for ServerConfig {
             worker_threads: 8,
             long_poll_s: 20,
             worker_timeout_s: 60,
+            legacy_workers: None,
+            max_sessions: 256,
+            max_workers: 1024,
         }
     }
 }
@@ -251,6 +266,8 @@ impl std::error::Error for ConfigError {}
 /// Where the environment may override a secret (the model keys: see `llm.rs`).
 pub const ENV_API_TOKEN: &str = "AGENT_CONTROLLER_TOKEN";
 pub const ENV_WORKER_TOKEN: &str = "AGENT_CONTROLLER_WORKER_TOKEN";
+/// The shortest token accepted on a non-loopback bind.
+pub const MIN_TOKEN_CHARS: usize = 16;
 
 impl Config {
     /// Parse YAML text. An empty document is all defaults.
@@ -326,6 +343,7 @@ impl Config {
         if !self.server.api_token.is_empty() && self.server.api_token.expose() == self.server.worker_token.expose() {
             return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
         }
+        self.validate_token_lengths()?;
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
@@ -413,6 +431,30 @@ impl Config {
             "trace" => Some(log::LevelFilter::Trace),
             _ => None,
         }
+    }
+
+    /// Beyond loopback a token is guessable under 16 characters.
+    fn validate_token_lengths(&self) -> Result<(), ConfigError> {
+        if self.binds_loopback() {
+            return Ok(());
+        }
+        for (key, token) in
+            [("server.api_token", &self.server.api_token), ("server.worker_token", &self.server.worker_token)]
+        {
+            if !token.is_empty() && token.expose().chars().count() < MIN_TOKEN_CHARS {
+                return Err(ConfigError::key(
+                    key,
+                    format!("must be at least {MIN_TOKEN_CHARS} characters when the host is not loopback"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether bare worker requests (no `worker_id`) are accepted: `server.legacy_workers`, by
+    /// default on for a loopback bind (the seed's one-host setup) and off otherwise.
+    pub fn legacy_workers(&self) -> bool {
+        self.server.legacy_workers.unwrap_or_else(|| self.binds_loopback())
     }
 
     /// Only this machine can connect.
@@ -515,6 +557,24 @@ mod tests {
         assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
         c.server.worker_token = Secret::new("y");
         assert!(c.check_exposure(false).is_ok());
+    }
+
+    #[test]
+    fn short_tokens_are_refused_beyond_loopback() {
+        let mut c = Config::default();
+        c.server.api_token = Secret::new("a");
+        c.server.worker_token = Secret::new("b");
+        c.validate().unwrap();
+        assert!(c.legacy_workers());
+        c.server.host = "0.0.0.0".into();
+        assert!(!c.legacy_workers());
+        assert!(c.validate().unwrap_err().to_string().contains("server.api_token"));
+        c.server.api_token = Secret::new("0123456789abcdef");
+        assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
+        c.server.worker_token = Secret::new("fedcba9876543210");
+        c.validate().unwrap();
+        c.server.legacy_workers = Some(true);
+        assert!(c.legacy_workers());
     }
 
     #[test]

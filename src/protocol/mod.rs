@@ -410,6 +410,11 @@ pub struct RegisterRequest {
     pub has_playwright: Option<bool>,
     #[serde(default)]
     pub capabilities: Option<Vec<String>>,
+    /// Ask for a secret-holding identity: every later request names `worker_id` and carries
+    /// `worker_secret` (`X-Worker-Secret`). Without it (the seed's shape) the worker registers
+    /// bare, while `server.legacy_workers` allows.
+    #[serde(default)]
+    pub use_secret: Option<bool>,
 }
 
 impl RegisterRequest {
@@ -453,6 +458,9 @@ pub struct RegisterResponse {
     pub success: bool,
     pub message: String,
     pub worker_id: String,
+    /// Sent as `X-Worker-Secret` by every request naming `worker_id`.
+    #[serde(default)]
+    pub worker_secret: String,
     pub config: WorkerSettings,
 }
 

