@@ -87,3 +87,38 @@ fn registered_workers_are_capped() {
     // A known hostname still comes back.
     register(&w, json!({"hostname": "a", "capabilities": ["browser"]}));
 }
+
+/// A password leaks URL-, form-, base64- or JSON-encoded (a form post echoed back, a request
+/// log): none of the forms reaches the log or the notes.
+#[test]
+fn encoded_secrets_are_scrubbed_and_short_ones_refused() {
+    let dir = TempDir::new("encoded");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    let _w = ScriptedWorker::start(&d.worker_client(), "b", &["browser"], false, |_| json!({"success": true}));
+    let short = json!({"mode": "task", "target": "https://x.test", "instruction": "go",
+                       "credentials": {"username": "u", "password": "abc"}});
+    let r = c.post("/sessions", &short);
+    assert_error(&r, 400, "bad_request");
+    assert!(r.json()["error"].as_str().unwrap().contains("shorter than 4"), "{}", r.text());
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "go",
+               "credentials": {"username": "u", "password": "Hunter2 S3cret!pw"}}),
+    );
+    let (runner, done) = test_agent.next();
+    let leaks = ["Hunter2+S3cret%21pw", "Hunter2%20S3cret%21pw", "Hunter2%20S3cret!pw", "SHVudGVyMiBTM2NyZXQhcHc="];
+    for leak in leaks {
+        runner.log(agent_controller::protocol::LogKind::System, &format!("POST /login body: p={leak}&u=u"), None);
+        runner.save_note(None, &format!("saw {leak}"));
+    }
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &id, "finished");
+    let log = std::fs::read_to_string(dir.path().join(&id).join("log.jsonl")).unwrap();
+    let notes = c.get(&format!("/sessions/{id}/notes")).text();
+    for leak in leaks {
+        assert!(!log.contains(leak) && !notes.contains(leak), "{leak} leaked");
+    }
+    assert!(log.contains("p=[redacted]&u=u"), "{log}");
+}
