@@ -122,3 +122,75 @@ fn encoded_secrets_are_scrubbed_and_short_ones_refused() {
     }
     assert!(log.contains("p=[redacted]&u=u"), "{log}");
 }
+
+fn real_worker(controller: &str, hostname: &str, extra: &[&str]) -> std::process::Command {
+    let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_agent-worker"));
+    c.args(["--controller", controller, "--capabilities", "shell", "--hostname", hostname]).args(extra);
+    c
+}
+
+/// `env` (and `cat` of the token file) run by the model: no API key, no worker token.
+#[test]
+fn shell_commands_see_a_clean_environment_and_no_token() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("cleanenv");
+    let mut config = test_config(dir.path());
+    config.server.worker_token = agent_controller::util::secret::Secret::new("wtok-PLANTED-0123456789");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let tokens = TempDir::new("tokfile");
+    let file = tokens.path().join("token");
+    std::fs::write(&file, "wtok-PLANTED-0123456789\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let path = file.display().to_string();
+    // A token file others can read is refused (usage error).
+    let out = real_worker(&d.worker, "env-box", &["--token-file", &path]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("chmod 600"), "{}", String::from_utf8_lossy(&out.stderr));
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let _worker = ChildGuard(
+        real_worker(&d.worker, "env-box", &["--token-file", &path])
+            .env("ANTHROPIC_API_KEY", "sk-ant-PLANTED")
+            .env_remove("AGENT_CONTROLLER_WORKER_TOKEN")
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let c = d.client();
+    wait_until(std::time::Duration::from_secs(10), "the worker to register", || {
+        c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == "env-box").then_some(())
+    });
+    create_session(&c, json!({"mode": "task", "type": "shell", "target": "env-box", "instruction": "x"}));
+    let (runner, _done) = test_agent.next();
+    let out = runner
+        .execute("run_command", json!({"command": format!("env; cat {path}")}), std::time::Duration::from_secs(30))
+        .unwrap();
+    let stdout = out["stdout"].as_str().unwrap();
+    assert!(!stdout.contains("sk-ant-PLANTED") && !stdout.contains("ANTHROPIC_API_KEY"), "{stdout}");
+    assert!(!stdout.contains("wtok-PLANTED"), "{stdout}");
+    assert!(stdout.contains("[redacted]"), "the token file's content is scrubbed: {stdout}");
+    assert!(stdout.contains("PATH=") && stdout.contains("PAGER=cat"), "{stdout}");
+    for line in stdout.lines().filter(|l| l.contains('=') && !l.starts_with('[')) {
+        let key = line.split('=').next().unwrap();
+        let allowed = ["PATH", "HOME", "LANG", "LC_ALL", "TERM", "USER", "LOGNAME", "TZ", "SHELL", "TMPDIR"];
+        let pager =
+            ["PAGER", "SYSTEMD_PAGER", "GIT_PAGER", "MANPAGER", "NO_COLOR", "DEBIAN_FRONTEND", "PWD", "SHLVL", "_"];
+        assert!(allowed.contains(&key) || pager.contains(&key), "{key} leaked into the command's environment");
+    }
+}
+
+/// `--token` on argv still works, with a warning that `ps` shows it.
+#[test]
+fn a_token_on_the_command_line_is_warned_about() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = ChildGuard(
+        real_worker(&format!("http://127.0.0.1:{port}"), "argv-box", &["--token", "wtok-argv-0123456789"])
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
+    assert!(line.contains("visible") && line.contains("--token-file"), "{line}");
+}

@@ -132,10 +132,13 @@ impl Link {
 
     /// Post a command's outcome; an error goes as its text.
     pub fn post_result(&self, id: &str, outcome: &Result<Value, WorkerError>) -> Result<(), LinkError> {
-        let body = match outcome {
+        let mut body = match outcome {
             Ok(data) => json!({"id": id, "success": true, "data": data}),
             Err(e) => json!({"id": id, "success": false, "error": e.to_string()}),
         };
+        // The worker's own secrets never leave in a result (a command may print them).
+        let known: Vec<&str> = self.token.iter().chain(self.secret.iter()).map(String::as_str).collect();
+        crate::hygiene::scrub(&mut body, &known);
         let rb = self
             .auth(self.agent.post(self.url("/result")).config().timeout_global(Some(Duration::from_secs(60))).build());
         Self::answer(rb.send_json(&body)).map(|_| ())
