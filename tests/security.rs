@@ -194,3 +194,111 @@ fn a_token_on_the_command_line_is_warned_about() {
     std::io::BufRead::read_line(&mut stderr, &mut line).unwrap();
     assert!(line.contains("visible") && line.contains("--token-file"), "{line}");
 }
+
+/// Capabilities and hostnames with control characters never reach the daemon's log.
+#[test]
+fn register_refuses_control_characters() {
+    let dir = TempDir::new("regctl");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let w = d.worker_client();
+    let bad = [
+        json!({"hostname": "h", "capabilities": ["browser\n2026-01-01 [INFO] worker wkr_x registered"]}),
+        json!({"hostname": "h", "capabilities": ["a\u{1b}[2J"]}),
+        json!({"hostname": "h\nfake line", "capabilities": ["browser"]}),
+        json!({"hostname": "h", "capabilities": ["x".repeat(65)]}),
+    ];
+    for body in bad {
+        assert_error(&w.post("/register", &body), 400, "bad_request");
+    }
+    assert!(d.client().get("/workers").json().as_array().unwrap().is_empty());
+}
+
+/// Folders 0700 and files 0600 even under a permissive umask.
+#[test]
+fn session_folders_and_files_are_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new("perms");
+    // SAFETY: umask(2) is process-wide; 0 only widens what other tests create meanwhile.
+    let old = unsafe { libc::umask(0) };
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _w = ScriptedWorker::start(&d.worker_client(), "p", &["browser"], false, |_| json!({"success": true}));
+    let id = create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (runner, done) = test_agent.next();
+    runner.save_note(None, "a note");
+    runner.store_file("out.txt", b"hello", agent_controller::protocol::FileKind::Generated).unwrap();
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&d.client(), &id, "finished");
+    unsafe { libc::umask(old) };
+    let mode = |p: std::path::PathBuf| std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+    let sess = dir.path().join(&id);
+    for sub in ["", "files", "screenshots"] {
+        assert_eq!(mode(sess.join(sub)), 0o700, "{sub}");
+    }
+    for f in ["session.json", "log.jsonl", "notes.json", "files/out.txt"] {
+        assert_eq!(mode(sess.join(f)), 0o600, "{f}");
+    }
+}
+
+/// A `files/` folder replaced by a link to elsewhere is neither listed, served nor written.
+#[test]
+fn a_symlinked_files_folder_is_not_followed() {
+    let dir = TempDir::new("symfiles");
+    let elsewhere = TempDir::new("symtarget");
+    std::fs::write(elsewhere.path().join("secret.txt"), b"outside").unwrap();
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _w = ScriptedWorker::start(&d.worker_client(), "s", &["browser"], false, |_| json!({"success": true}));
+    let id = create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (runner, done) = test_agent.next();
+    let files = dir.path().join(&id).join("files");
+    std::fs::remove_dir(&files).unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), &files).unwrap();
+    assert!(runner.store_file("new.txt", b"x", agent_controller::protocol::FileKind::Generated).is_err());
+    assert!(!elsewhere.path().join("new.txt").exists());
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&d.client(), &id, "finished");
+    drop(d);
+    // After a restart the index is rebuilt from disk: the link is not followed.
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let listed = d.client().get(&format!("/sessions/{id}/files")).json();
+    assert!(!listed.to_string().contains("secret.txt"), "{listed}");
+    assert_error(&d.client().get(&format!("/sessions/{id}/files/secret.txt")), 404, "not_found");
+}
+
+#[test]
+fn active_sessions_are_capped() {
+    let dir = TempDir::new("maxsessions");
+    let mut config = test_config(dir.path());
+    config.server.max_sessions = 1;
+    let d = TestDaemon::idle(config);
+    let c = d.client();
+    let first = create_session(&c, json!({"mode": "explore", "target": "https://a.test"}));
+    assert_error(&c.post("/sessions", &json!({"mode": "explore", "target": "https://b.test"})), 503, "unavailable");
+    c.delete(&format!("/sessions/{first}"));
+    wait_status(&c, &first, "stopped");
+    create_session(&c, json!({"mode": "explore", "target": "https://c.test"}));
+}
+
+/// Webhooks to internal addresses are refused, and the log says nothing about the port.
+#[test]
+fn webhooks_to_private_addresses_are_refused() {
+    use crate::support::llm::*;
+    let dir = TempDir::new("privhook");
+    let hook = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}/hook", hook.local_addr().unwrap().port());
+    let script =
+        vec![tool("send_notification", json!({"message": "hello"})), tool("finish_task", json!({"summary": "done"}))];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _w = ScriptedWorker::start(&d.worker_client(), "n", &["browser"], false, |_| json!({"success": true}));
+    let id = create_session(
+        &d.client(),
+        json!({"mode": "task", "target": "https://x.test", "instruction": "x",
+               "notifications": {"webhook": {"url": url}}}),
+    );
+    wait_status(&d.client(), &id, "finished");
+    hook.set_nonblocking(true).unwrap();
+    assert!(hook.accept().is_err(), "the daemon connected to a loopback webhook");
+    let result = llm.requests()[1].last_results()[0]["content"].to_string();
+    assert!(result.contains("refused") && result.contains("allow_private"), "{result}");
+}

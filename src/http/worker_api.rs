@@ -100,6 +100,17 @@ impl WorkerApi {
         if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_control()) {
             return Err(ApiError::BadRequest("`hostname` must be 1-255 printable characters".into()));
         }
+        // Capabilities reach the daemon's log and /workers: short words only (no newlines).
+        let caps = body.capabilities.as_deref().unwrap_or_default();
+        let word = |c: &String| {
+            (1..=64).contains(&c.len())
+                && c.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+        };
+        if caps.len() > 16 || !caps.iter().all(word) {
+            return Err(ApiError::BadRequest(
+                "`capabilities` must be at most 16 words of letters, digits, '-', '_' or '.'".into(),
+            ));
+        }
         let (worker, worker_secret) = self.hub.register(&body, addr, proof).map_err(refusal)?;
         let c = &self.config;
         Ok(Reply::json(

@@ -293,7 +293,12 @@ impl ScriptedWorker {
                     Some("shutdown") | None => break,
                     Some(_) => {
                         seen2.lock().unwrap().push(cmd.clone());
-                        let mut result = respond(&cmd);
+                        // Who the worker is, for `upload_as_worker` (not part of the protocol).
+                        let mut given = cmd.clone();
+                        if !seed_shape {
+                            given["_as"] = json!({"worker_id": id, "secret": client.secret});
+                        }
+                        let mut result = respond(&given);
                         result["id"] = cmd["id"].clone();
                         let r = client.post(&result_path, &result);
                         assert_eq!(r.status, 200, "{}", r.text());
@@ -408,7 +413,15 @@ pub fn upload_as_worker(worker: &Client, cmd: &Value, filename: &str, bytes: &[u
         ("filename", None, filename.as_bytes()),
         ("file", Some(filename), bytes),
     ]);
-    let r = worker.post_raw("/upload", &ct, &body);
+    // A worker holding a secret names itself; a bare (seed-shaped) one does not.
+    let r = match cmd["_as"]["secret"].as_str() {
+        Some(secret) => worker.with_secret(secret).post_raw(
+            &format!("/upload?worker_id={}", cmd["_as"]["worker_id"].as_str().unwrap()),
+            &ct,
+            &body,
+        ),
+        None => worker.post_raw("/upload", &ct, &body),
+    };
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()
 }
