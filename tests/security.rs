@@ -302,3 +302,29 @@ fn webhooks_to_private_addresses_are_refused() {
     let result = llm.requests()[1].last_results()[0]["content"].to_string();
     assert!(result.contains("refused") && result.contains("allow_private"), "{result}");
 }
+
+/// An exploration of a shell target asks the validator before each command, and a command
+/// that changes the host never reaches the worker.
+#[test]
+fn explore_on_a_shell_defaults_to_the_validator() {
+    use crate::support::llm::*;
+    let dir = TempDir::new("explorepolicy");
+    let script = vec![
+        tool("run_command", json!({"command": "rm -rf /srv/data"})),
+        text("REJECT REASON: an exploration must not delete anything"),
+        tool("finish_exploration", json!({"summary": "looked"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let w = ScriptedWorker::start(&d.worker_client(), "sh", &["shell"], false, |_| json!({"success": true}));
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "explore", "type": "shell", "target": "sh", "goal": "what runs here"}));
+    wait_status(&c, &id, "finished");
+    assert!(w.seen.lock().unwrap().is_empty(), "the command reached the worker");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 3);
+    let validator = reqs[1].body.to_string();
+    assert!(reqs[1].body.get("tools").is_none() && validator.contains("Exploration (observe only"), "{validator}");
+    assert!(validator.contains("changes the host at all"), "the validator's prompt: {validator}");
+    let result = reqs[2].last_results()[0]["content"].to_string();
+    assert!(result.contains("rejected it: an exploration must not delete anything"), "{result}");
+}

@@ -281,16 +281,18 @@ pub struct SessionSummary {
 }
 
 impl SessionRecord {
-    /// The approval mode in force: the one asked for, else `human` for shell tasks over SSH
-    /// and `auto` for everything else.
+    /// The approval mode in force: the one asked for, else `validator` for explorations of a
+    /// shell target (its prompt rejects anything that changes the host), `human` for shell
+    /// tasks over SSH and `auto` for everything else.
     pub fn approval(&self) -> Approval {
-        self.options.approval.unwrap_or(
-            if self.mode == Mode::Task && self.session_type == SessionType::Shell && is_ssh_target(&self.target) {
-                Approval::Human
-            } else {
-                Approval::Auto
-            },
-        )
+        let shell = self.session_type == SessionType::Shell;
+        self.options.approval.unwrap_or(if shell && self.mode == Mode::Explore {
+            Approval::Validator
+        } else if shell && self.mode == Mode::Task && is_ssh_target(&self.target) {
+            Approval::Human
+        } else {
+            Approval::Auto
+        })
     }
 }
 
