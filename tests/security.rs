@@ -328,3 +328,60 @@ fn explore_on_a_shell_defaults_to_the_validator() {
     let result = reqs[2].last_results()[0]["content"].to_string();
     assert!(result.contains("rejected it: an exploration must not delete anything"), "{result}");
 }
+
+/// `GET /health` over a fresh connection: its status and how long it took (0 on a timeout).
+fn raw_health(addr: &str, limit: std::time::Duration) -> (u16, std::time::Duration) {
+    use std::io::{Read, Write};
+    let t = std::time::Instant::now();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(limit)).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut head = [0u8; 12];
+    let status = match s.read_exact(&mut head) {
+        Ok(()) => String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0),
+        Err(_) => 0,
+    };
+    (status, t.elapsed())
+}
+
+/// Idle half-open connections, and zip downloads nobody reads: `/health` keeps answering, and
+/// the handler threads the slow readers hold are freed by the send timeout.
+#[test]
+fn half_open_and_slow_connections_do_not_freeze_a_port() {
+    use std::io::Write;
+    use std::time::Duration;
+    let dir = TempDir::new("halfopen");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    config.server.io_timeout_s = 2;
+    let threads = config.server.api_threads;
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let api = d.api.trim_start_matches("http://").to_string();
+    let mut held = Vec::new();
+    for _ in 0..50 {
+        let mut s = std::net::TcpStream::connect(&api).unwrap();
+        s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n").unwrap();
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    let (status, took) = raw_health(&api, Duration::from_secs(5));
+    assert_eq!(status, 200);
+    assert!(took < Duration::from_millis(100), "/health took {took:?} beside 50 half-open connections");
+    // Every handler thread streaming a zip to a client that never reads.
+    let _w = ScriptedWorker::start(&d.worker_client(), "z", &["browser"], false, |_| json!({"success": true}));
+    let id = create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (runner, _done) = test_agent.next();
+    let big = vec![7u8; 48 << 20];
+    runner.store_file("big.mp4", &big, agent_controller::protocol::FileKind::Generated).unwrap();
+    for _ in 0..threads + 2 {
+        let mut s = std::net::TcpStream::connect(&api).unwrap();
+        write!(s, "GET /sessions/{id}/files/zip HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Each pinned thread is freed after a blocked write and a blocked final chunk (2 s each).
+    let (status, took) = raw_health(&api, Duration::from_secs(20));
+    assert_eq!(status, 200, "the handler pool stayed pinned by slow readers");
+    assert!(took < Duration::from_secs(12), "{took:?}");
+}

@@ -51,6 +51,9 @@ pub struct ServerConfig {
     pub max_sessions: usize,
     /// Registered workers at most; 0 = no cap.
     pub max_workers: usize,
+    /// The longest one write to a client may block (a client that stops reading); 0 = 30 s
+    /// past the longest long poll (`long_poll_s`, and the API's 60 s log polls).
+    pub io_timeout_s: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -186,6 +189,7 @@ impl Default for ServerConfig {
             legacy_workers: None,
             max_sessions: 256,
             max_workers: 1024,
+            io_timeout_s: 0,
         }
     }
 }
@@ -357,6 +361,12 @@ impl Config {
         at_most("api.timeout_s", self.api.timeout_s, 3_600)?;
         at_most("notifications.timeout_s", self.notifications.timeout_s, 300)?;
         at_most("files.max_file_size_mb", self.files.max_file_size_mb, 1024 * 1024)?;
+        if self.server.io_timeout_s != 0 && self.server.io_timeout_s <= self.server.long_poll_s {
+            return Err(ConfigError::key(
+                "server.io_timeout_s",
+                "must be longer than server.long_poll_s, or parked polls would lose their connection",
+            ));
+        }
         if self.server.long_poll_s >= self.server.worker_timeout_s {
             return Err(ConfigError::key(
                 "server.long_poll_s",
@@ -449,6 +459,12 @@ impl Config {
             }
         }
         Ok(())
+    }
+
+    /// `server.io_timeout_s`, or 30 s past the longest poll a connection may sit in.
+    pub fn io_timeout(&self) -> std::time::Duration {
+        let auto = self.server.long_poll_s.max(60) + 30;
+        std::time::Duration::from_secs(if self.server.io_timeout_s == 0 { auto } else { self.server.io_timeout_s })
     }
 
     /// Whether bare worker requests (no `worker_id`) are accepted: `server.legacy_workers`, by

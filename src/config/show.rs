@@ -99,6 +99,7 @@ impl Config {
                 ("legacy_workers", s.legacy_workers.map_or("null".into(), |b| b.to_string())),
                 ("max_sessions", s.max_sessions.to_string()),
                 ("max_workers", s.max_workers.to_string()),
+                ("io_timeout_s", s.io_timeout_s.to_string()),
             ],
         );
     }
