@@ -4,9 +4,11 @@
 //! never a silent default. Secrets (`api.api_key`, `server.api_token`, `server.worker_token`)
 //! may come from the environment instead of the file and are held as `Secret`s.
 
+mod access;
 mod llm;
 mod show;
 
+pub use access::MIN_TOKEN_CHARS;
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Wire};
 
 use crate::util::secret::Secret;
@@ -270,8 +272,6 @@ impl std::error::Error for ConfigError {}
 /// Where the environment may override a secret (the model keys: see `llm.rs`).
 pub const ENV_API_TOKEN: &str = "AGENT_CONTROLLER_TOKEN";
 pub const ENV_WORKER_TOKEN: &str = "AGENT_CONTROLLER_WORKER_TOKEN";
-/// The shortest token accepted on a non-loopback bind.
-pub const MIN_TOKEN_CHARS: usize = 16;
 
 impl Config {
     /// Parse YAML text. An empty document is all defaults.
@@ -443,36 +443,6 @@ impl Config {
         }
     }
 
-    /// Beyond loopback a token is guessable under 16 characters.
-    fn validate_token_lengths(&self) -> Result<(), ConfigError> {
-        if self.binds_loopback() {
-            return Ok(());
-        }
-        for (key, token) in
-            [("server.api_token", &self.server.api_token), ("server.worker_token", &self.server.worker_token)]
-        {
-            if !token.is_empty() && token.expose().chars().count() < MIN_TOKEN_CHARS {
-                return Err(ConfigError::key(
-                    key,
-                    format!("must be at least {MIN_TOKEN_CHARS} characters when the host is not loopback"),
-                ));
-            }
-        }
-        Ok(())
-    }
-
-    /// `server.io_timeout_s`, or 30 s past the longest poll a connection may sit in.
-    pub fn io_timeout(&self) -> std::time::Duration {
-        let auto = self.server.long_poll_s.max(60) + 30;
-        std::time::Duration::from_secs(if self.server.io_timeout_s == 0 { auto } else { self.server.io_timeout_s })
-    }
-
-    /// Whether bare worker requests (no `worker_id`) are accepted: `server.legacy_workers`, by
-    /// default on for a loopback bind (the seed's one-host setup) and off otherwise.
-    pub fn legacy_workers(&self) -> bool {
-        self.server.legacy_workers.unwrap_or_else(|| self.binds_loopback())
-    }
-
     /// Only this machine can connect.
     pub fn binds_loopback(&self) -> bool {
         self.server.host == "localhost"
@@ -573,24 +543,6 @@ mod tests {
         assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
         c.server.worker_token = Secret::new("y");
         assert!(c.check_exposure(false).is_ok());
-    }
-
-    #[test]
-    fn short_tokens_are_refused_beyond_loopback() {
-        let mut c = Config::default();
-        c.server.api_token = Secret::new("a");
-        c.server.worker_token = Secret::new("b");
-        c.validate().unwrap();
-        assert!(c.legacy_workers());
-        c.server.host = "0.0.0.0".into();
-        assert!(!c.legacy_workers());
-        assert!(c.validate().unwrap_err().to_string().contains("server.api_token"));
-        c.server.api_token = Secret::new("0123456789abcdef");
-        assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
-        c.server.worker_token = Secret::new("fedcba9876543210");
-        c.validate().unwrap();
-        c.server.legacy_workers = Some(true);
-        assert!(c.legacy_workers());
     }
 
     #[test]
