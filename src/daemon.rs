@@ -55,6 +55,8 @@ impl Daemon {
             HubSettings {
                 long_poll: Duration::from_secs(config.server.long_poll_s),
                 worker_timeout: Duration::from_secs(config.server.worker_timeout_s),
+                legacy_workers: config.legacy_workers(),
+                max_workers: config.server.max_workers,
             },
             Arc::clone(&parker),
         ));
@@ -153,6 +155,7 @@ fn start_servers(
             threads: config.server.api_threads,
             tokenless: config.server.api_token.is_empty(),
             loopback,
+            io_timeout: config.io_timeout(),
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
@@ -168,6 +171,7 @@ fn start_servers(
             threads: config.server.worker_threads,
             tokenless: config.server.worker_token.is_empty(),
             loopback,
+            io_timeout: config.io_timeout(),
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),

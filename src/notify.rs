@@ -2,10 +2,14 @@
 //! `sendMessage` and a webhook POST/PUT of `{message, session_id, files}`.
 //!
 //! 10 s per attempt, up to 3 attempts on connection errors, 429 and 5xx. Error texts never
-//! contain the bot token or the webhook URL: they name the channel and the status only.
+//! contain the bot token or the webhook URL: they name the channel and the status class only
+//! (`HTTP 4xx`, "could not deliver"), so the session log is no port scanner. A webhook whose
+//! host resolves to a private, loopback, link-local or otherwise internal address (any of its
+//! addresses) is refused unless `notifications.allow_private`; redirects are not followed.
 
 use crate::vault::Notifications;
 use serde_json::json;
+use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
 
 const ATTEMPTS: u32 = 3;
@@ -20,13 +24,24 @@ pub struct Delivery {
 pub struct Notifier {
     agent: ureq::Agent,
     telegram_base: String,
+    allow_private: bool,
 }
 
 impl Notifier {
     pub fn new(telegram_base: &str, timeout: Duration) -> Notifier {
-        let agent: ureq::Agent =
-            ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(timeout)).build().into();
-        Notifier { agent, telegram_base: telegram_base.trim_end_matches('/').to_string() }
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .max_redirects(0)
+            .build()
+            .into();
+        Notifier { agent, telegram_base: telegram_base.trim_end_matches('/').to_string(), allow_private: false }
+    }
+
+    /// Let webhooks reach private, loopback and link-local addresses.
+    pub fn allow_private(mut self, allow: bool) -> Notifier {
+        self.allow_private = allow;
+        self
     }
 
     pub fn send(&self, targets: &Notifications, message: &str, session_id: &str, files: &[String]) -> Vec<Delivery> {
@@ -40,7 +55,11 @@ impl Notifier {
             let body = json!({"message": message, "session_id": session_id, "files": files});
             let put = w.method.as_deref().is_some_and(|m| m.eq_ignore_ascii_case("PUT"));
             let url = w.url.expose();
-            let result = if put {
+            let result = if !self.allow_private && !public_destination(url) {
+                Err("refused: the webhook's host is a private, loopback or link-local address (or does not \
+                     resolve); notifications.allow_private allows it"
+                    .to_string())
+            } else if put {
                 self.deliver(|| self.agent.put(url).send_json(&body))
             } else {
                 self.deliver(|| self.agent.post(url).send_json(&body))
@@ -60,17 +79,60 @@ impl Notifier {
                 Ok(resp) if resp.status().is_success() => return Ok(()),
                 Ok(resp) => {
                     let status = resp.status().as_u16();
-                    last = format!("HTTP {status}");
+                    last = format!("HTTP {}xx", status / 100);
                     if !(status == 429 || status >= 500) {
                         return Err(last);
                     }
                 }
-                Err(ureq::Error::Timeout(_)) => last = "timed out".into(),
-                Err(ureq::Error::Io(e)) => last = format!("connection error ({})", e.kind()),
-                Err(_) => last = "could not connect".into(),
+                // One word for every way of not getting an answer: which one it was would tell
+                // a probing model whether a port is open.
+                Err(_) => last = "could not deliver".into(),
             }
         }
         Err(format!("{last} after {ATTEMPTS} attempts"))
+    }
+}
+
+/// Whether every address `url`'s host resolves to is public (false when it does not resolve).
+fn public_destination(url: &str) -> bool {
+    let Ok(uri) = url.parse::<ureq::http::Uri>() else { return false };
+    let Some(host) = uri.host() else { return false };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let port = uri.port_u16().unwrap_or(if uri.scheme_str() == Some("https") { 443 } else { 80 });
+    let Ok(addrs) = (host, port).to_socket_addrs() else { return false };
+    let addrs: Vec<IpAddr> = addrs.map(|a| a.ip()).collect();
+    !addrs.is_empty() && addrs.iter().all(|ip| is_public(*ip))
+}
+
+/// Not loopback, private, link-local, shared (CGNAT), unspecified, multicast or reserved.
+fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || o[0] == 0
+                || (o[0] == 100 && (o[1] & 0xc0) == 64)
+                || (o[0] == 192 && o[1] == 0 && o[2] == 0)
+                || o[0] >= 240)
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_public(IpAddr::V4(v4));
+            }
+            let s = v6.segments();
+            !(v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (s[0] & 0xfe00) == 0xfc00
+                || (s[0] & 0xffc0) == 0xfe80
+                || (s[0] == 0x2001 && s[1] == 0x0db8))
+        }
     }
 }
 
@@ -82,4 +144,25 @@ fn telegram_text(message: &str, files: &[String]) -> String {
     }
     // Telegram's limit is 4096 characters.
     text.chars().take(4000).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn internal_addresses_are_not_public() {
+        for ip in ["127.0.0.1", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0"] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        for ip in ["::1", "fe80::1", "fd00::1", "::ffff:127.0.0.1", "::"] {
+            assert!(!is_public(ip.parse().unwrap()), "{ip}");
+        }
+        assert!(is_public("1.1.1.1".parse().unwrap()));
+        assert!(is_public("2606:4700::1111".parse().unwrap()));
+        assert!(!public_destination("http://127.0.0.1:8080/x"));
+        assert!(!public_destination("http://[::1]/x"));
+        assert!(!public_destination("http://localhost/x"));
+        assert!(public_destination("https://1.1.1.1/hook"));
+    }
 }

@@ -6,13 +6,16 @@
 //! one `<id>.txt` each, ids `out_NNN_<tool>`). Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
 //! when complete, so a failed upload leaves nothing; names are sanitized and never overwrite.
-//! No other module builds paths inside the output directory.
+//! No other module builds paths inside the output directory. Folders are created 0700 and
+//! files 0600 whatever the umask; `files/` and `screenshots/` are never followed when they are
+//! symbolic links (nor are links inside them).
 
 use crate::protocol::{FileKind, SessionRecord};
 use crate::util::filename::split_ext;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,7 +38,7 @@ pub struct Store {
 
 impl Store {
     pub fn open(root: &Path) -> io::Result<Store> {
-        fs::create_dir_all(root)?;
+        fs::DirBuilder::new().recursive(true).mode(0o700).create(root)?;
         Ok(Store { root: root.to_path_buf() })
     }
 
@@ -46,9 +49,9 @@ impl Store {
     /// Create a new, empty session folder; fails with `AlreadyExists` on a clash.
     pub fn create_session_dir(&self, id: &str) -> io::Result<SessionDir> {
         let dir = self.root.join(id);
-        fs::create_dir(&dir)?;
-        fs::create_dir(dir.join(FILES_DIR))?;
-        fs::create_dir(dir.join(SCREENSHOTS_DIR))?;
+        private_dir(&dir)?;
+        private_dir(&dir.join(FILES_DIR))?;
+        private_dir(&dir.join(SCREENSHOTS_DIR))?;
         Ok(SessionDir { dir })
     }
 
@@ -112,7 +115,7 @@ impl SessionDir {
 
     /// Append one line to a JSON-lines file of the session (in one write).
     pub fn append_line(&self, name: &str, line: &str) -> io::Result<u64> {
-        let mut file = OpenOptions::new().create(true).append(true).open(self.path(name))?;
+        let mut file = OpenOptions::new().create(true).append(true).mode(0o600).open(self.path(name))?;
         let offset = file.seek(SeekFrom::End(0))?;
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());
@@ -177,6 +180,9 @@ impl SessionDir {
         for (dir, default_kind) in
             [(self.files_dir(), FileKind::Download), (self.screenshots_dir(), FileKind::Screenshot)]
         {
+            if !real_dir(&dir) {
+                continue;
+            }
             let entries = match fs::read_dir(&dir) {
                 Ok(e) => e,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
@@ -213,7 +219,10 @@ impl SessionDir {
     /// Absolute path of a stored file, resolved strictly inside this session's folders.
     pub fn file_path(&self, index: &FileIndex, name: &str) -> Option<PathBuf> {
         let entry = index.entries.get(name)?;
-        Some(self.path_for(entry.kind, name))
+        let path = self.path_for(entry.kind, name);
+        let parent_real = path.parent().is_some_and(real_dir);
+        let file_real = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_file());
+        (parent_real && file_real).then_some(path)
     }
 
     /// Where a file of this kind and (already sanitized) name lives.
@@ -283,7 +292,7 @@ impl SessionDir {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
         let path = self.path(&format!(".upload-{}-{n}.part", std::process::id()));
-        let file = OpenOptions::new().write(true).create_new(true).open(&path)?;
+        let file = OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
         Ok(StagedFile { path, file: Some(file), written: 0, committed: false })
     }
 }
@@ -387,6 +396,9 @@ impl StagedFile {
     /// exist (names are made unique first).
     pub fn commit(mut self, dest: &Path) -> io::Result<()> {
         self.finish()?;
+        if !dest.parent().is_some_and(real_dir) {
+            return Err(io::Error::other("the session's files folder is not a plain directory"));
+        }
         fs::rename(&self.path, dest)?;
         self.committed = true;
         Ok(())
@@ -402,12 +414,23 @@ impl Drop for StagedFile {
     }
 }
 
+/// A new folder only its owner may enter (0700 exactly, the umask notwithstanding).
+fn private_dir(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new().mode(0o700).create(dir)?;
+    fs::set_permissions(dir, fs::Permissions::from_mode(0o700))
+}
+
+/// A directory itself, not a symbolic link to one.
+fn real_dir(dir: &Path) -> bool {
+    fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_dir())
+}
+
 /// Replace `path` atomically: temp file beside it, fsync, rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("state");
     let tmp = path.with_file_name(format!(".{name}.tmp"));
     let result = (|| {
-        let mut file = File::create(&tmp)?;
+        let mut file = OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&tmp)?;
         file.write_all(bytes)?;
         file.sync_all()?;
         fs::rename(&tmp, path)

@@ -5,10 +5,24 @@
 //! The vault holds a session's credentials and notification secrets in memory only; it is
 //! emptied when the session ends. `Vault::scrub` is the last line of defence: every text the
 //! session writes to disk passes through it, so a secret the model or a worker echoes back is
-//! replaced before it lands.
+//! replaced before it lands. Each secret is also hunted in the forms it travels in: URL- and
+//! form-encoded (`+` for a space), base64 (standard and URL-safe) and JSON-escaped.
+//! Secrets under `MIN_SECRET_CHARS` are refused at session create: they cannot be scrubbed.
 
 use crate::util::secret::Secret;
+use base64::Engine;
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::Deserialize;
+
+/// The shortest secret a session accepts (shorter ones would be scrubbed from every word).
+pub const MIN_SECRET_CHARS: usize = 4;
+
+/// RFC 3986's unreserved characters stay as they are.
+const URL_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+/// JavaScript's `encodeURIComponent` keeps a few more.
+const URI_COMPONENT_KEEP: &AsciiSet = &URL_KEEP.remove(b'!').remove(b'*').remove(b'\'').remove(b'(').remove(b')');
+/// `application/x-www-form-urlencoded` (WHATWG): `*-._` kept, the space becomes `+`.
+const FORM_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(b'.').remove(b'_').remove(b' ');
 
 /// Login data for a session, as given in `POST /sessions`.
 #[derive(Debug, Clone, Deserialize)]
@@ -64,7 +78,7 @@ const REDACTED: &str = "[redacted]";
 impl Vault {
     /// The secret strings worth hunting for in output. Very short values are skipped: replacing
     /// every "a" in a report would destroy it and protect nothing.
-    fn secrets(&self) -> Vec<&str> {
+    fn secrets(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(c) = &self.credentials {
             out.push(c.password.expose());
@@ -80,18 +94,20 @@ impl Vault {
                 }
             }
         }
-        out.retain(|s| s.len() >= 4);
+        out.retain(|s| s.len() >= MIN_SECRET_CHARS);
+        let mut all: Vec<String> = out.into_iter().flat_map(encodings).collect();
         // Longest first, so a URL is replaced whole before its query string is looked for.
-        out.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        out
+        all.sort_by_key(|s| std::cmp::Reverse(s.len()));
+        all.dedup();
+        all
     }
 
     /// `text` with every secret replaced by `[redacted]`.
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in self.secrets() {
-            if out.contains(secret) {
-                out = out.replace(secret, REDACTED);
+            if out.contains(&secret) {
+                out = out.replace(&secret, REDACTED);
             }
         }
         out
@@ -102,6 +118,7 @@ impl Vault {
     pub fn scrub_json(&self, value: &mut serde_json::Value) {
         let secrets = self.secrets();
         if !secrets.is_empty() {
+            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
             scrub_value(&secrets, value);
         }
     }
@@ -110,6 +127,45 @@ impl Vault {
         self.credentials = None;
         self.notifications = None;
     }
+}
+
+/// A secret and the forms it is written in on the way to a log: as is, URL-encoded (upper and
+/// lower case hex), form-encoded, base64 and JSON-escaped.
+fn encodings(secret: &str) -> Vec<String> {
+    let mut forms = vec![secret.to_string()];
+    for set in [URL_KEEP, URI_COMPONENT_KEEP] {
+        let encoded = utf8_percent_encode(secret, set).to_string();
+        forms.push(lower_hex_escapes(&encoded));
+        forms.push(encoded);
+    }
+    let form = utf8_percent_encode(secret, FORM_KEEP).to_string().replace(' ', "+");
+    forms.push(lower_hex_escapes(&form));
+    forms.push(form);
+    for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
+        let b64 = engine.encode(secret.as_bytes());
+        forms.push(b64.trim_end_matches('=').to_string());
+        forms.push(b64);
+    }
+    if let Ok(json) = serde_json::to_string(secret) {
+        forms.push(json.trim_matches('"').to_string());
+    }
+    forms
+}
+
+/// `%2F` → `%2f`: some encoders write lower-case hex.
+fn lower_hex_escapes(encoded: &str) -> String {
+    let mut out = String::with_capacity(encoded.len());
+    let mut hex_left = 0;
+    for c in encoded.chars() {
+        if hex_left > 0 {
+            out.push(c.to_ascii_lowercase());
+            hex_left -= 1;
+        } else {
+            hex_left = if c == '%' { 2 } else { 0 };
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn scrub_value(secrets: &[&str], value: &mut serde_json::Value) {
@@ -154,5 +210,38 @@ mod tests {
         };
         let out = vault.scrub("typed pa55word! then token=abcdef");
         assert_eq!(out, "typed [redacted] then [redacted]");
+    }
+
+    fn with_password(p: &str) -> Vault {
+        Vault {
+            credentials: Some(Credentials {
+                username: "bob".into(),
+                password: Secret::new(p),
+                login_url: None,
+                username_selector: None,
+                password_selector: None,
+                submit_selector: None,
+            }),
+            notifications: None,
+        }
+    }
+
+    #[test]
+    fn scrub_catches_encoded_forms() {
+        let vault = with_password("Hunter2 S3cret!pw/\"\u{e9}");
+        for leaked in [
+            "Hunter2+S3cret%21pw%2F%22%C3%A9",   // form-encoded
+            "Hunter2%20S3cret%21pw%2F%22%C3%A9", // URL-encoded
+            "Hunter2%20S3cret!pw%2F%22%C3%A9",   // encodeURIComponent
+            "Hunter2%20S3cret%21pw%2f%22%c3%a9", // lower-case hex
+            "SHVudGVyMiBTM2NyZXQhcHcvIsOp",      // base64
+            "Hunter2 S3cret!pw/\\\"\u{e9}",      // JSON-escaped
+        ] {
+            let out = vault.scrub(&format!("password={leaked}&x=1"));
+            assert_eq!(out, "password=[redacted]&x=1", "{leaked}");
+        }
+        let mut v = serde_json::json!({"body": "u=bob&p=Hunter2+S3cret%21pw%2F%22%C3%A9"});
+        vault.scrub_json(&mut v);
+        assert_eq!(v["body"], "u=bob&p=[redacted]");
     }
 }

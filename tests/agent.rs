@@ -114,7 +114,8 @@ fn seed_download_flow_end_to_end() {
             json!({"summary": "Downloaded 2 chapter PDFs and listed them in chapters.csv", "report_markdown": "# Done\n\nTwo PDFs downloaded."}),
         ),
     ];
-    let w = world("downloadflow", script, |_| {});
+    // The receiver is on loopback, which webhooks may reach only when allowed.
+    let w = world("downloadflow", script, |c| c.notifications.allow_private = true);
     let c = w.d.client();
     let worker = browser_worker(&w.d, "books-pc");
     let hook_url = format!("{}/hook?token=SECRET-HOOK-TOKEN", hook.url);

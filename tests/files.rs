@@ -14,6 +14,8 @@ struct Fixture {
     runner: SessionRunner,
     done: crossbeam_channel::Sender<AgentOutcome>,
     worker_id: String,
+    /// The worker client carrying its secret.
+    wc: Client,
     _dir: TempDir,
 }
 
@@ -23,11 +25,11 @@ fn fixture(tag: &str, tune: impl FnOnce(&mut agent_controller::config::Config)) 
     tune(&mut config);
     let (test_agent, agent) = TestAgent::new();
     let d = TestDaemon::start(config, agent);
-    let worker_id = register(&d.worker_client(), json!({"hostname": "up", "capabilities": ["browser"]}));
+    let (worker_id, wc) = register_as(&d.worker_client(), json!({"hostname": "up", "capabilities": ["browser"]}));
     let id =
         create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "get files"}));
     let (runner, done) = test_agent.next();
-    Fixture { dir: dir.path().to_path_buf(), _dir: dir, d, id, runner, done, worker_id }
+    Fixture { dir: dir.path().to_path_buf(), _dir: dir, d, id, runner, done, worker_id, wc }
 }
 
 impl Fixture {
@@ -38,7 +40,7 @@ impl Fixture {
             ("command_id", None, b"cmd_0001"),
             ("file", Some("ignored.bin"), data),
         ]);
-        self.d.worker_client().post_raw(&format!("/upload?worker_id={}", self.worker_id), &ct, &body)
+        self.wc.post_raw(&format!("/upload?worker_id={}", self.worker_id), &ct, &body)
     }
 
     /// Nothing but committed files in the session folder: no staging leftovers.
@@ -202,7 +204,7 @@ fn upload_limits_answer_413_and_507_and_leave_nothing() {
 #[test]
 fn uploads_go_only_to_the_session_the_worker_serves() {
     let f = fixture("uploadsession", |_| {});
-    let w = f.d.worker_client();
+    let w = f.wc.clone();
     // Claiming another session is refused.
     let (ct, body) = multipart(&[
         ("session_id", None, b"sess_20000101_000000"),

@@ -98,9 +98,9 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
     let mut child = ChildGuard(child);
     let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, worker, _) = read_bound_addresses(&mut stderr);
-    let c = Client { base: api, token: None };
-    let w = Client { base: worker, token: None };
-    let worker_id = register(&w, json!({"hostname": "h", "capabilities": ["browser"]}));
+    let c = Client::new(api, None);
+    let w = Client::new(worker, None);
+    let (worker_id, w) = register_as(&w, json!({"hostname": "h", "capabilities": ["browser"]}));
     let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
     wait_status(&c, &id, "running");
     // A parked worker poll and a parked log poll must both be answered by the shutdown.
@@ -202,7 +202,7 @@ fn non_loopback_without_tokens_refuses_to_start() {
     let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, _, lines) = read_bound_addresses(&mut stderr);
     let port = api.rsplit(':').next().unwrap();
-    let c = Client { base: format!("http://127.0.0.1:{port}"), token: None };
+    let c = Client::new(format!("http://127.0.0.1:{port}"), None);
     assert_error(&c.get("/sessions"), 401, "unauthorized");
     assert_eq!(c.with_token(Some("tok-from-env-123")).get("/sessions").status, 200);
     assert!(!lines.concat().contains("tok-from-env-123") && !lines.concat().contains("worker-tok-from-env-456"));
@@ -291,8 +291,8 @@ fn daemon_log_never_shows_tokens() {
     let mut child = ChildGuard(child);
     let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, worker, mut lines) = read_bound_addresses(&mut stderr);
-    let c = Client { base: api, token: Some("PLANTED-API-TOKEN-1".into()) };
-    let w = Client { base: worker, token: Some("PLANTED-WORKER-TOKEN-2".into()) };
+    let c = Client::new(api, Some("PLANTED-API-TOKEN-1".into()));
+    let w = Client::new(worker, Some("PLANTED-WORKER-TOKEN-2".into()));
     register(&w, json!({"hostname": "l", "capabilities": ["browser"]}));
     let id = create_session(
         &c,

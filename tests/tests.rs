@@ -20,6 +20,7 @@ mod outputs;
 mod prompts;
 mod providers;
 mod replay;
+mod security;
 mod service;
 mod snapshots;
 mod ssh;

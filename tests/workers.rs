@@ -63,7 +63,7 @@ fn worker_failure_and_unknown_result_ids() {
     let dir = TempDir::new("workerfail");
     let (test_agent, agent) = TestAgent::new();
     let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _w = ScriptedWorker::start(&d.worker_client(), "sh1", &["shell"], false, |cmd| {
+    let w = ScriptedWorker::start(&d.worker_client(), "sh1", &["shell"], false, |cmd| {
         if cmd["action"] == "run_command" {
             json!({"success": false, "error": "no element matches `#buy`"})
         } else {
@@ -75,21 +75,28 @@ fn worker_failure_and_unknown_result_ids() {
     let err = runner.execute("run_command", json!({"command": "ls"}), Duration::from_secs(10)).unwrap_err();
     assert_eq!(err, ExecError::Failed("no element matches `#buy`".into()));
     // A stray result is acknowledged but ignored.
-    let r = d.worker_client().post("/result", &json!({"id": "cmd_9999", "success": true}));
+    let r = w.client.post(&format!("/result?worker_id={}", w.worker_id), &json!({"id": "cmd_9999", "success": true}));
     assert_eq!(r.status, 200);
     assert!(r.json()["ignored"].is_string());
     // Malformed results are 400s with the JSON error shape.
-    assert_error(&d.worker_client().post_raw("/result", "application/json", b"{\"id\":"), 400, "bad_request");
+    let result = format!("/result?worker_id={}", w.worker_id);
+    assert_error(&w.client.post_raw(&result, "application/json", b"{\"id\":"), 400, "bad_request");
     done.send(AgentOutcome::Failed("gave up".into())).unwrap();
     let s = wait_status(&d.client(), &id, "error");
     assert_eq!(s["error"], "gave up");
 }
 
 /// A raw long poll: send the request, return when the response head arrives.
-fn raw_poll(addr: &str, worker_id: &str) -> (Value, Instant) {
+fn raw_poll(addr: &str, worker_id: &str, w: &Client) -> (Value, Instant) {
+    let secret = w.secret.clone().unwrap_or_default();
     let mut s = TcpStream::connect(addr).unwrap();
     s.set_nodelay(true).unwrap();
-    write!(s, "GET /command?worker_id={worker_id} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    write!(
+        s,
+        "GET /command?worker_id={worker_id} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Worker-Secret: {secret}\r\n\
+         Connection: close\r\n\r\n"
+    )
+    .unwrap();
     let mut reader = BufReader::new(s);
     let mut line = String::new();
     reader.read_line(&mut line).unwrap();
@@ -115,14 +122,14 @@ fn command_reaches_a_parked_poll_within_a_millisecond() {
     let dir = TempDir::new("latency");
     let (test_agent, agent) = TestAgent::new();
     let d = TestDaemon::start(test_config(dir.path()), agent);
-    let worker_id = register(&d.worker_client(), json!({"hostname": "fast", "capabilities": ["browser"]}));
+    let (worker_id, wc) = register_as(&d.worker_client(), json!({"hostname": "fast", "capabilities": ["browser"]}));
     let addr = d.worker.trim_start_matches("http://").to_string();
     let id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
     let (runner, _done) = test_agent.next();
     let mut latencies = Vec::new();
     for i in 0..30 {
-        let (a, w) = (addr.clone(), worker_id.clone());
-        let poller = std::thread::spawn(move || raw_poll(&a, &w));
+        let (a, w, wc2) = (addr.clone(), worker_id.clone(), wc.clone());
+        let poller = std::thread::spawn(move || raw_poll(&a, &w, &wc2));
         // Let the poll park first.
         std::thread::sleep(Duration::from_millis(30));
         let r = runner.clone();
@@ -135,7 +142,7 @@ fn command_reaches_a_parked_poll_within_a_millisecond() {
         assert_eq!(cmd["params"]["i"], i);
         assert_eq!(cmd["session_id"], id.as_str());
         // Answer so the sender returns.
-        let r = d.worker_client().post(
+        let r = wc.post(
             &format!("/result?worker_id={worker_id}"),
             &json!({"id": cmd["id"], "success": true, "data": {"i": i}}),
         );
@@ -163,7 +170,7 @@ fn silent_worker_is_disconnected_and_its_waiting_command_fails() {
     let d = TestDaemon::start(config, agent);
     let c = d.client();
     // Registers, never polls.
-    let worker_id = register(&d.worker_client(), json!({"hostname": "ghost", "capabilities": ["browser"]}));
+    let (worker_id, wc) = register_as(&d.worker_client(), json!({"hostname": "ghost", "capabilities": ["browser"]}));
     let _id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
     let (runner, _done) = test_agent.next();
     let t = Instant::now();
@@ -184,17 +191,16 @@ fn silent_worker_is_disconnected_and_its_waiting_command_fails() {
     assert!(err.to_string().contains("disconnected"), "{err}");
     // Polling again reconnects it; the next command goes through.
     let addr = d.worker.trim_start_matches("http://").to_string();
-    let w = worker_id.clone();
-    let poller = std::thread::spawn(move || raw_poll(&addr, &w));
+    let (w, wc2) = (worker_id.clone(), wc.clone());
+    let poller = std::thread::spawn(move || raw_poll(&addr, &w, &wc2));
     wait_until(Duration::from_secs(5), "reconnect", || {
         (c.get("/workers").json()[0]["connected"] == true).then_some(())
     });
     let r = runner.clone();
     let sender = std::thread::spawn(move || r.execute("browser_back", json!({}), Duration::from_secs(10)));
     let (cmd, _) = poller.join().unwrap();
-    let reply = d
-        .worker_client()
-        .post(&format!("/result?worker_id={worker_id}"), &json!({"id": cmd["id"], "success": true, "data": "ok"}));
+    let reply =
+        wc.post(&format!("/result?worker_id={worker_id}"), &json!({"id": cmd["id"], "success": true, "data": "ok"}));
     assert_eq!(reply.status, 200);
     assert_eq!(sender.join().unwrap().unwrap(), json!("ok"));
 }
@@ -293,9 +299,9 @@ fn poll_times_out_with_wait() {
     let mut config = test_config(dir.path());
     config.server.long_poll_s = 1;
     let d = TestDaemon::idle(config);
-    let id = register(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
+    let (id, wc) = register_as(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
     let t = Instant::now();
-    let r = d.worker_client().get(&format!("/command?worker_id={id}"));
+    let r = wc.get(&format!("/command?worker_id={id}"));
     assert_eq!(r.json(), json!({"action": "wait"}));
     assert!(t.elapsed() >= Duration::from_millis(900) && t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
@@ -305,7 +311,7 @@ fn a_worker_that_restarts_mid_command_fails_it_at_once() {
     let dir = TempDir::new("restartmid");
     let (test_agent, agent) = TestAgent::new();
     let d = TestDaemon::start(test_config(dir.path()), agent);
-    let worker_id = register(&d.worker_client(), json!({"hostname": "flaky", "capabilities": ["browser"]}));
+    let (worker_id, wc) = register_as(&d.worker_client(), json!({"hostname": "flaky", "capabilities": ["browser"]}));
     let _id = create_session(&d.client(), json!({"mode": "explore", "target": "https://x.test"}));
     let (runner, _done) = test_agent.next();
     let r = runner.clone();
@@ -314,22 +320,23 @@ fn a_worker_that_restarts_mid_command_fails_it_at_once() {
     });
     // The worker takes the command…
     let addr = d.worker.trim_start_matches("http://").to_string();
-    let (cmd, _) = raw_poll(&addr, &worker_id);
+    let (cmd, _) = raw_poll(&addr, &worker_id, &wc);
     assert_eq!(cmd["action"], "browser_navigate");
     // …then crashes and registers again: the command fails now, not after 60 s.
     let t = Instant::now();
-    assert_eq!(register(&d.worker_client(), json!({"hostname": "flaky", "capabilities": ["browser"]})), worker_id);
+    let (again, wc) = register_as(&d.worker_client(), json!({"hostname": "flaky", "capabilities": ["browser"]}));
+    assert_eq!(again, worker_id, "a bare worker resumes its id");
     let err = sender.join().unwrap().unwrap_err();
     assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
     assert!(err.to_string().contains("restarted"), "{err}");
     // The same happens when it simply polls again without a result.
     let r = runner.clone();
     let sender = std::thread::spawn(move || r.execute("browser_back", json!({}), Duration::from_secs(60)));
-    let (cmd, _) = raw_poll(&addr, &worker_id);
+    let (cmd, _) = raw_poll(&addr, &worker_id, &wc);
     assert_eq!(cmd["action"], "browser_back");
     let a2 = addr.clone();
     let w2 = worker_id.clone();
-    let _next_poll = std::thread::spawn(move || raw_poll(&a2, &w2));
+    let _next_poll = std::thread::spawn(move || raw_poll(&a2, &w2, &wc));
     let err = sender.join().unwrap().unwrap_err();
     assert!(err.to_string().contains("asked for new work"), "{err}");
 }

@@ -144,19 +144,29 @@ fn rss_kib(pid: u32, field: &str) -> u64 {
 /// A minimal keep-alive HTTP/1.1 client: one request, one response with Content-Length.
 struct Conn {
     reader: BufReader<TcpStream>,
+    /// The worker's secret, sent with every request.
+    secret: Option<String>,
 }
 
 impl Conn {
     fn open(addr: &str) -> std::io::Result<Conn> {
         let s = TcpStream::connect(addr)?;
         s.set_nodelay(true)?;
-        Ok(Conn { reader: BufReader::new(s) })
+        Ok(Conn { reader: BufReader::new(s), secret: None })
+    }
+
+    fn for_worker(mut self, reg: &Value) -> Conn {
+        self.secret = reg["worker_secret"].as_str().map(str::to_string);
+        self
     }
 
     fn request(&mut self, method: &str, path: &str, body: &[u8]) -> std::io::Result<(u16, Vec<u8>)> {
         let mut req = format!("{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {}\r\n", body.len());
         if !body.is_empty() {
             req.push_str("Content-Type: application/json\r\n");
+        }
+        if let Some(secret) = &self.secret {
+            req.push_str(&format!("X-Worker-Secret: {secret}\r\n"));
         }
         req.push_str("\r\n");
         let mut buf = req.into_bytes();
@@ -271,7 +281,7 @@ fn round_trip(work: &Path) {
     let stop2 = Arc::clone(&stop);
     let w = worker_addr.clone();
     let worker = std::thread::spawn(move || {
-        let mut c = Conn::open(&w).unwrap();
+        let mut c = Conn::open(&w).unwrap().for_worker(&reg);
         while !stop2.load(Ordering::Relaxed) {
             let (_, body) = c.request("GET", &format!("/command?worker_id={wid}"), b"").unwrap();
             let cmd: Value = serde_json::from_slice(&body).unwrap();
@@ -394,10 +404,11 @@ fn upload_and_zip(bin: &Path, work: &Path) {
     let size = std::fs::metadata(&src).unwrap().len();
     let total = head.len() as u64 + size + tail.len() as u64;
     let mut conn = Conn::open(&d.worker).unwrap();
+    let secret = reg["worker_secret"].as_str().unwrap().to_string();
     let t = Instant::now();
     {
         let s = conn.reader.get_mut();
-        write!(s, "POST /upload?worker_id={wid} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {total}\r\n\r\n").unwrap();
+        write!(s, "POST /upload?worker_id={wid} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Worker-Secret: {secret}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {total}\r\n\r\n").unwrap();
         s.write_all(head.as_bytes()).unwrap();
         let mut f = std::fs::File::open(&src).unwrap();
         std::io::copy(&mut f, s).unwrap();
@@ -467,7 +478,7 @@ fn many_workers(bin: &Path, work: &Path) {
                         &json!({"hostname": format!("w{i:03}"), "capabilities": ["browser"]}),
                     );
                     let wid = reg["worker_id"].as_str().unwrap().to_string();
-                    let mut conn = Conn::open(&addr).unwrap();
+                    let mut conn = Conn::open(&addr).unwrap().for_worker(&reg);
                     while !stop.load(Ordering::Relaxed) {
                         match conn.request("GET", &format!("/command?worker_id={wid}"), b"") {
                             Ok((200, _)) => {
@@ -477,7 +488,7 @@ fn many_workers(bin: &Path, work: &Path) {
                                 errors.fetch_add(1, Ordering::Relaxed);
                                 std::thread::sleep(Duration::from_millis(100));
                                 if let Ok(c) = Conn::open(&addr) {
-                                    conn = c;
+                                    conn = c.for_worker(&reg);
                                 }
                             }
                         }

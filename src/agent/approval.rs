@@ -52,7 +52,10 @@ impl Agent {
         let purpose = match r.mode {
             Mode::Task => format!("Task: {}", r.instruction.as_deref().unwrap_or("")),
             Mode::Explore => {
-                format!("Exploration (observe only): {}", r.goal.as_deref().unwrap_or("understand the host"))
+                let goal = r.goal.as_deref().unwrap_or("understand the host");
+                format!(
+                    "Exploration (observe only; REJECT anything that writes, deletes, installs, starts or stops anything): {goal}"
+                )
             }
         };
         let question = format!(

@@ -45,10 +45,10 @@ pub fn llm_agent(config: &Config) -> AgentFn {
     {
         log::warn!("{missing}; sessions on `api` will end with this error");
     }
-    let notifier = Arc::new(Notifier::new(
-        &config.notifications.telegram_base_url,
-        Duration::from_secs(config.notifications.timeout_s),
-    ));
+    let notifier = Arc::new(
+        Notifier::new(&config.notifications.telegram_base_url, Duration::from_secs(config.notifications.timeout_s))
+            .allow_private(config.notifications.allow_private),
+    );
     Arc::new(move |runner: SessionRunner| match session_provider(&runner) {
         Ok((p, wire)) => Agent::new(runner, p, Arc::clone(&notifier), wire).run(),
         Err(missing) => {

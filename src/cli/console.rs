@@ -77,9 +77,15 @@ impl Out {
             "assistant" => "1",
             _ => "2",
         };
-        let text = e["text"].as_str().unwrap_or("");
+        let text = shown(e["text"].as_str().unwrap_or(""));
         println!("{} {} {}", self.paint("2", ts), self.paint(color, &format!("{kind:<12}")), text);
     }
+}
+
+/// Text from the model or a page, safe for a terminal: escape sequences and other control
+/// characters (but newlines and tabs) removed.
+pub(super) fn shown(text: &str) -> String {
+    crate::util::ansi::strip_ansi(text).chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect()
 }
 
 pub(super) fn fail(e: ClientError) -> u8 {
@@ -135,9 +141,9 @@ fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_
     let result = match command {
         "status" => client.get(&format!("/sessions/{id}")).map(|s| print_status(&s, out)),
         "log" => return print_log(client, &id, follow, out),
-        "report" => client
-            .get(&format!("/sessions/{id}/report"))
-            .map(|v| if out.json { println!("{v}") } else { println!("{}", v["report"].as_str().unwrap_or("")) }),
+        "report" => client.get(&format!("/sessions/{id}/report")).map(|v| {
+            if out.json { println!("{v}") } else { println!("{}", shown(v["report"].as_str().unwrap_or(""))) }
+        }),
         "notes" => client.get(&format!("/sessions/{id}/notes")).map(|v| print_list(&v, out, print_note_line)),
         "files" => client.get(&format!("/sessions/{id}/files")).map(|v| print_table(&v, out, FILE_COLUMNS)),
         "download" => {
@@ -174,7 +180,7 @@ fn answer_confirmation(client: &ApiClient, id: &str, decision: Decision) -> Resu
     }
     client.post(&format!("/sessions/{id}/confirmation"), &decision.body(&c["confirmation_id"]))?;
     let said = if matches!(decision, Decision::No(_)) { "denied:" } else { "approved:" };
-    println!("{said} {}", c["description"].as_str().unwrap_or(""));
+    println!("{said} {}", shown(c["description"].as_str().unwrap_or("")));
     Ok(())
 }
 
@@ -241,8 +247,8 @@ fn print_table(v: &Value, out: &Out, columns: &[Column]) {
 
 fn print_note_line(n: &Value) {
     match n["title"].as_str() {
-        Some(t) => println!("- {t}: {}", n["content"].as_str().unwrap_or("")),
-        None => println!("- {}", n["content"].as_str().unwrap_or("")),
+        Some(t) => println!("- {}: {}", shown(t), shown(n["content"].as_str().unwrap_or(""))),
+        None => println!("- {}", shown(n["content"].as_str().unwrap_or(""))),
     }
 }
 
@@ -283,17 +289,17 @@ pub(super) fn print_status(s: &Value, out: &Out) {
         s["worker"].as_str().unwrap_or("-")
     );
     if let Some(c) = s["confirmation_pending"].as_object() {
-        println!("  waiting for confirmation: {}", c.get("description").and_then(Value::as_str).unwrap_or(""));
+        println!("  waiting for confirmation: {}", shown(c.get("description").and_then(Value::as_str).unwrap_or("")));
     }
     if let Some(q) = s["question_pending"]["question"].as_str() {
-        println!("  waiting for an answer: {q}");
+        println!("  waiting for an answer: {}", shown(q));
     }
     if let Some(w) = s["waiting_for"].as_str() {
         println!("  waiting for {w}");
     }
     for key in ["summary", "error"] {
         if let Some(v) = s[key].as_str() {
-            println!("  {key}: {v}");
+            println!("  {key}: {}", shown(v));
         }
     }
 }
@@ -378,4 +384,13 @@ pub(super) fn download(
         }
     }
     exit::FINISHED
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn model_text_loses_its_escapes() {
+        let hostile = "done\u{1b}]0;pwned\u{7}\u{1b}[2J\u{1b}[31mred\u{1b}[0m\u{9b}1m\u{8}\n\tok";
+        assert_eq!(super::shown(hostile), "donered1m\n\tok");
+    }
 }

@@ -4,7 +4,7 @@
 //! files. Ctrl-C only detaches: the session goes on.
 
 use super::client::{ApiClient, is_active, path_segment};
-use super::console::{Out, USAGE, download, exit, fail, isatty, print_status};
+use super::console::{Out, USAGE, download, exit, fail, isatty, print_status, shown};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -235,7 +235,7 @@ fn answer_pending(
 
 /// The agent asks a person: read the answer on the terminal, or say how to give it.
 fn answer_question(client: &ApiClient, out: &Out, id: &str, q: &serde_json::Map<String, Value>) {
-    let question = q.get("question").and_then(Value::as_str).unwrap_or("");
+    let question = shown(q.get("question").and_then(Value::as_str).unwrap_or(""));
     if !isatty(0) {
         eprintln!("agent-controller: session {id} asks: {question}\nAnswer with `agent-controller answer {id} \"…\"`.");
         return;
@@ -268,7 +268,7 @@ fn print_outcome(client: &ApiClient, out: &Out, id: &str, final_state: &Value) {
     print_status(final_state, out);
     if let Ok(r) = client.get(&format!("/sessions/{id}/report")) {
         if let Some(text) = r["report"].as_str().filter(|t| !t.is_empty()) {
-            println!("\n{text}");
+            println!("\n{}", shown(text));
         }
     }
 }
@@ -279,18 +279,18 @@ fn ask(c: &serde_json::Map<String, Value>, out: &Out) -> Decision {
     println!(
         "\n{} {}",
         out.paint("33;1", &format!("Confirmation needed ({risk} risk):")),
-        c.get("description").and_then(Value::as_str).unwrap_or("")
+        shown(c.get("description").and_then(Value::as_str).unwrap_or(""))
     );
     match c.get("details") {
         Some(Value::Array(items)) => {
             for d in items {
-                println!("  - {}", d.as_str().map(str::to_string).unwrap_or_else(|| d.to_string()));
+                println!("  - {}", shown(&d.as_str().map(str::to_string).unwrap_or_else(|| d.to_string())));
             }
         }
         Some(Value::Object(d)) if d.contains_key("command") => {
             for key in ["command", "cwd", "reason"] {
                 if let Some(v) = d.get(key).and_then(Value::as_str) {
-                    println!("  {key}: {v}");
+                    println!("  {key}: {}", shown(v));
                 }
             }
         }

@@ -4,9 +4,11 @@
 //! never a silent default. Secrets (`api.api_key`, `server.api_token`, `server.worker_token`)
 //! may come from the environment instead of the file and are held as `Secret`s.
 
+mod access;
 mod llm;
 mod show;
 
+pub use access::MIN_TOKEN_CHARS;
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Vision, Wire};
 
 use crate::util::secret::Secret;
@@ -45,6 +47,15 @@ pub struct ServerConfig {
     pub worker_threads: usize,
     pub long_poll_s: u64,
     pub worker_timeout_s: u64,
+    /// Bare worker requests (the seed's, no `worker_id`); unset = on for a loopback bind only.
+    pub legacy_workers: Option<bool>,
+    /// Active sessions at most (more are refused 503); 0 = no cap.
+    pub max_sessions: usize,
+    /// Registered workers at most; 0 = no cap.
+    pub max_workers: usize,
+    /// The longest one write to a client may block (a client that stops reading); 0 = 30 s
+    /// past the longest long poll (`long_poll_s`, and the API's 60 s log polls).
+    pub io_timeout_s: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -146,11 +157,17 @@ pub struct OutputConfig {
 pub struct NotificationsConfig {
     pub telegram_base_url: String,
     pub timeout_s: u64,
+    /// Webhooks to private, loopback and link-local addresses allowed.
+    pub allow_private: bool,
 }
 
 impl Default for NotificationsConfig {
     fn default() -> Self {
-        NotificationsConfig { telegram_base_url: "https://api.telegram.org".into(), timeout_s: 10 }
+        NotificationsConfig {
+            telegram_base_url: "https://api.telegram.org".into(),
+            timeout_s: 10,
+            allow_private: false,
+        }
     }
 }
 
@@ -173,6 +190,10 @@ impl Default for ServerConfig {
             worker_threads: 8,
             long_poll_s: 20,
             worker_timeout_s: 60,
+            legacy_workers: None,
+            max_sessions: 256,
+            max_workers: 1024,
+            io_timeout_s: 0,
         }
     }
 }
@@ -329,6 +350,7 @@ impl Config {
         if !self.server.api_token.is_empty() && self.server.api_token.expose() == self.server.worker_token.expose() {
             return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
         }
+        self.validate_token_lengths()?;
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
@@ -342,6 +364,12 @@ impl Config {
         at_most("api.timeout_s", self.api.timeout_s, 3_600)?;
         at_most("notifications.timeout_s", self.notifications.timeout_s, 300)?;
         at_most("files.max_file_size_mb", self.files.max_file_size_mb, 1024 * 1024)?;
+        if self.server.io_timeout_s != 0 && self.server.io_timeout_s <= self.server.long_poll_s {
+            return Err(ConfigError::key(
+                "server.io_timeout_s",
+                "must be longer than server.long_poll_s, or parked polls would lose their connection",
+            ));
+        }
         if self.server.long_poll_s >= self.server.worker_timeout_s {
             return Err(ConfigError::key(
                 "server.long_poll_s",

@@ -98,6 +98,10 @@ impl Config {
                 ("worker_threads", s.worker_threads.to_string()),
                 ("long_poll_s", s.long_poll_s.to_string()),
                 ("worker_timeout_s", s.worker_timeout_s.to_string()),
+                ("legacy_workers", s.legacy_workers.map_or("null".into(), |b| b.to_string())),
+                ("max_sessions", s.max_sessions.to_string()),
+                ("max_workers", s.max_workers.to_string()),
+                ("io_timeout_s", s.io_timeout_s.to_string()),
             ],
         );
     }
@@ -174,7 +178,11 @@ impl Config {
         section(
             out,
             "notifications",
-            &[("telegram_base_url", quoted(&n.telegram_base_url)), ("timeout_s", n.timeout_s.to_string())],
+            &[
+                ("telegram_base_url", quoted(&n.telegram_base_url)),
+                ("timeout_s", n.timeout_s.to_string()),
+                ("allow_private", n.allow_private.to_string()),
+            ],
         );
     }
 

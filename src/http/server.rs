@@ -1,10 +1,14 @@
-//! One HTTP server: a listener with a raised backlog, tiny_http over it, and a fixed pool of
+//! One HTTP server: a listener with a raised backlog and a send timeout, tiny_http over it, and a fixed pool of
 //! handler threads that pass every request through the guards and then to the routes.
 //!
 //! A receive error while not stopping means the listener died (tiny_http stops accepting for
 //! good after an accept error): the process exits 1 so the service manager restarts it, rather
 //! than living on deaf. Stopping unblocks each handler thread once and joins them until a
 //! deadline; threads still busy with a slow client then are left to the process exit.
+//! The listener gets a send timeout before tiny_http takes it; Linux copies it to every
+//! accepted socket, so a client that stops reading (a slow zip download) frees its thread after
+//! `io_timeout`. A receive timeout cannot go the same way: on a listener it also bounds
+//! `accept`, and tiny_http stops accepting for good after one accept error.
 
 use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
 use std::net::SocketAddr;
@@ -35,6 +39,8 @@ pub struct ServerSpec<'a> {
     /// Whether the server has no token (then browser pages are refused), and binds loopback.
     pub tokenless: bool,
     pub loopback: bool,
+    /// The longest a write to one connection may block.
+    pub io_timeout: std::time::Duration,
 }
 
 impl HttpServer {
@@ -44,6 +50,8 @@ impl HttpServer {
         let listener = std::net::TcpListener::bind(&addr)
             .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
         widen_backlog(&listener);
+        send_timeout(&listener, spec.io_timeout)
+            .map_err(|e| format!("cannot set the send timeout on {addr} for the {}: {e}", spec.what))?;
         let server = Server::from_listener(listener, None)
             .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
         let addr =
@@ -139,6 +147,30 @@ fn widen_backlog(listener: &std::net::TcpListener) {
     if rc != 0 {
         log::debug!("could not raise the listen backlog: {}", std::io::Error::last_os_error());
     }
+}
+
+/// SO_SNDTIMEO on the listener, inherited by each accepted connection (SO_RCVTIMEO would make
+/// tiny_http's `accept` fail once the port has been idle that long).
+fn send_timeout(listener: &std::net::TcpListener, timeout: std::time::Duration) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let tv = libc::timeval {
+        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
+        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
+    };
+    // SAFETY: a valid fd owned by `listener`, and a timeval of the size we pass.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 fn format_addr(host: &str, port: u16) -> String {

@@ -1,14 +1,16 @@
 //! The worker server's routes: register, long-poll for a command, post a result,
 //! upload a file, health.
 //!
-//! Seed-compatible: a worker that never sends `worker_id` is recognised by its address. The
+//! Identity (`hub::Refusal`): a request naming `worker_id` carries its secret in
+//! `X-Worker-Secret`; seed-compatible bare requests (no `worker_id`) are recognised by address
+//! while `server.legacy_workers` is on, and reach only workers that registered bare. The
 //! long poll is parked (see `wait::park`), so it holds no handler thread. Uploads stream
 //! from the socket into a staged file with the session's limits applied as bytes arrive.
 
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
-use crate::hub::{Worker, WorkerHub};
+use crate::hub::{Refusal, Worker, WorkerHub};
 use crate::protocol::{
     CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
     WorkerSettings,
@@ -46,16 +48,18 @@ impl WorkerApi {
         }
         let addr = request.remote_addr().map(|a| a.ip());
         let worker_id = query_param(&query, "worker_id").map(str::to_string);
+        let secret = http::header_value(request, SECRET_HEADER).map(|s| s.trim().to_string());
+        let worker = |api: &Self| api.worker(worker_id.as_deref(), secret.as_deref(), addr);
         match (request.method(), segs.as_slice()) {
             (Method::Get | Method::Head, ["health"]) => Ok(Reply::json(200, &json!({"status": "ok"}))),
-            (Method::Post, ["register"]) => self.register(request, addr),
+            (Method::Post, ["register"]) => self.register(request, addr, secret.as_deref()),
             (Method::Get, ["command"]) => {
-                let worker = self.worker(worker_id.as_deref(), addr)?;
+                let worker = worker(self)?;
                 let hub = Arc::clone(&self.hub);
                 Ok(Reply::Park(Box::new(move |respond| hub.poll(&worker, respond))))
             }
             (Method::Post, ["result"]) => {
-                let worker = self.worker(worker_id.as_deref(), addr)?;
+                let worker = worker(self)?;
                 let result: CommandResult = http::read_json(request, RESULT_LIMIT)?;
                 let id = result.id.clone();
                 if self.hub.post_result(&worker, result) {
@@ -68,7 +72,10 @@ impl WorkerApi {
                     ))
                 }
             }
-            (Method::Post, ["upload"]) => self.upload(request, worker_id.as_deref(), addr),
+            (Method::Post, ["upload"]) => {
+                let worker = worker(self)?;
+                self.upload(request, worker)
+            }
             (_, ["health" | "register" | "command" | "result" | "upload"]) => Err(ApiError::MethodNotAllowed(format!(
                 "{} is not allowed on {}",
                 request.method(),
@@ -78,20 +85,33 @@ impl WorkerApi {
         }
     }
 
-    fn worker(&self, worker_id: Option<&str>, addr: Option<IpAddr>) -> Result<Arc<Worker>, ApiError> {
-        self.hub.identify(worker_id, addr).ok_or_else(|| match worker_id {
-            Some(id) => ApiError::NotFound(format!("unknown worker_id {id:?}; POST /register first")),
-            None => ApiError::NotFound("unknown worker; POST /register first (or send worker_id)".into()),
-        })
+    fn worker(
+        &self,
+        worker_id: Option<&str>,
+        secret: Option<&str>,
+        addr: Option<IpAddr>,
+    ) -> Result<Arc<Worker>, ApiError> {
+        self.hub.identify(worker_id, secret, addr).map_err(refusal)
     }
 
-    fn register(&self, request: &mut Request, addr: Option<IpAddr>) -> Result<Reply, ApiError> {
+    fn register(&self, request: &mut Request, addr: Option<IpAddr>, proof: Option<&str>) -> Result<Reply, ApiError> {
         let body: RegisterRequest = http::read_json(request, REGISTER_LIMIT)?;
         let hostname = body.hostname.trim();
         if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_control()) {
             return Err(ApiError::BadRequest("`hostname` must be 1-255 printable characters".into()));
         }
-        let worker = self.hub.register(&body, addr);
+        // Capabilities reach the daemon's log and /workers: short words only (no newlines).
+        let caps = body.capabilities.as_deref().unwrap_or_default();
+        let word = |c: &String| {
+            (1..=64).contains(&c.len())
+                && c.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+        };
+        if caps.len() > 16 || !caps.iter().all(word) {
+            return Err(ApiError::BadRequest(
+                "`capabilities` must be at most 16 words of letters, digits, '-', '_' or '.'".into(),
+            ));
+        }
+        let (worker, worker_secret) = self.hub.register(&body, addr, proof).map_err(refusal)?;
         let c = &self.config;
         Ok(Reply::json(
             200,
@@ -99,6 +119,7 @@ impl WorkerApi {
                 success: true,
                 message: "registered".into(),
                 worker_id: worker.id.clone(),
+                worker_secret,
                 config: WorkerSettings {
                     browser: WorkerBrowserSettings {
                         headless: c.browser.headless,
@@ -113,8 +134,7 @@ impl WorkerApi {
     }
 
     /// `POST /upload` (multipart: session_id, filename, file, command_id).
-    fn upload(&self, request: &mut Request, worker_id: Option<&str>, addr: Option<IpAddr>) -> Result<Reply, ApiError> {
-        let worker = self.worker(worker_id, addr)?;
+    fn upload(&self, request: &mut Request, worker: Arc<Worker>) -> Result<Reply, ApiError> {
         self.hub.touch(&worker);
         let serving = self.hub.serving(&worker).ok_or_else(|| {
             ApiError::Conflict(format!("worker {} is not serving a session; nothing to upload to", worker.hostname))
@@ -155,6 +175,20 @@ impl WorkerApi {
             Some(json!({"filename": entry.filename, "size_kb": entry.size_kb})),
         );
         Ok(Reply::json(200, &UploadResponse { success: true, stored_as: entry.filename, size_kb: entry.size_kb }))
+    }
+}
+
+/// The header carrying a worker's secret.
+pub const SECRET_HEADER: &str = "X-Worker-Secret";
+
+/// The hub's refusal as the status a worker acts on: 404 re-registers, 403 is a wrong secret
+/// (or a bare request where none is allowed), 409 a hostname held by another worker.
+fn refusal(r: Refusal) -> ApiError {
+    match r {
+        Refusal::Unknown(m) => ApiError::NotFound(m),
+        Refusal::WrongSecret(m) | Refusal::BareRefused(m) => ApiError::Forbidden(m),
+        Refusal::HostnameTaken(m) => ApiError::Conflict(m),
+        Refusal::Full(m) => ApiError::Unavailable(m),
     }
 }
 

@@ -9,13 +9,16 @@
 //! presence → its slot → the parker.
 
 mod executor;
+mod identity;
 mod slot;
 
 pub use executor::WorkerExecutor;
+pub use identity::Refusal;
 
 use crate::exec::ExecError;
 use crate::protocol::{Command, CommandResult, RegisterRequest, WorkerInfo};
 use crate::util::clock;
+use crate::util::secret::Secret;
 use crate::wait::park::{Parker, Responder};
 use crate::wait::stop::StopSignal;
 use serde_json::Value;
@@ -37,6 +40,10 @@ pub enum LeaseEnd {
 pub struct HubSettings {
     pub long_poll: Duration,
     pub worker_timeout: Duration,
+    /// Bare requests (no `worker_id`) accepted, for workers that registered bare.
+    pub legacy_workers: bool,
+    /// Registered workers at most; 0 = no cap.
+    pub max_workers: usize,
 }
 
 pub struct Worker {
@@ -53,6 +60,10 @@ struct Presence {
     connected: bool,
     /// The session holding the lease.
     session: Option<String>,
+    /// What a request naming this worker must carry (new at each registration).
+    secret: Secret,
+    /// Registered without asking for a secret: bare requests may map here (legacy only).
+    bare: bool,
 }
 
 impl Presence {
@@ -89,7 +100,6 @@ struct HubState {
     workers: BTreeMap<String, Arc<Worker>>,
     by_addr: HashMap<IpAddr, String>,
     waiting: Vec<LeaseRequest>,
-    next_worker: u64,
 }
 
 pub struct WorkerHub {
@@ -125,21 +135,35 @@ impl WorkerHub {
         self.shutting_down.load(Ordering::Acquire)
     }
 
-    /// `POST /register`: a new worker, or a known hostname coming back (same id, resumes).
-    pub fn register(&self, req: &RegisterRequest, addr: Option<IpAddr>) -> Arc<Worker> {
+    /// `POST /register`: a new worker, or a known hostname coming back (same id, resumes; a
+    /// worker holding a secret only with `proof` of it, see `identity`). Returns the worker
+    /// and its new secret.
+    pub fn register(
+        &self,
+        req: &RegisterRequest,
+        addr: Option<IpAddr>,
+        proof: Option<&str>,
+    ) -> Result<(Arc<Worker>, String), Refusal> {
         let caps = req.capabilities();
+        let bare = self.settings.legacy_workers && !req.use_secret.unwrap_or(false);
+        let secret = identity::new_secret();
         let mut restarted = None;
         let mut state = self.lock();
         let existing = state.workers.values().find(|w| w.hostname == req.hostname).cloned();
         let worker = match existing {
             Some(w) => {
-                self.register_again(&w, caps);
+                self.register_again(&w, caps, &secret, bare, proof)?;
                 restarted = Some(Arc::clone(&w));
                 w
             }
             None => {
-                state.next_worker += 1;
-                let id = format!("wkr_{}_{:04}", self.boot, state.next_worker);
+                if self.settings.max_workers > 0 && state.workers.len() >= self.settings.max_workers {
+                    return Err(Refusal::Full(format!(
+                        "{} workers are registered, the most server.max_workers allows",
+                        state.workers.len()
+                    )));
+                }
+                let id = identity::new_id();
                 let w = Arc::new(Worker {
                     id: id.clone(),
                     hostname: req.hostname.clone(),
@@ -149,15 +173,19 @@ impl WorkerHub {
                         last_seen_wall: clock::now_rfc3339(),
                         connected: true,
                         session: None,
+                        secret: Secret::new(secret.clone()),
+                        bare,
                     }),
                     slot: CommandSlot::default(),
                 });
                 state.workers.insert(id.clone(), Arc::clone(&w));
-                log::info!("worker {id} registered: host {}, capabilities: {}", req.hostname, caps.join(","));
+                let how = if bare { " (bare, legacy)" } else { "" };
+                log::info!("worker {id} registered{how}: host {}, capabilities: {}", req.hostname, caps.join(","));
                 w
             }
         };
-        if let Some(addr) = addr {
+        state.by_addr.retain(|_, id| id != &worker.id);
+        if let Some(addr) = addr.filter(|_| bare) {
             state.by_addr.insert(addr, worker.id.clone());
         }
         // Under the hub's lock, so no lease can hand the restarted worker a command first.
@@ -167,12 +195,31 @@ impl WorkerHub {
         drop(state);
         slot::answer(dead_poll);
         self.lease_changed.notify_all();
-        worker
+        Ok((worker, secret))
     }
 
     /// A known hostname registers again (its slot is told once the hub's lock is released).
-    fn register_again(&self, w: &Worker, caps: Vec<String>) {
+    /// A worker holding a secret, connected or serving a session, is resumed only by its
+    /// secret: a hostname alone cannot take it over.
+    fn register_again(
+        &self,
+        w: &Worker,
+        caps: Vec<String>,
+        secret: &str,
+        bare: bool,
+        proof: Option<&str>,
+    ) -> Result<(), Refusal> {
         let mut presence = w.presence();
+        let held = !presence.bare && (presence.connected || presence.session.is_some());
+        if held && !identity::matches(presence.secret.expose(), proof) {
+            return Err(Refusal::HostnameTaken(format!(
+                "hostname {:?} belongs to a connected worker holding a secret; register with its \
+                 secret (X-Worker-Secret), use another --hostname, or wait until it disconnects",
+                w.hostname
+            )));
+        }
+        presence.secret = Secret::new(secret);
+        presence.bare = bare;
         presence.capabilities = caps.clone();
         let was = presence.touch();
         drop(presence);
@@ -183,22 +230,42 @@ impl WorkerHub {
             if was { "" } else { " and is connected" },
             caps.join(",")
         );
+        Ok(())
     }
 
-    /// The worker a request comes from: by `worker_id`, else the last registration from the
-    /// same address, else the only registered worker (the seed's single-worker setups).
-    pub fn identify(&self, worker_id: Option<&str>, addr: Option<IpAddr>) -> Option<Arc<Worker>> {
+    /// The worker a request comes from: by `worker_id` with its secret; a bare request (only
+    /// while `legacy_workers` is on) by the last bare registration from the same address, else
+    /// the only registered worker if it registered bare (the seed's single-worker setups).
+    pub fn identify(
+        &self,
+        worker_id: Option<&str>,
+        secret: Option<&str>,
+        addr: Option<IpAddr>,
+    ) -> Result<Arc<Worker>, Refusal> {
         let state = self.lock();
         if let Some(id) = worker_id.filter(|s| !s.is_empty()) {
-            return state.workers.get(id).cloned();
+            let unknown = || Refusal::Unknown(format!("unknown worker_id {id:?}; POST /register first"));
+            let w = state.workers.get(id).ok_or_else(unknown)?;
+            if !identity::matches(w.presence().secret.expose(), secret) {
+                return Err(Refusal::WrongSecret(format!(
+                    "worker {id} needs its secret from /register (header X-Worker-Secret)"
+                )));
+            }
+            return Ok(Arc::clone(w));
         }
-        if let Some(id) = addr.and_then(|a| state.by_addr.get(&a)) {
-            return state.workers.get(id).cloned();
+        if !self.settings.legacy_workers {
+            return Err(Refusal::BareRefused(
+                "send worker_id and its secret (X-Worker-Secret): server.legacy_workers is off".into(),
+            ));
         }
-        if state.workers.len() == 1 {
-            return state.workers.values().next().cloned();
-        }
-        None
+        let is_bare = |w: &&Arc<Worker>| w.presence().bare;
+        let by_addr = addr.and_then(|a| state.by_addr.get(&a)).and_then(|id| state.workers.get(id));
+        let only = if state.workers.len() == 1 { state.workers.values().next() } else { None };
+        by_addr
+            .filter(is_bare)
+            .or_else(|| only.filter(is_bare))
+            .cloned()
+            .ok_or_else(|| Refusal::Unknown("unknown worker; POST /register first (or send worker_id)".into()))
     }
 
     pub fn find(&self, id_or_hostname: &str) -> Option<Arc<Worker>> {

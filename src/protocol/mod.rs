@@ -285,16 +285,18 @@ pub struct SessionSummary {
 }
 
 impl SessionRecord {
-    /// The approval mode in force: the one asked for, else `human` for shell tasks over SSH
-    /// and `auto` for everything else.
+    /// The approval mode in force: the one asked for, else `validator` for explorations of a
+    /// shell target (its prompt rejects anything that changes the host), `human` for shell
+    /// tasks over SSH and `auto` for everything else.
     pub fn approval(&self) -> Approval {
-        self.options.approval.unwrap_or(
-            if self.mode == Mode::Task && self.session_type == SessionType::Shell && is_ssh_target(&self.target) {
-                Approval::Human
-            } else {
-                Approval::Auto
-            },
-        )
+        let shell = self.session_type == SessionType::Shell;
+        self.options.approval.unwrap_or(if shell && self.mode == Mode::Explore {
+            Approval::Validator
+        } else if shell && self.mode == Mode::Task && is_ssh_target(&self.target) {
+            Approval::Human
+        } else {
+            Approval::Auto
+        })
     }
 }
 
@@ -414,6 +416,11 @@ pub struct RegisterRequest {
     pub has_playwright: Option<bool>,
     #[serde(default)]
     pub capabilities: Option<Vec<String>>,
+    /// Ask for a secret-holding identity: every later request names `worker_id` and carries
+    /// `worker_secret` (`X-Worker-Secret`). Without it (the seed's shape) the worker registers
+    /// bare, while `server.legacy_workers` allows.
+    #[serde(default)]
+    pub use_secret: Option<bool>,
 }
 
 impl RegisterRequest {
@@ -457,6 +464,9 @@ pub struct RegisterResponse {
     pub success: bool,
     pub message: String,
     pub worker_id: String,
+    /// Sent as `X-Worker-Secret` by every request naming `worker_id`.
+    #[serde(default)]
+    pub worker_secret: String,
     pub config: WorkerSettings,
 }
 

@@ -112,6 +112,12 @@ impl SessionManager {
         let NewSession { mut record, vault } = new;
         let now = clock::now();
         let mut sessions = self.lock();
+        let max = self.config.server.max_sessions;
+        if max > 0 && sessions.values().filter(|s| s.status().is_active()).count() >= max {
+            return Err(ApiError::Unavailable(format!(
+                "{max} sessions are active, the most server.max_sessions allows; try again when one ends"
+            )));
+        }
         let base = format!("sess_{}", clock::compact(now));
         let mut n = 1;
         let (id, dir) = loop {

@@ -5,7 +5,7 @@ use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
 use crate::protocol::*;
-use crate::vault::{Credentials, Notifications, Vault};
+use crate::vault::{Credentials, MIN_SECRET_CHARS, Notifications, Vault};
 
 /// Validated input for a new session, secrets split off into the vault.
 pub struct NewSession {
@@ -101,12 +101,14 @@ fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&Notif
         if c.username.is_empty() || c.password.is_empty() {
             return Err(bad("`credentials` need a non-empty `username` and `password`"));
         }
+        too_short("credentials.password", c.password.expose())?;
     }
     if let Some(n) = notifications {
         if let Some(t) = &n.telegram {
             if t.bot_token.is_empty() || t.chat_id.trim().is_empty() {
                 return Err(bad("`notifications.telegram` needs `bot_token` and `chat_id`"));
             }
+            too_short("notifications.telegram.bot_token", t.bot_token.expose())?;
         }
         if let Some(w) = &n.webhook {
             let url = w.url.expose();
@@ -119,6 +121,17 @@ fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&Notif
                 }
             }
         }
+    }
+    Ok(())
+}
+
+/// A secret too short to scrub from output (it would match inside ordinary words) is refused.
+fn too_short(key: &str, value: &str) -> Result<(), ApiError> {
+    if value.chars().count() < MIN_SECRET_CHARS {
+        return Err(ApiError::BadRequest(format!(
+            "`{key}` is shorter than {MIN_SECRET_CHARS} characters: a secret that short cannot be scrubbed \
+             from logs and model context; use a longer one"
+        )));
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! The one rule for file names that come from anywhere (the model, a worker, a URL, the API).
 //!
-//! A sanitized name is a single path component: no separators, no `..`, no NUL or control
-//! characters, no leading dot, at most 150 bytes, never a Windows-reserved device name and never
+//! A sanitized name is a single path component: no separators (nor their lookalikes), no `..`,
+//! no NUL or control characters, no bidirectional controls (a right-to-left override makes
+//! `exe.pdf` of `fdp.exe`) or zero-width characters, no leading dot, at most 150 bytes, never a Windows-reserved device name and never
 //! a name the file routes use themselves (`zip`). The daemon applies it before storing; the
 //! console and the MCP server apply it before writing a download to the local disk.
 
@@ -25,7 +26,14 @@ pub fn sanitize_filename(raw: &str) -> String {
     let base = raw.rsplit(['/', '\\']).next().unwrap_or("");
     let mut name: String = base
         .chars()
-        .map(|c| if c.is_control() || matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*') { '_' } else { c })
+        .filter(|c| !invisible(*c))
+        .map(|c| {
+            if c.is_control() || matches!(c, '<' | '>' | ':' | '"' | '|' | '?' | '*') || slash_like(c) {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect();
     name = name.trim().trim_start_matches('.').trim_end_matches(['.', ' ']).to_string();
     if name.is_empty() {
@@ -51,6 +59,17 @@ pub fn sanitize_filename(raw: &str) -> String {
     name
 }
 
+/// Bidirectional controls and zero-width characters: they change how a name reads, not what
+/// it is.
+fn invisible(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{061C}' | '\u{FEFF}')
+}
+
+/// Characters drawn like a path separator.
+fn slash_like(c: char) -> bool {
+    matches!(c, '\u{2044}' | '\u{2215}' | '\u{29F8}' | '\u{29F9}' | '\u{FF0F}' | '\u{FF3C}')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -71,6 +90,9 @@ mod tests {
         let long = format!("{}.pdf", "a".repeat(300));
         let s = sanitize_filename(&long);
         assert!(s.len() <= MAX_NAME_BYTES && s.ends_with(".pdf"), "{s}");
+        assert_eq!(sanitize_filename("invoice\u{202E}fdp.exe"), "invoicefdp.exe");
+        assert_eq!(sanitize_filename("a\u{2066}b\u{2069}\u{200B}c.txt"), "abc.txt");
+        assert_eq!(sanitize_filename("etc\u{2215}passwd"), "etc_passwd");
         let multi = "é".repeat(200);
         assert!(sanitize_filename(&multi).len() <= MAX_NAME_BYTES);
     }

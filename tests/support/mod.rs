@@ -83,11 +83,11 @@ impl TestDaemon {
     }
 
     pub fn client(&self) -> Client {
-        Client { base: self.api.clone(), token: self.api_token.clone() }
+        Client::new(self.api.clone(), self.api_token.clone())
     }
 
     pub fn worker_client(&self) -> Client {
-        Client { base: self.worker.clone(), token: self.worker_token.clone() }
+        Client::new(self.worker.clone(), self.worker_token.clone())
     }
 
     pub fn shutdown(&mut self) {
@@ -116,6 +116,8 @@ pub fn agent() -> ureq::Agent {
 pub struct Client {
     pub base: String,
     pub token: Option<String>,
+    /// A worker's secret, sent as `X-Worker-Secret`.
+    pub secret: Option<String>,
 }
 
 pub struct Reply {
@@ -138,8 +140,17 @@ impl Reply {
 }
 
 impl Client {
+    pub fn new(base: String, token: Option<String>) -> Client {
+        Client { base, token, secret: None }
+    }
+
     pub fn with_token(&self, token: Option<&str>) -> Client {
-        Client { base: self.base.clone(), token: token.map(str::to_string) }
+        Client { base: self.base.clone(), token: token.map(str::to_string), secret: self.secret.clone() }
+    }
+
+    /// This client speaking as the worker holding `secret`.
+    pub fn with_secret(&self, secret: &str) -> Client {
+        Client { base: self.base.clone(), token: self.token.clone(), secret: Some(secret.to_string()) }
     }
 
     pub fn request(&self, method: &str, path: &str, content_type: Option<&str>, body: Option<Vec<u8>>) -> Reply {
@@ -147,6 +158,9 @@ impl Client {
         let mut builder = ureq::http::Request::builder().method(method).uri(&url);
         if let Some(t) = &self.token {
             builder = builder.header("Authorization", format!("Bearer {t}"));
+        }
+        if let Some(s) = &self.secret {
+            builder = builder.header("X-Worker-Secret", s);
         }
         if let Some(ct) = content_type {
             builder = builder.header("Content-Type", ct);
@@ -221,16 +235,25 @@ pub fn create_session(client: &Client, body: Value) -> String {
 
 /// Register a worker with the given body; returns its worker_id.
 pub fn register(worker: &Client, body: Value) -> String {
+    register_as(worker, body).0
+}
+
+/// Register a worker with the given body; returns its worker_id and a client carrying its
+/// secret (every request naming the worker_id needs it).
+pub fn register_as(worker: &Client, body: Value) -> (String, Client) {
     let r = worker.post("/register", &body);
     assert_eq!(r.status, 200, "{}", r.text());
     let v = r.json();
     assert_eq!(v["success"], true);
-    v["worker_id"].as_str().unwrap().to_string()
+    let secret = v["worker_secret"].as_str().unwrap();
+    (v["worker_id"].as_str().unwrap().to_string(), worker.with_secret(secret))
 }
 
 /// A scripted worker on its own thread: long-polls and answers each command with `respond`.
 pub struct ScriptedWorker {
     pub worker_id: String,
+    /// The worker client carrying its secret.
+    pub client: Client,
     pub seen: Arc<Mutex<Vec<Value>>>,
     stop: Arc<std::sync::atomic::AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
@@ -248,12 +271,13 @@ impl ScriptedWorker {
         let body = if seed_shape {
             json!({"hostname": hostname, "has_playwright": true, "has_pywinauto": false})
         } else {
-            json!({"hostname": hostname, "capabilities": capabilities})
+            json!({"hostname": hostname, "capabilities": capabilities, "use_secret": true})
         };
-        let worker_id = register(worker, body);
+        let (worker_id, client) = register_as(worker, body);
         let seen = Arc::new(Mutex::new(Vec::new()));
         let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let (client, id, seen2, stop2) = (worker.clone(), worker_id.clone(), Arc::clone(&seen), Arc::clone(&stop));
+        let (id, seen2, stop2) = (worker_id.clone(), Arc::clone(&seen), Arc::clone(&stop));
+        let own = client.clone();
         let handle = std::thread::spawn(move || {
             let path = if seed_shape { "/command".to_string() } else { format!("/command?worker_id={id}") };
             let result_path = if seed_shape { "/result".to_string() } else { format!("/result?worker_id={id}") };
@@ -269,7 +293,12 @@ impl ScriptedWorker {
                     Some("shutdown") | None => break,
                     Some(_) => {
                         seen2.lock().unwrap().push(cmd.clone());
-                        let mut result = respond(&cmd);
+                        // Who the worker is, for `upload_as_worker` (not part of the protocol).
+                        let mut given = cmd.clone();
+                        if !seed_shape {
+                            given["_as"] = json!({"worker_id": id, "secret": client.secret});
+                        }
+                        let mut result = respond(&given);
                         result["id"] = cmd["id"].clone();
                         let r = client.post(&result_path, &result);
                         assert_eq!(r.status, 200, "{}", r.text());
@@ -277,7 +306,7 @@ impl ScriptedWorker {
                 }
             }
         });
-        ScriptedWorker { worker_id, seen, stop, handle: Some(handle) }
+        ScriptedWorker { worker_id, client: own, seen, stop, handle: Some(handle) }
     }
 }
 
@@ -384,7 +413,15 @@ pub fn upload_as_worker(worker: &Client, cmd: &Value, filename: &str, bytes: &[u
         ("filename", None, filename.as_bytes()),
         ("file", Some(filename), bytes),
     ]);
-    let r = worker.post_raw("/upload", &ct, &body);
+    // A worker holding a secret names itself; a bare (seed-shaped) one does not.
+    let r = match cmd["_as"]["secret"].as_str() {
+        Some(secret) => worker.with_secret(secret).post_raw(
+            &format!("/upload?worker_id={}", cmd["_as"]["worker_id"].as_str().unwrap()),
+            &ct,
+            &body,
+        ),
+        None => worker.post_raw("/upload", &ct, &body),
+    };
     assert_eq!(r.status, 200, "{}", r.text());
     r.json()
 }

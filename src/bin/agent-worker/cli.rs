@@ -14,7 +14,8 @@ USAGE:
 
 OPTIONS:
     --controller URL       the controller's worker server (or AGENT_WORKER_CONTROLLER)
-    --token TOKEN          worker token (or AGENT_CONTROLLER_WORKER_TOKEN)
+    --token-file FILE      worker token from a file only you can read (mode 0600)
+    --token TOKEN          worker token (visible in `ps`: prefer --token-file or AGENT_CONTROLLER_WORKER_TOKEN)
     --capabilities LIST    browser,shell,app (default: browser,shell, plus app when a display opens)
     --display NAME         X display for the app capability, e.g. :0 (default: $DISPLAY)
     --browser PATH         Chromium binary (default /usr/bin/chromium)
@@ -48,6 +49,8 @@ impl Exit {
 pub struct Args {
     pub controller: String,
     pub token: Option<String>,
+    /// The token came from `--token` (warned about: argv is visible in `ps`).
+    pub token_on_argv: bool,
     /// As given (lower-cased, in order), or the default. This list is sent at registration,
     /// less "app" when the display cannot be opened.
     pub capabilities: Vec<String>,
@@ -66,6 +69,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     let usage = |e: pico_args::Error| Exit::usage(e.to_string());
     let controller: Option<String> = args.opt_value_from_str("--controller").map_err(usage)?;
     let token: Option<String> = args.opt_value_from_str("--token").map_err(usage)?;
+    let token_file: Option<PathBuf> = args.opt_value_from_str("--token-file").map_err(usage)?;
     let caps: Option<String> = args.opt_value_from_str("--capabilities").map_err(usage)?;
     let browser_path: Option<PathBuf> = args.opt_value_from_str("--browser").map_err(usage)?;
     let download_dir: Option<PathBuf> = args.opt_value_from_str("--download-dir").map_err(usage)?;
@@ -83,10 +87,17 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     if !(controller.starts_with("http://") || controller.starts_with("https://")) {
         return Err(Exit::usage(format!("--controller must be an http(s) URL, got {controller:?}")));
     }
-    let token = token.or_else(|| std::env::var("AGENT_CONTROLLER_WORKER_TOKEN").ok()).filter(|t| !t.is_empty());
+    let token_on_argv = token.as_deref().is_some_and(|t| !t.is_empty());
+    let from_file = match &token_file {
+        Some(path) => Some(crate::hygiene::read_token_file(path).map_err(Exit::usage)?),
+        None => None,
+    };
+    let token =
+        token.or(from_file).or_else(|| std::env::var("AGENT_CONTROLLER_WORKER_TOKEN").ok()).filter(|t| !t.is_empty());
     Ok(Args {
         controller,
         token,
+        token_on_argv,
         capabilities_given: caps.is_some(),
         capabilities: capabilities(caps.as_deref().unwrap_or(DEFAULT_CAPABILITIES))?,
         display,

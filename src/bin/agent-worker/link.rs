@@ -1,7 +1,9 @@
 //! The worker's side of the worker protocol: register, long-poll, post results, upload files.
 //!
 //! This file and `worker.rs` are the only places that know the wire format; backends never
-//! talk to the controller. Uploads stream from disk with a known length (never read whole into
+//! talk to the controller. The worker registers asking for a secret and sends it
+//! (`X-Worker-Secret`) with every request, and with its next registration, which proves it is
+//! the same worker coming back. Uploads stream from disk with a known length (never read whole into
 //! memory). When the controller is away, `Backoff` spaces the retries (1 s doubling to 30 s,
 //! with jitter) and the outage is logged once, not on every attempt.
 
@@ -19,6 +21,8 @@ pub struct Link {
     pub hostname: String,
     pub capabilities: Vec<String>,
     pub worker_id: Option<String>,
+    /// From the last `/register`: kept across a re-registration, as its proof.
+    secret: Option<String>,
 }
 
 #[derive(Debug)]
@@ -58,7 +62,15 @@ impl Link {
             .timeout_connect(Some(Duration::from_secs(10)))
             .build()
             .into();
-        Link { base: base.trim_end_matches('/').to_string(), token, agent, hostname, capabilities, worker_id: None }
+        Link {
+            base: base.trim_end_matches('/').to_string(),
+            token,
+            agent,
+            hostname,
+            capabilities,
+            worker_id: None,
+            secret: None,
+        }
     }
 
     fn url(&self, path: &str) -> String {
@@ -69,6 +81,10 @@ impl Link {
     }
 
     fn auth<B>(&self, rb: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        let rb = match &self.secret {
+            Some(s) => rb.header("X-Worker-Secret", s),
+            None => rb,
+        };
         match &self.token {
             Some(t) => rb.header("Authorization", format!("Bearer {t}")),
             None => rb,
@@ -94,7 +110,7 @@ impl Link {
 
     pub fn register(&mut self) -> Result<RegisterResponse, LinkError> {
         self.worker_id = None;
-        let body = json!({"hostname": self.hostname, "capabilities": self.capabilities,
+        let body = json!({"hostname": self.hostname, "capabilities": self.capabilities, "use_secret": true,
             "has_playwright": self.capabilities.iter().any(|c| c == "browser"),
             "has_pywinauto": self.capabilities.iter().any(|c| c == "app")});
         let rb = self.auth(
@@ -104,6 +120,7 @@ impl Link {
         let reg: RegisterResponse =
             serde_json::from_value(v).map_err(|e| LinkError::Down(format!("unexpected /register reply: {e}")))?;
         self.worker_id = Some(reg.worker_id.clone());
+        self.secret = Some(reg.worker_secret.clone()).filter(|s| !s.is_empty());
         Ok(reg)
     }
 
@@ -115,10 +132,13 @@ impl Link {
 
     /// Post a command's outcome; an error goes as its text.
     pub fn post_result(&self, id: &str, outcome: &Result<Value, WorkerError>) -> Result<(), LinkError> {
-        let body = match outcome {
+        let mut body = match outcome {
             Ok(data) => json!({"id": id, "success": true, "data": data}),
             Err(e) => json!({"id": id, "success": false, "error": e.to_string()}),
         };
+        // The worker's own secrets never leave in a result (a command may print them).
+        let known: Vec<&str> = self.token.iter().chain(self.secret.iter()).map(String::as_str).collect();
+        crate::hygiene::scrub(&mut body, &known);
         let rb = self
             .auth(self.agent.post(self.url("/result")).config().timeout_global(Some(Duration::from_secs(60))).build());
         Self::answer(rb.send_json(&body)).map(|_| ())

@@ -18,6 +18,7 @@ mod cdp;
 mod cli;
 mod desktop;
 mod error;
+mod hygiene;
 mod link;
 mod scratch;
 mod shell;
@@ -68,6 +69,13 @@ fn run(args: Args) -> Result<(), Exit> {
         args.capabilities.iter().filter(|c| backends.iter().any(|b| b.capability() == c.as_str())).cloned().collect();
     if capabilities.is_empty() {
         return Err(Exit::failure("no capability is left to offer (the log says why)"));
+    }
+    if args.token_on_argv {
+        log(
+            "warn",
+            "--token on the command line is visible to every local user in `ps`; use --token-file \
+             (mode 0600) or AGENT_CONTROLLER_WORKER_TOKEN",
+        );
     }
     let link = Link::new(&args.controller, args.token.clone(), args.hostname.clone(), capabilities.clone());
     log(

@@ -1,7 +1,8 @@
 //! The shell backend: run_command, read_file, write_file, list_dir on this machine.
 //!
-//! Commands run under `sh -c` in their own process group, with no stdin and `PAGER=cat`, so
-//! nothing waits for a terminal; on timeout the whole group is killed, and after the command
+//! Commands run under `sh -c` in their own process group, with no stdin, `PAGER=cat` and an
+//! environment cut to an allow-list (`hygiene::clean_env`: no token, no API key), so nothing
+//! waits for a terminal; on timeout the whole group is killed, and after the command
 //! ends whatever it left in its group is killed too. The running group is registered with
 //! `signals` so a stop by signal takes it down. Output is ANSI-stripped and capped per stream;
 //! the model is told when it was cut. Files are read only when regular (a FIFO or a device
@@ -92,9 +93,7 @@ fn shell_command(p: &Value) -> Result<Command, WorkerError> {
     let command = required_str(p, "command")?;
     let mut cmd = Command::new("sh");
     cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    for (k, v) in agent_controller::util::ansi::NO_PAGER_ENV {
-        cmd.env(k, v);
-    }
+    crate::hygiene::clean_env(&mut cmd);
     cmd.process_group(0);
     if let Some(cwd) = p["cwd"].as_str().filter(|s| !s.is_empty()) {
         if !Path::new(cwd).is_dir() {

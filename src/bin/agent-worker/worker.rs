@@ -102,6 +102,11 @@ impl Worker {
                 self.link.worker_id = None;
                 None
             }
+            Err(LinkError::Refused(403, msg)) => {
+                log("warn", &format!("the controller refused this worker's identity ({msg}); registering again"));
+                self.link.worker_id = None;
+                None
+            }
             Err(e) => {
                 self.wait_after(&e);
                 None

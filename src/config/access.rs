@@ -1,0 +1,63 @@
+//! The keys that decide who may reach the daemon and how: token lengths beyond loopback,
+//! whether bare (legacy) worker requests are accepted, the socket send timeout.
+
+use super::{Config, ConfigError};
+
+/// The shortest token accepted on a non-loopback bind.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+impl Config {
+    /// Beyond loopback a token is guessable under 16 characters.
+    pub(super) fn validate_token_lengths(&self) -> Result<(), ConfigError> {
+        if self.binds_loopback() {
+            return Ok(());
+        }
+        for (key, token) in
+            [("server.api_token", &self.server.api_token), ("server.worker_token", &self.server.worker_token)]
+        {
+            if !token.is_empty() && token.expose().chars().count() < MIN_TOKEN_CHARS {
+                return Err(ConfigError::key(
+                    key,
+                    format!("must be at least {MIN_TOKEN_CHARS} characters when the host is not loopback"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `server.io_timeout_s`, or 30 s past the longest poll a connection may sit in.
+    pub fn io_timeout(&self) -> std::time::Duration {
+        let auto = self.server.long_poll_s.max(60) + 30;
+        std::time::Duration::from_secs(if self.server.io_timeout_s == 0 { auto } else { self.server.io_timeout_s })
+    }
+
+    /// Whether bare worker requests (no `worker_id`) are accepted: `server.legacy_workers`, by
+    /// default on for a loopback bind (the seed's one-host setup) and off otherwise.
+    pub fn legacy_workers(&self) -> bool {
+        self.server.legacy_workers.unwrap_or_else(|| self.binds_loopback())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::util::secret::Secret;
+
+    #[test]
+    fn short_tokens_are_refused_beyond_loopback() {
+        let mut c = Config::default();
+        c.server.api_token = Secret::new("a");
+        c.server.worker_token = Secret::new("b");
+        c.validate().unwrap();
+        assert!(c.legacy_workers());
+        c.server.host = "0.0.0.0".into();
+        assert!(!c.legacy_workers());
+        assert!(c.validate().unwrap_err().to_string().contains("server.api_token"));
+        c.server.api_token = Secret::new("0123456789abcdef");
+        assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
+        c.server.worker_token = Secret::new("fedcba9876543210");
+        c.validate().unwrap();
+        c.server.legacy_workers = Some(true);
+        assert!(c.legacy_workers());
+    }
+}
