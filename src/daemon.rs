@@ -11,7 +11,7 @@ use crate::http::worker_api::WorkerApi;
 use crate::http::{HttpServer, ServerSpec};
 use crate::hub::{HubSettings, WorkerHub};
 use crate::session::{AgentFn, SessionManager};
-use crate::store::Store;
+use crate::store::{DirLock, Store};
 use crate::wait::park::Parker;
 use std::fmt;
 use std::net::SocketAddr;
@@ -43,6 +43,7 @@ pub struct Daemon {
     monitor: Option<JoinHandle<()>>,
     monitor_stop: Arc<(Mutex<bool>, Condvar)>,
     stopping: Arc<AtomicBool>,
+    _lock: DirLock,
 }
 
 impl Daemon {
@@ -50,6 +51,10 @@ impl Daemon {
         let config = Arc::new(config);
         let store = Store::open(&config.output.dir)
             .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
+        // Before anything is loaded or marked: a second daemon must not touch the first's files.
+        let lock = store
+            .lock()
+            .map_err(|e| StartError(format!("cannot lock output.dir {}: {e}", config.output.dir.display())))?;
         let parker = Arc::new(Parker::default());
         let hub = Arc::new(WorkerHub::new(
             HubSettings {
@@ -86,6 +91,7 @@ impl Daemon {
             monitor: Some(monitor),
             monitor_stop,
             stopping,
+            _lock: lock,
         })
     }
 

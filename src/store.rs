@@ -15,6 +15,9 @@ use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod lock;
+pub use lock::{DirLock, LOCK_FILE};
+
 pub const SESSION_JSON: &str = "session.json";
 pub const LOG_JSONL: &str = "log.jsonl";
 pub const STEPS_JSONL: &str = "steps.jsonl";
@@ -39,6 +42,11 @@ impl Store {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// The exclusive lock on the directory (see `store/lock.rs`), held while the daemon runs.
+    pub fn lock(&self) -> io::Result<DirLock> {
+        lock::lock_dir(&self.root)
     }
 
     /// Create a new, empty session folder; fails with `AlreadyExists` on a clash.
