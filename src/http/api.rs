@@ -28,7 +28,7 @@ pub struct Api {
 
 impl Api {
     pub fn handle(&self, mut request: Request) {
-        let result = self.route(&mut request);
+        let result = http::contained(&mut request, |r| self.route(r));
         http::finish(request, result);
     }
 

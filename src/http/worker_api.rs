@@ -34,7 +34,7 @@ pub struct WorkerApi {
 
 impl WorkerApi {
     pub fn handle(&self, mut request: Request) {
-        let result = self.route(&mut request);
+        let result = http::contained(&mut request, |r| self.route(r));
         http::finish(request, result);
     }
 
