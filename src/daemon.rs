@@ -68,9 +68,10 @@ impl Daemon {
                 .map_err(|e| StartError(format!("cannot load sessions from {}: {e}", config.output.dir.display())))?,
         );
 
+        sessions.prune();
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let monitor = spawn_monitor(&hub, &monitor_stop)?;
+        let monitor = spawn_monitor(&hub, &sessions, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
         let (api, worker) = start_servers(&config, &sessions, &hub, &stopping)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
@@ -191,10 +192,20 @@ fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {
         .map_err(|e| StartError(format!("cannot start a thread: {e}")))
 }
 
-/// Checks worker liveness every 500 ms until told to stop.
-fn spawn_monitor(hub: &Arc<WorkerHub>, stop: &Arc<(Mutex<bool>, Condvar)>) -> Result<JoinHandle<()>, StartError> {
+/// How often the retention rules run after the start.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+
+/// Checks worker liveness every 500 ms, and applies the retention rules every `PRUNE_EVERY`,
+/// until told to stop.
+fn spawn_monitor(
+    hub: &Arc<WorkerHub>,
+    sessions: &Arc<SessionManager>,
+    stop: &Arc<(Mutex<bool>, Condvar)>,
+) -> Result<JoinHandle<()>, StartError> {
     let hub = Arc::clone(hub);
+    let sessions = Arc::clone(sessions);
     let stop = Arc::clone(stop);
+    let mut pruned = Instant::now();
     std::thread::Builder::new()
         .name("worker-monitor".into())
         .stack_size(256 * 1024)
@@ -204,6 +215,12 @@ fn spawn_monitor(hub: &Arc<WorkerHub>, stop: &Arc<(Mutex<bool>, Condvar)>) -> Re
             while !*stopped {
                 stopped = cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
                 hub.check_liveness();
+                if pruned.elapsed() >= PRUNE_EVERY {
+                    pruned = Instant::now();
+                    drop(stopped);
+                    sessions.prune();
+                    stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                }
             }
         })
         .map_err(|e| StartError(format!("cannot start a thread: {e}")))

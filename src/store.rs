@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod lock;
+mod retention;
 pub use lock::{DirLock, LOCK_FILE};
 
 pub const SESSION_JSON: &str = "session.json";
@@ -53,8 +54,11 @@ impl Store {
     pub fn create_session_dir(&self, id: &str) -> io::Result<SessionDir> {
         let dir = self.root.join(id);
         fs::create_dir(&dir)?;
-        fs::create_dir(dir.join(FILES_DIR))?;
-        fs::create_dir(dir.join(SCREENSHOTS_DIR))?;
+        let made = fs::create_dir(dir.join(FILES_DIR)).and_then(|()| fs::create_dir(dir.join(SCREENSHOTS_DIR)));
+        if let Err(e) = made {
+            let _ = fs::remove_dir_all(&dir);
+            return Err(e);
+        }
         Ok(SessionDir { dir })
     }
 
@@ -116,14 +120,18 @@ impl SessionDir {
         self.append_line(LOG_JSONL, line)
     }
 
-    /// Append one line to a JSON-lines file of the session (in one write).
+    /// Append one line to a JSON-lines file of the session (in one write). A failed write (a
+    /// full disk) is cut back off, so no torn line is left for the next one to follow.
     pub fn append_line(&self, name: &str, line: &str) -> io::Result<u64> {
         let mut file = OpenOptions::new().create(true).append(true).open(self.path(name))?;
         let offset = file.seek(SeekFrom::End(0))?;
         let mut buf = Vec::with_capacity(line.len() + 1);
         buf.extend_from_slice(line.as_bytes());
         buf.push(b'\n');
-        file.write_all(&buf)?;
+        if let Err(e) = file.write_all(&buf) {
+            let _ = file.set_len(offset);
+            return Err(e);
+        }
         Ok(offset)
     }
 

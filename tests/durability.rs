@@ -95,3 +95,129 @@ fn a_panic_ends_one_session_and_one_request_not_the_daemon() {
     done3.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
     wait_status(&c, &third, "finished");
 }
+
+#[test]
+fn sessions_can_be_purged_and_are_pruned_oldest_first_never_running() {
+    use agent_controller::protocol::FileKind;
+    use agent_controller::session::AgentOutcome;
+    let dir = TempDir::new("purge");
+    let mut config = test_config(dir.path());
+    config.output.max_total_mb = 2;
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
+    let mut ids = Vec::new();
+    for (i, size) in [700_000usize, 900_000, 900_000, 2_300_000].into_iter().enumerate() {
+        let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+        let (runner, done) = test_agent.next();
+        runner.store_file("blob.bin", &vec![i as u8; size], FileKind::Generated).unwrap();
+        if i < 3 {
+            done.send(AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+            wait_status(&c, &id, "finished");
+        } else {
+            std::mem::forget(done); // keeps running
+        }
+        ids.push(id);
+    }
+    // A running session cannot be purged; an ended one can, folder and all.
+    assert_eq!(c.delete(&format!("/sessions/{}?purge=true", ids[3])).status, 409);
+    wait_until(Duration::from_secs(5), "the thread to return", || {
+        (c.delete(&format!("/sessions/{}?purge=true", ids[0])).status == 200).then_some(())
+    });
+    assert_eq!(c.get(&format!("/sessions/{}", ids[0])).status, 404);
+    assert!(!dir.path().join(&ids[0]).exists());
+    assert_eq!(c.delete(&format!("/sessions/{}?purge=true", ids[0])).status, 404);
+    // Over max_total_mb (2 MiB): the oldest ended sessions go, the running one stays even
+    // though the total is still over the cap without it.
+    let pruned = d.daemon.as_ref().unwrap().sessions().prune();
+    assert_eq!(pruned, 2);
+    assert!(!dir.path().join(&ids[1]).exists() && !dir.path().join(&ids[2]).exists());
+    assert_eq!(c.get(&format!("/sessions/{}", ids[3])).json()["status"], "running");
+    assert_eq!(c.delete(&format!("/sessions/{}", ids[3])).status, 200);
+    drop(d);
+
+    // retain_days at start: a session that ended long ago goes, a recent one stays.
+    let mut config = test_config(dir.path());
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config.clone(), agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
+    let recent = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (_runner, done) = test_agent.next();
+    done.send(AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &recent, "finished");
+    drop(d);
+    let old = std::fs::File::options().write(true).open(dir.path().join(&ids[3]).join("session.json")).unwrap();
+    old.set_modified(std::time::SystemTime::now() - Duration::from_secs(3 * 86_400)).unwrap();
+    config.output.retain_days = 2;
+    let d = TestDaemon::idle(config);
+    let c = d.client();
+    assert_eq!(c.get(&format!("/sessions/{}", ids[3])).status, 404);
+    assert!(!dir.path().join(&ids[3]).exists());
+    assert_eq!(c.get(&format!("/sessions/{recent}")).json()["status"], "finished");
+}
+
+/// The daemon binary with its output directory on a 1 MiB tmpfs of its own (a private mount
+/// namespace), so the disk really fills. Skipped where unprivileged namespaces are not allowed.
+#[test]
+fn a_full_disk_ends_the_session_naming_the_cause_and_refuses_new_ones_507() {
+    use crate::support::llm::{ScriptedLlm, text, tool};
+    if !Command::new("unshare").args(["-rm", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no unshare -rm here");
+        return;
+    }
+    let dir = TempDir::new("diskfull");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let big = "x".repeat(1_200_000);
+    let llm = ScriptedLlm::start(vec![tool("save_note", json!({"title": "big", "content": big})), text("done")]);
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        format!(
+            "server:\n  api_port: 0\n  worker_port: 0\napi:\n  base_url: \"{}\"\noutput:\n  dir: \"{}\"\n",
+            llm.url,
+            out.display()
+        ),
+    )
+    .unwrap();
+    let script = r#"mount -t tmpfs -o size=1m none "$1" && exec "$2" --config config.yaml"#;
+    let child = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .arg(&out)
+        .arg(binary())
+        .current_dir(dir.path())
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = ChildGuard(child);
+    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let c = Client { base: api, token: None };
+    let w = Client { base: worker, token: None };
+    register(&w, json!({"hostname": "f", "capabilities": ["browser"]}));
+    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    let s = wait_status(&c, &id, "error");
+    let error = s["error"].as_str().unwrap();
+    assert!(error.starts_with("the controller's disk is full: cannot write"), "{error}");
+    // Nothing partial: no temp files, every log line whole.
+    let seen = std::path::PathBuf::from(format!("/proc/{}/root{}", child.0.id(), out.join(&id).display()));
+    let names: Vec<String> =
+        std::fs::read_dir(&seen).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp") || n.ends_with(".part")), "{names:?}");
+    let log = std::fs::read_to_string(seen.join("log.jsonl")).unwrap();
+    assert!(log.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()), "{log}");
+    assert!(log.ends_with('\n'));
+    // Fill what is left; a new session is refused 507 and leaves no folder.
+    let root = std::path::PathBuf::from(format!("/proc/{}/root{}", child.0.id(), out.display()));
+    let mut filler = std::fs::File::create(root.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0u8; 4096]).is_ok() {}
+    let before = std::fs::read_dir(&root).unwrap().count();
+    let r = c.post("/sessions", &json!({"mode": "explore", "target": "https://x.test"}));
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert_eq!(r.json()["code"], "storage_full");
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), before);
+    // The daemon goes on.
+    assert_eq!(c.get("/health").status, 200);
+}

@@ -54,6 +54,10 @@ impl Api {
             (Post, ["sessions"]) => self.create_session(request),
             (Get, ["sessions"]) => Ok(Reply::json(200, &self.sessions.list())),
             (Get, ["sessions", id]) => Ok(Reply::json(200, &self.sessions.get(id)?.record())),
+            (Delete, ["sessions", id]) if query_param(&query, "purge") == Some("true") => {
+                self.sessions.purge(id)?;
+                Ok(Reply::json(200, &json!({"purged": true})))
+            }
             (Delete, ["sessions", id]) => {
                 let status = self.sessions.stop(id)?;
                 Ok(Reply::json(200, &json!({"stopped": true, "status": status})))
