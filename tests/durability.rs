@@ -221,3 +221,42 @@ fn a_full_disk_ends_the_session_naming_the_cause_and_refuses_new_ones_507() {
     // The daemon goes on.
     assert_eq!(c.get("/health").status, 200);
 }
+
+#[test]
+fn zip_members_are_stored_or_deflated_by_their_content_not_their_name() {
+    use agent_controller::protocol::FileKind;
+    use std::io::Read;
+    let dir = TempDir::new("zipsniff");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "z", "capabilities": ["browser"]}));
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "zip"}));
+    let (runner, done) = test_agent.next();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let random: Vec<u8> = (0..300_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let text = "2026-11-23 12:00:00 INFO request served in 3 ms\n".repeat(6000);
+    runner.store_file("random.txt", &random, FileKind::Generated).unwrap();
+    runner.store_file("log.jpg", text.as_bytes(), FileKind::Generated).unwrap();
+    let r = c.get(&format!("/sessions/{id}/files/zip"));
+    assert_eq!(r.status, 200);
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(r.body)).unwrap();
+    for (name, method, content) in [
+        ("random.txt", zip::CompressionMethod::Stored, random.clone()),
+        ("log.jpg", zip::CompressionMethod::Deflated, text.clone().into_bytes()),
+    ] {
+        let mut entry = archive.by_name(name).unwrap();
+        assert_eq!(entry.compression(), method, "{name}");
+        let mut got = Vec::new();
+        entry.read_to_end(&mut got).unwrap();
+        assert_eq!(got, content, "{name}");
+    }
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+}
