@@ -260,3 +260,51 @@ fn zip_members_are_stored_or_deflated_by_their_content_not_their_name() {
     }
     done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
 }
+
+#[test]
+fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_told() {
+    use crate::support::llm::{llm_daemon, tool};
+    let dir = TempDir::new("heartbeat");
+    let script = vec![
+        tool("run_command", json!({"command": "sleep 60", "timeout_s": 100})),
+        tool("finish_task", json!({"summary": "the worker died"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| {
+        c.server.worker_timeout_s = 2;
+        c.server.long_poll_s = 1;
+    });
+    let worker = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+        .args(["--controller", &d.worker, "--capabilities", "shell", "--hostname", "beating-box"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut worker = ChildGuard(worker);
+    let c = d.client();
+    wait_until(Duration::from_secs(10), "the worker", || {
+        c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == "beating-box").then_some(())
+    });
+    let id = create_session(&c, json!({"mode": "task", "type": "shell", "target": "beating-box", "instruction": "x"}));
+    wait_until(Duration::from_secs(10), "the command to run", || {
+        let steps = c.get(&format!("/sessions/{id}/log")).json();
+        steps["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"].as_str().unwrap_or("").contains("sleep 60"))
+            .then_some(())
+    });
+    // Busy and silent but for its heartbeats: still connected well past worker_timeout_s.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(llm.requests().len(), 1, "the command is still running");
+    let w = c.get("/workers").json();
+    assert_eq!(w[0]["connected"], true, "{w}");
+    // Killed mid-command: lost within worker_timeout_s (+ the 0.5 s check), not 100 s.
+    worker.0.kill().unwrap();
+    let killed = Instant::now();
+    wait_until(Duration::from_secs(8), "the model to hear of it", || (llm.requests().len() >= 2).then_some(()));
+    assert!(killed.elapsed() < Duration::from_secs(5), "{:?}", killed.elapsed());
+    let told = llm.requests()[1].last_results()[0].to_string();
+    assert!(told.contains("worker lost"), "{told}");
+    wait_status(&c, &id, "finished");
+}

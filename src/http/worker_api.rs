@@ -1,5 +1,5 @@
-//! The worker server's routes: register, long-poll for a command, post a result,
-//! upload a file, health.
+//! The worker server's routes: register, long-poll for a command, post a result, a busy
+//! worker's heartbeat, upload a file, health.
 //!
 //! Seed-compatible: a worker that never sends `worker_id` is recognised by its address. The
 //! long poll is parked (see `wait::park`), so it holds no handler thread. Uploads stream
@@ -53,6 +53,12 @@ impl WorkerApi {
                 let worker = self.worker(worker_id.as_deref(), addr)?;
                 let hub = Arc::clone(&self.hub);
                 Ok(Reply::Park(Box::new(move |respond| hub.poll(&worker, respond))))
+            }
+            (Method::Post, ["heartbeat"]) => {
+                let worker = self.worker(worker_id.as_deref(), addr)?;
+                self.hub.heartbeat(&worker);
+                let every = self.hub.heartbeat_interval().as_secs();
+                Ok(Reply::json(200, &json!({"success": true, "interval_s": every})))
             }
             (Method::Post, ["result"]) => {
                 let worker = self.worker(worker_id.as_deref(), addr)?;
