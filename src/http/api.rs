@@ -197,7 +197,8 @@ impl Api {
                 http::header("Content-Type", "application/zip"),
                 http::header("Content-Disposition", &content_disposition(&format!("{}.zip", session.id))),
             ],
-            Box::new(reader) as http::Body,
+            // Large pipe reads: tiny_http copies through 8 KiB otherwise.
+            Box::new(std::io::BufReader::with_capacity(256 * 1024, reader)) as http::Body,
             None,
             None,
         );
