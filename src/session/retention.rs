@@ -23,12 +23,17 @@ impl SessionManager {
                 status.as_str()
             )));
         }
-        // The rename inside makes it vanish at once; the map follows only if it did.
-        self.store.remove_session(id).map_err(|e| match e.kind() {
+        // The rename makes it vanish at once; the map follows only if it did. The slow part,
+        // deleting the contents, runs after the manager's lock is released.
+        let doomed = self.store.unlink_session(id).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ApiError::no_session(id),
             _ => ApiError::Internal(format!("cannot delete session {id}: {e}")),
         })?;
         sessions.remove(id);
+        drop(sessions);
+        if let Err(e) = std::fs::remove_dir_all(&doomed) {
+            log::warn!("{id}: deleted, but its folder is not all gone ({e}); removed at the next start");
+        }
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 use super::{SESSION_JSON, SessionDir, Store};
 use std::fs;
 use std::io;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 const PURGE_PREFIX: &str = ".purge-";
@@ -16,12 +16,19 @@ const PURGE_PREFIX: &str = ".purge-";
 impl Store {
     /// Delete a session's folder (`id` is a session id from the map, never from a URL).
     pub fn remove_session(&self, id: &str) -> io::Result<()> {
+        let doomed = self.unlink_session(id)?;
+        fs::remove_dir_all(doomed)
+    }
+
+    /// The first half of `remove_session`: the folder is out of sight at once (renamed);
+    /// returns where it went, for `fs::remove_dir_all` outside any lock.
+    pub fn unlink_session(&self, id: &str) -> io::Result<PathBuf> {
         if !id.starts_with("sess_") || id.contains(['/', '\\']) || id.contains("..") {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a session id"));
         }
         let doomed = self.root.join(format!("{PURGE_PREFIX}{id}"));
         fs::rename(self.root.join(id), &doomed)?;
-        fs::remove_dir_all(&doomed)
+        Ok(doomed)
     }
 
     /// Remove `.purge-*` folders a crash left half deleted.
