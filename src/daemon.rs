@@ -11,7 +11,7 @@ use crate::http::worker_api::WorkerApi;
 use crate::http::{HttpServer, ServerSpec};
 use crate::hub::{HubSettings, WorkerHub};
 use crate::session::{AgentFn, SessionManager};
-use crate::store::Store;
+use crate::store::{DirLock, Store};
 use crate::wait::park::Parker;
 use std::fmt;
 use std::net::SocketAddr;
@@ -43,6 +43,7 @@ pub struct Daemon {
     monitor: Option<JoinHandle<()>>,
     monitor_stop: Arc<(Mutex<bool>, Condvar)>,
     stopping: Arc<AtomicBool>,
+    _lock: DirLock,
 }
 
 impl Daemon {
@@ -50,6 +51,10 @@ impl Daemon {
         let config = Arc::new(config);
         let store = Store::open(&config.output.dir)
             .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
+        // Before anything is loaded or marked: a second daemon must not touch the first's files.
+        let lock = store
+            .lock()
+            .map_err(|e| StartError(format!("cannot lock output.dir {}: {e}", config.output.dir.display())))?;
         let parker = Arc::new(Parker::default());
         let hub = Arc::new(WorkerHub::new(
             HubSettings {
@@ -65,9 +70,10 @@ impl Daemon {
                 .map_err(|e| StartError(format!("cannot load sessions from {}: {e}", config.output.dir.display())))?,
         );
 
+        sessions.prune();
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let monitor = spawn_monitor(&hub, &monitor_stop)?;
+        let monitor = spawn_monitor(&hub, &sessions, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
         let (api, worker) = start_servers(&config, &sessions, &hub, &stopping)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
@@ -88,6 +94,7 @@ impl Daemon {
             monitor: Some(monitor),
             monitor_stop,
             stopping,
+            _lock: lock,
         })
     }
 
@@ -189,10 +196,20 @@ fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {
         .map_err(|e| StartError(format!("cannot start a thread: {e}")))
 }
 
-/// Checks worker liveness every 500 ms until told to stop.
-fn spawn_monitor(hub: &Arc<WorkerHub>, stop: &Arc<(Mutex<bool>, Condvar)>) -> Result<JoinHandle<()>, StartError> {
+/// How often the retention rules run after the start.
+const PRUNE_EVERY: Duration = Duration::from_secs(600);
+
+/// Checks worker liveness every 500 ms, and applies the retention rules every `PRUNE_EVERY`,
+/// until told to stop.
+fn spawn_monitor(
+    hub: &Arc<WorkerHub>,
+    sessions: &Arc<SessionManager>,
+    stop: &Arc<(Mutex<bool>, Condvar)>,
+) -> Result<JoinHandle<()>, StartError> {
     let hub = Arc::clone(hub);
+    let sessions = Arc::clone(sessions);
     let stop = Arc::clone(stop);
+    let mut pruned = Instant::now();
     std::thread::Builder::new()
         .name("worker-monitor".into())
         .stack_size(256 * 1024)
@@ -202,6 +219,12 @@ fn spawn_monitor(hub: &Arc<WorkerHub>, stop: &Arc<(Mutex<bool>, Condvar)>) -> Re
             while !*stopped {
                 stopped = cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
                 hub.check_liveness();
+                if pruned.elapsed() >= PRUNE_EVERY {
+                    pruned = Instant::now();
+                    drop(stopped);
+                    sessions.prune();
+                    stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
+                }
             }
         })
         .map_err(|e| StartError(format!("cannot start a thread: {e}")))

@@ -123,7 +123,11 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
     assert!(status.success(), "{status:?}");
     assert_eq!(poll.join().unwrap().json(), json!({"action": "wait"}));
     assert_eq!(log_poll.join().unwrap().status, 200);
-    let sess = std::fs::read_dir(dir.path().join("output")).unwrap().next().unwrap().unwrap().path();
+    let sess = std::fs::read_dir(dir.path().join("output"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("sess_"))
+        .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(sess.join("session.json")).unwrap()).unwrap();
     assert_eq!(v["status"], "error");
     assert_eq!(v["error"], "interrupted: the controller shut down");

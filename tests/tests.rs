@@ -10,6 +10,7 @@ mod cli;
 mod confirmations;
 mod console;
 mod desktop;
+mod durability;
 mod files;
 mod lifecycle;
 mod loops;

@@ -19,6 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 mod workers;
+mod zips;
 
 use workers::{browser_commands, desktop_screenshots};
 
@@ -51,6 +52,7 @@ fn main() {
     }
     if want("upload") {
         upload_and_zip(&bin, &work);
+        zips::zip_figures(&bin, &work);
     }
     if want("workers") {
         many_workers(&bin, &work);

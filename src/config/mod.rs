@@ -149,6 +149,10 @@ pub struct FilesConfig {
 #[serde(default, deny_unknown_fields)]
 pub struct OutputConfig {
     pub dir: PathBuf,
+    /// Finished sessions older than this many days are deleted (0 = kept for ever).
+    pub retain_days: u64,
+    /// Past this total, the oldest finished sessions are deleted (0 = no cap).
+    pub max_total_mb: u64,
 }
 
 /// How the controller reaches notification services (the targets come per session).
@@ -238,7 +242,7 @@ impl Default for FilesConfig {
 
 impl Default for OutputConfig {
     fn default() -> Self {
-        OutputConfig { dir: PathBuf::from("./output") }
+        OutputConfig { dir: PathBuf::from("./output"), retain_days: 0, max_total_mb: 0 }
     }
 }
 

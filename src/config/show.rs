@@ -172,7 +172,7 @@ impl Config {
                 ("max_files_per_session", f.max_files_per_session.to_string()),
             ],
         );
-        section(out, "output", &[("dir", quoted(&self.output.dir.to_string_lossy()))]);
+        self.write_output(out);
         section(out, "logging", &[("level", quoted(&self.logging.level)), ("file", quoted(&self.logging.file))]);
         let n = &self.notifications;
         section(
@@ -184,6 +184,14 @@ impl Config {
                 ("allow_private", n.allow_private.to_string()),
             ],
         );
+    }
+
+    fn write_output(&self, out: &mut String) {
+        let o = &self.output;
+        let dir = quoted(&o.dir.to_string_lossy());
+        let items =
+            [("dir", dir), ("retain_days", o.retain_days.to_string()), ("max_total_mb", o.max_total_mb.to_string())];
+        section(out, "output", &items);
     }
 
     /// What each model endpoint resolves to, as comments.

@@ -9,6 +9,7 @@
 
 pub mod api;
 mod body;
+mod contain;
 mod guard;
 mod metrics;
 mod openapi;
@@ -18,6 +19,7 @@ mod web;
 pub mod worker_api;
 
 pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
+pub use contain::contained;
 pub use server::{HttpServer, ServerSpec};
 
 use crate::error::ApiError;

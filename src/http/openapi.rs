@@ -73,7 +73,15 @@ const OPERATIONS: &[Op] = &[
         .body("CreateSession"),
     op("get", "/sessions", "sessions", (200, List("SessionSummary")), &[401], "Sessions, newest first"),
     op("get", "/sessions/{id}", "sessions", (200, Json("Session")), SESSION_ERRORS, "One session"),
-    op("delete", "/sessions/{id}", "sessions", (200, Json("Stopped")), &[401, 404, 409], "Stop a session"),
+    op(
+        "delete",
+        "/sessions/{id}",
+        "sessions",
+        (200, Json("Stopped")),
+        &[401, 404, 409],
+        "Stop a session, or delete an ended one",
+    )
+    .query(&[("purge", "true: delete the ended session and its folder (409 while it runs); answers {purged: true}")]),
     op("get", "/sessions/{id}/log", "sessions", (200, Json("LogPage")), &[400, 401, 404], "The session's log").query(
         &[
             ("after", "Entries after this sequence number (default 0)"),

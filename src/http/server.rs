@@ -94,7 +94,13 @@ fn spawn_pool(
                         Ok(request) => {
                             let request = refuse_oversized(request).and_then(|r| guard.check(r));
                             if let Some(request) = request.and_then(refuse_body_on_bodiless) {
-                                handle(request)
+                                // Routes contain their own panics (`contain.rs`); this keeps the
+                                // thread if answering panics (tiny_http answers a dropped request 500).
+                                let handled =
+                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(request)));
+                                if handled.is_err() {
+                                    log::error!("{thread_name}: a request handler panicked; the thread goes on");
+                                }
                             }
                         }
                         Err(_) if stopping.load(Ordering::Acquire) => return,

@@ -1,5 +1,5 @@
-//! The worker server's routes: register, long-poll for a command, post a result,
-//! upload a file, health.
+//! The worker server's routes: register, long-poll for a command, post a result, a busy
+//! worker's heartbeat, upload a file, health.
 //!
 //! Identity (`hub::Refusal`): a request naming `worker_id` carries its secret in
 //! `X-Worker-Secret`; seed-compatible bare requests (no `worker_id`) are recognised by address
@@ -36,7 +36,7 @@ pub struct WorkerApi {
 
 impl WorkerApi {
     pub fn handle(&self, mut request: Request) {
-        let result = self.route(&mut request);
+        let result = http::contained(&mut request, |r| self.route(r));
         http::finish(request, result);
     }
 
@@ -58,6 +58,12 @@ impl WorkerApi {
                 let hub = Arc::clone(&self.hub);
                 Ok(Reply::Park(Box::new(move |respond| hub.poll(&worker, respond))))
             }
+            (Method::Post, ["heartbeat"]) => {
+                let worker = worker(self)?;
+                self.hub.heartbeat(&worker);
+                let every = self.hub.heartbeat_interval().as_secs();
+                Ok(Reply::json(200, &json!({"success": true, "interval_s": every})))
+            }
             (Method::Post, ["result"]) => {
                 let worker = worker(self)?;
                 let result: CommandResult = http::read_json(request, RESULT_LIMIT)?;
@@ -76,11 +82,13 @@ impl WorkerApi {
                 let worker = worker(self)?;
                 self.upload(request, worker)
             }
-            (_, ["health" | "register" | "command" | "result" | "upload"]) => Err(ApiError::MethodNotAllowed(format!(
-                "{} is not allowed on {}",
-                request.method(),
-                request.url().escape_debug()
-            ))),
+            (_, ["health" | "register" | "command" | "heartbeat" | "result" | "upload"]) => {
+                Err(ApiError::MethodNotAllowed(format!(
+                    "{} is not allowed on {}",
+                    request.method(),
+                    request.url().escape_debug()
+                )))
+            }
             _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
     }

@@ -64,6 +64,9 @@ struct Presence {
     secret: Secret,
     /// Registered without asking for a secret: bare requests may map here (legacy only).
     bare: bool,
+    /// Whether it has ever sent `POST /heartbeat`: then a busy silence counts like any other
+    /// (`worker_timeout_s`), not the command's whole timeout.
+    heartbeats: bool,
 }
 
 impl Presence {
@@ -175,6 +178,7 @@ impl WorkerHub {
                         session: None,
                         secret: Secret::new(secret.clone()),
                         bare,
+                        heartbeats: false,
                     }),
                     slot: CommandSlot::default(),
                 });
@@ -221,6 +225,7 @@ impl WorkerHub {
         presence.secret = Secret::new(secret);
         presence.bare = bare;
         presence.capabilities = caps.clone();
+        presence.heartbeats = false;
         let was = presence.touch();
         drop(presence);
         log::info!(
@@ -282,6 +287,24 @@ impl WorkerHub {
         if !worker.presence().touch() {
             self.reconnected(worker);
         }
+    }
+
+    /// `POST /heartbeat`: a busy worker is alive. From now on its silences are held to
+    /// `worker_timeout_s` even while it runs a command.
+    pub fn heartbeat(&self, worker: &Worker) {
+        let was = {
+            let mut presence = worker.presence();
+            presence.heartbeats = true;
+            presence.touch()
+        };
+        if !was {
+            self.reconnected(worker);
+        }
+    }
+
+    /// How often a busy worker should send a heartbeat: a third of `worker_timeout_s`.
+    pub fn heartbeat_interval(&self) -> Duration {
+        (self.settings.worker_timeout / 3).max(Duration::from_secs(1))
     }
 
     /// A worker that was disconnected polls again: sessions waiting for one may lease it.
@@ -446,12 +469,25 @@ impl WorkerHub {
                 continue;
             }
             let (busy, parked) = w.slot.liveness(&self.parker);
-            let allowance = busy.map_or(self.settings.worker_timeout, |b| b.max(self.settings.worker_timeout));
+            // A worker that never sent a heartbeat (the seed's) is silent while it works: it
+            // gets the command's whole timeout.
+            let allowance = match busy {
+                Some(b) if !presence.heartbeats => b.max(self.settings.worker_timeout),
+                _ => self.settings.worker_timeout,
+            };
             if parked || presence.last_seen.elapsed() <= allowance {
                 continue;
             }
             presence.connected = false;
             let silent = presence.last_seen.elapsed().as_secs();
+            if busy.is_some() {
+                log::warn!("worker {} ({}) sent no heartbeat for {silent} s while busy: lost", w.id, w.hostname);
+                w.slot.lost(&format!(
+                    "worker lost: {} sent no heartbeat for {silent} s (server.worker_timeout_s) while running the command",
+                    w.hostname
+                ));
+                continue;
+            }
             log::warn!("worker {} ({}) has not polled for {silent} s: disconnected", w.id, w.hostname);
             w.slot.fail_queued(format!(
                 "worker {} disconnected (no poll for {silent} s) before it took the command; \

@@ -204,6 +204,12 @@ impl CommandSlot {
         old
     }
 
+    /// The worker died while running the command: it fails now with `why`.
+    pub fn lost(&self, why: &str) {
+        let mut state = self.lock();
+        self.fail_delivered(&mut state, why);
+    }
+
     /// The worker went silent: a command it never took fails with `why`.
     pub fn fail_queued(&self, why: String) {
         let mut state = self.lock();

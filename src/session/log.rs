@@ -54,12 +54,18 @@ impl Session {
         let seq = offsets.len() as u64 + 1;
         let entry = LogEntry { seq, ts: clock::rfc3339_millis(clock::now()), kind, text, data };
         let line = serde_json::to_string(&entry).unwrap_or_default();
-        match self.dir.append_log_line(&line) {
-            Ok(offset) => offsets.push(offset),
-            Err(e) => ::log::error!("{}: cannot append to log.jsonl: {e}", self.id),
-        }
+        let failed = match self.dir.append_log_line(&line) {
+            Ok(offset) => {
+                offsets.push(offset);
+                None
+            }
+            Err(e) => Some(e),
+        };
         let waiters = std::mem::take(&mut state.waiters);
         drop(state);
+        if let Some(e) = failed {
+            self.write_failed("log.jsonl", &e);
+        }
         self.answer_log_waiters(waiters);
         seq
     }

@@ -22,19 +22,21 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
-struct ThreadCount {
+pub(super) struct ThreadCount {
     running: Mutex<usize>,
     done: Condvar,
+    /// Sessions whose thread has not returned yet (never purged, even once ended).
+    pub(super) live: Mutex<std::collections::BTreeSet<String>>,
 }
 
 pub struct SessionManager {
-    config: Arc<Config>,
-    store: Store,
+    pub(super) config: Arc<Config>,
+    pub(super) store: Store,
     hub: Arc<WorkerHub>,
     parker: Arc<Parker>,
-    sessions: Mutex<BTreeMap<String, Arc<Session>>>,
+    pub(super) sessions: Mutex<BTreeMap<String, Arc<Session>>>,
     agent: AgentFn,
-    threads: Arc<ThreadCount>,
+    pub(super) threads: Arc<ThreadCount>,
     shutting_down: AtomicBool,
 }
 
@@ -48,6 +50,7 @@ impl SessionManager {
         agent: AgentFn,
     ) -> std::io::Result<SessionManager> {
         let mut sessions = BTreeMap::new();
+        store.remove_purge_leftovers();
         for (dir, mut record) in store.load_all()? {
             dir.remove_leftovers();
             let interrupted = record.status.is_active();
@@ -126,13 +129,18 @@ impl SessionManager {
                 match self.store.create_session_dir(&id) {
                     Ok(dir) => break (id, dir),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(ApiError::Internal(format!("cannot create the session folder: {e}"))),
+                    Err(e) => return Err(super::disk::create_failed(e)),
                 }
             }
             n += 1;
         };
         record.session_id = id.clone();
         record.created_at = clock::rfc3339(now);
+        // The first record must land, or there is no session: a full disk is a 507, no folder left.
+        if let Err(e) = dir.write_json(crate::store::SESSION_JSON, &record) {
+            let _ = self.store.remove_session(&id);
+            return Err(super::disk::create_failed(e));
+        }
         let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
         session.unlock_and_save(session.lock());
         sessions.insert(id.clone(), Arc::clone(&session));
@@ -155,17 +163,20 @@ impl SessionManager {
         let config = Arc::clone(&self.config);
         let threads = Arc::clone(&self.threads);
         *lock(&threads.running) += 1;
+        lock(&threads.live).insert(session.id.clone());
         let for_thread = Arc::clone(&session);
         let spawned = std::thread::Builder::new()
             .name(format!("session-{}", session.id))
             .stack_size(1024 * 1024)
             .spawn(move || {
                 run_session(&for_thread, &hub, &agent, config);
+                lock(&threads.live).remove(&for_thread.id);
                 *lock(&threads.running) -= 1;
                 threads.done.notify_all();
             });
         if let Err(e) = spawned {
             *lock(&self.threads.running) -= 1;
+            lock(&self.threads.live).remove(&session.id);
             let reason = format!("cannot start the session thread: {e}");
             session.end_from_outside(Status::Error, Some(reason.clone()));
             return Err(ApiError::Internal(reason));

@@ -15,11 +15,13 @@
 //! atomically after `state` is released, and an older snapshot never overwrites a newer one.
 
 mod confirm;
+mod disk;
 mod files;
 mod log;
 mod manager;
 mod outputs;
 mod replay;
+mod retention;
 pub mod runner;
 mod thread;
 mod validate;
@@ -162,7 +164,10 @@ impl Session {
         }
         match snapshot.json.map_err(std::io::Error::other).and_then(|j| self.dir.write_text(store::SESSION_JSON, &j)) {
             Ok(()) => *written = snapshot.version,
-            Err(e) => ::log::error!("{}: cannot write session.json: {e}", self.id),
+            Err(e) => {
+                drop(written);
+                self.write_failed("session.json", &e);
+            }
         }
     }
 

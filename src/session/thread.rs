@@ -46,7 +46,7 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     session.log(LogKind::System, &format!("worker {} ({}) assigned", worker.hostname, worker.id), None);
     let executor = WorkerExecutor::new(Arc::clone(hub), Arc::clone(&worker), session.id.clone(), stop);
     let runner = SessionRunner::new(Arc::clone(session), Arc::new(executor), config);
-    let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { agent(runner) };
+    let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { run_agent(session, agent, runner) };
     finish(session, outcome);
     hub.release(&worker, &session.id);
 }
@@ -71,8 +71,21 @@ fn run_over_ssh(session: &Arc<Session>, agent: &AgentFn, config: Arc<Config>) {
     let briefing = executor.briefing().unwrap_or_default();
     session.log(LogKind::System, &format!("connected: {describe}. {briefing}"), None);
     let runner = SessionRunner::new(Arc::clone(session), Arc::new(executor), config);
-    let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { agent(runner) };
+    let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { run_agent(session, agent, runner) };
     finish(session, outcome);
+}
+
+/// The agent under `catch_unwind`: a panic (a bug) ends this session `error` with the reason,
+/// recorded like any other end; every other session and the servers go on.
+fn run_agent(session: &Arc<Session>, agent: &AgentFn, runner: SessionRunner) -> AgentOutcome {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| agent(runner))) {
+        Ok(outcome) => outcome,
+        Err(payload) => {
+            let what = crate::util::panic::message(&*payload);
+            log::error!("{}: the agent panicked: {what}", session.id);
+            AgentOutcome::Failed(format!("internal error: {what}"))
+        }
+    }
 }
 
 /// Record how the session ended (a stop or shutdown already did), empty the vault, answer

@@ -32,8 +32,10 @@ impl Session {
         let mut notes = self.note_list();
         let list = notes.get_or_insert_with(Vec::new);
         list.push(Note { title, content, ts: clock::now_rfc3339() });
-        if let Err(e) = self.dir.write_json(store::NOTES_JSON, list) {
-            log::error!("{}: cannot write notes.json: {e}", self.id);
+        let written = self.dir.write_json(store::NOTES_JSON, list);
+        drop(notes);
+        if let Err(e) = written {
+            self.write_failed("notes.json", &e);
         }
     }
 
@@ -45,7 +47,10 @@ impl Session {
         step["step"] = index.into();
         match self.dir.append_line(store::STEPS_JSONL, &step.to_string()) {
             Ok(_) => *count = Some(index),
-            Err(e) => log::error!("{}: cannot append to steps.jsonl: {e}", self.id),
+            Err(e) => {
+                drop(count);
+                self.write_failed("steps.jsonl", &e);
+            }
         }
         index
     }
@@ -63,7 +68,7 @@ impl Session {
     pub fn write_report(&self, markdown: &str) {
         let text = self.vault().scrub(markdown);
         if let Err(e) = self.dir.write_text(store::REPORT_MD, &text) {
-            log::error!("{}: cannot write report.md: {e}", self.id);
+            self.write_failed("report.md", &e);
         }
     }
 
@@ -71,7 +76,7 @@ impl Session {
         let mut value = conversation.clone();
         self.vault().scrub_json(&mut value);
         if let Err(e) = self.dir.write_json(store::CONVERSATION_JSON, &value) {
-            log::error!("{}: cannot write conversation_log.json: {e}", self.id);
+            self.write_failed("conversation_log.json", &e);
         }
     }
 }

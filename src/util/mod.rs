@@ -7,6 +7,7 @@ pub mod ansi;
 pub mod clock;
 pub mod filename;
 pub mod metrics;
+pub mod panic;
 pub mod schema;
 pub mod sd_notify;
 pub mod secret;

@@ -14,6 +14,7 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+#[derive(Clone)]
 pub struct Link {
     base: String,
     token: Option<String>,
@@ -128,6 +129,14 @@ impl Link {
     pub fn poll(&self) -> Result<Value, LinkError> {
         let rb = self.agent.get(self.url("/command")).config().timeout_global(Some(Duration::from_secs(330))).build();
         Self::answer(self.auth(rb).call())
+    }
+
+    /// `POST /heartbeat` while a command runs; the answer says how often to send it.
+    pub fn heartbeat(&self) -> Result<Value, LinkError> {
+        let rb = self.auth(
+            self.agent.post(self.url("/heartbeat")).config().timeout_global(Some(Duration::from_secs(10))).build(),
+        );
+        Self::answer(rb.send_empty())
     }
 
     /// Post a command's outcome; an error goes as its text.

@@ -18,6 +18,7 @@ mod cdp;
 mod cli;
 mod desktop;
 mod error;
+mod heartbeat;
 mod hygiene;
 mod link;
 mod scratch;

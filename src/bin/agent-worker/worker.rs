@@ -124,7 +124,9 @@ impl Worker {
             }
         };
         let started = Instant::now();
+        let beat = crate::heartbeat::start(self.link.clone());
         let outcome = self.execute(&cmd, started);
+        drop(beat);
         let verdict = if outcome.is_ok() { "ok" } else { "failed" };
         log("info", &format!("{} {}: {verdict} in {} ms", cmd.id, cmd.action, started.elapsed().as_millis()));
         self.post(&cmd.id, outcome);

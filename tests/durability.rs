@@ -1,0 +1,310 @@
+//! Durability through the real daemon: one daemon per output directory, panics contained,
+//! storage management, worker liveness during long commands.
+
+use crate::support::*;
+use serde_json::json;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+#[test]
+fn a_second_daemon_on_the_same_directory_exits_naming_the_holder() {
+    let dir = TempDir::new("dirlock");
+    let out = dir.path().join("out");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(&out), agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "l", "capabilities": ["browser"]}));
+    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    let (_runner, _done) = test_agent.next();
+    wait_status(&c, &id, "running");
+    let record = std::fs::read(out.join(&id).join("session.json")).unwrap();
+    let log = std::fs::read(out.join(&id).join("log.jsonl")).unwrap();
+
+    std::fs::write(
+        dir.path().join("second.yaml"),
+        format!("server:\n  api_port: 0\n  worker_port: 0\noutput:\n  dir: \"{}\"\n", out.display()),
+    )
+    .unwrap();
+    let started = Instant::now();
+    let o = Command::new(binary())
+        .args(["--config", "second.yaml"])
+        .current_dir(dir.path())
+        .stdout(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{stderr}");
+    assert!(started.elapsed() < Duration::from_secs(5), "exits at once");
+    assert!(stderr.contains(&format!("pid {}", std::process::id())), "names the holder: {stderr}");
+    // Nothing of the first daemon was touched: the session still runs, its files are as they were.
+    assert_eq!(c.get(&format!("/sessions/{id}")).json()["status"], "running");
+    assert_eq!(std::fs::read(out.join(&id).join("session.json")).unwrap(), record);
+    assert_eq!(std::fs::read(out.join(&id).join("log.jsonl")).unwrap(), log);
+    drop(d);
+    // Released with the daemon: a new one starts on the same directory.
+    let d = TestDaemon::idle(test_config(&out));
+    assert_eq!(d.client().get(&format!("/sessions/{id}")).json()["status"], "error");
+}
+
+#[test]
+fn a_panic_ends_one_session_and_one_request_not_the_daemon() {
+    let dir = TempDir::new("panic");
+    let (test_agent, inner) = TestAgent::new();
+    // Sessions whose instruction says so panic inside the agent; the others go to the test.
+    let agent: agent_controller::session::AgentFn = std::sync::Arc::new(move |runner| {
+        if runner.record().instruction.as_deref() == Some("panic") {
+            runner.log(agent_controller::protocol::LogKind::Assistant, "about to fail", None);
+            panic!("the agent tripped over {}", "a bug");
+        }
+        inner(runner)
+    });
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    let _w1 = register(&d.worker_client(), json!({"hostname": "a", "capabilities": ["browser"]}));
+    let _w2 = register(&d.worker_client(), json!({"hostname": "b", "capabilities": ["browser"]}));
+    let calm = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "calm"}));
+    let (runner, done) = test_agent.next();
+    let bad = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "panic"}));
+    let s = wait_status(&c, &bad, "error");
+    assert_eq!(s["error"], "internal error: the agent tripped over a bug");
+    // The end is recorded like any other: the log has what came before and the reason.
+    wait_until(Duration::from_secs(5), "the end in the log", || {
+        let log = c.get(&format!("/sessions/{bad}/log")).json();
+        let texts: Vec<String> =
+            log["entries"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str().map(String::from)).collect();
+        (texts.iter().any(|t| t == "about to fail") && texts.iter().any(|t| t.contains("internal error"))).then_some(())
+    });
+    // The worker is free again: a third session gets it.
+    let third = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "calm"}));
+    let (_r3, done3) = test_agent.next();
+    wait_status(&c, &third, "running");
+    // A panicking route answers 500 JSON, on both servers, and the handlers go on.
+    for client in [&c, &d.worker_client()] {
+        for _ in 0..12 {
+            let r = client.get("/__test/panic");
+            assert_eq!(r.status, 500, "{}", r.text());
+            assert_eq!(r.json()["code"], "internal");
+        }
+        assert_eq!(client.get("/health").status, 200);
+    }
+    // The other session never noticed.
+    assert_eq!(c.get(&format!("/sessions/{calm}")).json()["status"], "running");
+    runner.log(agent_controller::protocol::LogKind::Assistant, "still here", None);
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &calm, "finished");
+    done3.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &third, "finished");
+}
+
+#[test]
+fn sessions_can_be_purged_and_are_pruned_oldest_first_never_running() {
+    use agent_controller::protocol::FileKind;
+    use agent_controller::session::AgentOutcome;
+    let dir = TempDir::new("purge");
+    let mut config = test_config(dir.path());
+    config.output.max_total_mb = 2;
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
+    let mut ids = Vec::new();
+    for (i, size) in [700_000usize, 900_000, 900_000, 2_300_000].into_iter().enumerate() {
+        let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+        let (runner, done) = test_agent.next();
+        runner.store_file("blob.bin", &vec![i as u8; size], FileKind::Generated).unwrap();
+        if i < 3 {
+            done.send(AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+            wait_status(&c, &id, "finished");
+        } else {
+            std::mem::forget(done); // keeps running
+        }
+        ids.push(id);
+    }
+    // A running session cannot be purged; an ended one can, folder and all.
+    assert_eq!(c.delete(&format!("/sessions/{}?purge=true", ids[3])).status, 409);
+    wait_until(Duration::from_secs(5), "the thread to return", || {
+        (c.delete(&format!("/sessions/{}?purge=true", ids[0])).status == 200).then_some(())
+    });
+    assert_eq!(c.get(&format!("/sessions/{}", ids[0])).status, 404);
+    assert!(!dir.path().join(&ids[0]).exists());
+    assert_eq!(c.delete(&format!("/sessions/{}?purge=true", ids[0])).status, 404);
+    // Over max_total_mb (2 MiB): the oldest ended sessions go, the running one stays even
+    // though the total is still over the cap without it.
+    let pruned = d.daemon.as_ref().unwrap().sessions().prune();
+    assert_eq!(pruned, 2);
+    assert!(!dir.path().join(&ids[1]).exists() && !dir.path().join(&ids[2]).exists());
+    assert_eq!(c.get(&format!("/sessions/{}", ids[3])).json()["status"], "running");
+    assert_eq!(c.delete(&format!("/sessions/{}", ids[3])).status, 200);
+    drop(d);
+
+    // retain_days at start: a session that ended long ago goes, a recent one stays.
+    let mut config = test_config(dir.path());
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config.clone(), agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "p", "capabilities": ["browser"]}));
+    let recent = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (_runner, done) = test_agent.next();
+    done.send(AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+    wait_status(&c, &recent, "finished");
+    drop(d);
+    let old = std::fs::File::options().write(true).open(dir.path().join(&ids[3]).join("session.json")).unwrap();
+    old.set_modified(std::time::SystemTime::now() - Duration::from_secs(3 * 86_400)).unwrap();
+    config.output.retain_days = 2;
+    let d = TestDaemon::idle(config);
+    let c = d.client();
+    assert_eq!(c.get(&format!("/sessions/{}", ids[3])).status, 404);
+    assert!(!dir.path().join(&ids[3]).exists());
+    assert_eq!(c.get(&format!("/sessions/{recent}")).json()["status"], "finished");
+}
+
+/// The daemon binary with its output directory on a 1 MiB tmpfs of its own (a private mount
+/// namespace), so the disk really fills. Skipped where unprivileged namespaces are not allowed.
+#[test]
+fn a_full_disk_ends_the_session_naming_the_cause_and_refuses_new_ones_507() {
+    use crate::support::llm::{ScriptedLlm, text, tool};
+    if !Command::new("unshare").args(["-rm", "true"]).status().is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no unshare -rm here");
+        return;
+    }
+    let dir = TempDir::new("diskfull");
+    let out = dir.path().join("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let big = "x".repeat(1_200_000);
+    let llm = ScriptedLlm::start(vec![tool("save_note", json!({"title": "big", "content": big})), text("done")]);
+    std::fs::write(
+        dir.path().join("config.yaml"),
+        format!(
+            "server:\n  api_port: 0\n  worker_port: 0\napi:\n  base_url: \"{}\"\noutput:\n  dir: \"{}\"\n",
+            llm.url,
+            out.display()
+        ),
+    )
+    .unwrap();
+    let script = r#"mount -t tmpfs -o size=1m none "$1" && exec "$2" --config config.yaml"#;
+    let child = Command::new("unshare")
+        .args(["-rm", "sh", "-c", script, "sh"])
+        .arg(&out)
+        .arg(binary())
+        .current_dir(dir.path())
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = ChildGuard(child);
+    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let c = Client { base: api, token: None, secret: None };
+    let w = Client { base: worker, token: None, secret: None };
+    register(&w, json!({"hostname": "f", "capabilities": ["browser"]}));
+    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    let s = wait_status(&c, &id, "error");
+    let error = s["error"].as_str().unwrap();
+    assert!(error.starts_with("the controller's disk is full: cannot write"), "{error}");
+    // Nothing partial: no temp files, every log line whole.
+    let seen = std::path::PathBuf::from(format!("/proc/{}/root{}", child.0.id(), out.join(&id).display()));
+    let names: Vec<String> =
+        std::fs::read_dir(&seen).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(!names.iter().any(|n| n.ends_with(".tmp") || n.ends_with(".part")), "{names:?}");
+    let log = std::fs::read_to_string(seen.join("log.jsonl")).unwrap();
+    assert!(log.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()), "{log}");
+    assert!(log.ends_with('\n'));
+    // Fill what is left; a new session is refused 507 and leaves no folder.
+    let root = std::path::PathBuf::from(format!("/proc/{}/root{}", child.0.id(), out.display()));
+    let mut filler = std::fs::File::create(root.join("filler")).unwrap();
+    while std::io::Write::write_all(&mut filler, &[0u8; 4096]).is_ok() {}
+    let before = std::fs::read_dir(&root).unwrap().count();
+    let r = c.post("/sessions", &json!({"mode": "explore", "target": "https://x.test"}));
+    assert_eq!(r.status, 507, "{}", r.text());
+    assert_eq!(r.json()["code"], "storage_full");
+    assert_eq!(std::fs::read_dir(&root).unwrap().count(), before);
+    // The daemon goes on.
+    assert_eq!(c.get("/health").status, 200);
+}
+
+#[test]
+fn zip_members_are_stored_or_deflated_by_their_content_not_their_name() {
+    use agent_controller::protocol::FileKind;
+    use std::io::Read;
+    let dir = TempDir::new("zipsniff");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let c = d.client();
+    let _w = register(&d.worker_client(), json!({"hostname": "z", "capabilities": ["browser"]}));
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "zip"}));
+    let (runner, done) = test_agent.next();
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let random: Vec<u8> = (0..300_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    let text = "2026-11-23 12:00:00 INFO request served in 3 ms\n".repeat(6000);
+    runner.store_file("random.txt", &random, FileKind::Generated).unwrap();
+    runner.store_file("log.jpg", text.as_bytes(), FileKind::Generated).unwrap();
+    let r = c.get(&format!("/sessions/{id}/files/zip"));
+    assert_eq!(r.status, 200);
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(r.body)).unwrap();
+    for (name, method, content) in [
+        ("random.txt", zip::CompressionMethod::Stored, random.clone()),
+        ("log.jpg", zip::CompressionMethod::Deflated, text.clone().into_bytes()),
+    ] {
+        let mut entry = archive.by_name(name).unwrap();
+        assert_eq!(entry.compression(), method, "{name}");
+        let mut got = Vec::new();
+        entry.read_to_end(&mut got).unwrap();
+        assert_eq!(got, content, "{name}");
+    }
+    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
+}
+
+#[test]
+fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_told() {
+    use crate::support::llm::{llm_daemon, tool};
+    let dir = TempDir::new("heartbeat");
+    let script = vec![
+        tool("run_command", json!({"command": "sleep 60", "timeout_s": 100})),
+        tool("finish_task", json!({"summary": "the worker died"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| {
+        c.server.worker_timeout_s = 2;
+        c.server.long_poll_s = 1;
+    });
+    let worker = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+        .args(["--controller", &d.worker, "--capabilities", "shell", "--hostname", "beating-box"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut worker = ChildGuard(worker);
+    let c = d.client();
+    wait_until(Duration::from_secs(10), "the worker", || {
+        c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == "beating-box").then_some(())
+    });
+    let id = create_session(&c, json!({"mode": "task", "type": "shell", "target": "beating-box", "instruction": "x"}));
+    wait_until(Duration::from_secs(10), "the command to run", || {
+        let steps = c.get(&format!("/sessions/{id}/log")).json();
+        steps["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["text"].as_str().unwrap_or("").contains("sleep 60"))
+            .then_some(())
+    });
+    // Busy and silent but for its heartbeats: still connected well past worker_timeout_s.
+    std::thread::sleep(Duration::from_secs(4));
+    assert_eq!(llm.requests().len(), 1, "the command is still running");
+    let w = c.get("/workers").json();
+    assert_eq!(w[0]["connected"], true, "{w}");
+    // Killed mid-command: lost within worker_timeout_s (+ the 0.5 s check), not 100 s.
+    worker.0.kill().unwrap();
+    let killed = Instant::now();
+    wait_until(Duration::from_secs(8), "the model to hear of it", || (llm.requests().len() >= 2).then_some(()));
+    assert!(killed.elapsed() < Duration::from_secs(5), "{:?}", killed.elapsed());
+    let told = llm.requests()[1].last_results()[0].to_string();
+    assert!(told.contains("worker lost"), "{told}");
+    wait_status(&c, &id, "finished");
+}
