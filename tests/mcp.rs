@@ -101,6 +101,7 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
             "list_files",
             "list_sessions",
             "list_workers",
+            "replay_session",
             "respond_confirmation",
             "stop_session",
             "wait_for_session"
@@ -195,7 +196,7 @@ fn a_whole_session_through_the_official_python_client() {
     let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(seen["version"], "2025-11-25");
     assert_eq!(seen["server"], "agent-controller");
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 13);
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 14);
     assert!(seen["read_only"].as_array().unwrap().contains(&json!("wait_for_session")));
     assert!(
         seen["waits"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("confirmation pending")),

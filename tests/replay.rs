@@ -53,6 +53,7 @@ fn a_replay_runs_without_the_model_and_hands_over_where_the_page_changed() {
     let s = ended(&c, &second);
     assert_eq!(s["status"], "finished", "{s}");
     assert!(s["summary"].as_str().unwrap().contains("Replayed all 4 steps"), "{s}");
+    assert_eq!((s["replay"]["replayed_steps"].as_u64(), s["replay"]["model_steps"].as_u64()), (Some(4), None), "{s}");
     assert_eq!(llm.requests().len(), 5, "zero model calls");
     let replayed = c.get(&format!("/sessions/{second}/steps")).json();
     assert!(replayed.as_array().unwrap().iter().all(|s| s["replayed"] == true), "{replayed}");
@@ -64,6 +65,11 @@ fn a_replay_runs_without_the_model_and_hands_over_where_the_page_changed() {
     let third = r.json()["session_id"].as_str().unwrap().to_string();
     let s = ended(&c, &third);
     assert_eq!(s["summary"], "the form has no name field any more", "{s}");
+    assert_eq!(
+        (s["replay"]["replayed_steps"].as_u64(), s["replay"]["model_steps"].as_u64()),
+        (Some(1), Some(1)),
+        "{s}"
+    );
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 6, "the model took over once");
     let opening = reqs[5].body["messages"][0].to_string();

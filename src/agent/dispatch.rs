@@ -59,13 +59,15 @@ pub(super) fn timeout_for(tool: Tool, input: &Value, command_s: u64, download_s:
     match tool.spec().timeout {
         Timeout::Command => command,
         Timeout::Download => Duration::from_secs(download_s),
-        // Capped: the model picks this number, and a day-long wait would also hide a dead
-        // worker (its allowance grows with the command's timeout).
-        Timeout::Asked => {
-            let asked = input["timeout_s"].as_u64().unwrap_or(0).min(MAX_ASKED_TIMEOUT_S);
-            command.max(Duration::from_secs(asked + 15))
-        }
+        // The model may raise a command's own timeout up to `task.command_timeout_s` (see
+        // `asked_timeout`); the wait allows 15 s more for the result to come back.
+        Timeout::Asked => command.max(Duration::from_secs(asked_timeout(input, command_s) + 15)),
     }
+}
+
+/// The `timeout_s` a call asked for, capped at `task.command_timeout_s` (and at an hour).
+fn asked_timeout(input: &Value, command_s: u64) -> u64 {
+    input["timeout_s"].as_u64().unwrap_or(0).min(command_s).min(MAX_ASKED_TIMEOUT_S)
 }
 
 impl Agent {
@@ -108,6 +110,9 @@ impl Agent {
             "replayed": self.replaying,
             "ts": clock::rfc3339_millis(clock::now()),
         }));
+        if self.record.replay.is_some() {
+            self.runner.count_replay_step(self.replaying);
+        }
         outcome
     }
 
@@ -148,6 +153,9 @@ impl Agent {
         if tool.spec().runs == Runs::Target(SessionType::Browser) {
             params["snapshot_chars"] = self.runner.config().agent.snapshot_chars.into();
         }
+        if tool.spec().timeout == Timeout::Asked && input["timeout_s"].is_u64() {
+            params["timeout_s"] = asked_timeout(input, task.command_timeout_s).into();
+        }
         match self.runner.execute(tool.name(), params, timeout) {
             // A page can echo a typed secret back (a wrong field, an error page): scrub what
             // goes into the model's context just like what goes to disk.
@@ -168,7 +176,9 @@ mod tests {
     #[test]
     fn an_asked_timeout_is_capped() {
         let t = timeout_for(Tool::RunCommand, &json!({"timeout_s": u64::MAX}), 120, 900);
-        assert_eq!(t, Duration::from_secs(MAX_ASKED_TIMEOUT_S + 15));
+        assert_eq!(t, Duration::from_secs(120 + 15), "at most task.command_timeout_s");
+        assert_eq!(asked_timeout(&json!({"timeout_s": 30}), 120), 30);
+        assert_eq!(asked_timeout(&json!({"timeout_s": 5000}), 10_000), MAX_ASKED_TIMEOUT_S);
         let t = timeout_for(Tool::BrowserWaitFor, &json!({"timeout_s": 5}), 120, 900);
         assert_eq!(t, Duration::from_secs(120));
         assert_eq!(timeout_for(Tool::BrowserDownload, &json!({}), 120, 900), Duration::from_secs(900));

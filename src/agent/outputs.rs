@@ -21,11 +21,21 @@ const KEYS: usize = 30;
 const EXAMPLES: usize = 6;
 const DEFAULT_SAMPLE: usize = 5;
 
+/// The start and the end of a long text (the end is where errors and totals usually are).
+fn head_and_tail(text: &str, size: usize) -> String {
+    if size <= PREVIEW_CHARS {
+        return text.to_string();
+    }
+    let head: String = text.chars().take(PREVIEW_CHARS * 2 / 3).collect();
+    let tail: String = text.chars().skip(size - PREVIEW_CHARS / 3).collect();
+    format!("{head}\n… [{} characters not shown] …\n{tail}", size - PREVIEW_CHARS)
+}
+
 impl Agent {
     /// An output too long for the context: stored, and described for the model.
     pub(super) fn persist_output(&mut self, tool: &str, text: &str) -> String {
         let size = text.chars().count();
-        let preview: String = text.chars().take(PREVIEW_CHARS).collect();
+        let preview = head_and_tail(text, size);
         let id = match self.runner.save_tool_output(tool, text) {
             Ok(id) => id,
             Err(e) => return format!("{preview}\n… [output truncated: {size} characters in all; {e}]"),

@@ -71,6 +71,9 @@ impl Agent {
     /// Whether the page still matches what the step acts on.
     fn check_step(&mut self, step: &ReplayStep) -> Result<(), String> {
         let Some(tool) = Tool::from_name(&step.tool) else { return Err(format!("unknown tool {}", step.tool)) };
+        if tool.spec().runs == Runs::Target(SessionType::App) {
+            return self.check_window();
+        }
         if tool.spec().runs != Runs::Target(SessionType::Browser) {
             return Ok(());
         }
@@ -92,6 +95,19 @@ impl Agent {
             }
             _ => Ok(()),
         }
+    }
+
+    /// A desktop step needs the session's window (its target is a title) to be open still.
+    fn check_window(&mut self) -> Result<(), String> {
+        let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
+        let list = self.runner.execute(Tool::ListElements.name(), json!({}), timeout).map_err(|e| e.to_string())?;
+        let wanted = self.record.target.to_lowercase();
+        let open = list["elements"].as_array().into_iter().flatten().filter_map(|w| w["title"].as_str());
+        let titles: Vec<&str> = open.collect();
+        if titles.iter().any(|t| t.to_lowercase().contains(&wanted)) {
+            return Ok(());
+        }
+        Err(format!("no window titled {:?} is open any more (open: {})", self.record.target, titles.join(", ")))
     }
 
     fn check_selector(&mut self, selector: &str) -> Result<(), String> {

@@ -283,6 +283,21 @@ pub fn tool_list() -> Vec<Value> {
             false,
             false,
         ),
+        tool(
+            "replay_session",
+            "Replay a session",
+            "Re-run a finished session's steps without the model, as a new session (params fill {{name}} in the \
+             recorded steps or replace a recorded value); where the page changed, the model takes over. Follow it \
+             with wait_for_session.",
+            obj(
+                json!({"session_id": {"type": "string"}, "params": {"type": "object", "additionalProperties": {"type": "string"}},
+                       "instruction": {"type": "string"}}),
+                &["session_id"],
+            ),
+            false,
+            false,
+            false,
+        ),
         tool("stop_session", "Stop a session", "Stop a running session.", sid(), false, true, true),
         tool(
             "list_workers",
@@ -359,6 +374,15 @@ fn call(shared: &Shared, name: &str, args: &Value, cancelled: &AtomicBool) -> Va
         "list_workers" => c.get("/workers").map(|v| text_result(pretty(&v))),
         "stop_session" => c.delete(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
         "respond_confirmation" => respond(c, &id, args),
+        "replay_session" => c
+            .post(
+                &format!("/sessions/{id}/replay"),
+                &json!({"params": args.get("params").cloned().unwrap_or_else(|| json!({})), "instruction": args["instruction"]}),
+            )
+            .map(|s| {
+                let new = s["session_id"].as_str().unwrap_or("");
+                text_result(format!("Replaying {id} as session {new}. Call wait_for_session to follow it."))
+            }),
         "answer_question" => c
             .post(&format!("/sessions/{id}/answer"), &json!({"text": args["text"]}))
             .map(|_| text_result(format!("Answered the question of {id}"))),

@@ -29,6 +29,12 @@ pub struct ReplayInfo {
     pub source: String,
     /// The names of the parameters given.
     pub params: Vec<String>,
+    /// Steps run from the recording, and steps the model took after a hand-over (shown once
+    /// there are some).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub replayed_steps: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model_steps: u64,
     /// The steps to replay (memory only).
     #[serde(skip)]
     pub steps: Vec<ReplayStep>,
@@ -41,4 +47,8 @@ pub struct ReplayStep {
     pub args: Value,
     /// The snapshot line of the element a `ref=` selector named when it was recorded.
     pub target: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

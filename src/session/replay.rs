@@ -44,7 +44,7 @@ impl SessionManager {
             .map_err(|e| ApiError::Internal(format!("cannot build the replay session: {e}")))?;
         let mut new = self.validate(create)?;
         let params = req.params.keys().cloned().collect();
-        new.record.replay = Some(ReplayInfo { source: source.to_string(), params, steps });
+        new.record.replay = Some(ReplayInfo { source: source.to_string(), params, steps, ..Default::default() });
         self.create(new)
     }
 }

@@ -155,6 +155,19 @@ impl SessionRunner {
         self.session.add_step(step)
     }
 
+    /// Count a step of a replayed session: run from the recording, or taken by the model.
+    pub fn count_replay_step(&self, replayed: bool) {
+        self.session.update(|r| {
+            if let Some(replay) = r.replay.as_mut() {
+                if replayed {
+                    replay.replayed_steps += 1;
+                } else {
+                    replay.model_steps += 1;
+                }
+            }
+        })
+    }
+
     /// Count a screenshot shown to the model (`sent`) or replaced by "unchanged" (not sent).
     pub fn count_image(&self, sent: bool, bytes: u64, width: u64, height: u64) {
         self.session.update(|r| {

@@ -249,6 +249,7 @@ function renderRecord(r) {
   badge.textContent = r.status;
   badge.className = `badge ${r.status}`;
   show($('s-stop'), isActive(r));
+  show($('replay'), r.status === 'finished');
   $('s-target').textContent = r.target;
   $('s-what').textContent = r.instruction || r.goal || '';
   const llm = r.llm ? `${r.llm.name} (${r.llm.provider} ${r.llm.model})` : '';
@@ -371,6 +372,27 @@ async function stopSession() {
     setText('s-error', e.message);
   } finally {
     $('s-stop').disabled = false;
+  }
+}
+
+/// Replay a finished session: its steps again without the model, as a new session.
+async function replaySubmitted(event) {
+  event.preventDefault();
+  const cur = state.cur;
+  if (!cur) return;
+  const params = {};
+  for (const pair of $('r-params').value.split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0) params[pair.slice(0, at).trim()] = pair.slice(at + 1).trim();
+  }
+  try {
+    const created = await apiJson(`/sessions/${enc(cur.id)}/replay`, { method: 'POST', json: { params } });
+    $('r-params').value = '';
+    setText('s-error', '');
+    await refreshList();
+    go(created.session_id);
+  } catch (e) {
+    setText('s-error', e.message);
   }
 }
 
@@ -562,6 +584,7 @@ function init() {
   $('c-deny').addEventListener('click', () => answerConfirmation(false));
   $('q-form').addEventListener('submit', answerSubmitted);
   $('s-stop').addEventListener('click', stopSession);
+  $('replay').addEventListener('submit', replaySubmitted);
   $('zip').addEventListener('click', () => {
     const cur = state.cur;
     if (cur) download(`/sessions/${enc(cur.id)}/files/zip`, `${cur.id}.zip`);
