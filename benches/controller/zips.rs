@@ -5,7 +5,7 @@
 use super::*;
 
 /// Upload `src` as `name` into session `sid` through the worker API.
-fn upload(d: &Spawned, wid: &str, sid: &str, src: &Path, name: &str) {
+fn upload(d: &Spawned, (wid, secret): (&str, &str), sid: &str, src: &Path, name: &str) {
     let boundary = "benchboundary";
     let head = format!(
         "--{boundary}\r\nContent-Disposition: form-data; name=\"session_id\"\r\n\r\n{sid}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"filename\"\r\n\r\n{name}\r\n--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n"
@@ -14,7 +14,7 @@ fn upload(d: &Spawned, wid: &str, sid: &str, src: &Path, name: &str) {
     let total = head.len() as u64 + std::fs::metadata(src).unwrap().len() + tail.len() as u64;
     let mut conn = Conn::open(&d.worker).unwrap();
     let s = conn.reader.get_mut();
-    write!(s, "POST /upload?worker_id={wid} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {total}\r\n\r\n").unwrap();
+    write!(s, "POST /upload?worker_id={wid} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Worker-Secret: {secret}\r\nContent-Type: multipart/form-data; boundary={boundary}\r\nContent-Length: {total}\r\n\r\n").unwrap();
     s.write_all(head.as_bytes()).unwrap();
     std::io::copy(&mut std::fs::File::open(src).unwrap(), s).unwrap();
     s.write_all(tail.as_bytes()).unwrap();
@@ -90,14 +90,19 @@ pub fn zip_figures(bin: &Path, work: &Path) {
         );
         let src = work.join(name);
         write_source(&src, text);
-        let reg = post_json(&d.worker, "/register", &json!({"hostname": "zipper", "capabilities": ["browser"]}));
+        let reg = post_json(
+            &d.worker,
+            "/register",
+            &json!({"hostname": "zipper", "capabilities": ["browser"], "use_secret": true}),
+        );
         let wid = reg["worker_id"].as_str().unwrap().to_string();
+        let secret = reg["worker_secret"].as_str().unwrap().to_string();
         let created =
             post_json(&d.api, "/sessions", &json!({"mode": "task", "target": "https://x.test", "instruction": "zip"}));
         let sid = created["session_id"].as_str().unwrap().to_string();
         wait_running(&d.api, &sid);
         let size = std::fs::metadata(&src).unwrap().len() as f64;
-        upload(&d, &wid, &sid, &src, name);
+        upload(&d, (&wid, &secret), &sid, &src, name);
         let _ = std::fs::remove_file(&src);
         let (_, plain_secs, plain_rss) = download(&d, &format!("/sessions/{sid}/files/{name}"));
         let (zipped, zip_secs, zip_rss) = download(&d, &format!("/sessions/{sid}/files/zip"));
