@@ -395,8 +395,12 @@ fn stop_during_a_confirmation_wait_a_slow_llm_call_and_a_command_wait() {
     let within = Duration::from_secs(1);
     let script = vec![
         tool("request_confirmation", json!({"action": "submit", "description": "Submit the form"})),
+        // After each stop, one call without tools writes the report, off the session's thread.
+        text("Nothing was submitted: stopped at the confirmation."),
         tool("save_note", json!({"content": "x"})).delayed(Duration::from_secs(30)),
+        text("Stopped while thinking."),
         tool("browser_wait_for", json!({"selector": "#hang"})),
+        text("Stopped while waiting for #hang."),
     ];
     let w = world("stops", script, |_| {});
     let c = w.d.client();
@@ -416,9 +420,16 @@ fn stop_during_a_confirmation_wait_a_slow_llm_call_and_a_command_wait() {
     assert_conversation_complete(&conv);
     let last = conv["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["content"][0]["is_error"], true);
+    let report = wait_until(Duration::from_secs(10), "the report after the stop", || {
+        let r = c.get(&format!("/sessions/{id}/report")).json()["report"].as_str().map(str::to_string);
+        r.filter(|r| r.contains("stopped at the confirmation"))
+    });
+    assert!(report.starts_with("Stopped by request."), "{report}");
+    let asked = w.llm.requests()[1].body.clone();
+    assert!(asked.get("tools").is_none() && asked["messages"].to_string().contains("stopped by a person"), "{asked}");
     // 2. Stop during a slow model call.
     let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "y"}));
-    wait_until(Duration::from_secs(10), "the slow call", || (w.llm.requests().len() == 2).then_some(()));
+    wait_until(Duration::from_secs(10), "the slow call", || (w.llm.requests().len() == 3).then_some(()));
     std::thread::sleep(Duration::from_millis(200));
     let t = Instant::now();
     assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);

@@ -158,6 +158,9 @@ impl Agent {
             },
         };
         self.save_conversation();
+        if outcome == AgentOutcome::Stopped {
+            self.report_after_stop();
+        }
         self.notify_end(&outcome);
         outcome
     }

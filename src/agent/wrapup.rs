@@ -1,7 +1,8 @@
 //! How a session ends when the model did not finish it, and finishing honestly.
 //!
-//! At `max_turns`, or stuck in a loop, one last model call writes the report from what the
-//! session found, so findings are never lost. That call carries no tools and no tool blocks:
+//! At `max_turns`, stuck in a loop, or stopped by a person, one last model call writes the report
+//! from what the session found, so findings are never lost (after a stop, on a thread of its
+//! own: the stop itself never waits). That call carries no tools and no tool blocks:
 //! the conversation goes as a bounded plain-text transcript (the task, then the newest calls and
 //! results that fit), which every provider and tool mode accepts; if it fails, the report is
 //! built from the notes and files as before. A `finish_*` call in a reply where an earlier call
@@ -12,6 +13,8 @@ use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;
 use crate::session::AgentOutcome;
+use crate::wait::stop::StopSignal;
+use std::sync::Arc;
 
 /// Characters of transcript the last call gets (small models have small windows).
 const TRANSCRIPT_CHARS: usize = 12_000;
@@ -55,22 +58,54 @@ impl Agent {
         }
     }
 
-    /// One model call without tools over the transcript; its text, if any.
-    fn last_word(&mut self, situation: &str) -> Option<String> {
-        if self.runner.stop_requested() {
-            return None;
-        }
+    /// The request for the last word: the situation, the transcript, the task again.
+    fn last_word_prompt(&self, situation: &str) -> String {
         // The task again at the end, next to the request: small models answer what they read last.
         let task = match (&self.record.instruction, &self.record.goal) {
             (Some(t), _) => format!("The task was: {t}"),
             (None, Some(g)) => format!("The goal was: {g}"),
             (None, None) => String::new(),
         };
-        let prompt = format!(
+        format!(
             "{situation}\n\nTranscript (the oldest calls may be left out):\n{}\n\n{task}\nWrite the final report now: \
              first the answer or result, if the transcript shows it, then what was done and what is missing.",
             transcript(&self.messages, TRANSCRIPT_CHARS)
-        );
+        )
+    }
+
+    /// A person stopped the session: the report is still written from what was found, by one
+    /// model call on a thread of its own, so the stop itself never waits for the network (the
+    /// session has ended when the report lands; it is bounded by `api.timeout_s`).
+    pub(super) fn report_after_stop(&self) {
+        if self.turn == 0 {
+            return;
+        }
+        let prompt = self.last_word_prompt("The session was stopped by a person before it finished.");
+        let (provider, runner) = (Arc::clone(&self.provider), self.runner.clone());
+        let max_tokens = self.runner.config().api.max_tokens;
+        let spawned = std::thread::Builder::new().name("report-after-stop".into()).spawn(move || {
+            let messages = [Message::user(vec![Block::text(prompt)])];
+            let request = Request { system: LAST_WORD_SYSTEM, tools: &[], messages: &messages, max_tokens };
+            // The session's own stop is raised: this call has a signal of its own.
+            let unstopped = StopSignal::default();
+            if let Ok(reply) = provider.complete(&request, &unstopped) {
+                let text = super::context::last_text(&reply);
+                if !text.is_empty() {
+                    runner.write_report(&format!("Stopped by request.\n\n{text}"));
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            log::warn!("{}: no report after the stop: {e}", self.runner.session_id());
+        }
+    }
+
+    /// One model call without tools over the transcript; its text, if any.
+    fn last_word(&mut self, situation: &str) -> Option<String> {
+        if self.runner.stop_requested() {
+            return None;
+        }
+        let prompt = self.last_word_prompt(situation);
         let messages = [Message::user(vec![Block::text(prompt)])];
         let max_tokens = self.runner.config().api.max_tokens;
         let request = Request { system: LAST_WORD_SYSTEM, tools: &[], messages: &messages, max_tokens };
