@@ -1,7 +1,8 @@
 //! Models without vision, through the real daemon, agent-worker and Chromium: a text-only
 //! OpenAI-compatible server that answers 500 to any image (as llama.cpp does without a vision
 //! projector) still gets a login task finished; the session drops the images once, says so in
-//! its prompt, and later screenshots reach the model as words.
+//! its prompt, and later screenshots reach the model as words. With `api.vision: false` no
+//! image is ever sent, even to a server that would take one.
 
 use crate::support::llm::*;
 use crate::support::site::Site;
@@ -57,4 +58,47 @@ fn a_text_only_model_finishes_a_login_task() {
     assert!(later.contains("screenshot saved as") && later.contains("cannot see images"), "{later}");
     let log = c.get(&format!("/sessions/{id}/log")).text();
     assert!(log.contains("session goes on text-only"), "{log}");
+}
+
+#[test]
+fn vision_false_never_sends_an_image() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("vision-off");
+    let w = Wire::OpenAi;
+    let script = vec![
+        w.tool("browser_navigate", json!({"url": format!("{}/", site.url)})),
+        w.tool("browser_screenshot", json!({})),
+        w.tool("finish_task", json!({"summary": "looked at the page"})),
+    ];
+    // This server would accept images: only the config keeps them out.
+    let llm = ScriptedLlm::start_wire(w, "small-model", script);
+    let mut config = test_config(dir.path());
+    config.api.provider = "openai".into();
+    config.api.model = "small-model".into();
+    config.api.base_url = llm.url.clone();
+    config.api.vision = agent_controller::config::Vision::Off;
+    let agent = agent_controller::agent::llm_agent(&config);
+    let d = TestDaemon::start(config, agent);
+    let _worker = RealWorker::start(&d, "vision-off-box", "browser");
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "look"}));
+    let s = wait_until(std::time::Duration::from_secs(60), "the session to end", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        (!["waiting", "running"].contains(&s["status"].as_str().unwrap())).then_some(s)
+    });
+    assert_eq!(s["status"], "finished", "{s}");
+    llm.assert_well_formed();
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 3);
+    assert!(reqs.iter().all(|r| !r.body.to_string().contains("image_url")), "no request carries an image");
+    let system = reqs[0].body["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("cannot see images"), "told from the first request: {system}");
+    let later = reqs[2].body["messages"].to_string();
+    assert!(later.contains("screenshot saved as"), "the screenshot reached the model as words: {later}");
+    // The screenshot itself was still kept for the person.
+    let files = std::fs::read_dir(dir.path().join(&id).join("screenshots")).unwrap().count();
+    assert!(files >= 1, "the screenshot was stored");
 }
