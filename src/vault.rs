@@ -123,6 +123,13 @@ impl Vault {
         }
     }
 
+    /// A scrubber holding its own copy of the secrets, for text that is written after the
+    /// session ends and its vault is cleared (the report after a stop).
+    pub fn scrubber(&self) -> impl Fn(&str) -> String + Send + use<> {
+        let secrets = self.secrets();
+        move |text: &str| secrets.iter().fold(text.to_string(), |out, secret| out.replace(secret.as_str(), REDACTED))
+    }
+
     pub fn clear(&mut self) {
         self.credentials = None;
         self.notifications = None;
@@ -240,6 +247,10 @@ mod tests {
             let out = vault.scrub(&format!("password={leaked}&x=1"));
             assert_eq!(out, "password=[redacted]&x=1", "{leaked}");
         }
+        let mut cleared = with_password("Hunter2 S3cret!pw");
+        let scrub = cleared.scrubber();
+        cleared.clear();
+        assert_eq!(scrub("p=Hunter2%20S3cret%21pw"), "p=[redacted]", "the scrubber outlives the vault");
         let mut v = serde_json::json!({"body": "u=bob&p=Hunter2+S3cret%21pw%2F%22%C3%A9"});
         vault.scrub_json(&mut v);
         assert_eq!(v["body"], "u=bob&p=[redacted]");

@@ -83,6 +83,8 @@ impl Agent {
         let prompt = self.last_word_prompt("The session was stopped by a person before it finished.");
         let (provider, runner) = (Arc::clone(&self.provider), self.runner.clone());
         let max_tokens = self.runner.config().api.max_tokens;
+        // The vault is emptied when the session ends, before this reply arrives.
+        let scrub = self.runner.scrubber();
         let spawned = std::thread::Builder::new().name("report-after-stop".into()).spawn(move || {
             let messages = [Message::user(vec![Block::text(prompt)])];
             let request = Request { system: LAST_WORD_SYSTEM, tools: &[], messages: &messages, max_tokens };
@@ -91,7 +93,7 @@ impl Agent {
             if let Ok(reply) = provider.complete(&request, &unstopped) {
                 let text = super::context::last_text(&reply);
                 if !text.is_empty() {
-                    runner.write_report(&format!("Stopped by request.\n\n{text}"));
+                    runner.write_report(&scrub(&format!("Stopped by request.\n\n{text}")));
                 }
             }
         });

@@ -199,6 +199,11 @@ impl SessionRunner {
         self.session.vault().scrub(text)
     }
 
+    /// A scrubber that outlives the vault, for a write that lands after the session ends.
+    pub fn scrubber(&self) -> impl Fn(&str) -> String + Send + use<> {
+        self.session.vault().scrubber()
+    }
+
     pub fn scrub_json(&self, value: &mut Value) {
         self.session.vault().scrub_json(value)
     }
