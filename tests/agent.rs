@@ -424,7 +424,7 @@ fn stop_during_a_confirmation_wait_a_slow_llm_call_and_a_command_wait() {
         let r = c.get(&format!("/sessions/{id}/report")).json()["report"].as_str().map(str::to_string);
         r.filter(|r| r.contains("stopped at the confirmation"))
     });
-    assert!(report.starts_with("Stopped by request."), "{report}");
+    assert!(report.contains("## Outcome\n\nStopped by request.\n\n"), "{report}");
     let asked = w.llm.requests()[1].body.clone();
     assert!(asked.get("tools").is_none() && asked["messages"].to_string().contains("stopped by a person"), "{asked}");
     // 2. Stop during a slow model call.

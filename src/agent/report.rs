@@ -25,41 +25,50 @@ impl Agent {
     }
 
     pub(super) fn write_report(&self, summary: &str, report: Option<&str>) {
-        if let Some(r) = report.filter(|r| !r.trim().is_empty()) {
-            self.runner.write_report(r);
-            return;
+        match report.filter(|r| !r.trim().is_empty()) {
+            Some(r) => self.runner.write_report(r),
+            None => {
+                let (head, tail) = self.report_frame();
+                self.runner.write_report(&format!("{head}{summary}\n{tail}"));
+            }
         }
+    }
+
+    /// The built report around its outcome: the heading and facts before it, the notes and
+    /// files after it.
+    pub(super) fn report_frame(&self) -> (String, String) {
         let r = &self.record;
         let kind = match r.mode {
             Mode::Task => "Task",
             Mode::Explore => "Exploration",
         };
-        let mut md = format!("# {kind} report — {}\n\n- **Target:** {}\n", r.session_id, r.target);
+        let mut head = format!("# {kind} report — {}\n\n- **Target:** {}\n", r.session_id, r.target);
         match r.mode {
-            Mode::Task => md.push_str(&format!("- **Task:** {}\n", r.instruction.as_deref().unwrap_or(""))),
+            Mode::Task => head.push_str(&format!("- **Task:** {}\n", r.instruction.as_deref().unwrap_or(""))),
             Mode::Explore => {
-                md.push_str(&format!("- **Goal:** {}\n", r.goal.as_deref().unwrap_or("understand the target")))
+                head.push_str(&format!("- **Goal:** {}\n", r.goal.as_deref().unwrap_or("understand the target")))
             }
         }
-        md.push_str(&format!("- **Turns:** {}\n\n## Outcome\n\n{summary}\n", self.turn));
+        head.push_str(&format!("- **Turns:** {}\n\n## Outcome\n\n", self.turn));
+        let mut tail = String::new();
         let notes = self.runner.notes();
         if !notes.is_empty() {
-            md.push_str("\n## Notes\n\n");
+            tail.push_str("\n## Notes\n\n");
             for n in notes {
                 match n.title {
-                    Some(t) => md.push_str(&format!("- **{t}:** {}\n", n.content)),
-                    None => md.push_str(&format!("- {}\n", n.content)),
+                    Some(t) => tail.push_str(&format!("- **{t}:** {}\n", n.content)),
+                    None => tail.push_str(&format!("- {}\n", n.content)),
                 }
             }
         }
         let files = self.runner.deliverable_files();
         if !files.is_empty() {
-            md.push_str("\n## Files\n\n");
+            tail.push_str("\n## Files\n\n");
             for f in files {
-                md.push_str(&format!("- {} ({} KB)\n", f.filename, f.size_kb));
+                tail.push_str(&format!("- {} ({} KB)\n", f.filename, f.size_kb));
             }
         }
-        self.runner.write_report(&md);
+        (head, tail)
     }
 
     /// One notification when the session ends, sent off-thread so a stop is not delayed.

@@ -73,13 +73,17 @@ impl Agent {
         )
     }
 
-    /// A person stopped the session: the report is still written from what was found, by one
-    /// model call on a thread of its own, so the stop itself never waits for the network (the
-    /// session has ended when the report lands; it is bounded by `api.timeout_s`).
+    /// A person stopped the session: the report is written at once from the notes and files,
+    /// then rewritten with the model's account of what was found by one call on a thread of its
+    /// own, so the stop itself never waits for the network (the session has ended when that
+    /// lands; it is bounded by `api.timeout_s`).
     pub(super) fn report_after_stop(&self) {
+        const STOPPED: &str = "Stopped by request.";
+        self.write_report(STOPPED, None);
         if self.turn == 0 {
             return;
         }
+        let (head, tail) = self.report_frame();
         let prompt = self.last_word_prompt("The session was stopped by a person before it finished.");
         let (provider, runner) = (Arc::clone(&self.provider), self.runner.clone());
         let max_tokens = self.runner.config().api.max_tokens;
@@ -93,7 +97,7 @@ impl Agent {
             if let Ok(reply) = provider.complete(&request, &unstopped) {
                 let text = super::context::last_text(&reply);
                 if !text.is_empty() {
-                    runner.write_report(&scrub(&format!("Stopped by request.\n\n{text}")));
+                    runner.write_report(&scrub(&format!("{head}{STOPPED}\n\n{text}\n{tail}")));
                 }
             }
         });
