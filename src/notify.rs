@@ -5,12 +5,18 @@
 //! contain the bot token or the webhook URL: they name the channel and the status class only
 //! (`HTTP 4xx`, "could not deliver"), so the session log is no port scanner. A webhook whose
 //! host resolves to a private, loopback, link-local or otherwise internal address (any of its
-//! addresses) is refused unless `notifications.allow_private`; redirects are not followed.
+//! addresses) is refused unless `notifications.allow_private`; redirects are not followed. The
+//! webhook's connection resolves through `PublicOnly`, so a name that answered public for the
+//! check cannot answer private for the connect (DNS rebinding).
 
 use crate::vault::Notifications;
 use serde_json::json;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
+use ureq::config::Config;
+use ureq::http::Uri;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 const ATTEMPTS: u32 = 3;
 
@@ -23,24 +29,33 @@ pub struct Delivery {
 
 pub struct Notifier {
     agent: ureq::Agent,
+    /// The webhook's agent: connects only to public addresses unless `allow_private`.
+    webhook_agent: ureq::Agent,
     telegram_base: String,
     allow_private: bool,
 }
 
 impl Notifier {
     pub fn new(telegram_base: &str, timeout: Duration) -> Notifier {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(timeout))
-            .max_redirects(0)
-            .build()
-            .into();
-        Notifier { agent, telegram_base: telegram_base.trim_end_matches('/').to_string(), allow_private: false }
+        let config = || {
+            ureq::Agent::config_builder()
+                .http_status_as_error(false)
+                .timeout_global(Some(timeout))
+                .max_redirects(0)
+                .build()
+        };
+        let agent: ureq::Agent = config().into();
+        let webhook_agent = ureq::Agent::with_parts(config(), DefaultConnector::default(), PublicOnly::default());
+        let telegram_base = telegram_base.trim_end_matches('/').to_string();
+        Notifier { agent, webhook_agent, telegram_base, allow_private: false }
     }
 
     /// Let webhooks reach private, loopback and link-local addresses.
     pub fn allow_private(mut self, allow: bool) -> Notifier {
         self.allow_private = allow;
+        if allow {
+            self.webhook_agent = self.agent.clone();
+        }
         self
     }
 
@@ -60,9 +75,9 @@ impl Notifier {
                      resolve); notifications.allow_private allows it"
                     .to_string())
             } else if put {
-                self.deliver(|| self.agent.put(url).send_json(&body))
+                self.deliver(|| self.webhook_agent.put(url).send_json(&body))
             } else {
-                self.deliver(|| self.agent.post(url).send_json(&body))
+                self.deliver(|| self.webhook_agent.post(url).send_json(&body))
             };
             out.push(Delivery { channel: "webhook", result });
         }
@@ -90,6 +105,18 @@ impl Notifier {
             }
         }
         Err(format!("{last} after {ATTEMPTS} attempts"))
+    }
+}
+
+/// ureq's own lookup, refused unless every address is public: the connection uses exactly
+/// the addresses that were checked.
+#[derive(Debug, Default)]
+struct PublicOnly(DefaultResolver);
+
+impl Resolver for PublicOnly {
+    fn resolve(&self, uri: &Uri, config: &Config, timeout: NextTimeout) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addrs = self.0.resolve(uri, config, timeout)?;
+        if addrs.iter().all(|a| is_public(a.ip())) { Ok(addrs) } else { Err(ureq::Error::HostNotFound) }
     }
 }
 
@@ -164,5 +191,25 @@ mod tests {
         assert!(!public_destination("http://[::1]/x"));
         assert!(!public_destination("http://localhost/x"));
         assert!(public_destination("https://1.1.1.1/hook"));
+    }
+
+    /// The check before sending is not the only guard: the webhook's own connection refuses a
+    /// private address (as a name rebound after the check would give), while a listener there
+    /// would have answered.
+    #[test]
+    fn the_webhook_connection_itself_refuses_private_addresses() {
+        use std::io::{Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/hook", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for mut conn in listener.incoming().flatten() {
+                let _ = conn.read(&mut [0u8; 4096]);
+                let _ = conn.write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+            }
+        });
+        let strict = Notifier::new("http://unused.invalid", Duration::from_secs(2));
+        assert!(matches!(strict.webhook_agent.post(&url).send_json(json!({})), Err(ureq::Error::HostNotFound)));
+        let open = Notifier::new("http://unused.invalid", Duration::from_secs(2)).allow_private(true);
+        assert!(open.webhook_agent.post(&url).send_json(json!({})).unwrap().status().is_success());
     }
 }
