@@ -2,7 +2,8 @@
 //! the worker token read from a private file, and known secrets scrubbed from what it sends.
 //!
 //! Shell commands start from an empty environment plus `ALLOWED_ENV` (as this process has
-//! them) and the no-pager variables, so `env` run by a model shows no token and no API key.
+//! them) and the no-pager variables, so `env` run by a model shows no token and no API key;
+//! Chromium gets the same list plus its display and proxy variables (`BROWSER_ENV`).
 //! `--token-file` must be a regular file no one else may read (0600 or stricter). Every
 //! string of a result posted to the controller has the worker token and the worker's secret
 //! replaced by `[redacted]`.
@@ -20,19 +21,49 @@ const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
 const REDACTED: &str = "[redacted]";
 
+/// What Chromium needs beyond `ALLOWED_ENV`: the display, its runtime and font folders, and
+/// the proxy a person may route browsing through.
+pub const BROWSER_ENV: [&str; 15] = [
+    "DISPLAY",
+    "XAUTHORITY",
+    "WAYLAND_DISPLAY",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_DIRS",
+    "FONTCONFIG_PATH",
+    "FONTCONFIG_FILE",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+];
+
 /// Give `cmd` an empty environment plus the allow-list and the no-pager variables.
 pub fn clean_env(cmd: &mut Command) {
+    allowed_only(cmd, &[]);
+    for (k, v) in agent_controller::util::ansi::NO_PAGER_ENV {
+        cmd.env(k, v);
+    }
+}
+
+/// The browser's environment: the allow-list and `BROWSER_ENV`, so no token or API key of
+/// the worker's reaches Chromium or anything it starts.
+pub fn browser_env(cmd: &mut Command) {
+    allowed_only(cmd, &BROWSER_ENV);
+}
+
+fn allowed_only(cmd: &mut Command, extra: &[&str]) {
     cmd.env_clear();
-    for key in ALLOWED_ENV {
+    for key in ALLOWED_ENV.iter().chain(extra) {
         if let Some(v) = std::env::var_os(key) {
             cmd.env(key, v);
         }
     }
     if std::env::var_os("PATH").is_none() {
         cmd.env("PATH", DEFAULT_PATH);
-    }
-    for (k, v) in agent_controller::util::ansi::NO_PAGER_ENV {
-        cmd.env(k, v);
     }
 }
 
@@ -91,5 +122,20 @@ mod tests {
         let mut v = json!({"stdout": "TOKEN=wtok-secret-1\n", "list": ["a wtok-secret-1 b"], "n": 1});
         scrub(&mut v, &["wtok-secret-1", "ab"]);
         assert_eq!(v, json!({"stdout": "TOKEN=[redacted]\n", "list": ["a [redacted] b"], "n": 1}));
+    }
+
+    /// A real child started with the browser's environment sees the allowed variables and none
+    /// of the rest of the worker's (cargo's `CARGO*` variables, at the least, are there to miss).
+    #[test]
+    fn the_browser_environment_holds_only_the_allowed_variables() {
+        let mut cmd = Command::new("env");
+        browser_env(&mut cmd);
+        let out = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+        let seen: Vec<&str> = out.lines().filter_map(|l| l.split_once('=')).map(|(k, _)| k).collect();
+        assert!(seen.contains(&"PATH"), "{seen:?}");
+        let allowed = |k: &str| ALLOWED_ENV.contains(&k) || BROWSER_ENV.contains(&k);
+        assert!(seen.iter().all(|k| allowed(k)), "{seen:?}");
+        let withheld: Vec<String> = std::env::vars().map(|(k, _)| k).filter(|k| !allowed(k)).collect();
+        assert!(!withheld.is_empty(), "the test needs a variable to withhold");
     }
 }

@@ -113,7 +113,8 @@ pub fn launch(opts: &Options) -> Result<Running, WorkerError> {
     Ok(running)
 }
 
-/// The Chromium command line: its own process group, no stdio, nothing on the network.
+/// The Chromium command line: its own process group, no stdio, nothing on the network, and
+/// only the environment it needs.
 fn chromium(opts: &Options, profile: &Path) -> Command {
     let mut cmd = Command::new(&opts.path);
     cmd.arg("--remote-debugging-port=0")
@@ -141,6 +142,7 @@ fn chromium(opts: &Options, profile: &Path) -> Command {
     if unsafe { libc::geteuid() } == 0 {
         cmd.arg("--no-sandbox");
     }
+    crate::hygiene::browser_env(&mut cmd);
     cmd.arg("about:blank").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).process_group(0);
     cmd
 }
