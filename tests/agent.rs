@@ -684,3 +684,29 @@ fn an_unanswered_confirmation_reaches_the_model_as_a_timeout() {
     let answer: Value = serde_json::from_str(results[0]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(answer, json!({"approved": false, "reason": "timeout"}));
 }
+
+#[test]
+fn a_form_submit_waits_for_the_person_under_human_approval() {
+    // The controller asks, whatever the model does: here it never calls request_confirmation.
+    let script = vec![
+        tool("browser_submit_form", json!({"selector": "#order"})),
+        tool("browser_submit_form", json!({"selector": "#order"})),
+        tool("finish_task", json!({"summary": "ordered"})),
+    ];
+    let w = world("submit-gate", script, |_| {});
+    let c = w.d.client();
+    let worker = browser_worker(&w.d, "g");
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://shop.test", "instruction": "order", "options": {"approval": "human"}}),
+    );
+    let submits = || worker.seen.lock().unwrap().iter().filter(|c| c["action"] == "browser_submit_form").count();
+    let first = approve_when_asked(&c, &id, false);
+    assert_eq!(first["details"]["tool"], "browser_submit_form", "{first}");
+    assert_eq!(first["details"]["arguments"]["selector"], "#order", "{first}");
+    approve_when_asked(&c, &id, true);
+    wait_status(&c, &id, "finished");
+    let reqs = w.llm.requests();
+    assert!(reqs[1].last_results()[0].to_string().contains("not run: the user denied it"), "{:?}", reqs[1]);
+    assert_eq!(submits(), 1, "only the approved submit reached the worker");
+}

@@ -1,5 +1,6 @@
 //! Approval modes, enforced in the controller whatever the model says: before a command runs
-//! (`run_command`, `write_file`), the session's mode decides — `auto` runs it, `validator` asks
+//! or a form is sent (`run_command`, `write_file`, `browser_submit_form`), the session's mode
+//! decides — `auto` runs it, `validator` asks
 //! a separate short model call for APPROVE or REJECT with a reason, `human` asks a person
 //! through the confirmation flow (approve, deny with a reason, or approve an edited command).
 //! A rejection reaches the model as the tool's result, with the reason.
@@ -12,8 +13,8 @@ use crate::protocol::{Approval, Mode};
 use crate::session::ConfirmationOutcome;
 use serde_json::{Value, json};
 
-const VALIDATOR_PROMPT: &str = "You check one command an automation agent wants to run on a host, \
-before it runs. Answer with exactly one line: APPROVE, or REJECT REASON: <why, in one sentence>. \
+const VALIDATOR_PROMPT: &str = "You check one action an automation agent wants to take (a command \
+on a host, a file it writes, a web form it submits), before it happens. Answer with exactly one line: APPROVE, or REJECT REASON: <why, in one sentence>. \
 Reject what the task does not need: deleting or overwriting data, changing system settings, \
 installing or removing software, reading or sending secrets, disabling security. In an \
 exploration (observe only), reject anything that changes the host at all.";
@@ -30,7 +31,7 @@ impl Agent {
     /// Check a command against the session's approval mode before it runs.
     pub(super) fn approve(&mut self, tool: Tool, input: &Value) -> Gate {
         let run = |input: &Value| Gate::Run { input: input.clone(), note: None };
-        if !matches!(tool, Tool::RunCommand | Tool::WriteFile) {
+        if !matches!(tool, Tool::RunCommand | Tool::WriteFile | Tool::BrowserSubmitForm) {
             return run(input);
         }
         match self.record.approval() {
@@ -43,6 +44,10 @@ impl Agent {
     fn what(tool: Tool, input: &Value) -> String {
         match tool {
             Tool::WriteFile => format!("write the file {}", input["path"].as_str().unwrap_or("")),
+            Tool::BrowserSubmitForm => {
+                let form = input["selector"].as_str().or(input["submit_selector"].as_str());
+                format!("submit the form {}", form.unwrap_or("on the page"))
+            }
             _ => input["command"].as_str().unwrap_or("").to_string(),
         }
     }
@@ -88,23 +93,28 @@ impl Agent {
 
     fn ask_a_person(&mut self, tool: Tool, input: &Value) -> Gate {
         let mut details = json!({"tool": tool.name(), "reason": self.last_reason()});
-        if tool == Tool::RunCommand {
-            details["command"] = input["command"].clone();
-            details["cwd"] = input.get("cwd").cloned().unwrap_or(Value::Null);
-        } else {
-            details["path"] = input["path"].clone();
-            details["size_chars"] = json!(input["content"].as_str().map_or(0, |c| c.chars().count()));
+        match tool {
+            Tool::RunCommand => {
+                details["command"] = input["command"].clone();
+                details["cwd"] = input.get("cwd").cloned().unwrap_or(Value::Null);
+            }
+            Tool::WriteFile => {
+                details["path"] = input["path"].clone();
+                details["size_chars"] = json!(input["content"].as_str().map_or(0, |c| c.chars().count()));
+            }
+            _ => details["arguments"] = input.clone(),
         }
         let v = self.runner.confirm(tool.name(), &Self::what(tool, input), details, "medium");
         match v.outcome {
+            // Only a command can be edited; an edit of anything else is ignored.
             ConfirmationOutcome::Approved | ConfirmationOutcome::AutoApproved => match v.edited {
-                Some(edited) => {
+                Some(edited) if tool == Tool::RunCommand => {
                     let mut input = input.clone();
                     input["command"] = json!(edited);
                     let note = format!("The user approved an edited command instead: {edited}");
                     Gate::Run { input, note: Some(note) }
                 }
-                None => Gate::Run { input: input.clone(), note: None },
+                _ => Gate::Run { input: input.clone(), note: None },
             },
             ConfirmationOutcome::Denied => {
                 let why = v.reason.map_or_else(|| "no reason given".to_string(), |r| format!("reason: {r}"));
