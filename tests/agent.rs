@@ -205,7 +205,7 @@ fn seed_download_flow_end_to_end() {
     assert_eq!(tools.iter().filter(|t| t.get("cache_control").is_some()).count(), 1);
     assert_eq!(
         first.tool_names().len(),
-        30,
+        31,
         "task·browser without credentials (ask_user and browser_snapshot included)"
     );
     assert!(!first.tool_names().contains(&"perform_login".to_string()));

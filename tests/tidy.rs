@@ -12,7 +12,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("error", &[]),
     ("vault", &["util"]),
     ("protocol", &["util", "vault"]),
-    ("config", &["util"]),
+    ("config", &["protocol", "util"]),
     ("exec", &["config", "protocol", "util", "wait"]),
     ("store", &["protocol", "util"]),
     ("notify", &["util", "vault"]),

@@ -182,6 +182,25 @@ fn every_browser_tool_through_controller_and_worker() {
     assert!(e.contains("not visible"), "{e}");
     let e = cmd_err(&r, "browser_navigate", json!({"url": "file:///etc/passwd"}));
     assert!(e.contains("not an absolute http(s) URL"), "{e}");
+    // confirm() is dismissed unless the model said otherwise first; its answer is for one dialog.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/confirm", site.url)}));
+    let result = |sel: &str| {
+        let clicked = cmd(&r, "browser_click", json!({"selector": sel}));
+        (
+            clicked["dialogs"].as_str().unwrap_or("").to_string(),
+            cmd(&r, "browser_get_text", json!({"selector": "#r"}))["text"].clone(),
+        )
+    };
+    let (said, text) = result("#del");
+    assert!(said.contains(r#"confirm "Delete everything?" (dismissed)"#), "{said}");
+    assert_eq!(text, "kept");
+    cmd(&r, "browser_answer_dialog", json!({"accept": true}));
+    let (said, text) = result("#del");
+    assert!(said.contains("(accepted)"), "{said}");
+    assert_eq!(text, "deleted");
+    cmd(&r, "browser_answer_dialog", json!({"accept": true, "text": "Ada"}));
+    assert_eq!(result("#ask").1, "name:Ada");
+    assert_eq!(result("#del").1, "kept", "the answer was for one dialog only");
 
     // Waiting for late content, and a wait that gives up with a clear message.
     cmd(&r, "browser_navigate", json!({"url": format!("{}/delayed", site.url)}));

@@ -135,6 +135,7 @@ pub struct BrowserConfig {
     pub headless: bool,
     pub viewport_width: u32,
     pub viewport_height: u32,
+    pub dialogs: crate::protocol::DialogPolicy,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -230,7 +231,12 @@ impl Default for AgentConfig {
 impl Default for BrowserConfig {
     fn default() -> Self {
         // Without a display there is nowhere to show a window.
-        BrowserConfig { headless: std::env::var_os("DISPLAY").is_none(), viewport_width: 1280, viewport_height: 720 }
+        BrowserConfig {
+            headless: std::env::var_os("DISPLAY").is_none(),
+            viewport_width: 1280,
+            viewport_height: 720,
+            dialogs: crate::protocol::DialogPolicy::Dismiss,
+        }
     }
 }
 

@@ -160,6 +160,7 @@ impl Config {
                 ("headless", b.headless.to_string()),
                 ("viewport_width", b.viewport_width.to_string()),
                 ("viewport_height", b.viewport_height.to_string()),
+                ("dialogs", format!("{:?}", b.dialogs).to_lowercase()),
             ],
         );
         let f = &self.files;

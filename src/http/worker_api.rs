@@ -133,6 +133,7 @@ impl WorkerApi {
                         headless: c.browser.headless,
                         viewport_width: c.browser.viewport_width,
                         viewport_height: c.browser.viewport_height,
+                        dialogs: c.browser.dialogs,
                     },
                     click_delay: c.exploration.click_delay,
                     screenshot_delay: c.exploration.screenshot_delay,

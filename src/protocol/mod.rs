@@ -457,6 +457,20 @@ pub struct WorkerBrowserSettings {
     pub headless: bool,
     pub viewport_width: u32,
     pub viewport_height: u32,
+    /// Absent from older controllers: dismiss.
+    #[serde(default)]
+    pub dialogs: DialogPolicy,
+}
+
+/// How a page's `confirm()` and `prompt()` are answered when the model said nothing first
+/// (`browser_answer_dialog`). Alerts and leave-page prompts are always accepted: an alert has
+/// only OK, and leaving is what the model asked for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DialogPolicy {
+    Accept,
+    #[default]
+    Dismiss,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

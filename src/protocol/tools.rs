@@ -138,6 +138,7 @@ tools! {
     BrowserScrapeText = "browser_scrape_text",
     BrowserFillForm = "browser_fill_form",
     BrowserSubmitForm = "browser_submit_form",
+    BrowserAnswerDialog = "browser_answer_dialog",
     BrowserSaveAsPdf = "browser_save_as_pdf",
     RequestConfirmation = "request_confirmation",
     AskUser = "ask_user",
@@ -459,6 +460,11 @@ impl Tool {
                 "Submit a form (by its selector or by clicking its submit button). Ask request_confirmation first.",
                 obj(json!({"selector": {"type": "string"}, "submit_selector": {"type": "string"}}), &[]),
             ).acting(),
+            BrowserAnswerDialog => browser(
+                BROWSER_TASK,
+                "How to answer the page's next confirm() or prompt() (otherwise the configured default, usually dismiss). Call it before the click that opens the dialog.",
+                obj(json!({"accept": {"type": "boolean"}, "text": {"type": "string", "description": "What to type into a prompt()"}}), &["accept"]),
+            ),
             BrowserSaveAsPdf => browser(
                 BROWSER_TASK,
                 "Print the current page to a PDF stored in the session's files.",
@@ -523,8 +529,8 @@ mod tests {
         assert_eq!(names(Explore, Browser, false).len(), 18);
         assert_eq!(names(Explore, Browser, true).len(), 19);
         assert_eq!(names(Task, App, false).len(), 20);
-        assert_eq!(names(Task, Browser, false).len(), 30);
-        assert_eq!(names(Task, Browser, true).len(), 31);
+        assert_eq!(names(Task, Browser, false).len(), 31);
+        assert_eq!(names(Task, Browser, true).len(), 32);
         assert_eq!(
             names(Explore, Shell, false),
             ["run_command", "read_file", "list_dir", "search_history", "save_note", "finish_exploration"]

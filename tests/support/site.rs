@@ -120,6 +120,11 @@ impl Site {
                         r#"<button id="save" onclick="alert('Saved!'); document.getElementById('done').textContent = 'after alert'">Save</button><p id="done"></p>
                         <input id="secret" type="password" style="display:none"><input id="visible" name="visible">"#,
                     )),
+                    ("GET", "/confirm") => html(page(
+                        "Confirm",
+                        r#"<button id="del" onclick="document.getElementById('r').textContent = confirm('Delete everything?') ? 'deleted' : 'kept'">Delete</button>
+                        <button id="ask" onclick="document.getElementById('r').textContent = 'name:' + prompt('Your name?')">Ask</button><p id="r"></p>"#,
+                    )),
                     ("GET", "/slow.pdf") => {
                         // Slower than any deadline a test gives it; answered on its own thread.
                         std::thread::spawn(move || {

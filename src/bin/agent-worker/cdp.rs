@@ -1,10 +1,12 @@
 //! A synchronous Chrome DevTools Protocol connection over one websocket.
 //!
 //! `call` sends one command and reads frames until its answer arrives; other events read on the
-//! way are dropped, except JavaScript dialogs, which are accepted at once (they would block the
-//! page) and reported through `take_dialogs`. Page-scoped commands carry the flat `sessionId`. Every read has
+//! way are dropped, except JavaScript dialogs, which are answered at once (they would block the
+//! page: `next_dialog` if the model set it, else `dialog_default`) and reported through
+//! `take_dialogs`. Page-scoped commands carry the flat `sessionId`. Every read has
 //! a deadline (the socket's read timeout), so a hung browser cannot hang the worker.
 
+use agent_controller::protocol::DialogPolicy;
 use serde_json::{Value, json};
 
 use std::net::TcpStream;
@@ -16,8 +18,12 @@ pub struct Cdp {
     socket: WebSocket<TcpStream>,
     next_id: u64,
 
-    /// Messages of JavaScript dialogs accepted since the last `take_dialogs`.
+    /// JavaScript dialogs answered since the last `take_dialogs`, with their text.
     dialogs: Vec<String>,
+    /// How a confirm() or prompt() is answered when `next_dialog` is not set.
+    pub dialog_default: DialogPolicy,
+    /// The model's answer for the next confirm() or prompt(): accept, and prompt text.
+    pub next_dialog: Option<(bool, Option<String>)>,
 }
 
 #[derive(Debug)]
@@ -48,7 +54,7 @@ impl Cdp {
         let url = format!("ws://127.0.0.1:{port}{path}");
         let (socket, _) = tungstenite::client::client_with_config(url.as_str(), stream, Some(config))
             .map_err(|e| CdpError::Closed(format!("websocket handshake failed: {e}")))?;
-        Ok(Cdp { socket, next_id: 0, dialogs: Vec::new() })
+        Ok(Cdp { socket, next_id: 0, dialogs: Vec::new(), dialog_default: DialogPolicy::Dismiss, next_dialog: None })
     }
 
     fn read_frame(&mut self, deadline: Instant) -> Result<Value, CdpError> {
@@ -106,22 +112,33 @@ impl Cdp {
                 return Ok(frame["result"].clone());
             }
             if frame["method"] == "Page.javascriptDialogOpening" {
-                // An open alert/confirm/beforeunload blocks every script and input until
-                // answered: accept it at once and report it with the command's result.
-                self.dialogs.push(format!(
-                    "{} \"{}\"",
-                    frame["params"]["type"].as_str().unwrap_or("dialog"),
-                    frame["params"]["message"].as_str().unwrap_or("")
-                ));
-                self.next_id += 1;
-                let mut answer =
-                    json!({"id": self.next_id, "method": "Page.handleJavaScriptDialog", "params": {"accept": true}});
-                if let Some(s) = frame.get("sessionId") {
-                    answer["sessionId"] = s.clone();
-                }
-                self.socket.send(Message::text(answer.to_string())).map_err(|e| CdpError::Closed(e.to_string()))?;
+                self.answer_dialog(&frame)?;
             }
         }
+    }
+
+    /// An open dialog blocks every script and input until answered: answer it at once and
+    /// keep what it said for the command's result.
+    fn answer_dialog(&mut self, frame: &Value) -> Result<(), CdpError> {
+        let kind = frame["params"]["type"].as_str().unwrap_or("dialog");
+        let (accept, text) = match kind {
+            "confirm" | "prompt" => {
+                self.next_dialog.take().unwrap_or((self.dialog_default == DialogPolicy::Accept, None))
+            }
+            _ => (true, None),
+        };
+        let message = frame["params"]["message"].as_str().unwrap_or("");
+        self.dialogs.push(format!("{kind} \"{message}\" ({})", if accept { "accepted" } else { "dismissed" }));
+        self.next_id += 1;
+        let mut params = json!({"accept": accept});
+        if let Some(t) = text {
+            params["promptText"] = json!(t);
+        }
+        let mut answer = json!({"id": self.next_id, "method": "Page.handleJavaScriptDialog", "params": params});
+        if let Some(s) = frame.get("sessionId") {
+            answer["sessionId"] = s.clone();
+        }
+        self.socket.send(Message::text(answer.to_string())).map_err(|e| CdpError::Closed(e.to_string()))
     }
 
     pub fn take_dialogs(&mut self) -> Vec<String> {

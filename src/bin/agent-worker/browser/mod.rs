@@ -4,7 +4,8 @@
 //! command starts a new one and its result says so; if its connection is lost or stops
 //! answering mid-command, that command fails saying the browser will be restarted, and the
 //! next one starts it afresh. If the page closes its own tab, the browser attaches to another
-//! one. JavaScript dialogs are accepted at once and reported with the command's result.
+//! one. JavaScript dialogs are answered at once (`browser.dialogs`, or the model's
+//! `browser_answer_dialog`) and reported with the command's result.
 //! Every browser tool of the tool table is handled in `tools.rs`, on top of the page primitives of
 //! `page.rs` (page-side work runs in `page.js`), keyboard input in `keys.rs`, and downloads
 //! and PDFs in `download.rs`, which hand the files to the controller through the `Context`.
@@ -21,8 +22,8 @@ mod util;
 use crate::backend::{Backend, Context};
 use crate::cdp::CdpError;
 use crate::error::WorkerError;
-use agent_controller::protocol::WorkerSettings;
 use agent_controller::protocol::tools::Tool;
+use agent_controller::protocol::{DialogPolicy, WorkerSettings};
 use launch::Running;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -51,6 +52,8 @@ pub struct Browser {
     ref_session: String,
     /// The next snapshot forgets the refs the page gave before (a new session began).
     refs_reset: bool,
+    /// How confirm() and prompt() are answered unless the model said otherwise.
+    dialogs: DialogPolicy,
 }
 
 /// The remark added when a command had to start a new browser.
@@ -66,6 +69,7 @@ impl Browser {
             ref_floor: 0,
             ref_session: String::new(),
             refs_reset: false,
+            dialogs: DialogPolicy::Dismiss,
         }
     }
 
@@ -110,7 +114,7 @@ impl Browser {
         }
     }
 
-    /// Report the dialogs the page showed during the command (they were accepted).
+    /// Report the dialogs the page showed during the command, and how each was answered.
     fn report_dialogs(&mut self, result: Result<Value, WorkerError>) -> Result<Value, WorkerError> {
         let dialogs = self.running.as_mut().map(|r| r.cdp.take_dialogs()).unwrap_or_default();
         if dialogs.is_empty() {
@@ -118,8 +122,8 @@ impl Browser {
         }
         let shown = dialogs.join(", ");
         match result {
-            Ok(v) => Ok(with(v, "dialogs", json!(format!("the page showed {shown} and it was accepted")))),
-            Err(e) => Err(e.noted(format!("the page showed {shown}, accepted"))),
+            Ok(v) => Ok(with(v, "dialogs", json!(format!("the page showed {shown}")))),
+            Err(e) => Err(e.noted(format!("the page showed {shown}"))),
         }
     }
 }
@@ -144,14 +148,22 @@ impl Backend for Browser {
         };
         self.opts.width = settings.browser.viewport_width;
         self.opts.height = settings.browser.viewport_height;
+        self.dialogs = settings.browser.dialogs;
     }
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let restarted = self.ensure()?;
-        if self.ref_session != ctx.session_id {
+        let new_session = self.ref_session != ctx.session_id;
+        if new_session {
             self.ref_session = ctx.session_id.to_string();
             self.ref_floor = 0;
             self.refs_reset = true;
+        }
+        let policy = self.dialogs;
+        let cdp = &mut self.r()?.cdp;
+        cdp.dialog_default = policy;
+        if new_session {
+            cdp.next_dialog = None; // another session's answer is not this one's
         }
         let result = match self.dispatch(tool, params, ctx) {
             Err(e) => match self.recover(e) {

@@ -82,6 +82,15 @@ impl Browser {
                 self.then_snapshot(done, p)
             }
             Tool::BrowserSaveAsPdf => self.save_as_pdf(p, ctx),
+            Tool::BrowserAnswerDialog => {
+                let accept = p["accept"]
+                    .as_bool()
+                    .ok_or_else(|| WorkerError::BadParams("`accept` must be true or false".into()))?;
+                let text = p["text"].as_str().map(str::to_string);
+                self.r()?.cdp.next_dialog = Some((accept, text));
+                let how = if accept { "accepted" } else { "dismissed" };
+                Ok(json!({"next_dialog": how, "note": format!("the page's next confirm() or prompt() will be {how}")}))
+            }
             other => Err(WorkerError::Unsupported { backend: "browser", tool: other.name() }),
         }
     }
