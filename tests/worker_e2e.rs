@@ -475,3 +475,25 @@ fn worker_exits_cleanly_on_shutdown_and_refuses_a_bad_token() {
     server.unblock();
     let _ = fake.join();
 }
+
+#[test]
+fn a_browser_that_does_not_start_is_not_offered() {
+    let d = TestDaemon::start(test_config(TempDir::new("no-browser").path()), TestAgent::new().1);
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+        .args(["--controller", &d.worker, "--hostname", "nob", "--capabilities", "browser,shell"])
+        .args(["--browser", "/nonexistent/chromium"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let c = d.client();
+    let w = wait_until(Duration::from_secs(10), "the worker to register", || {
+        c.get("/workers").json().as_array().unwrap().iter().find(|w| w["hostname"] == "nob").cloned()
+    });
+    assert_eq!(w["capabilities"], json!(["shell"]), "{w}");
+    let _ = child.kill();
+    let mut log = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut log).unwrap();
+    let _ = child.wait();
+    assert!(log.contains("browser not offered") && log.contains("/nonexistent/chromium"), "{log}");
+}

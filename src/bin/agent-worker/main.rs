@@ -6,7 +6,8 @@
 //! by `--capabilities` (`backend.rs` says what a backend is; `browser/`, `shell.rs`,
 //! `desktop/` are the ones there are), and the loop that serves the controller (`worker.rs`,
 //! over `link.rs`). The worker registers only the capabilities it has a working backend for:
-//! "app" needs a display that opens, and the log says why when it does not.
+//! "app" needs a display that opens, "browser" a Chromium that starts, and the log says why
+//! when they do not.
 //! When the controller is away the worker retries with jittered backoff (1 s → 30 s) and says
 //! so once. SIGINT/SIGTERM (`signals.rs`) or `{"action":"shutdown"}` stop it cleanly, the
 //! browser with it, and no temporary folder is left behind.
@@ -126,7 +127,15 @@ fn backends(args: &Args, download_dir: PathBuf) -> Vec<Box<dyn Backend>> {
                     height: 720,
                     download_dir: download_dir.clone(),
                 };
-                list.push(Box::new(Browser::new(opts, args.headless)));
+                // Headless for the probe: the display, if one is wanted, is checked at first use.
+                let browser = Browser::new(opts, args.headless);
+                match browser.probe() {
+                    Ok(()) => list.push(Box::new(browser)),
+                    Err(e) => log(
+                        "error",
+                        &format!("browser not offered: {} does not start: {e}", args.browser_path.display()),
+                    ),
+                }
             }
             "shell" => list.push(Box::new(shell::Shell)),
             "app" => match desktop::Desktop::open(args.display.clone()) {

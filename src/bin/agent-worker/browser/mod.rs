@@ -73,6 +73,11 @@ impl Browser {
         }
     }
 
+    /// Start the browser once and stop it again: the worker offers "browser" only if it starts.
+    pub fn probe(&self) -> Result<(), WorkerError> {
+        launch::launch(&self.opts).map(drop)
+    }
+
     /// The running browser, started (or restarted) if needed; says whether it was restarted.
     fn ensure(&mut self) -> Result<bool, WorkerError> {
         let dead = match self.running.as_mut() {
