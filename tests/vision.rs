@@ -28,23 +28,10 @@ fn a_text_only_model_finishes_a_login_task() {
         w.tool("finish_task", json!({"summary": "logged in as alice"})),
     ];
     let llm = ScriptedLlm::start_text_only(w, "small-model", script);
-    let mut config = test_config(dir.path());
-    config.api.provider = "openai".into();
-    config.api.model = "small-model".into();
-    config.api.base_url = llm.url.clone();
-    let agent = agent_controller::agent::llm_agent(&config);
-    let d = TestDaemon::start(config, agent);
-    let _worker = RealWorker::start(&d, "vision-box", "browser");
+    let session = json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "log in",
+        "credentials": {"username": "alice@example.test", "password": "s3cret-pw", "login_url": format!("{}/login", site.url)}});
+    let (d, id, s) = run_session(&dir, &llm, |_| {}, session);
     let c = d.client();
-    let id = create_session(
-        &c,
-        json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "log in",
-        "credentials": {"username": "alice@example.test", "password": "s3cret-pw", "login_url": format!("{}/login", site.url)}}),
-    );
-    let s = wait_until(std::time::Duration::from_secs(60), "the session to end", || {
-        let s = c.get(&format!("/sessions/{id}")).json();
-        (!["waiting", "running"].contains(&s["status"].as_str().unwrap())).then_some(s)
-    });
     assert_eq!(s["status"], "finished", "{s}");
     llm.assert_well_formed();
     let reqs = llm.requests();
@@ -75,20 +62,8 @@ fn vision_false_never_sends_an_image() {
     ];
     // This server would accept images: only the config keeps them out.
     let llm = ScriptedLlm::start_wire(w, "small-model", script);
-    let mut config = test_config(dir.path());
-    config.api.provider = "openai".into();
-    config.api.model = "small-model".into();
-    config.api.base_url = llm.url.clone();
-    config.api.vision = agent_controller::config::Vision::Off;
-    let agent = agent_controller::agent::llm_agent(&config);
-    let d = TestDaemon::start(config, agent);
-    let _worker = RealWorker::start(&d, "vision-off-box", "browser");
-    let c = d.client();
-    let id = create_session(&c, json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "look"}));
-    let s = wait_until(std::time::Duration::from_secs(60), "the session to end", || {
-        let s = c.get(&format!("/sessions/{id}")).json();
-        (!["waiting", "running"].contains(&s["status"].as_str().unwrap())).then_some(s)
-    });
+    let session = json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "look"});
+    let (_d, id, s) = run_session(&dir, &llm, |c| c.api.vision = agent_controller::config::Vision::Off, session);
     assert_eq!(s["status"], "finished", "{s}");
     llm.assert_well_formed();
     let reqs = llm.requests();
@@ -101,4 +76,29 @@ fn vision_false_never_sends_an_image() {
     // The screenshot itself was still kept for the person.
     let files = std::fs::read_dir(dir.path().join(&id).join("screenshots")).unwrap().count();
     assert!(files >= 1, "the screenshot was stored");
+}
+
+/// A daemon on the OpenAI-compatible `small-model` at `llm` (after `tune`) with a real browser
+/// worker: `session` runs to its end. The daemon, the session's id and its final record.
+fn run_session(
+    dir: &TempDir,
+    llm: &ScriptedLlm,
+    tune: impl FnOnce(&mut agent_controller::config::Config),
+    session: serde_json::Value,
+) -> (TestDaemon, String, serde_json::Value) {
+    let mut config = test_config(dir.path());
+    config.api.provider = "openai".into();
+    config.api.model = "small-model".into();
+    config.api.base_url = llm.url.clone();
+    tune(&mut config);
+    let agent = agent_controller::agent::llm_agent(&config);
+    let d = TestDaemon::start(config, agent);
+    let _worker = RealWorker::start(&d, "vision-box", "browser");
+    let c = d.client();
+    let id = create_session(&c, session);
+    let s = wait_until(std::time::Duration::from_secs(60), "the session to end", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        (!["waiting", "running"].contains(&s["status"].as_str().unwrap())).then_some(s)
+    });
+    (d, id, s)
 }
