@@ -45,7 +45,7 @@ fn render(m: &Message) -> String {
             Block::Image { .. } => out.push(format!("{who}: [a screenshot]")),
             Block::ToolUse { name, input, .. } => out.push(format!("call {name} {input}")),
             Block::ToolResult { content, is_error, .. } => {
-                let text: String = Message::user(content.clone()).text().chars().take(RESULT_CHARS).collect();
+                let text: String = crate::llm::joined_text(content, "\n").chars().take(RESULT_CHARS).collect();
                 out.push(format!("{}: {text}", if *is_error { "error" } else { "result" }));
             }
         }

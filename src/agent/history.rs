@@ -39,7 +39,7 @@ fn texts(m: &Message) -> Vec<(String, String)> {
             Block::Text { text } => out.push(("the task".into(), text.clone())),
             Block::ToolUse { name, input, .. } => out.push((format!("call {name}"), input.to_string())),
             Block::ToolResult { content, .. } => {
-                out.push(("a tool result".into(), Message::user(content.clone()).text()))
+                out.push(("a tool result".into(), crate::llm::joined_text(content, "\n")))
             }
             Block::Image { .. } => {}
         }

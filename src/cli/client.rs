@@ -23,7 +23,7 @@ pub fn path_segment(s: &str) -> String {
 
 /// Whether a session object from the API is still going.
 pub fn is_active(session: &Value) -> bool {
-    matches!(session["status"].as_str(), Some("waiting" | "running" | "confirming"))
+    serde_json::from_value::<crate::protocol::Status>(session["status"].clone()).is_ok_and(|s| s.is_active())
 }
 
 pub struct ApiClient {

@@ -107,7 +107,7 @@ fn content_json<'a>(m: &'a Message, names: &mut HashMap<&'a str, &'a str>) -> Va
             }
             Block::ToolResult { tool_use_id, content, is_error } => {
                 let name = names.get(tool_use_id.as_str()).copied().unwrap_or("tool");
-                let text = Message::user(content.clone()).text();
+                let text = super::joined_text(content, "\n");
                 let result = if *is_error { json!({"error": text}) } else { json!({"result": text}) };
                 let mut response = json!({"name": name, "response": result});
                 if !tool_use_id.starts_with("gemini_") {

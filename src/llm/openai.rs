@@ -89,7 +89,7 @@ fn user_json(m: &Message) -> Vec<Value> {
     for b in &m.content {
         match b {
             Block::ToolResult { tool_use_id, content, is_error } => {
-                let mut text = Message::user(content.clone()).text();
+                let mut text = super::joined_text(content, "\n");
                 if *is_error {
                     text = format!("Error: {text}");
                 }

@@ -102,7 +102,7 @@ fn download_dir(asked: Option<PathBuf>) -> Result<PathBuf, Exit> {
         }
         // Our own, unguessable, 0700: never a directory someone else prepared in /tmp.
         None => {
-            let d = scratch::private_dir(&format!("agent-worker-{}-", std::process::id()))
+            let d = agent_controller::util::private_temp_dir(&format!("agent-worker-{}-", std::process::id()))
                 .map_err(|e| Exit::failure(format!("cannot create a download folder: {e}")))?;
             signals::own_dir(DOWNLOADS, d.clone());
             Ok(d)

@@ -1,24 +1,10 @@
-//! Private temporary folders and files.
+//! Private temporary files (folders: `agent_controller::util::private_temp_dir`).
 //!
 //! Everything the worker writes to a shared temporary place is created exclusively, with an
 //! unguessable name and owner-only permissions, so another user can neither predict it nor
 //! plant a symlink in its way. Removing what is created here is the caller's job.
 
 use std::path::{Path, PathBuf};
-
-/// A new directory only we can use, with an unguessable name (exclusive create, mode 0700).
-pub fn private_dir(prefix: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    for _ in 0..16 {
-        let dir = std::env::temp_dir().join(format!("{prefix}{:016x}", agent_controller::util::clock::random_u64()));
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => return Ok(dir),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
-        }
-    }
-    Err(std::io::Error::other("no free temporary directory name"))
-}
 
 /// A new file in `dir` that did not exist before (never follows a planted symlink).
 pub fn temp_file(dir: &Path, tag: &str) -> std::io::Result<(PathBuf, std::fs::File)> {

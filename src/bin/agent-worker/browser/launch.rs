@@ -11,7 +11,7 @@
 use super::Options;
 use crate::cdp::{Cdp, CdpError};
 use crate::error::WorkerError;
-use crate::{scratch, signals};
+use crate::signals;
 use serde_json::json;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -87,7 +87,7 @@ fn forget(profile: &Path) {
 
 /// Start Chromium, connect to it and attach to its first tab.
 pub fn launch(opts: &Options) -> Result<Running, WorkerError> {
-    let profile = scratch::private_dir(&format!("agent-worker-profile-{}-", std::process::id()))
+    let profile = agent_controller::util::private_temp_dir(&format!("agent-worker-profile-{}-", std::process::id()))
         .map_err(|e| WorkerError::io("cannot create a browser profile", e))?;
     let child = match chromium(opts, &profile).spawn() {
         Ok(c) => c,
