@@ -128,7 +128,8 @@ pub struct SessionOptionsRequest {
     pub approval: Option<Approval>,
 }
 
-/// Who approves a session's commands (`run_command`, `write_file`) before they run.
+/// Who approves a session's commands (`run_command`, `write_file`, `browser_submit_form`)
+/// before they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Approval {

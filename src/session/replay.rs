@@ -31,14 +31,18 @@ impl SessionManager {
             return Err(ApiError::BadRequest(format!("session {source} has no worker steps to replay")));
         }
         let llm = record.llm.clone().unwrap_or_default();
-        let o = &record.options;
+        // Every option carries over (approval included) but dry_run: replaying a rehearsal is
+        // the real run.
+        let mut options = json!(record.options);
+        if let Some(o) = options.as_object_mut() {
+            o.remove("dry_run");
+        }
         let body = json!({
             "mode": record.mode, "target": record.target, "type": record.session_type,
             "instruction": req.instruction.clone().or(record.instruction.clone()),
             "goal": if record.mode == Mode::Explore { record.goal.clone() } else { None },
             "llm": Some(llm.name).filter(|n| !n.is_empty()), "model": Some(llm.model).filter(|m| !m.is_empty()),
-            "options": {"max_turns": o.max_turns, "auto_confirm": o.auto_confirm, "lease_timeout_s": o.lease_timeout_s,
-                        "screenshot_width": o.screenshot_width, "screenshot_quality": o.screenshot_quality},
+            "options": options,
         });
         let create: CreateSessionRequest = serde_json::from_value(body)
             .map_err(|e| ApiError::Internal(format!("cannot build the replay session: {e}")))?;
