@@ -275,6 +275,7 @@ fn named_endpoints_and_unknown_names() {
         provider: "openai".into(),
         base_url: local.url.clone(),
         model: "qwen2.5-coder:7b".into(),
+        max_tokens: Some(512),
         ..Default::default()
     };
     config.providers.insert("local".into(), endpoint);
@@ -295,6 +296,7 @@ fn named_endpoints_and_unknown_names() {
     assert_eq!(s["llm"], json!({"name": "local", "provider": "openai", "model": "llama3.2"}));
     let reqs = local.requests();
     assert_eq!(reqs[0].body["model"], "llama3.2");
+    assert_eq!(reqs[0].body["max_tokens"], 512, "the endpoint's own budget, not api's");
     assert_eq!(reqs[0].header("authorization"), None, "a local server gets no key");
     local.assert_well_formed();
 }

@@ -25,7 +25,7 @@ mod snapshot;
 mod vision;
 mod wrapup;
 
-use crate::config::{Config, DEFAULT_LLM, Wire};
+use crate::config::{Config, DEFAULT_LLM, Endpoint, Wire};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::notify::Notifier;
 use crate::protocol::tools::Tool;
@@ -50,7 +50,7 @@ pub fn llm_agent(config: &Config) -> AgentFn {
             .allow_private(config.notifications.allow_private),
     );
     Arc::new(move |runner: SessionRunner| match session_provider(&runner) {
-        Ok((p, wire)) => Agent::new(runner, p, Arc::clone(&notifier), wire).run(),
+        Ok((p, endpoint)) => Agent::new(runner, p, Arc::clone(&notifier), &endpoint).run(),
         Err(missing) => {
             runner.log(LogKind::Error, &missing, None);
             AgentOutcome::Failed(missing)
@@ -59,7 +59,7 @@ pub fn llm_agent(config: &Config) -> AgentFn {
 }
 
 /// The provider for the endpoint and model the session was created with.
-fn session_provider(runner: &SessionRunner) -> Result<(Arc<dyn Provider>, Wire), String> {
+fn session_provider(runner: &SessionRunner) -> Result<(Arc<dyn Provider>, Endpoint), String> {
     let choice = runner.record().llm.unwrap_or_default();
     let name = if choice.name.is_empty() { DEFAULT_LLM } else { choice.name.as_str() };
     let mut endpoint =
@@ -67,7 +67,7 @@ fn session_provider(runner: &SessionRunner) -> Result<(Arc<dyn Provider>, Wire),
     if !choice.model.is_empty() {
         endpoint.model = choice.model;
     }
-    Ok((llm::provider_for(&endpoint, runner.config())?, endpoint.wire))
+    Ok((llm::provider_for(&endpoint, runner.config())?, endpoint))
 }
 
 pub struct Agent {
@@ -90,6 +90,8 @@ pub struct Agent {
     summary: Option<(usize, String)>,
     /// The endpoint's wire format (for its usual context window).
     wire: Wire,
+    /// The endpoint's reply budget (`providers.<name>.max_tokens`, else `api.max_tokens`).
+    max_tokens: u32,
     /// Repeated calls and cycles, noted and held back (`loops.rs`).
     loops: loops::LoopGuard,
     /// Whether the model reads images (`vision.rs`); `auto` may turn `Off` mid-session.
@@ -106,9 +108,14 @@ enum Turn {
 }
 
 impl Agent {
-    pub fn new(runner: SessionRunner, provider: Arc<dyn Provider>, notifier: Arc<Notifier>, wire: Wire) -> Agent {
+    pub fn new(
+        runner: SessionRunner,
+        provider: Arc<dyn Provider>,
+        notifier: Arc<Notifier>,
+        endpoint: &Endpoint,
+    ) -> Agent {
         let record = runner.record();
-        let vision = vision::session_vision(&runner);
+        let vision = endpoint.vision;
         let mut system = prompts::system_prompt(&record);
         if vision == crate::config::Vision::Off {
             system = format!("{system}\n\n{}", vision::TEXT_ONLY);
@@ -140,7 +147,8 @@ impl Agent {
             last_frame: None,
             nudged: false,
             summary: None,
-            wire,
+            wire: endpoint.wire,
+            max_tokens: endpoint.max_tokens,
             loops: Default::default(),
             vision,
             last_page: None,
@@ -214,7 +222,7 @@ impl Agent {
 
     fn call_model(&mut self) -> Result<Reply, LlmError> {
         self.compact_if_needed()?;
-        let max_tokens = self.runner.config().api.max_tokens;
+        let max_tokens = self.max_tokens;
         let messages = self.context();
         let request = Request { system: &self.system, tools: &self.tools, messages: &messages, max_tokens };
         self.provider.complete(&request, self.runner.stop_signal())

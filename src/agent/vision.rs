@@ -5,21 +5,13 @@
 //! a line in the system prompt saying so. `true` sends images and never drops them.
 
 use super::Agent;
-use crate::config::{DEFAULT_LLM, Vision};
+use crate::config::Vision;
 use crate::llm::{self, Block, LlmError, Message, Reply};
 use crate::protocol::LogKind;
-use crate::session::SessionRunner;
 
 /// Said in the system prompt of a session whose model reads no images.
 pub(super) const TEXT_ONLY: &str = "This model cannot see images: do not take screenshots; read pages with \
 browser_snapshot (desktop: get_ui_tree) instead.";
-
-/// The `vision` of the endpoint the session runs on.
-pub(super) fn session_vision(runner: &SessionRunner) -> Vision {
-    let choice = runner.record().llm.unwrap_or_default();
-    let name = if choice.name.is_empty() { DEFAULT_LLM } else { choice.name.as_str() };
-    runner.config().endpoint(name).map_or(Vision::Auto, |e| e.vision)
-}
 
 /// Replace every image in the conversation by a line saying it was left out.
 fn drop_images(messages: &mut [Message]) -> usize {

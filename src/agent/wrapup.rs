@@ -86,7 +86,7 @@ impl Agent {
         let (head, tail) = self.report_frame();
         let prompt = self.last_word_prompt("The session was stopped by a person before it finished.");
         let (provider, runner) = (Arc::clone(&self.provider), self.runner.clone());
-        let max_tokens = self.runner.config().api.max_tokens;
+        let max_tokens = self.max_tokens;
         // The vault is emptied when the session ends, before this reply arrives.
         let scrub = self.runner.scrubber();
         let spawned = std::thread::Builder::new().name("report-after-stop".into()).spawn(move || {
@@ -113,7 +113,7 @@ impl Agent {
         }
         let prompt = self.last_word_prompt(situation);
         let messages = [Message::user(vec![Block::text(prompt)])];
-        let max_tokens = self.runner.config().api.max_tokens;
+        let max_tokens = self.max_tokens;
         let request = Request { system: LAST_WORD_SYSTEM, tools: &[], messages: &messages, max_tokens };
         match self.provider.complete(&request, self.runner.stop_signal()) {
             Ok(reply) => {
