@@ -58,6 +58,10 @@ pub fn write_line(flavor: Flavor, path: &str) -> Result<String, String> {
     match flavor {
         Flavor::Posix => Ok(format!("cat > {}", quote_posix(path))),
         Flavor::Windows => {
+            // Inside PowerShell's single-quoted string a `'` would end it early.
+            if path.contains('\'') {
+                return Err(format!("a path with a single quote cannot be passed to PowerShell safely: {path}"));
+            }
             let p = quote_windows(path)?.replace('"', "'");
             Ok(format!(
                 "powershell -NoProfile -NonInteractive -Command \"$i=[Console]::OpenStandardInput(); \
@@ -135,6 +139,7 @@ mod tests {
         assert!(!line.contains("env ") && !line.contains("sh -c"));
         assert_eq!(run_line(Flavor::Windows, "ver", None, 30, true).unwrap(), "ver");
         assert!(write_line(Flavor::Windows, r"C:\t\a.txt").unwrap().starts_with("powershell -NoProfile"));
+        assert!(write_line(Flavor::Windows, r"C:\t\a'; rm x; '.txt").is_err(), "no way out of the string");
         assert_eq!(read_line(Flavor::Windows, r"C:\a.txt", 10).unwrap(), r#"type "C:\a.txt""#);
         assert!(run_line(Flavor::Windows, "x", Some("C:\\a\"b"), 1, false).is_err());
     }
