@@ -71,14 +71,24 @@ pub struct Notifications {
 pub struct Vault {
     pub credentials: Option<Credentials>,
     pub notifications: Option<Notifications>,
+    /// The secrets in every form they are hunted in, built once: every log line is scrubbed.
+    forms: std::sync::OnceLock<Vec<String>>,
 }
 
 const REDACTED: &str = "[redacted]";
 
 impl Vault {
+    pub fn new(credentials: Option<Credentials>, notifications: Option<Notifications>) -> Vault {
+        Vault { credentials, notifications, forms: Default::default() }
+    }
+
+    fn secrets(&self) -> &[String] {
+        self.forms.get_or_init(|| self.build_secrets())
+    }
+
     /// The secret strings worth hunting for in output. Very short values are skipped: replacing
     /// every "a" in a report would destroy it and protect nothing.
-    fn secrets(&self) -> Vec<String> {
+    fn build_secrets(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(c) = &self.credentials {
             out.push(c.password.expose());
@@ -106,8 +116,8 @@ impl Vault {
     pub fn scrub(&self, text: &str) -> String {
         let mut out = text.to_string();
         for secret in self.secrets() {
-            if out.contains(&secret) {
-                out = out.replace(&secret, REDACTED);
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
             }
         }
         out
@@ -126,13 +136,14 @@ impl Vault {
     /// A scrubber holding its own copy of the secrets, for text that is written after the
     /// session ends and its vault is cleared (the report after a stop).
     pub fn scrubber(&self) -> impl Fn(&str) -> String + Send + use<> {
-        let secrets = self.secrets();
+        let secrets = self.secrets().to_vec();
         move |text: &str| secrets.iter().fold(text.to_string(), |out, secret| out.replace(secret.as_str(), REDACTED))
     }
 
     pub fn clear(&mut self) {
         self.credentials = None;
         self.notifications = None;
+        self.forms = Default::default();
     }
 }
 
@@ -214,6 +225,7 @@ mod tests {
                 telegram: None,
                 webhook: Some(WebhookTarget { url: Secret::new("https://hooks.example/x?token=abcdef"), method: None }),
             }),
+            ..Default::default()
         };
         let out = vault.scrub("typed pa55word! then token=abcdef");
         assert_eq!(out, "typed [redacted] then [redacted]");
@@ -230,6 +242,7 @@ mod tests {
                 submit_selector: None,
             }),
             notifications: None,
+            ..Default::default()
         }
     }
 

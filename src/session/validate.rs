@@ -91,7 +91,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         summary: None,
         replay: None,
     };
-    Ok(NewSession { record, vault: Vault { credentials: req.credentials, notifications: req.notifications } })
+    Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications) })
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
