@@ -49,7 +49,7 @@ pub struct Daemon {
 impl Daemon {
     pub fn start(config: Config, agent: AgentFn) -> Result<Daemon, StartError> {
         let config = Arc::new(config);
-        let store = Store::open(&config.output.dir)
+        let store = Store::open(&config.output.dir, config.output.sync)
             .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
         // Before anything is loaded or marked: a second daemon must not touch the first's files.
         let lock = store

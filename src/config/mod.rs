@@ -154,6 +154,8 @@ pub struct OutputConfig {
     pub retain_days: u64,
     /// Past this total, the oldest finished sessions are deleted (0 = no cap).
     pub max_total_mb: u64,
+    /// How appended lines reach the disk (journal, log, steps): see `SyncPolicy`.
+    pub sync: crate::protocol::SyncPolicy,
 }
 
 /// How the controller reaches notification services (the targets come per session).
@@ -248,7 +250,12 @@ impl Default for FilesConfig {
 
 impl Default for OutputConfig {
     fn default() -> Self {
-        OutputConfig { dir: PathBuf::from("./output"), retain_days: 0, max_total_mb: 0 }
+        OutputConfig {
+            dir: PathBuf::from("./output"),
+            retain_days: 0,
+            max_total_mb: 0,
+            sync: crate::protocol::SyncPolicy::Batch,
+        }
     }
 }
 
@@ -535,6 +542,10 @@ mod tests {
     fn bad_value_is_named() {
         let e = Config::from_yaml("server:\n  api_port: lots\n").unwrap_err();
         assert!(e.to_string().contains("server.api_port"), "{e}");
+        let e = Config::from_yaml("output:\n  sync: sometimes\n").unwrap_err();
+        assert!(e.to_string().contains("output.sync"), "{e}");
+        let c = Config::from_yaml("output:\n  sync: always\n").unwrap();
+        assert_eq!(c.output.sync, crate::protocol::SyncPolicy::Always);
         let mut c = Config::default();
         c.logging.level = "loud".into();
         assert!(c.validate().unwrap_err().to_string().contains("logging.level"));

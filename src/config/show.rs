@@ -190,8 +190,12 @@ impl Config {
     fn write_output(&self, out: &mut String) {
         let o = &self.output;
         let dir = quoted(&o.dir.to_string_lossy());
-        let items =
-            [("dir", dir), ("retain_days", o.retain_days.to_string()), ("max_total_mb", o.max_total_mb.to_string())];
+        let items = [
+            ("dir", dir),
+            ("retain_days", o.retain_days.to_string()),
+            ("max_total_mb", o.max_total_mb.to_string()),
+            ("sync", o.sync.as_str().to_string()),
+        ];
         section(out, "output", &items);
     }
 

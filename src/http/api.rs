@@ -67,6 +67,7 @@ impl Api {
                 Ok(Reply::json(200, &json!({"report": self.sessions.get(id)?.report()})))
             }
             (Get, ["sessions", id, "notes"]) => Ok(Reply::json(200, &self.sessions.get(id)?.notes())),
+            (Get, ["sessions", id, "conversation"]) => Ok(Reply::json(200, &self.sessions.get(id)?.conversation())),
             (Get, ["sessions", id, "steps"]) => Ok(Reply::json(200, &self.sessions.get(id)?.read_steps())),
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),

@@ -112,11 +112,13 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
             AgentOutcome::Stopped => end_record(&mut state.record, Status::Stopped, None),
         }
     }
-    let ended = active.then(|| snapshot_record(&mut state));
+    // Written even when a stop recorded the end: counters moved on since.
+    let last = snapshot_record(&mut state);
     let status = state.record.status;
     drop(state);
-    if let Some(ended) = ended {
-        session.write_record(ended);
+    session.dir.sync_now();
+    session.write_record(last);
+    if active {
         let (kind, text) = match &outcome {
             AgentOutcome::Finished { summary } => (LogKind::System, format!("finished: {summary}")),
             AgentOutcome::Failed(reason) => (LogKind::Error, format!("ended with an error: {reason}")),
