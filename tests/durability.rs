@@ -262,11 +262,12 @@ fn zip_members_are_stored_or_deflated_by_their_content_not_their_name() {
 }
 
 #[test]
-fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_told() {
+fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_session_moves_on() {
     use crate::support::llm::{llm_daemon, tool};
     let dir = TempDir::new("heartbeat");
     let script = vec![
         tool("run_command", json!({"command": "sleep 60", "timeout_s": 100})),
+        tool("run_command", json!({"command": "echo moved-$((40+2))"})),
         tool("finish_task", json!({"summary": "the worker died"})),
     ];
     let (d, llm) = llm_daemon(dir.path(), script, |c| {
@@ -299,6 +300,17 @@ fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_to
     assert_eq!(llm.requests().len(), 1, "the command is still running");
     let w = c.get("/workers").json();
     assert_eq!(w[0]["connected"], true, "{w}");
+    // A second capable worker, free: where the session goes once its own is lost.
+    let spare = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+        .args(["--controller", &d.worker, "--capabilities", "shell", "--hostname", "spare-box"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _spare = ChildGuard(spare);
+    wait_until(Duration::from_secs(10), "the spare worker", || {
+        c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == "spare-box").then_some(())
+    });
     // Killed mid-command: lost within worker_timeout_s (+ the 0.5 s check), not 100 s.
     worker.0.kill().unwrap();
     let killed = Instant::now();
@@ -306,7 +318,10 @@ fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_to
     assert!(killed.elapsed() < Duration::from_secs(5), "{:?}", killed.elapsed());
     let told = llm.requests()[1].last_results()[0].to_string();
     assert!(told.contains("worker lost"), "{told}");
-    wait_status(&c, &id, "finished");
+    assert!(told.contains("moved to worker spare-box"), "{told}");
+    assert_eq!(wait_status(&c, &id, "finished")["worker"], "spare-box");
+    let ran = llm.requests()[2].last_results()[0].to_string();
+    assert!(ran.contains("moved-42"), "the next command ran on the new worker: {ran}");
 }
 
 #[test]

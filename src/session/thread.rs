@@ -44,11 +44,22 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
         r.worker = Some(worker.hostname.clone());
     });
     session.log(LogKind::System, &format!("worker {} ({}) assigned", worker.hostname, worker.id), None);
-    let executor = WorkerExecutor::new(Arc::clone(hub), Arc::clone(&worker), session.id.clone(), stop);
-    let runner = SessionRunner::new(Arc::clone(session), Arc::new(executor), config);
+    let moved = Arc::clone(session);
+    let executor =
+        WorkerExecutor::new(Arc::clone(hub), worker, session.id.clone(), capability, record.requested_worker, stop)
+            .on_move(Box::new(move |next| {
+                moved.update(|r| r.worker = Some(next.hostname.clone()));
+                moved.log(
+                    LogKind::System,
+                    &format!("worker lost; moved to worker {} ({})", next.hostname, next.id),
+                    None,
+                );
+            }));
+    let executor = Arc::new(executor);
+    let runner = SessionRunner::new(Arc::clone(session), Arc::clone(&executor) as Arc<dyn Executor>, config);
     let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { run_agent(session, agent, runner) };
     finish(session, outcome);
-    hub.release(&worker, &session.id);
+    executor.release();
 }
 
 /// A shell session on a host over SSH: no worker, the controller connects itself.
