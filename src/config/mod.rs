@@ -144,6 +144,9 @@ pub struct FilesConfig {
     pub max_file_size_mb: u64,
     pub max_session_storage_mb: u64,
     pub max_files_per_session: usize,
+    /// Under `validator` or `human` approval, a download larger than this is approved first
+    /// (0 = never asked).
+    pub approve_downloads_over_mb: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -244,7 +247,12 @@ impl Default for BrowserConfig {
 
 impl Default for FilesConfig {
     fn default() -> Self {
-        FilesConfig { max_file_size_mb: 500, max_session_storage_mb: 5000, max_files_per_session: 1000 }
+        FilesConfig {
+            max_file_size_mb: 500,
+            max_session_storage_mb: 5000,
+            max_files_per_session: 1000,
+            approve_downloads_over_mb: 100,
+        }
     }
 }
 

@@ -171,6 +171,7 @@ impl Config {
                 ("max_file_size_mb", f.max_file_size_mb.to_string()),
                 ("max_session_storage_mb", f.max_session_storage_mb.to_string()),
                 ("max_files_per_session", f.max_files_per_session.to_string()),
+                ("approve_downloads_over_mb", f.approve_downloads_over_mb.to_string()),
             ],
         );
         self.write_output(out);

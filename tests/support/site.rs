@@ -86,6 +86,19 @@ impl Site {
                         <div id="out"></div>
                         <div style="height:3000px"></div><p id="bottom">Bottom of the page</p>"#,
                     )),
+                    // N MiB of bytes, with their length announced (`/big/N.bin`) or streamed chunked
+                    // without it (`/stream/N.bin`).
+                    ("GET", p) if p.starts_with("/big/") || p.starts_with("/stream/") => {
+                        let mib: usize = p.rsplit('/').next().unwrap().trim_end_matches(".bin").parse().unwrap();
+                        let bytes: Vec<u8> = (0..mib * 1024 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+                        let length = p.starts_with("/big/").then_some(bytes.len());
+                        let body = Box::new(std::io::Cursor::new(bytes)) as Box<dyn std::io::Read + Send>;
+                        // Above 32 KiB tiny_http chunks even a known length unless told otherwise.
+                        let threshold = if length.is_some() { usize::MAX } else { 0 };
+                        let resp = tiny_http::Response::new(200.into(), vec![], body, length, None);
+                        let _ = rq.respond(resp.with_chunked_threshold(threshold));
+                        continue;
+                    }
                     ("GET", p) if p.starts_with("/files/") => {
                         let name = p.trim_start_matches("/files/");
                         tiny_http::Response::from_data(pdf_bytes(name))
