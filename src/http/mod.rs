@@ -45,8 +45,11 @@ pub enum Reply {
 /// thread between the writer and the client.
 pub struct Stream {
     pub headers: Vec<(&'static str, String)>,
-    pub write: Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>,
+    pub write: WriteBody,
 }
+
+/// Writes a streamed body onto the connection.
+pub type WriteBody = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>;
 
 /// HTTP/1.1 chunked framing: each write one chunk (the buffer in front makes them large).
 struct Chunked<W: std::io::Write>(W);
