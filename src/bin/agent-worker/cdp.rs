@@ -33,6 +33,9 @@ pub struct Cdp {
     buf: Vec<u8>,
     scanned: usize,
     next_id: u64,
+    /// `QUIET` and `HUNG` (tests shorten them).
+    quiet: Duration,
+    hung: Duration,
 
     /// JavaScript dialogs answered since the last `take_dialogs`, with their text.
     dialogs: Vec<String>,
@@ -94,6 +97,8 @@ impl Cdp {
             buf: Vec::new(),
             scanned: 0,
             next_id: 0,
+            quiet: QUIET,
+            hung: HUNG,
             dialogs: Vec::new(),
             dialog_default: DialogPolicy::Dismiss,
             next_dialog: None,
@@ -104,7 +109,7 @@ impl Cdp {
     fn send(&mut self, msg: &Value) -> Result<(), CdpError> {
         let mut bytes = msg.to_string().into_bytes();
         bytes.push(0);
-        let deadline = Instant::now() + HUNG;
+        let deadline = Instant::now() + self.hung;
         let mut rest = &bytes[..];
         while !rest.is_empty() {
             match self.to_browser.write(rest) {
@@ -112,7 +117,8 @@ impl Cdp {
                 Ok(n) => rest = &rest[n..],
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     if !wait_fd(self.to_browser.as_raw_fd(), libc::POLLOUT, deadline)? {
-                        return Err(CdpError::Hung("it took no command for 4 s".into()));
+                        let waited = self.hung.as_secs();
+                        return Err(CdpError::Hung(format!("it took no command for {waited} s")));
                     }
                 }
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
@@ -174,7 +180,7 @@ impl Cdp {
         loop {
             let wake = match ping {
                 Some((_, by)) => by.min(deadline),
-                None => (heard + QUIET).min(deadline),
+                None => (heard + self.quiet).min(deadline),
             };
             let Some(frame) = self.read_message(wake)? else {
                 let now = Instant::now();
@@ -183,14 +189,14 @@ impl Cdp {
                 }
                 match ping {
                     Some((_, by)) if now >= by => {
-                        let silent = (QUIET + HUNG).as_secs();
+                        let silent = (self.quiet + self.hung).as_secs();
                         return Err(CdpError::Hung(format!("no answer to {method}, nor to a check, for {silent} s")));
                     }
                     Some(_) => {}
                     None => {
                         let ping_id = self.next_id();
                         self.send(&json!({"id": ping_id, "method": "Browser.getVersion", "params": {}}))?;
-                        ping = Some((ping_id, now + HUNG));
+                        ping = Some((ping_id, now + self.hung));
                     }
                 }
                 continue;
@@ -240,5 +246,75 @@ impl Cdp {
 
     pub fn take_dialogs(&mut self) -> Vec<String> {
         std::mem::take(&mut self.dialogs)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A connection to a fake browser that answers each command as `answer` says (None: never),
+    /// and counts the liveness checks it was sent.
+    fn fake(answer: fn(&Value) -> Option<Value>) -> (Cdp, Arc<AtomicUsize>) {
+        let (mut commands, to_browser) = std::io::pipe().unwrap();
+        let (from_browser, mut answers) = std::io::pipe().unwrap();
+        let pings = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&pings);
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = commands.read(&mut chunk) {
+                buf.extend_from_slice(&chunk[..n]);
+                while let Some(end) = buf.iter().position(|&b| b == 0) {
+                    let msg: Value = serde_json::from_slice(&buf[..end]).unwrap_or_default();
+                    buf.drain(..=end);
+                    if msg["method"] == "Browser.getVersion" {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    if let Some(result) = answer(&msg) {
+                        let mut out = json!({"id": msg["id"], "result": result}).to_string().into_bytes();
+                        out.push(0);
+                        let _ = answers.write_all(&out);
+                    }
+                }
+            }
+        });
+        let mut cdp = Cdp::over_pipes(
+            File::from(std::os::fd::OwnedFd::from(to_browser)),
+            File::from(std::os::fd::OwnedFd::from(from_browser)),
+        );
+        cdp.quiet = Duration::from_millis(50);
+        cdp.hung = Duration::from_millis(100);
+        (cdp, pings)
+    }
+
+    #[test]
+    fn answers_come_back_by_id() {
+        let (mut cdp, _) = fake(|m| Some(json!({"echo": m["method"]})));
+        let out = cdp.call(None, "Target.getTargets", json!({}), Duration::from_secs(5));
+        assert_eq!(out.ok(), Some(json!({"echo": "Target.getTargets"})));
+    }
+
+    /// A browser that answers nothing, not even a check, is hung long before the call's own
+    /// deadline.
+    #[test]
+    fn a_silent_browser_is_found_hung_within_quiet_plus_hung() {
+        let (mut cdp, pings) = fake(|_| None);
+        let t = Instant::now();
+        let out = cdp.call(Some("S"), "Page.navigate", json!({}), Duration::from_secs(30));
+        assert!(matches!(out, Err(CdpError::Hung(_))), "{out:?}");
+        assert!(t.elapsed() < Duration::from_secs(2), "{:?}", t.elapsed());
+        assert_eq!(pings.load(Ordering::SeqCst), 1);
+    }
+
+    /// A browser that answers its checks is alive: a slow page is a timeout, not a hang.
+    #[test]
+    fn a_busy_page_in_a_live_browser_times_out_without_being_called_hung() {
+        let (mut cdp, pings) = fake(|m| (m["method"] == "Browser.getVersion").then(|| json!({})));
+        let out = cdp.call(Some("S"), "Runtime.evaluate", json!({}), Duration::from_millis(400));
+        assert!(matches!(out, Err(CdpError::Timeout(_))), "{out:?}");
+        assert!(pings.load(Ordering::SeqCst) >= 2, "it kept checking");
     }
 }

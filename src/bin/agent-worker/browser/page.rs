@@ -7,9 +7,9 @@
 //! "no element matches `#buy` … did you mean `#prices`?"); DevTools failures stay
 //! `WorkerError::Browser`, so `Browser::recover` can tell a lost connection from a page error.
 
+use super::Browser;
 use super::launch::{self, CALL};
 use super::util::{js, png_size};
-use super::Browser;
 use crate::cdp::CdpError;
 use crate::error::WorkerError;
 use serde_json::{Value, json};
