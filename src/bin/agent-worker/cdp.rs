@@ -6,9 +6,10 @@
 //! events read on the way are dropped, except JavaScript dialogs, which are answered at once
 //! (they would block the page: `next_dialog` if the model set it, else `dialog_default`) and
 //! reported through `take_dialogs`. Page-scoped commands carry the flat `sessionId`.
-//! Every read and write has a deadline, and a call that hears nothing for `QUIET` asks the
-//! browser process itself (`Browser.getVersion`, answered even while a page is busy) whether
-//! it is there: no answer within `HUNG` means a hung browser, whatever the call's own timeout.
+//! Every read and write has a deadline, and once the browser has answered at all, a call that
+//! hears nothing for `QUIET` asks the browser process itself (`Browser.getVersion`, answered
+//! even while a page is busy) whether it is there: no answer within `HUNG` means a hung
+//! browser, whatever the call's own timeout.
 
 use agent_controller::protocol::DialogPolicy;
 use serde_json::{Value, json};
@@ -36,6 +37,9 @@ pub struct Cdp {
     /// `QUIET` and `HUNG` (tests shorten them).
     quiet: Duration,
     hung: Duration,
+    /// The browser has answered once: before that it is starting, which only the first call's
+    /// own deadline bounds (a cold start on a loaded machine is slow, not hung).
+    started: bool,
 
     /// JavaScript dialogs answered since the last `take_dialogs`, with their text.
     dialogs: Vec<String>,
@@ -99,6 +103,7 @@ impl Cdp {
             next_id: 0,
             quiet: QUIET,
             hung: HUNG,
+            started: false,
             dialogs: Vec::new(),
             dialog_default: DialogPolicy::Dismiss,
             next_dialog: None,
@@ -193,6 +198,7 @@ impl Cdp {
                         return Err(CdpError::Hung(format!("no answer to {method}, nor to a check, for {silent} s")));
                     }
                     Some(_) => {}
+                    None if !self.started => heard = now,
                     None => {
                         let ping_id = self.next_id();
                         self.send(&json!({"id": ping_id, "method": "Browser.getVersion", "params": {}}))?;
@@ -202,6 +208,7 @@ impl Cdp {
                 continue;
             };
             heard = Instant::now();
+            self.started = true;
             if ping.is_some_and(|(p, _)| frame["id"].as_u64() == Some(p)) {
                 ping = None;
                 continue;
@@ -287,7 +294,18 @@ mod tests {
         );
         cdp.quiet = Duration::from_millis(50);
         cdp.hung = Duration::from_millis(100);
+        cdp.started = true;
         (cdp, pings)
+    }
+
+    /// Until its first answer the browser is starting: silence then is no hang.
+    #[test]
+    fn a_starting_browser_gets_the_whole_deadline() {
+        let (mut cdp, pings) = fake(|_| None);
+        cdp.started = false;
+        let out = cdp.call(None, "Browser.setDownloadBehavior", json!({}), Duration::from_millis(300));
+        assert!(matches!(out, Err(CdpError::Timeout(_))), "{out:?}");
+        assert_eq!(pings.load(Ordering::SeqCst), 0);
     }
 
     #[test]
