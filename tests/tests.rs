@@ -6,6 +6,7 @@ mod support;
 
 mod agent;
 mod api;
+mod browser_isolation;
 mod cli;
 mod confirmations;
 mod console;

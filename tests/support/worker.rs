@@ -22,6 +22,13 @@ pub struct RealWorker(pub Child);
 
 impl RealWorker {
     pub fn start(d: &TestDaemon, hostname: &str, caps: &str) -> RealWorker {
+        // AC_TEST_WORKER_LOG=1 shows the worker's log.
+        let log = if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() };
+        RealWorker::start_with_log(d, hostname, caps, log)
+    }
+
+    /// As `start`, with the worker's log (stderr) going to `log`.
+    pub fn start_with_log(d: &TestDaemon, hostname: &str, caps: &str, log: impl Into<Stdio>) -> RealWorker {
         let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
             .args([
                 "--controller",
@@ -35,8 +42,7 @@ impl RealWorker {
                 CHROMIUM,
             ])
             .stdout(Stdio::null())
-            // AC_TEST_WORKER_LOG=1 shows the worker's log.
-            .stderr(if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
+            .stderr(log)
             .spawn()
             .unwrap();
         let c = d.client();
