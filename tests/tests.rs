@@ -10,6 +10,7 @@ mod cli;
 mod confirmations;
 mod console;
 mod desktop;
+mod desktop_atspi;
 mod durability;
 mod files;
 mod lifecycle;
