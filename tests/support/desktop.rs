@@ -131,14 +131,24 @@ impl Drop for Xvfb {
     }
 }
 
-/// Whether a D-Bus daemon, the AT-SPI bus launcher and zenity (a GTK program) are here.
+/// The GTK 3 question dialog the accessibility tests drive (Yes exits 0, No 1).
+pub const GTK_DIALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/gtk_dialog.py");
+
+/// Whether a D-Bus daemon, the AT-SPI bus launcher and GTK 3 for the system's Python are here.
 pub fn have_atspi() -> bool {
-    let missing: Vec<&str> = ["/usr/bin/dbus-daemon", "/usr/libexec/at-spi-bus-launcher", "/usr/bin/zenity"]
+    let mut missing: Vec<&str> = ["/usr/bin/dbus-daemon", "/usr/libexec/at-spi-bus-launcher"]
         .into_iter()
         .filter(|p| !Path::new(p).exists())
         .collect();
+    let gtk = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk";
+    if !Command::new("/usr/bin/python3").args(["-c", gtk]).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        missing.push("GTK 3 for /usr/bin/python3");
+    }
     if !missing.is_empty() {
-        eprintln!("SKIPPED: {} not installed (make test installs dbus at-spi2-core zenity)", missing.join(", "));
+        eprintln!(
+            "SKIPPED: {} not installed (make test installs dbus at-spi2-core python3-gi gir1.2-gtk-3.0)",
+            missing.join(", ")
+        );
     }
     missing.is_empty()
 }

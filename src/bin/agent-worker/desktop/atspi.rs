@@ -5,11 +5,18 @@
 //!
 //! The bus address comes from the `AT_SPI_BUS` property of the X root window (set by
 //! at-spi-bus-launcher when it knows the display), else from `org.a11y.Bus.GetAddress` on the
-//! session bus. Every call has a time limit (`CALL_LIMIT`), so an application that hangs costs
-//! that much and no more. Errors are short texts the walk puts into its notes.
+//! session bus. Every call has a time limit (`CALL_LIMIT`), and an application that let one
+//! pass is not asked again in the same walk, so a hung program costs that much and no more.
+//! Errors are short texts the walk puts into its notes.
+//!
+//! The walk reads only the top-level accessibles that are showing and stand for a visible X
+//! window (same title, or mostly the same area), top-most window first, optionally only those
+//! whose title contains `window`; it skips what is not showing and stops at a depth, a number of
+//! objects and a deadline. Pressing prefers the widget's own "click"/"press"/"activate" action
+//! for a plain left click, else gives its centre for the pointer.
 
 use super::widgets::{Ids, Node, Obj, Pressed, Scope, Walk, centre, same};
-use super::windows::Windows;
+use super::windows::{Win, Windows};
 use super::x::X;
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -147,6 +154,12 @@ impl Bus {
         Ok(Info { role, name: self.name(obj)?, states, interfaces })
     }
 
+    /// The process id behind a connection to the bus (the bus daemon answers, not the program).
+    pub fn pid(&self, bus_name: &str) -> Option<u32> {
+        let daemon = ("org.freedesktop.DBus".to_string(), "/org/freedesktop/DBus".to_string());
+        self.call(&daemon, "org.freedesktop.DBus", "GetConnectionUnixProcessID", &(bus_name,)).ok()
+    }
+
     /// x, y, width, height in screen pixels (coordinate type 0: the screen).
     pub fn extents(&self, obj: &Obj) -> Result<(i32, i32, i32, i32), String> {
         self.call(obj, COMPONENT, "GetExtents", &(0u32,))
@@ -205,7 +218,8 @@ fn short(e: &zbus::Error) -> String {
 }
 
 /// Walk the widgets of the visible windows in scope. Err only when the bus itself fails.
-pub fn walk(bus: &Bus, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<Walk, String> {
+pub fn walk(bus: &Bus, x: &X, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<Walk, String> {
+    let pids = window_pids(x, wins);
     bus.ask_all_again();
     let apps = bus.applications().map_err(|e| format!("not available (the accessibility bus did not answer: {e})"))?;
     let mut walk = Walk { windows: Vec::new(), visited: 0, notes: Vec::new(), found_via: bus.found_via };
@@ -219,7 +233,8 @@ pub fn walk(bus: &Bus, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<W
         match bus.name(&app) {
             Err(e) => walk.notes.push(format!("the application at {} left out: {e}", app.0)),
             Ok(name) => {
-                if let Err(e) = top_levels(bus, &app, wins, scope, &mut found) {
+                let mine = Mine { wins, pids: &pids, pid: bus.pid(&app.0) };
+                if let Err(e) = top_levels(bus, &app, &mine, scope, &mut found) {
                     walk.notes.push(format!("the application {name:?} left out: {e}"));
                 }
             }
@@ -243,12 +258,38 @@ pub fn walk(bus: &Bus, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<W
     Ok(walk)
 }
 
+/// The windows, the process of each that names one (`_NET_WM_PID`), and the application's.
+struct Mine<'a> {
+    wins: &'a Windows,
+    pids: &'a [Option<u32>],
+    pid: Option<u32>,
+}
+
+impl Mine<'_> {
+    /// The visible window (rank, window) a top-level accessible stands for: same title or area,
+    /// of the application's process when both say which (windows of the same size and place
+    /// told apart), else of any.
+    fn window(&self, name: &str, rect: Option<(i32, i32, i32, i32)>) -> Option<(usize, &Win)> {
+        let looks = |w: &Win| w.visible && same(w, name, rect);
+        let ours = |i: usize| matches!((self.pid, self.pids.get(i).copied().flatten()), (Some(a), Some(b)) if a == b);
+        let list = || self.wins.list.iter().enumerate();
+        list().find(|&(i, w)| ours(i) && looks(w)).or_else(|| list().find(|&(_, w)| looks(w)))
+    }
+}
+
+/// `_NET_WM_PID` of each window in the list (None where it is not set).
+fn window_pids(x: &X, wins: &Windows) -> Vec<Option<u32>> {
+    use x11rb::protocol::xproto::ConnectionExt as _;
+    let atom = x.conn.intern_atom(true, b"_NET_WM_PID").ok().and_then(|c| c.reply().ok()).map_or(0, |r| r.atom);
+    wins.list.iter().map(|w| (atom != 0).then(|| x.list(w.id, atom).ok()?.first().copied()).flatten()).collect()
+}
+
 /// The showing top-level accessibles of `app` that stand for a visible X window in scope,
 /// with the window's rank in the stacking order and its title.
 fn top_levels(
     bus: &Bus,
     app: &Obj,
-    wins: &Windows,
+    mine: &Mine,
     scope: &Scope,
     found: &mut Vec<(usize, String, Obj, Info)>,
 ) -> Result<(), String> {
@@ -258,10 +299,7 @@ fn top_levels(
             continue;
         }
         let rect = if info.implements("Component") { bus.extents(&top).ok() } else { None };
-        let Some((rank, win)) = wins.list.iter().enumerate().find(|(_, w)| w.visible && same(w, &info.name, rect))
-        else {
-            continue;
-        };
+        let Some((rank, win)) = mine.window(&info.name, rect) else { continue };
         if scope.window.is_none_or(|t| win.title.to_lowercase().contains(&t.to_lowercase())) {
             found.push((rank, win.title.clone(), top, info));
         }

@@ -1,13 +1,14 @@
-//! Widgets from the accessibility bus (AT-SPI): the walk behind `get_ui_tree` and
-//! `list_elements`, the ids (`w1`, `w2`, …) that `click {element}` takes, and pressing one.
+//! Widgets as the desktop tools show them: what a walk of the accessibility bus found (the
+//! walk is `atspi.rs`), the ids (`w1`, `w2`, …) that `click {element}` takes, the widgets'
+//! JSON for `get_ui_tree` (a tree, grouping containers lifted) and `list_elements` (a flat
+//! list), and clicking a widget by id.
 //!
-//! Only the top-level accessibles that are showing and match a visible X window (same title,
-//! or mostly the same area) are walked, top-most window first, optionally only the windows whose
-//! title contains `window`. The walk skips what is not showing and stops at a depth, a number
-//! of objects and a deadline; an application that does not answer is named in the notes and
-//! left out. An id stays the same object for the worker's life (the table is cleared only when
-//! very large). Pressing a widget prefers its own "click"/"press"/"activate" action for a plain
-//! left click, else clicks the centre of its current extents.
+//! Geometry is given in screenshot image pixels like every other coordinate, with the screen's
+//! beside it. An id stays the same object for the worker's life (the table starts over only
+//! when very large) and remembers its window's title for the click's result.
+//!
+//! Without the `atspi` feature there is no bus: `walk` and `press` say so, and the rest waits.
+#![cfg_attr(not(feature = "atspi"), allow(dead_code))]
 
 use super::Desktop;
 use super::windows::{Win, Windows};
@@ -106,7 +107,7 @@ impl Widgets {
     pub fn walk(&mut self, x: &X, wins: &Windows, scope: &Scope) -> Result<Walk, String> {
         self.bus(x)?;
         let Some(bus) = &self.bus else { return Err("not available".into()) };
-        let walked = super::atspi::walk(bus, &mut self.ids, wins, scope);
+        let walked = super::atspi::walk(bus, x, &mut self.ids, wins, scope);
         if walked.is_err() {
             // The bus itself failed (not one application): connect again next time.
             self.bus = None;
