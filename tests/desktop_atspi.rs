@@ -106,6 +106,8 @@ fn widgets_come_from_the_accessibility_bus_and_their_ids_can_be_clicked() {
     assert_eq!(exit_code(&mut first, "the dialog to exit"), 1, "the No button's code");
     let e = cmd_err(r, "click", json!({"element": no["id"]}));
     assert!(e.contains("gone or does not answer"), "{e}");
+    let e = cmd_err(r, "click", json!({"element": "w999"}));
+    assert!(e.contains("w999 is no widget id this worker gave"), "{e}");
 
     // A plain click on an id uses the widget's own action.
     let mut second = dialog(&bus, &x, "Deploy again", "Really?");

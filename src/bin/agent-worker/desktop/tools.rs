@@ -182,7 +182,17 @@ impl Desktop {
     fn target(&self, p: &Value) -> Result<((i32, i32), Option<String>), WorkerError> {
         if let Some(name) = p["element"].as_str().filter(|s| !s.trim().is_empty()) {
             let wins = Windows::read(self.x()?)?;
-            let w = wins.find(name.trim())?;
+            let looks_like_id = name.trim().strip_prefix('w').is_some_and(|n| n.parse::<u32>().is_ok());
+            let w = wins.find(name.trim()).map_err(|e| {
+                if looks_like_id {
+                    WorkerError::bad(format!(
+                        "{e}; and {} is no widget id this worker gave (list_elements)",
+                        name.trim()
+                    ))
+                } else {
+                    e
+                }
+            })?;
             return Ok((w.centre(), Some(w.title.clone())));
         }
         let (ix, iy) = point(p, "x", "y")?.ok_or_else(|| {
