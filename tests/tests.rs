@@ -11,6 +11,7 @@ mod cli;
 mod confirmations;
 mod console;
 mod desktop;
+mod desktop_atspi;
 mod durability;
 mod files;
 mod lifecycle;
