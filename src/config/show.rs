@@ -163,18 +163,7 @@ impl Config {
                 ("dialogs", format!("{:?}", b.dialogs).to_lowercase()),
             ],
         );
-        let f = &self.files;
-        section(
-            out,
-            "files",
-            &[
-                ("max_file_size_mb", f.max_file_size_mb.to_string()),
-                ("max_session_storage_mb", f.max_session_storage_mb.to_string()),
-                ("max_files_per_session", f.max_files_per_session.to_string()),
-                ("approve_downloads_over_mb", f.approve_downloads_over_mb.to_string()),
-            ],
-        );
-        self.write_output(out);
+        self.write_storage(out);
         section(out, "logging", &[("level", quoted(&self.logging.level)), ("file", quoted(&self.logging.file))]);
         let n = &self.notifications;
         section(
@@ -188,7 +177,18 @@ impl Config {
         );
     }
 
-    fn write_output(&self, out: &mut String) {
+    fn write_storage(&self, out: &mut String) {
+        let f = &self.files;
+        section(
+            out,
+            "files",
+            &[
+                ("max_file_size_mb", f.max_file_size_mb.to_string()),
+                ("max_session_storage_mb", f.max_session_storage_mb.to_string()),
+                ("max_files_per_session", f.max_files_per_session.to_string()),
+                ("approve_downloads_over_mb", f.approve_downloads_over_mb.to_string()),
+            ],
+        );
         let o = &self.output;
         let dir = quoted(&o.dir.to_string_lossy());
         let items = [

@@ -4,9 +4,9 @@
 //!
 //! A worker lost mid-session (killed, silent past `worker_timeout_s`) is released and the
 //! session leases another capable one (the one it asked for by name, if it did) that is free
-//! within `MOVE_WAIT`; the failed command is not re-sent (it may have acted), the model is told
-//! where the session went and that the target's state is new. With none free, the session
-//! holds no worker and the next tool call tries again.
+//! now; the failed command is not re-sent (it may have acted), the model is told where the
+//! session went and that the target's state is new. With none free, the session holds no
+//! worker and the next tool call leases one first (the same one, if it came back).
 
 use super::{Worker, WorkerHub};
 use crate::exec::{ExecError, Executor};
@@ -15,8 +15,9 @@ use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// How long a session waits for another worker after losing its own.
-const MOVE_WAIT: Duration = Duration::from_secs(5);
+/// How long a session looks for another worker after losing its own: only one free now, so
+/// the model hears at once.
+const MOVE_WAIT: Duration = Duration::from_millis(100);
 
 /// Told the new worker when the session moves (the session's record and log).
 pub type OnMove = Box<dyn Fn(&Worker) + Send + Sync>;
@@ -69,27 +70,27 @@ impl WorkerExecutor {
         }
     }
 
-    /// The worker is gone: release it, lease another if one is free soon; what to tell the model.
-    fn move_on(&self, lost: Option<&Arc<Worker>>, why: &str) -> String {
-        if let Some(lost) = lost {
-            self.hub.release(lost, &self.session_id);
-        }
-        *self.current() = None;
+    /// A capable worker free now, leased and held (the session had none).
+    fn lease_again(&self) -> Option<Arc<Worker>> {
         let deadline = Instant::now() + MOVE_WAIT;
-        let lease =
-            self.hub.lease(&self.session_id, &self.capability, self.preferred.as_deref(), &self.stop, Some(deadline));
-        match lease {
-            Ok(next) => {
-                (self.on_move)(&next);
-                let text = format!(
-                    "{why}. The session moved to worker {}: it starts fresh (no open page, a new shell), \
-                     so run the step again if it is still needed.",
-                    next.hostname
-                );
-                *self.current() = Some(next);
-                text
-            }
-            Err(_) => format!(
+        let preferred = self.preferred.as_deref();
+        let next = self.hub.lease(&self.session_id, &self.capability, preferred, &self.stop, Some(deadline)).ok()?;
+        (self.on_move)(&next);
+        *self.current() = Some(Arc::clone(&next));
+        Some(next)
+    }
+
+    /// The worker is gone: release it, lease another if one is free now; what to tell the model.
+    fn move_on(&self, lost: &Arc<Worker>, why: &str) -> String {
+        self.hub.release(lost, &self.session_id);
+        *self.current() = None;
+        match self.lease_again() {
+            Some(next) => format!(
+                "{why}. The session moved to worker {}: it starts fresh (no open page, a new shell), \
+                 so run the step again if it is still needed.",
+                next.hostname
+            ),
+            None => format!(
                 "{why}. No other worker that can run {} sessions is free now ({}); the next tool call tries again.",
                 self.capability,
                 self.hub.availability(&self.capability)
@@ -111,14 +112,17 @@ impl Executor for WorkerExecutor {
             return Err(ExecError::Stopped);
         }
         let held = self.current().clone();
-        let Some(worker) = held else {
-            let why = format!("{action} was not sent: the session has no worker since its last one was lost");
-            return Err(ExecError::Disconnected(self.move_on(None, &why)));
+        let Some(worker) = held.or_else(|| self.lease_again()) else {
+            return Err(ExecError::Disconnected(format!(
+                "{action} was not sent: the session's worker disconnected and no other that can run {} sessions is free ({})",
+                self.capability,
+                self.hub.availability(&self.capability)
+            )));
         };
         match self.hub.execute(&worker, &self.session_id, action, params, timeout, &self.stop) {
             // Only a worker that is gone: one that restarted or re-polled is still this session's.
             Err(ExecError::Disconnected(why)) if !self.stop.is_raised() && !worker.is_connected() => {
-                Err(ExecError::Disconnected(self.move_on(Some(&worker), &why)))
+                Err(ExecError::Disconnected(self.move_on(&worker, &why)))
             }
             other => other,
         }
