@@ -12,6 +12,7 @@ mod console;
 mod desktop;
 mod durability;
 mod files;
+mod fuzz;
 mod lifecycle;
 mod loops;
 mod mcp;
