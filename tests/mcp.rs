@@ -124,6 +124,23 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
     assert!(missing["content"][0]["text"].as_str().unwrap().contains("no session"), "{missing}");
 }
 
+/// Found by tests/fuzz: a line that was not UTF-8 ended the server without a word.
+#[test]
+fn a_line_that_is_not_utf8_is_a_parse_error_not_the_end() {
+    let mut child = spawn_mcp("http://127.0.0.1:1");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"\xff\xfe{\n").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    let got: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(got.len(), 2, "{out}");
+    assert_eq!(got[0]["error"]["code"], -32700, "{out}");
+    assert_eq!(got[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn cancelled_wait_gets_no_answer_and_ping_still_works() {
     let dir = TempDir::new("mcp-cancel");
