@@ -106,7 +106,9 @@ fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHand
         if id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
             return None;
         }
-        send(error(&id.unwrap_or(Value::Null), -32600, "invalid request: no method"));
+        // JSON-RPC ids are strings or numbers; any other is answered as unknown (null).
+        let id = id.filter(|i| i.is_string() || i.is_number()).unwrap_or(Value::Null);
+        send(error(&id, -32600, "invalid request: no method"));
         return None;
     };
     let params = msg.get("params").cloned().unwrap_or(json!({}));

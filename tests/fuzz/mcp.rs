@@ -105,7 +105,8 @@ fn expected(line: &[u8]) -> (usize, Value) {
     let id = msg.get("id").cloned();
     if msg.get("method").and_then(Value::as_str).is_none() {
         let stray_response = id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some());
-        return if stray_response { (0, Value::Null) } else { (1, id.unwrap_or(Value::Null)) };
+        let scalar = id.filter(|i| i.is_string() || i.is_number()).unwrap_or(Value::Null);
+        return if stray_response { (0, Value::Null) } else { (1, scalar) };
     }
     match id.filter(|i| i.is_string() || i.is_number()) {
         Some(id) => (1, id),
