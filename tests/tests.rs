@@ -14,6 +14,7 @@ mod desktop;
 mod desktop_atspi;
 mod durability;
 mod files;
+mod fuzz;
 mod lifecycle;
 mod loops;
 mod mcp;

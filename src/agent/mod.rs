@@ -17,7 +17,7 @@ mod dry_run;
 mod history;
 mod local;
 mod loops;
-mod outputs;
+pub mod outputs;
 pub mod prompts;
 mod replay;
 mod report;

@@ -44,11 +44,15 @@ pub fn read_body(request: &mut Request, limit: usize) -> Result<Vec<u8>, ApiErro
 }
 
 pub fn read_json<T: DeserializeOwned>(request: &mut Request, limit: usize) -> Result<T, ApiError> {
-    let body = read_body(request, limit)?;
+    parse_json(&read_body(request, limit)?)
+}
+
+/// A whole body as `T`: an empty body and bad JSON are 400s that never echo a value.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadRequest("request body is empty; expected a JSON object".into()));
     }
-    serde_json::from_slice(&body)
+    serde_json::from_slice(body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {}", describe_json_error(&e))))
 }
 

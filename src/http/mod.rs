@@ -18,7 +18,10 @@ mod server;
 mod web;
 pub mod worker_api;
 
-pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
+pub use body::{
+    check_bearer, header_value, parse_json, percent_decode, percent_encode, query_param, read_body, read_json,
+    split_url,
+};
 pub use contain::contained;
 pub use server::{HttpServer, ServerSpec};
 

@@ -77,7 +77,7 @@ fn block_json(b: &Block) -> Value {
 }
 
 /// `error.message` of an API error body, else a short excerpt of the body.
-fn api_message(status: u16, body: &str) -> String {
+pub fn api_message(status: u16, body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let kind = parsed.as_ref().and_then(|v| v["error"]["type"].as_str()).unwrap_or("error");
     match parsed.as_ref().and_then(|v| v["error"]["message"].as_str()) {
@@ -89,7 +89,8 @@ fn api_message(status: u16, body: &str) -> String {
     }
 }
 
-fn parse_reply(body: &str) -> Result<Reply, String> {
+/// The reply body as neutral blocks (public for the fuzz tests, like `body`).
+pub fn parse_reply(body: &str) -> Result<Reply, String> {
     let v: Value = serde_json::from_str(body).map_err(|e| format!("unreadable reply from the API: {e}"))?;
     let mut content = Vec::new();
     for block in v["content"].as_array().ok_or("the API reply has no `content`")? {

@@ -159,7 +159,7 @@ fn should_retry(status: u16, headers: &[(String, String)]) -> bool {
 }
 
 /// The server's requested delay, when it is sane (0 < d ≤ 60 s).
-fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
+pub fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
     let ms = header(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()).map(|ms| ms / 1000.0);
     let secs = ms.or_else(|| header(headers, "retry-after").and_then(|v| v.trim().parse::<f64>().ok()))?;
     (secs > 0.0 && secs <= 60.0).then(|| Duration::from_secs_f64(secs))

@@ -37,8 +37,9 @@ pub use confirm::{AskOutcome, ConfirmationOutcome, Verdict};
 pub use files::stage_error;
 pub use log::LOG_WAIT_MAX;
 pub use manager::SessionManager;
+pub use replay::plan as plan_replay;
 pub use runner::{AgentFn, AgentOutcome, SessionRunner};
-pub use validate::NewSession;
+pub use validate::{NewSession, validate};
 
 use crate::config::Config;
 use crate::protocol::{Note, SessionRecord, Status};
