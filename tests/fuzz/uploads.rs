@@ -157,7 +157,7 @@ fn is_field(name: &str) -> bool {
 #[test]
 fn fuzz_multipart_uploads() {
     let root = TempDir::new("fuzz-upload");
-    let store = Store::open(root.path()).unwrap();
+    let store = Store::open(root.path(), agent_controller::protocol::SyncPolicy::Off).unwrap();
     let dir = store.create_session_dir("sess_fuzz").unwrap();
     let folder = root.path().join("sess_fuzz");
     let before = std::fs::read_dir(&folder).unwrap().count();
@@ -182,7 +182,10 @@ fn fuzz_multipart_uploads() {
 #[test]
 fn bad_part_headers_are_a_clear_400() {
     let root = TempDir::new("fuzz-upload-headers");
-    let dir = Store::open(root.path()).unwrap().create_session_dir("sess_h").unwrap();
+    let dir = Store::open(root.path(), agent_controller::protocol::SyncPolicy::Off)
+        .unwrap()
+        .create_session_dir("sess_h")
+        .unwrap();
     for headers in [
         "Content-Type: text/plain",
         "Content-Disposition: attachment",
