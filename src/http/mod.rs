@@ -15,12 +15,14 @@ mod metrics;
 mod openapi;
 mod openapi_schemas;
 mod server;
+mod tls;
 mod web;
 pub mod worker_api;
 
 pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
 pub use contain::contained;
 pub use server::{HttpServer, ServerSpec};
+pub use tls::{TlsConfig, load as load_tls, peer_ip};
 
 use crate::error::ApiError;
 use crate::wait::park::Responder;

@@ -22,7 +22,13 @@ pub struct RealWorker(pub Child);
 
 impl RealWorker {
     pub fn start(d: &TestDaemon, hostname: &str, caps: &str) -> RealWorker {
+        RealWorker::start_with(d, hostname, caps, &[])
+    }
+
+    /// With more options (`--ca-file …`).
+    pub fn start_with(d: &TestDaemon, hostname: &str, caps: &str, extra: &[&str]) -> RealWorker {
         let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+            .args(extra)
             .args([
                 "--controller",
                 &d.worker,
