@@ -84,7 +84,28 @@ fn listen(addr: &str, io_timeout: std::time::Duration) -> std::io::Result<TcpLis
     let listener = TcpListener::bind(addr)?;
     widen_backlog(&listener);
     send_timeout(&listener, io_timeout)?;
+    no_delay(&listener);
     Ok(listener)
+}
+
+/// TCP_NODELAY, inherited by every accepted connection on Linux: tiny_http writes a response's
+/// head and body separately, and with Nagle the body waits for the client's delayed ACK (40 ms).
+fn no_delay(listener: &TcpListener) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid fd owned by `listener`, and an int of the size we pass.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        log::debug!("could not set TCP_NODELAY: {}", std::io::Error::last_os_error());
+    }
 }
 
 /// tiny_http on `listener`; with TLS, tiny_http on a loopback listener of its own and the TLS

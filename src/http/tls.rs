@@ -126,6 +126,9 @@ fn carry(client: TcpStream, peer: SocketAddr, inner: SocketAddr, config: TlsConf
     let Ok(writer) = client.try_clone() else { return };
     let tls = Arc::new(Mutex::new(Tls { conn, client: writer }));
     let _ = client.set_read_timeout(Some(HANDSHAKE_TIMEOUT));
+    // Records go out as tiny_http writes them; with Nagle, a response's second record waits
+    // for the client's delayed ACK (40 ms).
+    let _ = client.set_nodelay(true);
     let mut link: Option<(TcpStream, std::thread::JoinHandle<()>)> = None;
     let outcome = pump_in(&client, &tls, |plain| {
         if link.is_none() {
