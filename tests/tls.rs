@@ -154,7 +154,7 @@ fn create_session_tls(agent: &ureq::Agent, api: &str, body: Value) -> String {
 fn plain_http_to_a_tls_port_gets_no_answer() {
     let dir = TempDir::new("tls-plain");
     let certs = make_certs(dir.path());
-    let d = TestDaemon::idle(tls_config(dir.path(), &certs));
+    let mut d = TestDaemon::idle(tls_config(dir.path(), &certs));
     let addr = d.api.trim_start_matches("https://").to_string();
     let mut s = std::net::TcpStream::connect(&addr).unwrap();
     s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
@@ -171,6 +171,11 @@ fn plain_http_to_a_tls_port_gets_no_answer() {
     let t = Instant::now();
     let _ = idle.read(&mut [0u8; 16]);
     assert!(t.elapsed() < Duration::from_secs(15), "{:?}", t.elapsed());
+    // Shutdown ends the TLS front too: the port stops accepting.
+    d.shutdown();
+    wait_until(Duration::from_secs(5), "the TLS port to close", || {
+        std::net::TcpStream::connect(&addr).is_err().then_some(())
+    });
 }
 
 #[test]
