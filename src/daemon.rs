@@ -8,7 +8,7 @@
 use crate::config::Config;
 use crate::http::api::Api;
 use crate::http::worker_api::WorkerApi;
-use crate::http::{HttpServer, ServerSpec};
+use crate::http::{HttpServer, ServerSpec, TlsConfig};
 use crate::hub::{HubSettings, WorkerHub};
 use crate::session::{AgentFn, SessionManager};
 use crate::store::{DirLock, Store};
@@ -49,6 +49,12 @@ pub struct Daemon {
 impl Daemon {
     pub fn start(config: Config, agent: AgentFn) -> Result<Daemon, StartError> {
         let config = Arc::new(config);
+        // Read once, before anything else: a bad certificate or key stops the start.
+        let tls = config
+            .tls()
+            .then(|| crate::http::load_tls(&config.server.tls_cert, &config.server.tls_key))
+            .transpose()
+            .map_err(StartError)?;
         let store = Store::open(&config.output.dir, config.output.sync)
             .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
         // Before anything is loaded or marked: a second daemon must not touch the first's files.
@@ -75,10 +81,11 @@ impl Daemon {
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
         let monitor = spawn_monitor(&hub, &sessions, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let (api, worker) = start_servers(&config, &sessions, &hub, &stopping)?;
+        let (api, worker) = start_servers(&config, &sessions, &hub, &stopping, tls)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
-        log::info!("API server listening on http://{api_addr}");
-        log::info!("worker server listening on http://{worker_addr}");
+        let scheme = config.scheme();
+        log::info!("API server listening on {scheme}://{api_addr}");
+        log::info!("worker server listening on {scheme}://{worker_addr}");
         if config.server.api_token.is_empty() {
             log::info!("API auth is off (server.api_token is empty)");
         }
@@ -149,6 +156,7 @@ fn start_servers(
     sessions: &Arc<SessionManager>,
     hub: &Arc<WorkerHub>,
     stopping: &Arc<AtomicBool>,
+    tls: Option<TlsConfig>,
 ) -> Result<(HttpServer, HttpServer), StartError> {
     let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
     let loopback = config.binds_loopback();
@@ -163,6 +171,7 @@ fn start_servers(
             tokenless: config.server.api_token.is_empty(),
             loopback,
             io_timeout: config.io_timeout(),
+            tls: tls.clone(),
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
@@ -179,6 +188,7 @@ fn start_servers(
             tokenless: config.server.worker_token.is_empty(),
             loopback,
             io_timeout: config.io_timeout(),
+            tls,
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),

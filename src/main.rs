@@ -106,7 +106,11 @@ fn mcp(parsed: &Parsed) -> ExitCode {
         // SAFETY: getuid has no preconditions and cannot fail.
         std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
     });
-    let client = agent_controller::cli::client::ApiClient::new(api, token);
+    let ca_file = parsed.value("--ca-file").map(PathBuf::from);
+    let client = match agent_controller::cli::client::ApiClient::new(api, token, ca_file) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
     ExitCode::from(agent_controller::cli::mcp::serve(client, files))
 }
 
@@ -160,9 +164,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     // Block the stop signals in every thread (they inherit the mask) so only sigwait sees them.
     let signals = signals::block_stop_signals().map_err(Failure::Runtime)?;
     let agent = agent_controller::agent::llm_agent(&config);
+    let scheme = config.scheme();
     let daemon = Daemon::start(config, agent).map_err(|e| Failure::Runtime(e.to_string()))?;
     let (api, worker) = (daemon.api_addr(), daemon.worker_addr());
-    sd_notify::notify(&format!("READY=1\nSTATUS=API on http://{api}, workers on http://{worker}"));
+    sd_notify::notify(&format!("READY=1\nSTATUS=API on {scheme}://{api}, workers on {scheme}://{worker}"));
     sd_notify::spawn_watchdog();
     let signal = signals::wait(&signals);
     sd_notify::notify("STOPPING=1\nSTATUS=shutting down");

@@ -30,6 +30,7 @@ mod snapshots;
 mod ssh;
 mod steps;
 mod tidy;
+mod tls;
 mod vision;
 mod web;
 mod worker_e2e;

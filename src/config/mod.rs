@@ -56,6 +56,9 @@ pub struct ServerConfig {
     /// The longest one write to a client may block (a client that stops reading); 0 = 30 s
     /// past the longest long poll (`long_poll_s`, and the API's 60 s log polls).
     pub io_timeout_s: u64,
+    /// HTTPS on both ports: a PEM certificate chain and its private key ("" = plain HTTP).
+    pub tls_cert: PathBuf,
+    pub tls_key: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -204,6 +207,8 @@ impl Default for ServerConfig {
             max_sessions: 256,
             max_workers: 1024,
             io_timeout_s: 0,
+            tls_cert: PathBuf::new(),
+            tls_key: PathBuf::new(),
         }
     }
 }
@@ -376,6 +381,7 @@ impl Config {
             return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
         }
         self.validate_token_lengths()?;
+        self.validate_tls()?;
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
@@ -480,31 +486,6 @@ impl Config {
             || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
     }
 
-    /// Refuse a non-loopback bind that nothing protects.
-    pub fn check_exposure(&self, insecure: bool) -> Result<(), ConfigError> {
-        if self.binds_loopback() || insecure {
-            return Ok(());
-        }
-        // Both: an open worker port lets anyone pose as a worker and receive its commands,
-        // including the password perform_login types.
-        for (key, token, env) in [
-            ("server.api_token", &self.server.api_token, ENV_API_TOKEN),
-            ("server.worker_token", &self.server.worker_token, ENV_WORKER_TOKEN),
-        ] {
-            if token.is_empty() {
-                return Err(ConfigError::key(
-                    key,
-                    format!(
-                        "is empty, but {} is reachable from other machines. Set it (or {env}), or pass \
-                         --insecure if something else guards the ports.",
-                        self.server.host
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-
     pub fn max_file_bytes(&self) -> u64 {
         self.files.max_file_size_mb.saturating_mul(1024 * 1024)
     }
@@ -577,7 +558,13 @@ mod tests {
         let e = c.check_exposure(false).unwrap_err().to_string();
         assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
         c.server.worker_token = Secret::new("y");
+        let e = c.check_exposure(false).unwrap_err().to_string();
+        assert!(e.contains("server.tls_cert") && e.contains("--insecure"), "tokens in clear are refused too: {e}");
+        c.server.tls_cert = "cert.pem".into();
+        assert!(c.validate_tls().unwrap_err().to_string().contains("server.tls_key"), "the pair comes together");
+        c.server.tls_key = "key.pem".into();
         assert!(c.check_exposure(false).is_ok());
+        assert_eq!(c.scheme(), "https");
     }
 
     #[test]

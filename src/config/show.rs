@@ -102,6 +102,8 @@ impl Config {
                 ("max_sessions", s.max_sessions.to_string()),
                 ("max_workers", s.max_workers.to_string()),
                 ("io_timeout_s", s.io_timeout_s.to_string()),
+                ("tls_cert", quoted(&s.tls_cert.display().to_string())),
+                ("tls_key", quoted(&s.tls_key.display().to_string())),
             ],
         );
     }

@@ -15,6 +15,7 @@ mod metrics;
 mod openapi;
 mod openapi_schemas;
 mod server;
+mod tls;
 mod web;
 pub mod worker_api;
 
@@ -24,6 +25,7 @@ pub use body::{
 };
 pub use contain::contained;
 pub use server::{HttpServer, ServerSpec};
+pub use tls::{TlsConfig, load as load_tls, peer_ip};
 
 use crate::error::ApiError;
 use crate::wait::park::Responder;

@@ -9,9 +9,12 @@
 //! accepted socket, so a client that stops reading (a slow zip download) frees its thread after
 //! `io_timeout`. A receive timeout cannot go the same way: on a listener it also bounds
 //! `accept`, and tiny_http stops accepting for good after one accept error.
+//! With TLS (`tls.rs`) the listener is the TLS front's, and tiny_http serves a private loopback
+//! one behind it.
 
 use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
-use std::net::SocketAddr;
+use super::tls::{self, TlsConfig};
+use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -25,6 +28,8 @@ pub struct HttpServer {
     server: Arc<Server>,
     threads: Vec<JoinHandle<()>>,
     pub addr: SocketAddr,
+    /// The TLS front's listener, shut at stop.
+    front: Option<TcpListener>,
 }
 
 /// How to run one server.
@@ -41,32 +46,81 @@ pub struct ServerSpec<'a> {
     pub loopback: bool,
     /// The longest a write to one connection may block.
     pub io_timeout: std::time::Duration,
+    /// HTTPS with this certificate, else plain HTTP.
+    pub tls: Option<TlsConfig>,
 }
 
 impl HttpServer {
     /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
     pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
         let addr = format_addr(spec.host, spec.port);
-        let listener = std::net::TcpListener::bind(&addr)
+        let listener = listen(&addr, spec.io_timeout)
             .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
-        widen_backlog(&listener);
-        send_timeout(&listener, spec.io_timeout)
-            .map_err(|e| format!("cannot set the send timeout on {addr} for the {}: {e}", spec.what))?;
-        let server = Server::from_listener(listener, None)
-            .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
-        let addr =
-            server.server_addr().to_ip().ok_or_else(|| format!("the {} did not bind an IP address", spec.what))?;
+        let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
+        let (server, front) =
+            serve(listener, &spec).map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
+        let addr = front
+            .as_ref()
+            .map_or_else(|| server.server_addr().to_ip(), |_| Some(bound))
+            .ok_or_else(|| format!("the {} did not bind an IP address", spec.what))?;
         let server = Arc::new(server);
         let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
         let threads = spawn_pool(spec.name, &server, spec.threads, guard, stopping, handler)
             .map_err(|e| format!("cannot start the {} threads: {e}", spec.what))?;
-        Ok(HttpServer { server, threads, addr })
+        Ok(HttpServer { server, threads, addr, front })
     }
 
     /// Stop the pool; returns how many threads were still busy at `deadline`.
     pub fn stop(mut self, deadline: Instant) -> usize {
+        if let Some(front) = &self.front {
+            tls::shut_listener(front);
+        }
         stop_pool(&self.server, std::mem::take(&mut self.threads), deadline)
     }
+}
+
+/// A listener with a raised backlog and the send timeout its connections inherit.
+fn listen(addr: &str, io_timeout: std::time::Duration) -> std::io::Result<TcpListener> {
+    let listener = TcpListener::bind(addr)?;
+    widen_backlog(&listener);
+    send_timeout(&listener, io_timeout)?;
+    no_delay(&listener);
+    Ok(listener)
+}
+
+/// TCP_NODELAY, inherited by every accepted connection on Linux: tiny_http writes a response's
+/// head and body separately, and with Nagle the body waits for the client's delayed ACK (40 ms).
+fn no_delay(listener: &TcpListener) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid fd owned by `listener`, and an int of the size we pass.
+    let rc = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc != 0 {
+        log::debug!("could not set TCP_NODELAY: {}", std::io::Error::last_os_error());
+    }
+}
+
+/// tiny_http on `listener`; with TLS, tiny_http on a loopback listener of its own and the TLS
+/// front (returned, to be shut at stop) on `listener`.
+fn serve(
+    listener: TcpListener,
+    spec: &ServerSpec<'_>,
+) -> Result<(Server, Option<TcpListener>), Box<dyn std::error::Error + Send + Sync>> {
+    let Some(config) = &spec.tls else { return Ok((Server::from_listener(listener, None)?, None)) };
+    let inner = listen("127.0.0.1:0", spec.io_timeout)?;
+    let inner_addr = inner.local_addr()?;
+    let server = Server::from_listener(inner, None)?;
+    let front = listener.try_clone()?;
+    tls::spawn_front(spec.name, listener, inner_addr, std::sync::Arc::clone(config))?;
+    Ok((server, Some(front)))
 }
 
 /// Run `threads` handler threads that take requests from `server` and pass them to `handle`.
