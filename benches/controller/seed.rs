@@ -23,6 +23,7 @@ pub fn seed_figures(bin: &Path, work: &Path) {
         seed_rss as f64 / 1024.0,
         ms(seed_ready)
     );
+    round_trip(work);
     seed_round_trip(work);
     upload_and_zip_both(bin, work);
 }
@@ -109,7 +110,8 @@ fn upload_and_zip_both(bin: &Path, work: &Path) {
     }
     let config = "server: {api_port: 0, worker_port: 0}\n";
     let (d, _) = spawn(bin, &work.join("compare-ours"), config);
-    let reg = post_json(&d.worker, "/register", &json!({"hostname": "up", "capabilities": ["shell"], "use_secret": true}));
+    let reg =
+        post_json(&d.worker, "/register", &json!({"hostname": "up", "capabilities": ["shell"], "use_secret": true}));
     let (wid, secret) = (reg["worker_id"].as_str().unwrap(), reg["worker_secret"].as_str().unwrap());
     let body = json!({"mode": "task", "type": "shell", "target": "bench-host", "instruction": "upload"});
     let sid = post_json(&d.api, "/sessions", &body)["session_id"].as_str().unwrap().to_string();

@@ -127,13 +127,21 @@ fn answer(mut request: tiny_http::Request, steps: usize, arrivals: &Mutex<HashMa
 
 /// A worker that answers every command at once, speaking either protocol: ours (the
 /// registration returns a `worker_id` and a secret, sent back on every request) or the
-/// seed's bare one. Returns its count of failed requests once `stop` is set.
+/// seed's bare one. Returns its count of failed requests once `stop` is set (1 when it could
+/// not register).
 pub fn instant_worker(addr: String, hostname: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<u64> {
     std::thread::Builder::new()
         .stack_size(128 * 1024)
         .spawn(move || {
             let hello = json!({"hostname": hostname, "capabilities": ["shell"], "has_pywinauto": false});
-            let reg = post_json(&addr, "/register", &hello);
+            let body = serde_json::to_vec(&hello).unwrap();
+            let reg = match Conn::open(&addr).and_then(|mut c| c.request("POST", "/register", &body)) {
+                Ok((200, reply)) => serde_json::from_slice::<Value>(&reply).unwrap_or(Value::Null),
+                failed => {
+                    eprintln!("{hostname}: registration failed: {:?}", failed.map(|(status, _)| status));
+                    return 1;
+                }
+            };
             let query = reg["worker_id"].as_str().map(|w| format!("?worker_id={w}")).unwrap_or_default();
             let mut conn = Conn::open(&addr).unwrap().for_worker(&reg);
             let mut errors = 0;
@@ -207,7 +215,10 @@ impl SeedStack {
         let (api, worker) = (format!("127.0.0.1:{api_port}"), format!("127.0.0.1:{worker_port}"));
         let up = |addr: &str| Conn::open(addr).and_then(|mut c| c.request("GET", "/health", b"")).is_ok();
         while !(up(&api) && up(&worker)) {
-            assert!(child.try_wait().unwrap().is_none(), "the seed stack exited (run benches/seed_stack/app.py to see why)");
+            assert!(
+                child.try_wait().unwrap().is_none(),
+                "the seed stack exited (run benches/seed_stack/app.py to see why)"
+            );
             assert!(t.elapsed() < Duration::from_secs(30), "the seed stack never answered /health");
             std::thread::sleep(Duration::from_millis(5));
         }
