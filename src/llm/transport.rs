@@ -54,6 +54,11 @@ impl Transport {
             .http_status_as_error(false)
             .timeout_global(Some(timeout))
             .timeout_connect(Some(Duration::from_secs(10).min(timeout)))
+            // ureq's default is 128 KiB each way per connection, kept while pooled: 200 sessions
+            // waiting on the model held about 50 MiB in them. Response headers fit in 32 KiB;
+            // bodies stream through either size.
+            .input_buffer_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
             .build()
             .into();
         Transport { agent, max_retries }
