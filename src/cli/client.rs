@@ -13,14 +13,8 @@ use std::time::Duration;
 
 pub const DEFAULT_API: &str = "http://127.0.0.1:5900";
 
-/// Everything but unreserved characters (RFC 3986) is escaped.
-const SEGMENT: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-
 /// A session id or file name as one URL path segment.
-pub fn path_segment(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
-}
+pub use crate::util::percent_encode as path_segment;
 
 /// Whether a session object from the API is still going.
 pub fn is_active(session: &Value) -> bool {

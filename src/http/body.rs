@@ -2,7 +2,7 @@
 //! JSON with errors that never echo a value, and URLs split into decoded segments.
 
 use crate::error::ApiError;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 use std::io::Read;
 use subtle::ConstantTimeEq;
@@ -94,12 +94,7 @@ pub fn percent_decode(s: &str) -> String {
     percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
-/// Everything but unreserved characters (RFC 3986) is escaped.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-
-pub fn percent_encode(s: &str) -> String {
-    utf8_percent_encode(s, COMPONENT).to_string()
-}
+pub use crate::util::percent_encode;
 
 #[cfg(test)]
 mod tests {

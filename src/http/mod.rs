@@ -83,8 +83,12 @@ impl Reply {
 /// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
 #[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above
 pub fn header(name: &'static str, value: &str) -> Header {
-    let value: String = value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect();
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+    Header::from_bytes(name.as_bytes(), header_safe(value).as_bytes()).expect("ASCII header")
+}
+
+/// A header value with non-ASCII and control characters replaced by `_`.
+fn header_safe(value: &str) -> String {
+    value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect()
 }
 
 pub fn json_bytes_response(status: u16, body: Vec<u8>) -> HttpResponse {
@@ -180,9 +184,7 @@ fn stream(request: Request, body: Stream) {
     let url = request.url().escape_debug().to_string();
     let mut head = String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n");
     for (name, value) in &body.headers {
-        let value: String =
-            value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect();
-        head.push_str(&format!("{name}: {value}\r\n"));
+        head.push_str(&format!("{name}: {}\r\n", header_safe(value)));
     }
     head.push_str("\r\n");
     let mut raw = request.into_writer();
