@@ -40,7 +40,7 @@ pub struct Daemon {
     hub: Arc<WorkerHub>,
     sessions: Arc<SessionManager>,
     reaper: Option<JoinHandle<()>>,
-    monitor: Option<JoinHandle<()>>,
+    monitors: Vec<JoinHandle<()>>,
     monitor_stop: Arc<(Mutex<bool>, Condvar)>,
     stopping: Arc<AtomicBool>,
     _lock: DirLock,
@@ -79,7 +79,7 @@ impl Daemon {
         sessions.prune();
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let monitor = spawn_monitor(&hub, &sessions, &monitor_stop)?;
+        let monitors = spawn_monitor(&hub, &sessions, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
         let (api, worker) = start_servers(&config, &sessions, &hub, &stopping, tls)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
@@ -98,7 +98,7 @@ impl Daemon {
             hub,
             sessions,
             reaper: Some(reaper),
-            monitor: Some(monitor),
+            monitors,
             monitor_stop,
             stopping,
             _lock: lock,
@@ -139,7 +139,7 @@ impl Daemon {
             *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
             cv.notify_all();
         }
-        if let Some(h) = self.monitor.take() {
+        for h in std::mem::take(&mut self.monitors) {
             let _ = h.join();
         }
         let busy = [self.api.take(), self.worker.take()].into_iter().flatten().map(|s| s.stop(deadline)).sum::<usize>();
@@ -209,30 +209,44 @@ fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {
 /// How often the retention rules run after the start.
 const PRUNE_EVERY: Duration = Duration::from_secs(600);
 
-/// Checks worker liveness every 500 ms, and applies the retention rules every `PRUNE_EVERY`,
-/// until told to stop.
+/// Checks worker liveness every 500 ms and, on a thread of its own when retention is set (a
+/// prune walks folders; lost workers must not wait for it), applies the retention rules every
+/// `PRUNE_EVERY`, until told to stop.
 fn spawn_monitor(
     hub: &Arc<WorkerHub>,
     sessions: &Arc<SessionManager>,
     stop: &Arc<(Mutex<bool>, Condvar)>,
-) -> Result<JoinHandle<()>, StartError> {
+) -> Result<Vec<JoinHandle<()>>, StartError> {
     let hub = Arc::clone(hub);
-    let sessions = Arc::clone(sessions);
+    let mut threads = vec![every("worker-monitor", Duration::from_millis(500), stop, move || hub.check_liveness())?];
+    if sessions.retention_set() {
+        let sessions = Arc::clone(sessions);
+        threads.push(every("retention", PRUNE_EVERY, stop, move || {
+            sessions.prune();
+        })?);
+    }
+    Ok(threads)
+}
+
+/// Run `tick` every `period` on a named thread until `stop` is set.
+fn every(
+    name: &str,
+    period: Duration,
+    stop: &Arc<(Mutex<bool>, Condvar)>,
+    tick: impl Fn() + Send + 'static,
+) -> Result<JoinHandle<()>, StartError> {
     let stop = Arc::clone(stop);
-    let mut pruned = Instant::now();
     std::thread::Builder::new()
-        .name("worker-monitor".into())
+        .name(name.into())
         .stack_size(256 * 1024)
         .spawn(move || {
             let (lock, cv) = &*stop;
             let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
             while !*stopped {
-                stopped = cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
-                hub.check_liveness();
-                if pruned.elapsed() >= PRUNE_EVERY {
-                    pruned = Instant::now();
+                stopped = cv.wait_timeout(stopped, period).unwrap_or_else(|p| p.into_inner()).0;
+                if !*stopped {
                     drop(stopped);
-                    sessions.prune();
+                    tick();
                     stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 }
             }
