@@ -77,15 +77,21 @@ fn help(parsed: &Parsed) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The file named by `--config` (which must exist), else `config.yaml` if there is one.
+fn load_config(named: Option<PathBuf>) -> (PathBuf, Result<Config, agent_controller::config::ConfigError>) {
+    let required = named.is_some();
+    let path = named.unwrap_or_else(|| PathBuf::from("config.yaml"));
+    let loaded = Config::load(&path, required);
+    (path, loaded)
+}
+
 /// `config check [--config FILE]`: validate, then print the effective values, secrets masked.
 fn config_check(parsed: &Parsed) -> ExitCode {
     if parsed.free[0] != "check" {
         return usage(&format!("unknown config command {:?}; say `config check`", parsed.free[0]));
     }
-    let path = parsed.value("--config").map(PathBuf::from);
-    let required = path.is_some();
-    let path = path.unwrap_or_else(|| PathBuf::from("config.yaml"));
-    let config = match Config::load(&path, required).and_then(|c| c.validate().map(|()| c)) {
+    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
+    let config = match loaded.and_then(|c| c.validate().map(|()| c)) {
         Ok(c) => c,
         Err(e) => return usage(&format!("{}: {e}", path.display())),
     };
@@ -145,9 +151,8 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
         return Err(Failure::Usage(format!("unexpected arguments: {rest:?} (see --help)")));
     }
 
-    let required = config_path.is_some();
-    let path = config_path.unwrap_or_else(|| PathBuf::from("config.yaml"));
-    let mut config = Config::load(&path, required).map_err(|e| Failure::Usage(e.to_string()))?;
+    let (_, loaded) = load_config(config_path);
+    let mut config = loaded.map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(h) = host {
         config.server.host = h;
     }

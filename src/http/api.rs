@@ -193,8 +193,8 @@ impl Api {
         let files = session.zip_listing();
         Ok(Reply::Stream(http::Stream {
             headers: vec![
-                ("Content-Type", "application/zip".to_string()),
-                ("Content-Disposition", content_disposition(&format!("{}.zip", session.id))),
+                http::header("Content-Type", "application/zip"),
+                http::header("Content-Disposition", &content_disposition(&format!("{}.zip", session.id))),
             ],
             write: Box::new(move |out| crate::store::write_zip(&files, out).map_err(std::io::Error::other)),
         }))

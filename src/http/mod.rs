@@ -49,7 +49,7 @@ pub enum Reply {
 /// A 200 whose body is written by `write` onto the socket, chunked by us: no pipe, no second
 /// thread between the writer and the client.
 pub struct Stream {
-    pub headers: Vec<(&'static str, String)>,
+    pub headers: Vec<Header>,
     pub write: WriteBody,
 }
 
@@ -83,12 +83,8 @@ impl Reply {
 /// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
 #[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above
 pub fn header(name: &'static str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), header_safe(value).as_bytes()).expect("ASCII header")
-}
-
-/// A header value with non-ASCII and control characters replaced by `_`.
-fn header_safe(value: &str) -> String {
-    value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect()
+    let value: String = value.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '_' }).collect();
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
 }
 
 pub fn json_bytes_response(status: u16, body: Vec<u8>) -> HttpResponse {
@@ -183,8 +179,8 @@ fn stream(request: Request, body: Stream) {
     let head_only = *request.method() == tiny_http::Method::Head;
     let url = request.url().escape_debug().to_string();
     let mut head = String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n");
-    for (name, value) in &body.headers {
-        head.push_str(&format!("{name}: {}\r\n", header_safe(value)));
+    for h in &body.headers {
+        head.push_str(&format!("{}: {}\r\n", h.field, h.value));
     }
     head.push_str("\r\n");
     let mut raw = request.into_writer();
