@@ -77,7 +77,8 @@ impl Browser {
 
     /// Start the browser once and stop it again: the worker offers "browser" only if it starts.
     pub fn probe(&self) -> Result<(), WorkerError> {
-        launch::launch(&self.opts).map(drop)
+        // Nothing of a probe is worth a clean exit: killed at once, not after SIGTERM's wait.
+        launch::launch(&self.opts).map(|mut probed| probed.mark_hung())
     }
 
     /// The running browser, started (or restarted) if needed; says whether it was restarted.

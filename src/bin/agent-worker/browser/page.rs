@@ -39,7 +39,7 @@ impl Browser {
 
     /// Evaluate `expr` with the helpers loaded; JS exceptions become the error message.
     pub(super) fn eval(&mut self, expr: &str) -> Result<Value, WorkerError> {
-        let out = self.evaluate_isolated(&format!("{PAGE_JS}\n;({expr})"))?;
+        let out = self.evaluate_isolated(&format!("({expr})"))?;
         if let Some(ex) = out.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
             let first = text.lines().next().unwrap_or(text);
@@ -48,9 +48,9 @@ impl Browser {
         Ok(out["result"]["value"].clone())
     }
 
-    /// The attached page's isolated world for the helpers, made (and marked) if needed. The
-    /// page's own scripts share its DOM but none of its globals: they can neither replace
-    /// `__ac`, `JSON` or a prototype the helpers use, nor see what the helpers do.
+    /// The attached page's isolated world for the helpers, made (helpers loaded once, then
+    /// marked) if needed. The page's own scripts share its DOM but none of its globals: they can
+    /// neither replace `__ac`, `JSON` or a prototype the helpers use, nor see what the helpers do.
     fn world(&mut self) -> Result<u64, WorkerError> {
         let r = self.r()?;
         if let Some(id) = r.world {
@@ -64,6 +64,13 @@ impl Browser {
         let id = made["executionContextId"]
             .as_u64()
             .ok_or_else(|| WorkerError::Browser(CdpError::Protocol("the browser gave no isolated world".into())))?;
+        // The helpers (25 KB) once per world, not with every call; the mark after them, so a
+        // marked world always has them.
+        let loaded =
+            r.cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": PAGE_JS, "contextId": id}), CALL)?;
+        if let Some(ex) = loaded.get("exceptionDetails") {
+            return Err(WorkerError::Page(format!("the page helpers did not load: {}", ex["text"])));
+        }
         let mark = format!("Object.defineProperty(globalThis, '__acWorld', {{value: {}}})", js(&r.world_mark));
         r.cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": mark, "contextId": id}), CALL)?;
         r.world = Some(id);
