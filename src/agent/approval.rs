@@ -32,12 +32,16 @@ pub(super) enum Gate {
 impl Agent {
     /// Check a command against the session's approval mode before it runs.
     pub(super) fn approve(&mut self, tool: Tool, input: &Value) -> Gate {
-        let run = |input: &Value| Gate::Run { input: input.clone(), note: None };
         if !matches!(tool, Tool::RunCommand | Tool::WriteFile | Tool::BrowserSubmitForm) {
-            return run(input);
+            return Gate::Run { input: input.clone(), note: None };
         }
+        self.by_mode(tool, input)
+    }
+
+    /// What the session's approval mode says of `tool` with `input`.
+    fn by_mode(&mut self, tool: Tool, input: &Value) -> Gate {
         match self.record.approval() {
-            Approval::Auto => run(input),
+            Approval::Auto => Gate::Run { input: input.clone(), note: None },
             Approval::Validator => self.validate_command(tool, input),
             Approval::Human => self.ask_a_person(tool, input),
         }
@@ -151,11 +155,7 @@ impl Agent {
         };
         let mut details = input.clone();
         details["size"] = json!(size);
-        match self.record.approval() {
-            Approval::Auto => Gate::Run { input: input.clone(), note: None },
-            Approval::Validator => self.validate_command(Tool::BrowserDownload, &details),
-            Approval::Human => self.ask_a_person(Tool::BrowserDownload, &details),
-        }
+        self.by_mode(Tool::BrowserDownload, &details)
     }
 
     /// The model's own words in its latest reply, shown to whoever approves.

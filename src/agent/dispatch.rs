@@ -160,11 +160,14 @@ impl Agent {
         if let Some(bytes) = ask_over {
             params["ask_over_bytes"] = bytes.into();
         }
-        let mut result = self.runner.execute(tool.name(), params.clone(), timeout);
+        // Kept only for a download that may come back asking for approval.
+        let mut again = ask_over.is_some().then(|| params.clone());
+        let mut result = self.runner.execute(tool.name(), params, timeout);
         if let Some(asked) = result.as_ref().ok().and_then(|data| data.get("needs_approval")).cloned() {
             match self.approve_download(input, &asked) {
                 Gate::Refused(outcome) => return outcome,
                 Gate::Run { .. } => {
+                    let mut params = again.take().unwrap_or_default();
                     params.as_object_mut().map(|p| p.remove("ask_over_bytes"));
                     result = self.runner.execute(tool.name(), params, timeout);
                 }

@@ -136,6 +136,8 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
             AgentOutcome::Stopped => (LogKind::System, "stopped".to_string()),
         };
         session.log(kind, &text, None);
+        // The end's own log line too, not only what came before it.
+        session.dir.sync_now();
     }
     session.vault().clear();
     session.end_log_waiters();
