@@ -194,6 +194,7 @@ pub fn many_workers(bin: &Path, work: &Path, workers: usize, sessions: usize, lo
         registered = get_json(&d.api, "/workers").as_array().map_or(0, Vec::len);
     }
     let workers_registered = registered;
+    let registering = t.elapsed();
     let task = |tag: String| json!({"mode": "task", "type": "shell", "target": "bench-host", "instruction": format!("{TAG}{tag}: bench")});
     let ids: Vec<String> = (0..sessions)
         .map(|i| post_json(&d.api, "/sessions", &task(format!("hold{i}")))["session_id"].as_str().unwrap().to_string())
@@ -231,7 +232,8 @@ pub fn many_workers(bin: &Path, work: &Path, workers: usize, sessions: usize, lo
     drop(d);
     let errors: u64 = handles.into_iter().map(|h| h.join().unwrap_or(1)).sum();
     println!(
-        "{workers_registered}/{workers} long-polling workers registered (long_poll_s {long_poll_s}) + {sessions} sessions held mid model call, 20 s: {errors} worker errors, {api_errors} checks with a worker missing (fewest connected {fewest}), {running}/{sessions} sessions running; daemon RSS peak {:.1} MiB, {threads} threads; meanwhile {probes} probe sessions: step p50 {:.3} ms, p99 {:.3} ms ({} steps); dispatch (model reply → command at the worker → result acknowledged) p50 {:.3} ms, p99 {:.3} ms",
+        "{workers_registered}/{workers} long-polling workers registered in {:.1} s (long_poll_s {long_poll_s}) + {sessions} sessions held mid model call, 20 s: {errors} worker errors, {api_errors} checks with a worker missing (fewest connected {fewest}), {running}/{sessions} sessions running; daemon RSS peak {:.1} MiB, {threads} threads; meanwhile {probes} probe sessions: step p50 {:.3} ms, p99 {:.3} ms ({} steps); dispatch (model reply → command at the worker → result acknowledged) p50 {:.3} ms, p99 {:.3} ms",
+        registering.as_secs_f64(),
         peak as f64 / 1024.0,
         ms(percentile(&steps, 0.5)),
         ms(percentile(&steps, 0.99)),
