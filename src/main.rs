@@ -35,7 +35,10 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     match name {
-        "serve" => run_daemon(parsed.arguments()),
+        "serve" => {
+            agent_controller::util::malloc::drop_thread_caches();
+            run_daemon(parsed.arguments())
+        }
         "help" => help(&parsed),
         "completions" => match completions::script(&parsed.free[0]) {
             Some(script) => {
