@@ -12,6 +12,7 @@
 
 pub mod actions;
 pub mod anthropic;
+mod callers;
 pub mod gemini;
 mod json_mode;
 pub mod openai;

@@ -5,7 +5,7 @@
 //! images (the agent drops them and asks again); a server's `x-should-retry` wins;
 //! `retry-after-ms` / `retry-after` honoured up to 60 s, otherwise 0.5 s doubling to 8 s with up
 //! to 25 % jitter; at most `api.max_retries` retries. Other statuses fail at once with the API's
-//! own message (the adapter words it). Each attempt runs on a helper thread bounded by
+//! own message (the adapter words it). Each attempt runs on a caller thread (`callers.rs`) bounded by
 //! `api.timeout_s`; the caller selects over its result and the session's stop, so a stop never
 //! waits for the network. Keys only ever go into a header, and error texts never carry a URL.
 
@@ -102,9 +102,8 @@ impl Transport {
         headers.push(("x-stainless-retry-count", retry_count.to_string()));
         // Shared, not copied: with screenshots a request body is megabytes.
         let body = Arc::clone(&call.body);
-        std::thread::Builder::new()
-            .name("llm-call".into())
-            .spawn(move || drop(tx.send(post(&agent, &url, &headers, &body))))
+        super::callers::shared()
+            .run(move || drop(tx.send(post(&agent, &url, &headers, &body))))
             .map_err(|e| LlmError::GaveUp(format!("cannot start the LLM call: {e}")))?;
         let stopped = stop.receiver();
         select! {
