@@ -82,6 +82,11 @@ impl Vault {
         Vault { credentials, notifications, forms: Default::default() }
     }
 
+    /// Whether anything would be scrubbed (most sessions hold no credentials).
+    pub fn has_secrets(&self) -> bool {
+        !self.secrets().is_empty()
+    }
+
     fn secrets(&self) -> &[String] {
         self.forms.get_or_init(|| self.build_secrets())
     }

@@ -28,11 +28,29 @@ fn estimate(messages: &[Message]) -> u64 {
         match b {
             Block::Text { text } => text.len() as u64 / 4,
             Block::Image { .. } => 1600,
-            Block::ToolUse { name, input, .. } => (name.len() + input.to_string().len()) as u64 / 4,
+            Block::ToolUse { name, input, .. } => (name.len() + json_len(input)) as u64 / 4,
             Block::ToolResult { content, .. } => content.iter().map(block).sum(),
         }
     }
     messages.iter().flat_map(|m| &m.content).map(block).sum()
+}
+
+/// The length of `v` as JSON text, counted without building the text (every turn estimates
+/// the whole conversation).
+fn json_len(v: &serde_json::Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, v);
+    count.0
 }
 
 /// A message as plain lines for the summarizer.
@@ -150,6 +168,8 @@ mod tests {
             }]),
         ];
         assert!(estimate(&msgs) >= 100 + 1600);
+        let input = json!({"command": "ls -l \"a b\"", "n": [1, 2.5, null]});
+        assert_eq!(json_len(&input), input.to_string().len());
         assert!(render(&msgs[1]).contains("call run_command"));
         assert!(render(&msgs[2]).contains("file-a"));
     }

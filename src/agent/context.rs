@@ -158,7 +158,18 @@ pub fn trim_images(messages: &mut [Message], keep: usize) {
 }
 
 /// The conversation as stored on disk: images are in screenshots/, not inlined.
-pub(super) fn without_image_data(m: &Message) -> Message {
+/// Borrowed when the message has no image, which is most of them.
+pub(super) fn without_image_data(m: &Message) -> std::borrow::Cow<'_, Message> {
+    fn has_image(b: &Block) -> bool {
+        match b {
+            Block::Image { .. } => true,
+            Block::ToolResult { content, .. } => content.iter().any(has_image),
+            _ => false,
+        }
+    }
+    if !m.content.iter().any(has_image) {
+        return std::borrow::Cow::Borrowed(m);
+    }
     fn strip(b: &Block) -> Block {
         match b {
             Block::Image { media_type, .. } => Block::text(format!("[image {media_type}, stored under screenshots/]")),
@@ -170,5 +181,5 @@ pub(super) fn without_image_data(m: &Message) -> Message {
             other => other.clone(),
         }
     }
-    Message { role: m.role, content: m.content.iter().map(strip).collect() }
+    std::borrow::Cow::Owned(Message { role: m.role, content: m.content.iter().map(strip).collect() })
 }

@@ -12,6 +12,12 @@ use serde_json::json;
 use std::sync::Arc;
 
 /// How much of the conversation the journal already holds.
+/// A `message` line of the journal, serialized without a copy of the message.
+#[derive(serde::Serialize)]
+struct MessageLine<'a> {
+    message: &'a Message,
+}
+
 #[derive(Default)]
 pub(super) struct Journaled {
     started: bool,
@@ -28,25 +34,25 @@ impl Agent {
         if !self.journaled.started {
             let tools: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
             let start = json!({"session_id": self.runner.session_id(), "system": self.system, "tools": tools});
-            self.runner.journal(json!({ "start": start }));
+            self.runner.journal(&json!({ "start": start }));
             self.journaled.started = true;
         }
         let done = self.journaled.messages;
         if let Some(last) = done.checked_sub(1).and_then(|i| self.messages.get(i)) {
             if last.content.len() > self.journaled.last_blocks {
                 let more = Message { role: last.role, content: last.content[self.journaled.last_blocks..].to_vec() };
-                self.runner.journal(json!({ "amend": without_image_data(&more).content }));
+                self.runner.journal(&json!({ "amend": without_image_data(&more).content }));
             }
         }
         for message in self.messages.iter().skip(done) {
-            self.runner.journal(json!({ "message": without_image_data(message) }));
+            self.runner.journal(&MessageLine { message: &without_image_data(message) });
         }
         self.journaled.messages = self.messages.len();
         self.journaled.last_blocks = self.messages.last().map_or(0, |m| m.content.len());
         let replaced = self.summary.as_ref().map(|(n, _)| *n);
         if replaced != self.journaled.summary {
             if let Some((n, text)) = &self.summary {
-                self.runner.journal(json!({"compacted": {"replaced_messages": n, "summary": text}}));
+                self.runner.journal(&json!({"compacted": {"replaced_messages": n, "summary": text}}));
             }
             self.journaled.summary = replaced;
         }
@@ -54,7 +60,7 @@ impl Agent {
 
     /// The whole conversation as `conversation_log.json` (the seed's file), once at the end.
     pub(super) fn save_conversation(&self) {
-        let messages: Vec<Message> = self.messages.iter().map(without_image_data).collect();
+        let messages: Vec<_> = self.messages.iter().map(without_image_data).collect();
         self.runner.write_conversation(&json!({
             "session_id": self.runner.session_id(),
             "system": self.system,

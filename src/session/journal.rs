@@ -11,14 +11,28 @@
 use super::{Session, lock};
 use crate::protocol::Usage;
 use crate::store;
+use serde::Serialize;
 use serde_json::{Value, json};
 
 impl Session {
-    /// Append one journal line (secrets scrubbed).
-    pub fn append_journal(&self, mut entry: Value) {
-        self.vault().scrub_json(&mut entry);
+    /// Append one journal line (secrets scrubbed). Serialized straight to text unless there
+    /// is a secret to hunt for: a Value tree per message was a large part of a step's time.
+    pub fn append_journal(&self, entry: &impl Serialize) {
+        let line = {
+            let vault = self.vault();
+            if vault.has_secrets() {
+                serde_json::to_value(entry).map(|mut v| {
+                    vault.scrub_json(&mut v);
+                    v.to_string()
+                })
+            } else {
+                serde_json::to_string(entry)
+            }
+        };
         let _order = lock(&self.journal);
-        if let Err(e) = self.dir.append_line(store::CONVERSATION_JSONL, &entry.to_string()) {
+        let written =
+            line.map_err(std::io::Error::other).and_then(|l| self.dir.append_line(store::CONVERSATION_JSONL, &l));
+        if let Err(e) = written {
             self.write_failed(store::CONVERSATION_JSONL, &e);
         }
     }

@@ -143,7 +143,7 @@ impl SessionRunner {
     }
 
     /// Append a line to the conversation journal (`session/journal.rs` says the lines).
-    pub fn journal(&self, entry: Value) {
+    pub fn journal(&self, entry: &impl serde::Serialize) {
         self.session.append_journal(entry)
     }
 
@@ -194,7 +194,7 @@ impl SessionRunner {
             r.usage.add(usage);
             progress = serde_json::json!({"progress": {"turn": r.turn, "usage": r.usage}});
         });
-        self.session.append_journal(progress);
+        self.session.append_journal(&progress);
     }
 
     /// The login data from the vault. The password must only ever go into a worker command.
