@@ -250,9 +250,11 @@ fn drive(api: &str, worker: &str, model: &Model, label: &str) -> Vec<Duration> {
     model.take_steps(label)
 }
 
-/// Medians of the four parts of a step, from the timeline (emptied), and the dispatch round
-/// trip of each step (the model's reply → command at the worker → result acknowledged), sorted.
-pub fn step_parts() -> ([f64; 4], Vec<Duration>) {
+/// Medians of the four parts of a step, from the timeline (emptied), the dispatch round trip
+/// of each step (the model's reply → command at the worker → result acknowledged), and the
+/// controller's share of each step (the model's reply → the next model call: the step without
+/// the scripted model's own time), both sorted.
+pub fn step_parts() -> ([f64; 4], Vec<Duration>, Vec<Duration>) {
     use Event::*;
     let timeline = std::mem::take(&mut *TIMELINE.lock().unwrap());
     let mut parts: [Vec<Duration>; 4] = Default::default();
@@ -265,11 +267,13 @@ pub fn step_parts() -> ([f64; 4], Vec<Duration>) {
     }
     let mut dispatch: Vec<Duration> = parts[1].iter().zip(&parts[2]).map(|(a, b)| *a + *b).collect();
     dispatch.sort();
+    let mut share: Vec<Duration> = dispatch.iter().zip(&parts[3]).map(|(a, b)| *a + *b).collect();
+    share.sort();
     let medians = parts.map(|mut p| {
         p.sort();
         if p.is_empty() { 0.0 } else { ms(percentile(&p, 0.5)) }
     });
-    (medians, dispatch)
+    (medians, dispatch, share)
 }
 
 fn print_steps(who: &str, steps: &[Duration]) -> Option<f64> {
@@ -284,11 +288,16 @@ fn print_steps(who: &str, steps: &[Duration]) -> Option<f64> {
         steps.len(),
         ms(*steps.last().unwrap())
     );
-    let ([model, to_worker, at_worker, to_model], dispatch) = step_parts();
+    let ([model, to_worker, at_worker, to_model], dispatch, share) = step_parts();
     println!(
         "  a step's parts, medians ({who}): model answers {model:.3} ms; its reply → command at the worker {to_worker:.3} ms; worker → result acknowledged {at_worker:.3} ms; → next model call {to_model:.3} ms; dispatch (reply → worker → result) p50 {:.3} ms, p99 {:.3} ms",
         ms(percentile(&dispatch, 0.5)),
         ms(percentile(&dispatch, 0.99))
+    );
+    println!(
+        "  the controller's share of a step ({who}; the step without the model's own time): p50 {:.3} ms, p99 {:.3} ms",
+        ms(percentile(&share, 0.5)),
+        ms(percentile(&share, 0.99))
     );
     Some(p50)
 }

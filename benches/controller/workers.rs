@@ -224,7 +224,7 @@ pub fn many_workers(bin: &Path, work: &Path, workers: usize, sessions: usize, lo
         }
     }
     record_steps(false);
-    let (_, dispatch) = step_parts();
+    let (_, dispatch, _) = step_parts();
     let running = ids.iter().filter(|id| get_json(&d.api, &format!("/sessions/{id}"))["status"] == "running").count();
     let threads = rss_kib(pid, "Threads:"); // a count, from the same /proc status file
     stop.store(true, Ordering::Relaxed);
