@@ -6,8 +6,10 @@ CONFIG  ?= config.yaml
 TARGET  := x86_64-unknown-linux-gnu
 # A static binary without musl: glibc static-pie (musl would need musl-tools for ring).
 STATIC_RUSTFLAGS := -C target-feature=+crt-static
-RELEASE_BIN := target/$(TARGET)/release/agent-controller
-WORKER_BIN  := target/$(TARGET)/release/agent-worker
+# Where cargo builds: CARGO_TARGET_DIR when set, as cargo itself reads it.
+TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
+RELEASE_BIN := $(TARGET_DIR)/$(TARGET)/release/agent-controller
+WORKER_BIN  := $(TARGET_DIR)/$(TARGET)/release/agent-worker
 
 .PHONY: build run test fuzz deps lint bench release install install-files clean
 
