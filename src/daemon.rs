@@ -8,7 +8,7 @@
 use crate::config::Config;
 use crate::http::api::Api;
 use crate::http::worker_api::WorkerApi;
-use crate::http::{HttpServer, ServerSpec};
+use crate::http::{ConnLimits, HttpServer, ServerSpec};
 use crate::hub::{HubSettings, WorkerHub};
 use crate::session::{AgentFn, SessionManager};
 use crate::store::{DirLock, Store};
@@ -162,7 +162,7 @@ fn start_servers(
             threads: config.server.api_threads,
             tokenless: config.server.api_token.is_empty(),
             loopback,
-            io_timeout: config.io_timeout(),
+            limits: conn_limits(config),
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
@@ -178,13 +178,23 @@ fn start_servers(
             threads: config.server.worker_threads,
             tokenless: config.server.worker_token.is_empty(),
             loopback,
-            io_timeout: config.io_timeout(),
+            limits: conn_limits(config),
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),
     )
     .map_err(StartError)?;
     Ok((api, worker))
+}
+
+/// What bounds each connection on either port.
+fn conn_limits(config: &Config) -> ConnLimits {
+    ConnLimits {
+        max_connections: config.server.max_connections,
+        header_timeout: Duration::from_secs(config.server.header_timeout_s),
+        read_timeout: Duration::from_secs(config.server.read_timeout_s),
+        idle_timeout: config.io_timeout(),
+    }
 }
 
 fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {

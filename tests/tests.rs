@@ -8,6 +8,7 @@ mod agent;
 mod api;
 mod cli;
 mod confirmations;
+mod connections;
 mod console;
 mod desktop;
 mod durability;

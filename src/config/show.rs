@@ -102,6 +102,9 @@ impl Config {
                 ("max_sessions", s.max_sessions.to_string()),
                 ("max_workers", s.max_workers.to_string()),
                 ("io_timeout_s", s.io_timeout_s.to_string()),
+                ("max_connections", s.max_connections.to_string()),
+                ("header_timeout_s", s.header_timeout_s.to_string()),
+                ("read_timeout_s", s.read_timeout_s.to_string()),
             ],
         );
     }

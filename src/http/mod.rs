@@ -10,16 +10,19 @@
 pub mod api;
 mod body;
 mod contain;
+mod front;
 mod guard;
 mod metrics;
 mod openapi;
 mod openapi_schemas;
+mod relay;
 mod server;
 mod web;
 pub mod worker_api;
 
 pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
 pub use contain::contained;
+pub use front::Limits as ConnLimits;
 pub use server::{HttpServer, ServerSpec};
 
 use crate::error::ApiError;
@@ -78,6 +81,12 @@ pub fn error_response(err: &ApiError) -> HttpResponse {
         resp.add_header(header("WWW-Authenticate", "Bearer"));
     }
     resp
+}
+
+/// The client's IP address, as the front acceptor passed it on (tiny_http itself sees only
+/// its private Unix socket). The relay drops any such header a client sends.
+pub fn peer_ip(request: &Request) -> Option<std::net::IpAddr> {
+    header_value(request, relay::PEER_HEADER)?.parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
 }
 
 /// Answer a request, ignoring a client that already went away.

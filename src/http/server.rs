@@ -1,15 +1,15 @@
-//! One HTTP server: a listener with a raised backlog and a send timeout, tiny_http over it, and a fixed pool of
-//! handler threads that pass every request through the guards and then to the routes.
+//! One HTTP server: a listener with a raised backlog, our front acceptor on it (connection cap,
+//! head cap, read deadlines: `front.rs`), tiny_http behind that on a private Unix socket, and
+//! a fixed pool of handler threads that pass every request through the guards and then to the
+//! routes.
 //!
-//! A receive error while not stopping means the listener died (tiny_http stops accepting for
+//! A receive error while not stopping means tiny_http's listener died (it stops accepting for
 //! good after an accept error): the process exits 1 so the service manager restarts it, rather
-//! than living on deaf. Stopping unblocks each handler thread once and joins them until a
-//! deadline; threads still busy with a slow client then are left to the process exit.
-//! The listener gets a send timeout before tiny_http takes it; Linux copies it to every
-//! accepted socket, so a client that stops reading (a slow zip download) frees its thread after
-//! `io_timeout`. A receive timeout cannot go the same way: on a listener it also bounds
-//! `accept`, and tiny_http stops accepting for good after one accept error.
+//! than living on deaf. Stopping closes the front, unblocks each handler thread once and joins
+//! them until a deadline; threads still busy with a slow client then are left to the process
+//! exit.
 
+use super::front::{Front, Limits};
 use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -23,6 +23,7 @@ pub type Handler = Arc<dyn Fn(Request) + Send + Sync>;
 
 pub struct HttpServer {
     server: Arc<Server>,
+    front: Front,
     threads: Vec<JoinHandle<()>>,
     pub addr: SocketAddr,
 }
@@ -39,32 +40,26 @@ pub struct ServerSpec<'a> {
     /// Whether the server has no token (then browser pages are refused), and binds loopback.
     pub tokenless: bool,
     pub loopback: bool,
-    /// The longest a write to one connection may block.
-    pub io_timeout: std::time::Duration,
+    /// What bounds each connection.
+    pub limits: Limits,
 }
 
 impl HttpServer {
     /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
     pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
-        let addr = format_addr(spec.host, spec.port);
-        let listener = std::net::TcpListener::bind(&addr)
-            .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
-        widen_backlog(&listener);
-        send_timeout(&listener, spec.io_timeout)
-            .map_err(|e| format!("cannot set the send timeout on {addr} for the {}: {e}", spec.what))?;
-        let server = Server::from_listener(listener, None)
+        let (front, inner, addr) = listen(&spec)?;
+        let server = Server::from_listener(inner, None)
             .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
-        let addr =
-            server.server_addr().to_ip().ok_or_else(|| format!("the {} did not bind an IP address", spec.what))?;
         let server = Arc::new(server);
         let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
         let threads = spawn_pool(spec.name, &server, spec.threads, guard, stopping, handler)
             .map_err(|e| format!("cannot start the {} threads: {e}", spec.what))?;
-        Ok(HttpServer { server, threads, addr })
+        Ok(HttpServer { server, front, threads, addr })
     }
 
     /// Stop the pool; returns how many threads were still busy at `deadline`.
     pub fn stop(mut self, deadline: Instant) -> usize {
+        self.front.stop();
         stop_pool(&self.server, std::mem::take(&mut self.threads), deadline)
     }
 }
@@ -155,28 +150,31 @@ fn widen_backlog(listener: &std::net::TcpListener) {
     }
 }
 
-/// SO_SNDTIMEO on the listener, inherited by each accepted connection (SO_RCVTIMEO would make
-/// tiny_http's `accept` fail once the port has been idle that long).
-fn send_timeout(listener: &std::net::TcpListener, timeout: std::time::Duration) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    let tv = libc::timeval {
-        tv_sec: timeout.as_secs().min(i64::MAX as u64) as libc::time_t,
-        tv_usec: libc::suseconds_t::from(timeout.subsec_micros() as i32),
-    };
-    // SAFETY: a valid fd owned by `listener`, and a timeval of the size we pass.
-    let rc = unsafe {
-        libc::setsockopt(
-            listener.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_SNDTIMEO,
-            (&tv as *const libc::timeval).cast(),
-            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
-        )
-    };
-    if rc != 0 {
-        return Err(std::io::Error::last_os_error());
+/// Bind the port and put the front acceptor on it; tiny_http is to serve the Unix listener.
+fn listen(spec: &ServerSpec<'_>) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), String> {
+    let addr = format_addr(spec.host, spec.port);
+    let listener = std::net::TcpListener::bind(&addr)
+        .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
+    widen_backlog(&listener);
+    raise_descriptor_limit();
+    let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
+    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone())
+        .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
+    Ok((front, inner, bound))
+}
+
+/// Each relayed request holds four descriptors (client, inner socket, tiny_http's end and its
+/// clone); a soft limit of 1024 would run out well below `server.max_connections`. Raise the
+/// soft limit to the hard one.
+fn raise_descriptor_limit() {
+    // SAFETY: getrlimit/setrlimit on a struct we own.
+    unsafe {
+        let mut lim: libc::rlimit = std::mem::zeroed();
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+        }
     }
-    Ok(())
 }
 
 fn format_addr(host: &str, port: u16) -> String {

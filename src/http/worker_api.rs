@@ -46,7 +46,7 @@ impl WorkerApi {
         if segs != ["health"] {
             http::check_bearer(request, self.config.server.worker_token.expose())?;
         }
-        let addr = request.remote_addr().map(|a| a.ip());
+        let addr = http::peer_ip(request);
         let worker_id = query_param(&query, "worker_id").map(str::to_string);
         let secret = http::header_value(request, SECRET_HEADER).map(|s| s.trim().to_string());
         let worker = |api: &Self| api.worker(worker_id.as_deref(), secret.as_deref(), addr);
