@@ -292,3 +292,27 @@ fn a_thread_that_cannot_be_started_refuses_its_connection_not_the_daemon() {
     assert_eq!(status, 200);
     assert!(daemon.0.try_wait().unwrap().is_none(), "the daemon died");
 }
+
+#[test]
+fn a_client_cannot_forge_the_address_the_routes_see() {
+    let dir = TempDir::new("peer");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    let d = TestDaemon::idle(config);
+    // Of two bare (legacy) workers, a bare request is mapped by the address it comes from.
+    for host in ["bare-1", "bare-2"] {
+        let r = d.worker_client().post("/register", &json!({"hostname": host, "capabilities": ["browser"]}));
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    let worker = d.worker.trim_start_matches("http://").to_string();
+    let mut s = TcpStream::connect(&worker).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    s.write_all(
+        b"GET /command HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Agent-Controller-Peer: 10.9.9.9:1\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "the forged address was believed: {reply}");
+    assert!(reply.contains("wait"), "{reply}");
+}

@@ -17,6 +17,7 @@ mod openapi;
 mod openapi_schemas;
 mod relay;
 mod server;
+mod splice;
 mod web;
 pub mod worker_api;
 
