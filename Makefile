@@ -9,7 +9,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static
 RELEASE_BIN := target/$(TARGET)/release/agent-controller
 WORKER_BIN  := target/$(TARGET)/release/agent-worker
 
-.PHONY: build run test deps lint bench release install install-files clean
+.PHONY: build run test fuzz deps lint bench release install install-files clean
 
 build:
 	$(CARGO) build --release
@@ -20,6 +20,12 @@ run: build
 # Installs what the tests need (only what is missing), checks formatting and lints, runs all tests.
 test: deps lint
 	$(CARGO) test
+
+# Property tests of every parser of outside input (tests/fuzz), FUZZ_CASES cases each (make
+# test runs 300); prints the count and time per parser.
+FUZZ_CASES ?= 100000
+fuzz:
+	FUZZ_CASES=$(FUZZ_CASES) $(CARGO) test --profile fuzz --test tests fuzz -- --nocapture
 
 deps:
 	@scripts/install-test-deps.sh

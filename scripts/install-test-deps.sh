@@ -4,17 +4,24 @@
 # browser tests and the web page's, pdfinfo (poppler-utils) to check the PDFs it prints, python3
 # with the `mcp`, `openapi-spec-validator` and `prometheus-client` packages, OpenSSH (client and
 # server) for the SSH-session tests, and a virtual X server with a window manager and X programs
-# for the desktop tests (Xvfb, xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox).
+# for the desktop tests (Xvfb, xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox), with
+# a D-Bus daemon, the AT-SPI bus (at-spi2-core) and GTK 3 for the system's Python (a dialog
+# whose widgets the accessibility tests read and click).
 set -euo pipefail
 
 need_apt=()
 # Packages the test suite uses, as "command:package".
 for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils" "python3:python3" "pip3:python3-pip" \
             "ssh:openssh-client" "/usr/sbin/sshd:openssh-server" "ssh-keygen:openssh-client" \
-            "Xvfb:xvfb" "xwininfo:x11-utils" "xsetroot:x11-xserver-utils" "xterm:xterm" "openbox:openbox"; do
+            "Xvfb:xvfb" "xwininfo:x11-utils" "xsetroot:x11-xserver-utils" "xterm:xterm" "openbox:openbox" \
+            "dbus-daemon:dbus" "/usr/libexec/at-spi-bus-launcher:at-spi2-core"; do
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "$cmd" ] || need_apt+=("$pkg")
 done
+
+if ! /usr/bin/python3 -c "import gi; gi.require_version('Gtk', '3.0')" >/dev/null 2>&1; then
+  need_apt+=(python3-gi gir1.2-gtk-3.0)
+fi
 
 if [ ${#need_apt[@]} -gt 0 ]; then
   if [ "$(id -u)" -eq 0 ]; then

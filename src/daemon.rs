@@ -8,7 +8,7 @@
 use crate::config::Config;
 use crate::http::api::Api;
 use crate::http::worker_api::WorkerApi;
-use crate::http::{ConnLimits, HttpServer, ServerSpec};
+use crate::http::{ConnLimits, HttpServer, ServerSpec, TlsConfig};
 use crate::hub::{HubSettings, WorkerHub};
 use crate::session::{AgentFn, SessionManager};
 use crate::store::{DirLock, Store};
@@ -40,7 +40,7 @@ pub struct Daemon {
     hub: Arc<WorkerHub>,
     sessions: Arc<SessionManager>,
     reaper: Option<JoinHandle<()>>,
-    monitor: Option<JoinHandle<()>>,
+    monitors: Vec<JoinHandle<()>>,
     monitor_stop: Arc<(Mutex<bool>, Condvar)>,
     stopping: Arc<AtomicBool>,
     _lock: DirLock,
@@ -49,7 +49,13 @@ pub struct Daemon {
 impl Daemon {
     pub fn start(config: Config, agent: AgentFn) -> Result<Daemon, StartError> {
         let config = Arc::new(config);
-        let store = Store::open(&config.output.dir)
+        // Read once, before anything else: a bad certificate or key stops the start.
+        let tls = config
+            .tls()
+            .then(|| crate::http::load_tls(&config.server.tls_cert, &config.server.tls_key))
+            .transpose()
+            .map_err(StartError)?;
+        let store = Store::open(&config.output.dir, config.output.sync)
             .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
         // Before anything is loaded or marked: a second daemon must not touch the first's files.
         let lock = store
@@ -73,12 +79,13 @@ impl Daemon {
         sessions.prune();
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
-        let monitor = spawn_monitor(&hub, &sessions, &monitor_stop)?;
+        let monitors = spawn_monitor(&hub, &sessions, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let (api, worker) = start_servers(&config, &sessions, &hub, &stopping)?;
+        let (api, worker) = start_servers(&config, &sessions, &hub, &stopping, tls)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
-        log::info!("API server listening on http://{api_addr}");
-        log::info!("worker server listening on http://{worker_addr}");
+        let scheme = config.scheme();
+        log::info!("API server listening on {scheme}://{api_addr}");
+        log::info!("worker server listening on {scheme}://{worker_addr}");
         if config.server.api_token.is_empty() {
             log::info!("API auth is off (server.api_token is empty)");
         }
@@ -91,7 +98,7 @@ impl Daemon {
             hub,
             sessions,
             reaper: Some(reaper),
-            monitor: Some(monitor),
+            monitors,
             monitor_stop,
             stopping,
             _lock: lock,
@@ -132,7 +139,7 @@ impl Daemon {
             *lock.lock().unwrap_or_else(|p| p.into_inner()) = true;
             cv.notify_all();
         }
-        if let Some(h) = self.monitor.take() {
+        for h in std::mem::take(&mut self.monitors) {
             let _ = h.join();
         }
         let busy = [self.api.take(), self.worker.take()].into_iter().flatten().map(|s| s.stop(deadline)).sum::<usize>();
@@ -149,6 +156,7 @@ fn start_servers(
     sessions: &Arc<SessionManager>,
     hub: &Arc<WorkerHub>,
     stopping: &Arc<AtomicBool>,
+    tls: Option<TlsConfig>,
 ) -> Result<(HttpServer, HttpServer), StartError> {
     let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
     let loopback = config.binds_loopback();
@@ -163,6 +171,7 @@ fn start_servers(
             tokenless: config.server.api_token.is_empty(),
             loopback,
             limits: conn_limits(config),
+            tls: tls.clone(),
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
@@ -179,6 +188,7 @@ fn start_servers(
             tokenless: config.server.worker_token.is_empty(),
             loopback,
             limits: conn_limits(config),
+            tls,
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),
@@ -209,30 +219,44 @@ fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {
 /// How often the retention rules run after the start.
 const PRUNE_EVERY: Duration = Duration::from_secs(600);
 
-/// Checks worker liveness every 500 ms, and applies the retention rules every `PRUNE_EVERY`,
-/// until told to stop.
+/// Checks worker liveness every 500 ms and, on a thread of its own when retention is set (a
+/// prune walks folders; lost workers must not wait for it), applies the retention rules every
+/// `PRUNE_EVERY`, until told to stop.
 fn spawn_monitor(
     hub: &Arc<WorkerHub>,
     sessions: &Arc<SessionManager>,
     stop: &Arc<(Mutex<bool>, Condvar)>,
-) -> Result<JoinHandle<()>, StartError> {
+) -> Result<Vec<JoinHandle<()>>, StartError> {
     let hub = Arc::clone(hub);
-    let sessions = Arc::clone(sessions);
+    let mut threads = vec![every("worker-monitor", Duration::from_millis(500), stop, move || hub.check_liveness())?];
+    if sessions.retention_set() {
+        let sessions = Arc::clone(sessions);
+        threads.push(every("retention", PRUNE_EVERY, stop, move || {
+            sessions.prune();
+        })?);
+    }
+    Ok(threads)
+}
+
+/// Run `tick` every `period` on a named thread until `stop` is set.
+fn every(
+    name: &str,
+    period: Duration,
+    stop: &Arc<(Mutex<bool>, Condvar)>,
+    tick: impl Fn() + Send + 'static,
+) -> Result<JoinHandle<()>, StartError> {
     let stop = Arc::clone(stop);
-    let mut pruned = Instant::now();
     std::thread::Builder::new()
-        .name("worker-monitor".into())
+        .name(name.into())
         .stack_size(256 * 1024)
         .spawn(move || {
             let (lock, cv) = &*stop;
             let mut stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
             while !*stopped {
-                stopped = cv.wait_timeout(stopped, Duration::from_millis(500)).unwrap_or_else(|p| p.into_inner()).0;
-                hub.check_liveness();
-                if pruned.elapsed() >= PRUNE_EVERY {
-                    pruned = Instant::now();
+                stopped = cv.wait_timeout(stopped, period).unwrap_or_else(|p| p.into_inner()).0;
+                if !*stopped {
                     drop(stopped);
-                    sessions.prune();
+                    tick();
                     stopped = lock.lock().unwrap_or_else(|p| p.into_inner());
                 }
             }

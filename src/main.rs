@@ -77,15 +77,21 @@ fn help(parsed: &Parsed) -> ExitCode {
     ExitCode::SUCCESS
 }
 
+/// The file named by `--config` (which must exist), else `config.yaml` if there is one.
+fn load_config(named: Option<PathBuf>) -> (PathBuf, Result<Config, agent_controller::config::ConfigError>) {
+    let required = named.is_some();
+    let path = named.unwrap_or_else(|| PathBuf::from("config.yaml"));
+    let loaded = Config::load(&path, required);
+    (path, loaded)
+}
+
 /// `config check [--config FILE]`: validate, then print the effective values, secrets masked.
 fn config_check(parsed: &Parsed) -> ExitCode {
     if parsed.free[0] != "check" {
         return usage(&format!("unknown config command {:?}; say `config check`", parsed.free[0]));
     }
-    let path = parsed.value("--config").map(PathBuf::from);
-    let required = path.is_some();
-    let path = path.unwrap_or_else(|| PathBuf::from("config.yaml"));
-    let config = match Config::load(&path, required).and_then(|c| c.validate().map(|()| c)) {
+    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
+    let config = match loaded.and_then(|c| c.validate().map(|()| c)) {
         Ok(c) => c,
         Err(e) => return usage(&format!("{}: {e}", path.display())),
     };
@@ -106,7 +112,11 @@ fn mcp(parsed: &Parsed) -> ExitCode {
         // SAFETY: getuid has no preconditions and cannot fail.
         std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
     });
-    let client = agent_controller::cli::client::ApiClient::new(api, token);
+    let ca_file = parsed.value("--ca-file").map(PathBuf::from);
+    let client = match agent_controller::cli::client::ApiClient::new(api, token, ca_file) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
     ExitCode::from(agent_controller::cli::mcp::serve(client, files))
 }
 
@@ -141,9 +151,8 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
         return Err(Failure::Usage(format!("unexpected arguments: {rest:?} (see --help)")));
     }
 
-    let required = config_path.is_some();
-    let path = config_path.unwrap_or_else(|| PathBuf::from("config.yaml"));
-    let mut config = Config::load(&path, required).map_err(|e| Failure::Usage(e.to_string()))?;
+    let (_, loaded) = load_config(config_path);
+    let mut config = loaded.map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(h) = host {
         config.server.host = h;
     }
@@ -160,9 +169,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     // Block the stop signals in every thread (they inherit the mask) so only sigwait sees them.
     let signals = signals::block_stop_signals().map_err(Failure::Runtime)?;
     let agent = agent_controller::agent::llm_agent(&config);
+    let scheme = config.scheme();
     let daemon = Daemon::start(config, agent).map_err(|e| Failure::Runtime(e.to_string()))?;
     let (api, worker) = (daemon.api_addr(), daemon.worker_addr());
-    sd_notify::notify(&format!("READY=1\nSTATUS=API on http://{api}, workers on http://{worker}"));
+    sd_notify::notify(&format!("READY=1\nSTATUS=API on {scheme}://{api}, workers on {scheme}://{worker}"));
     sd_notify::spawn_watchdog();
     let signal = signals::wait(&signals);
     sd_notify::notify("STOPPING=1\nSTATUS=shutting down");

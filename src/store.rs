@@ -1,7 +1,8 @@
 //! The output directory: one folder per session, written as things happen.
 //!
-//! Layout: `session.json`, `log.jsonl`, `steps.jsonl`, `notes.json`, `report.md`,
-//! `conversation_log.json`, `files.json` (which file is a download, which generated),
+//! Layout: `session.json`, `log.jsonl`, `steps.jsonl`, `conversation.jsonl` (the journal),
+//! `notes.json`, `report.md`, `conversation_log.json` (written whole at the end), `files.json`
+//! (which file is a download, which generated),
 //! `screenshots/`, `files/`, `tool_outputs/` (tool outputs too long for the model's context,
 //! one `<id>.txt` each, ids `out_NNN_<tool>`). Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
@@ -10,19 +11,22 @@
 //! files 0600 whatever the umask; `files/` and `screenshots/` are never followed when they are
 //! symbolic links (nor are links inside them).
 
-use crate::protocol::{FileKind, SessionRecord};
+use crate::protocol::{FileKind, SessionRecord, SyncPolicy};
 use crate::util::filename::split_ext;
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 mod lock;
 mod retention;
 mod sniff;
+mod sync;
 pub use lock::{DirLock, LOCK_FILE};
+use sync::Syncer;
 
 pub const SESSION_JSON: &str = "session.json";
 pub const LOG_JSONL: &str = "log.jsonl";
@@ -30,6 +34,7 @@ pub const STEPS_JSONL: &str = "steps.jsonl";
 pub const NOTES_JSON: &str = "notes.json";
 pub const REPORT_MD: &str = "report.md";
 pub const CONVERSATION_JSON: &str = "conversation_log.json";
+pub const CONVERSATION_JSONL: &str = "conversation.jsonl";
 pub const FILES_JSON: &str = "files.json";
 pub const FILES_DIR: &str = "files";
 pub const SCREENSHOTS_DIR: &str = "screenshots";
@@ -39,12 +44,13 @@ pub const TOOL_OUTPUTS_DIR: &str = "tool_outputs";
 #[derive(Debug, Clone)]
 pub struct Store {
     root: PathBuf,
+    syncer: Arc<Syncer>,
 }
 
 impl Store {
-    pub fn open(root: &Path) -> io::Result<Store> {
+    pub fn open(root: &Path, sync: SyncPolicy) -> io::Result<Store> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(root)?;
-        Ok(Store { root: root.to_path_buf() })
+        Ok(Store { root: root.to_path_buf(), syncer: Syncer::start(sync) })
     }
 
     pub fn root(&self) -> &Path {
@@ -65,7 +71,7 @@ impl Store {
             let _ = fs::remove_dir_all(&dir);
             return Err(e);
         }
-        Ok(SessionDir { dir })
+        Ok(SessionDir { dir, syncer: Arc::clone(&self.syncer) })
     }
 
     /// Every session folder with a readable `session.json`. Unreadable ones are reported and
@@ -79,7 +85,7 @@ impl Store {
             if !name.starts_with("sess_") || !entry.file_type()?.is_dir() {
                 continue;
             }
-            let dir = SessionDir { dir: entry.path() };
+            let dir = SessionDir { dir: entry.path(), syncer: Arc::clone(&self.syncer) };
             match fs::read(dir.path(SESSION_JSON))
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<SessionRecord>(&b).map_err(|e| e.to_string()))
@@ -97,6 +103,7 @@ impl Store {
 #[derive(Debug, Clone)]
 pub struct SessionDir {
     dir: PathBuf,
+    syncer: Arc<Syncer>,
 }
 
 impl SessionDir {
@@ -138,7 +145,16 @@ impl SessionDir {
             let _ = file.set_len(offset);
             return Err(e);
         }
+        // The line is in the file either way: a failed fdatasync is reported, not a lost line.
+        if let Err(e) = self.syncer.appended(&self.path(name), &file) {
+            log::warn!("cannot sync {}: {e}", self.path(name).display());
+        }
         Ok(offset)
+    }
+
+    /// Sync this session's appended files now (before it reports a final status).
+    pub fn sync_now(&self) {
+        self.syncer.sync_under(&self.dir);
     }
 
     /// Byte offsets of every complete line of `log.jsonl` (a torn last line is ignored).

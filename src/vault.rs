@@ -18,7 +18,7 @@ use serde::Deserialize;
 pub const MIN_SECRET_CHARS: usize = 4;
 
 /// RFC 3986's unreserved characters stay as they are.
-const URL_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
+const URL_KEEP: &AsciiSet = crate::util::URL_UNRESERVED;
 /// JavaScript's `encodeURIComponent` keeps a few more.
 const URI_COMPONENT_KEEP: &AsciiSet = &URL_KEEP.remove(b'!').remove(b'*').remove(b'\'').remove(b'(').remove(b')');
 /// `application/x-www-form-urlencoded` (WHATWG): `*-._` kept, the space becomes `+`.

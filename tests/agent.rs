@@ -69,7 +69,7 @@ fn assert_conversation_complete(conv: &Value) {
     assert!(v.is_empty(), "conversation_log.json: {v:?}");
 }
 
-fn approve_when_asked(c: &Client, id: &str, approved: bool) -> Value {
+pub(crate) fn approve_when_asked(c: &Client, id: &str, approved: bool) -> Value {
     let p = wait_until(Duration::from_secs(10), "confirmation", || {
         let v = c.get(&format!("/sessions/{id}/confirmation")).json();
         (v["pending"] == true).then_some(v)

@@ -12,13 +12,26 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The agent-worker on `display`, stopped with SIGTERM on drop.
-struct DesktopWorker(ChildGuard);
+pub(crate) struct DesktopWorker(ChildGuard);
 
 impl DesktopWorker {
     fn start(d: &TestDaemon, hostname: &str, caps: &str, display: &str) -> DesktopWorker {
+        DesktopWorker::start_with(d, hostname, caps, display, &[])
+    }
+
+    /// With these environment variables; without them it has no session bus (nor $DISPLAY).
+    pub(crate) fn start_with(
+        d: &TestDaemon,
+        hostname: &str,
+        caps: &str,
+        display: &str,
+        env: &[(&str, &str)],
+    ) -> DesktopWorker {
         let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
             .args(["--controller", &d.worker, "--hostname", hostname, "--capabilities", caps, "--display", display])
             .env_remove("DISPLAY")
+            .env_remove("DBUS_SESSION_BUS_ADDRESS")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
             .spawn()
@@ -39,15 +52,15 @@ impl Drop for DesktopWorker {
 }
 
 /// A daemon, a worker on `x`'s display and an app session: the runner the test drives.
-struct Rig {
-    runner: SessionRunner,
+pub(crate) struct Rig {
+    pub(crate) runner: SessionRunner,
     _done: crossbeam_channel::Sender<agent_controller::session::AgentOutcome>,
     _worker: DesktopWorker,
     _daemon: TestDaemon,
     _dir: TempDir,
 }
 
-fn rig(x: &Xvfb, host: &str) -> Rig {
+pub(crate) fn rig(x: &Xvfb, host: &str) -> Rig {
     let dir = TempDir::new(host);
     let (test_agent, agent) = TestAgent::new();
     let d = TestDaemon::start(test_config(dir.path()), agent);
@@ -57,11 +70,11 @@ fn rig(x: &Xvfb, host: &str) -> Rig {
     Rig { runner, _done: done, _worker: worker, _daemon: d, _dir: dir }
 }
 
-fn cmd(r: &SessionRunner, action: &str, params: Value) -> Value {
+pub(crate) fn cmd(r: &SessionRunner, action: &str, params: Value) -> Value {
     r.execute(action, params.clone(), Duration::from_secs(30)).unwrap_or_else(|e| panic!("{action} {params}: {e}"))
 }
 
-fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
+pub(crate) fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
     match r.execute(action, params.clone(), Duration::from_secs(30)) {
         Ok(v) => panic!("{action} {params} should fail, got {v}"),
         Err(e) => e.to_string(),
@@ -69,7 +82,7 @@ fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
 }
 
 /// Wait for a child to exit; its exit code.
-fn exit_code(child: &mut ChildGuard, what: &str) -> i32 {
+pub(crate) fn exit_code(child: &mut ChildGuard, what: &str) -> i32 {
     wait_until(Duration::from_secs(15), what, || child.0.try_wait().unwrap()).code().unwrap_or(-1)
 }
 
@@ -121,11 +134,14 @@ fn a_screenshot_of_a_solid_background_has_its_colour() {
     assert!(e.contains("`element`"), "{e}");
     // `wait` runs in the controller, not on the worker.
     assert!(cmd_err(r, "wait", json!({"ms": 50})).contains("cannot run `wait`"));
-    // No window manager here, and no windows: the tree says so, widgets are not offered.
+    // No window manager here, no windows and no accessibility bus: the tree says so, and why
+    // there are no widgets.
     let tree = cmd(r, "get_ui_tree", json!({}));
     assert_eq!(tree["window_manager"], Value::Null);
     assert_eq!(tree["windows"], json!([]));
-    assert_eq!(tree["widgets"], "not available (no AT-SPI support in this worker)");
+    let no_bus = "not available (no accessibility bus: the X root window has no AT_SPI_BUS property; \
+                  no session bus ($DBUS_SESSION_BUS_ADDRESS is not set))";
+    assert_eq!(tree["widgets"], no_bus, "{tree}");
 }
 
 #[test]
@@ -139,8 +155,11 @@ fn a_click_on_an_xmessage_button_exits_with_its_code() {
     let rig = rig(&x, "xmessage-box");
     let r = &rig.runner;
 
-    // The window list (no window manager: the plain tree) knows it.
+    // The window list (no window manager: the plain tree) knows it; without an accessibility
+    // bus there are only windows, and the answer says why.
     let list = cmd(r, "list_elements", json!({}));
+    assert_eq!(list["elements"].as_array().unwrap().len(), 1, "{list}");
+    assert!(list["widgets"].as_str().unwrap().starts_with("not available (no accessibility bus: "), "{list}");
     let el = &list["elements"][0];
     assert_eq!(
         (el["title"].as_str(), el["class"].as_str(), el["type"].as_str()),

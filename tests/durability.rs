@@ -262,11 +262,12 @@ fn zip_members_are_stored_or_deflated_by_their_content_not_their_name() {
 }
 
 #[test]
-fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_told() {
+fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_session_moves_on() {
     use crate::support::llm::{llm_daemon, tool};
     let dir = TempDir::new("heartbeat");
     let script = vec![
         tool("run_command", json!({"command": "sleep 60", "timeout_s": 100})),
+        tool("run_command", json!({"command": "echo moved-$((40+2))"})),
         tool("finish_task", json!({"summary": "the worker died"})),
     ];
     let (d, llm) = llm_daemon(dir.path(), script, |c| {
@@ -299,6 +300,17 @@ fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_to
     assert_eq!(llm.requests().len(), 1, "the command is still running");
     let w = c.get("/workers").json();
     assert_eq!(w[0]["connected"], true, "{w}");
+    // A second capable worker, free: where the session goes once its own is lost.
+    let spare = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+        .args(["--controller", &d.worker, "--capabilities", "shell", "--hostname", "spare-box"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _spare = ChildGuard(spare);
+    wait_until(Duration::from_secs(10), "the spare worker", || {
+        c.get("/workers").json().as_array().unwrap().iter().any(|w| w["hostname"] == "spare-box").then_some(())
+    });
     // Killed mid-command: lost within worker_timeout_s (+ the 0.5 s check), not 100 s.
     worker.0.kill().unwrap();
     let killed = Instant::now();
@@ -306,5 +318,63 @@ fn a_worker_killed_mid_command_is_lost_within_worker_timeout_and_the_model_is_to
     assert!(killed.elapsed() < Duration::from_secs(5), "{:?}", killed.elapsed());
     let told = llm.requests()[1].last_results()[0].to_string();
     assert!(told.contains("worker lost"), "{told}");
-    wait_status(&c, &id, "finished");
+    assert!(told.contains("moved to worker spare-box"), "{told}");
+    assert_eq!(wait_status(&c, &id, "finished")["worker"], "spare-box");
+    let ran = llm.requests()[2].last_results()[0].to_string();
+    assert!(ran.contains("moved-42"), "the next command ran on the new worker: {ran}");
+}
+
+#[test]
+fn a_kill_during_the_first_turn_keeps_the_conversation_and_the_progress() {
+    use crate::support::llm::{ScriptedLlm, tools};
+    let dir = TempDir::new("journal-kill");
+    let password = "Hunter2-journal-pw";
+    let llm = ScriptedLlm::start(vec![tools(
+        Some(&format!("I will log in with {password}, but first a question.")),
+        &[("ask_user", json!({"question": "Which year?"}))],
+    )]);
+    std::fs::write(dir.path().join("config.yaml"), format!("api:\n  base_url: \"{}\"\n", llm.url)).unwrap();
+    let child = Command::new(binary())
+        .args(["serve", "--api-port", "0", "--worker-port", "0"])
+        .env("ANTHROPIC_API_KEY", "sk-test")
+        .current_dir(dir.path())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = ChildGuard(child);
+    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let c = Client::new(api, None);
+    let _w = register(&Client::new(worker, None), json!({"hostname": "k", "capabilities": ["browser"]}));
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "report the year",
+               "credentials": {"username": "alice", "password": password}}),
+    );
+    wait_until(Duration::from_secs(10), "the question", || {
+        c.get(&format!("/sessions/{id}")).json()["question_pending"].is_object().then_some(())
+    });
+    // SIGKILL: no shutdown code runs; only what was appended as it happened is there.
+    child.0.kill().unwrap();
+    child.0.wait().unwrap();
+
+    let out = dir.path().join("output");
+    let journal = std::fs::read_to_string(out.join(&id).join("conversation.jsonl")).unwrap();
+    assert!(!journal.contains(password), "the journal is scrubbed: {journal}");
+    let d = TestDaemon::idle(test_config(&out));
+    let c = d.client();
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!(s["error"], "interrupted by controller restart");
+    assert_eq!(s["turn"], 1, "turn recovered from the journal: {s}");
+    assert_eq!(s["usage"]["input_tokens"], 100, "usage recovered from the journal: {s}");
+    let conv = c.get(&format!("/sessions/{id}/conversation")).json();
+    assert!(conv["system"].as_str().unwrap().len() > 100, "{conv}");
+    assert!(conv["tools"].as_array().unwrap().iter().any(|t| t == "ask_user"), "{conv}");
+    let messages = conv["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2, "the opening and the model's first reply: {conv}");
+    assert_eq!(messages[0]["role"], "user");
+    assert!(messages[0].to_string().contains("report the year"), "{conv}");
+    assert_eq!(messages[1]["role"], "assistant");
+    assert!(messages[1].to_string().contains("\"ask_user\""), "{conv}");
+    assert!(messages[1].to_string().contains("[redacted]"), "secret masked in the message: {conv}");
 }

@@ -225,6 +225,14 @@ fn uploads_go_only_to_the_session_the_worker_serves() {
     assert_error(&w.post_raw(&format!("/upload?worker_id={}", f.worker_id), &ct, &body), 400, "bad_request");
     let (ct, body) = multipart(&[("filename", None, b"x.txt")]);
     assert_error(&w.post_raw(&format!("/upload?worker_id={}", f.worker_id), &ct, &body), 400, "bad_request");
+    // Found by tests/fuzz: a part without Content-Disposition made multipart2's error format
+    // itself until the stack overflowed, which aborted the whole daemon.
+    let (ct, mut body) = multipart(&[("file", Some("t.bin"), b"x")]);
+    let at = body.windows(20).position(|w| w == b"Content-Disposition:").unwrap();
+    body[at..at + 20].copy_from_slice(b"Content-Dismissal:  ");
+    let r = w.post_raw(&format!("/upload?worker_id={}", f.worker_id), &ct, &body);
+    assert_error(&r, 400, "bad_request");
+    assert!(r.json()["error"].as_str().unwrap().contains("Content-Disposition"), "{}", r.text());
     f.assert_no_partials();
     // The part's own filename is used when no `filename` field is sent.
     let (ct, body) = multipart(&[("file", Some("no-session.txt"), b"hello")]);

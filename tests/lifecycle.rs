@@ -193,9 +193,16 @@ fn non_loopback_without_tokens_refuses_to_start() {
     );
     assert_eq!(code, 2);
     assert!(stderr.contains("worker_token"), "{stderr}");
-    // With both tokens from the environment it starts (then we stop it).
+    // Both tokens, but they would cross the network in clear (tests/tls.rs starts it with TLS).
+    let tokens =
+        [("AGENT_CONTROLLER_TOKEN", "tok-from-env-123"), ("AGENT_CONTROLLER_WORKER_TOKEN", "worker-tok-from-env-456")];
+    let (code, stderr) =
+        run_binary(dir.path(), &["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"], &tokens);
+    assert_eq!(code, 2);
+    assert!(stderr.contains("server.tls_cert") && stderr.contains("--insecure"), "{stderr}");
+    // With both tokens and --insecure (something else encrypts) it starts (then we stop it).
     let child = Command::new(binary())
-        .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"])
+        .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0", "--insecure"])
         .env("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")
         .env("AGENT_CONTROLLER_WORKER_TOKEN", "worker-tok-from-env-456")
         .current_dir(dir.path())

@@ -124,6 +124,27 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
     assert!(missing["content"][0]["text"].as_str().unwrap().contains("no session"), "{missing}");
 }
 
+/// Found by tests/fuzz: a line that was not UTF-8 ended the server without a word.
+#[test]
+fn a_line_that_is_not_utf8_is_a_parse_error_not_the_end() {
+    let mut child = spawn_mcp("http://127.0.0.1:1");
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"\xff\xfe{\n").unwrap();
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": 2, "method": "ping"})).unwrap();
+    // Also found by it: an id that is no string or number was echoed (and a float in it,
+    // read and written again, need not come back the same); it is answered as null.
+    writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": {"x": 4.0174534273660343e-280}})).unwrap();
+    drop(stdin);
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+    let got: Vec<Value> = out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(got.len(), 3, "{out}");
+    assert_eq!(got[0]["error"]["code"], -32700, "{out}");
+    assert_eq!(got[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+    assert_eq!((got[2]["error"]["code"].clone(), got[2]["id"].clone()), (json!(-32600), Value::Null), "{out}");
+    assert!(child.wait().unwrap().success());
+}
+
 #[test]
 fn cancelled_wait_gets_no_answer_and_ping_still_works() {
     let dir = TempDir::new("mcp-cancel");

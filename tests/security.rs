@@ -385,3 +385,45 @@ fn half_open_and_slow_connections_do_not_freeze_a_port() {
     assert_eq!(status, 200, "the handler pool stayed pinned by slow readers");
     assert!(took < Duration::from_secs(12), "{took:?}");
 }
+
+#[test]
+fn a_large_download_is_fetched_only_once_approved() {
+    use crate::agent::approve_when_asked;
+    use crate::support::llm::{llm_daemon, tool};
+    use crate::support::site::{Site, pdf_bytes};
+    use crate::support::worker::{RealWorker, have_chromium};
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("download-gate");
+    let script = vec![
+        tool("browser_download", json!({"url": format!("{}/big/3.bin", site.url), "filename": "denied.bin"})),
+        tool("browser_download", json!({"url": format!("{}/stream/3.bin", site.url), "filename": "approved.bin"})),
+        tool("browser_download", json!({"url": format!("{}/files/chapter1.pdf", site.url)})),
+        tool("finish_task", json!({"summary": "two files"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.files.approve_downloads_over_mb = 1);
+    let _worker = RealWorker::start(&d, "gate-box", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/", site.url), "instruction": "get the files",
+               "options": {"approval": "human"}}),
+    );
+    // The size announced by the server, asked about before the body is fetched.
+    let first = approve_when_asked(&c, &id, false);
+    assert_eq!(first["details"]["arguments"]["size"], "3.1 MB", "{first}");
+    // No length announced: the worker stops at the threshold and asks.
+    let second = approve_when_asked(&c, &id, true);
+    assert_eq!(second["details"]["arguments"]["size"], "more than 1.0 MB (size not announced)", "{second}");
+    // The small file needs no approval: nobody answers a third question, yet the session ends.
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    assert!(reqs[1].last_results()[0].to_string().contains("not run: the user denied it"), "{:?}", reqs[1]);
+    let files = c.get(&format!("/sessions/{id}/files")).json();
+    let names: Vec<&str> = files.as_array().unwrap().iter().map(|f| f["filename"].as_str().unwrap()).collect();
+    assert!(!names.contains(&"denied.bin"), "{files}");
+    assert_eq!(c.get(&format!("/sessions/{id}/files/approved.bin")).body.len(), 3 * 1024 * 1024);
+    assert_eq!(c.get(&format!("/sessions/{id}/files/chapter1.pdf")).body, pdf_bytes("chapter1.pdf"));
+}

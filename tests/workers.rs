@@ -291,6 +291,10 @@ fn worker_auth_is_separate_from_api_auth() {
     assert_error(&w.get("/command?worker_id=wkr_9999"), 404, "not_found");
     assert_error(&w.post("/register", &json!({"hostname": ""})), 400, "bad_request");
     assert_error(&w.post("/register", &json!({"nohost": 1})), 400, "bad_request");
+    // Found by tests/fuzz: a control character at either end passed the check (made on the
+    // trimmed name) and reached the log and /workers as it was.
+    assert_error(&w.post("/register", &json!({"hostname": "\nbox"})), 400, "bad_request");
+    assert_error(&w.post("/register", &json!({"hostname": "box\t"})), 400, "bad_request");
 }
 
 #[test]

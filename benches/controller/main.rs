@@ -15,13 +15,15 @@ use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod seed;
+mod steps;
 mod workers;
 mod zips;
 
-use workers::{browser_commands, desktop_screenshots};
+use workers::{browser_commands, desktop_screenshots, many_workers};
 
 const MIB: u64 = 1024 * 1024;
 
@@ -54,8 +56,17 @@ fn main() {
         upload_and_zip(&bin, &work);
         zips::zip_figures(&bin, &work);
     }
+    if want("steps") {
+        steps::per_step(&bin, &work);
+    }
+    if want("seed") {
+        seed::seed_figures(&bin, &work);
+    }
     if want("workers") {
-        many_workers(&bin, &work);
+        many_workers(&bin, &work, 500, 50, 2);
+    }
+    if want("scale") {
+        many_workers(&bin, &work, 2000, 200, 2);
     }
     if want("browser") {
         browser_commands(&bin.with_file_name("agent-worker"), &work);
@@ -101,8 +112,13 @@ fn slow_model() -> &'static str {
 }
 
 fn spawn(bin: &Path, dir: &Path, config: &str) -> (Spawned, Duration) {
+    spawn_with_model(bin, dir, config, slow_model())
+}
+
+/// Start the daemon with `config` plus `api.base_url` pointing at the loopback model at `model`.
+fn spawn_with_model(bin: &Path, dir: &Path, config: &str, model: &str) -> (Spawned, Duration) {
     std::fs::create_dir_all(dir).unwrap();
-    std::fs::write(dir.join("config.yaml"), format!("{config}api: {{base_url: \"{}\"}}\n", slow_model())).unwrap();
+    std::fs::write(dir.join("config.yaml"), format!("{config}api: {{base_url: \"{model}\"}}\n")).unwrap();
     let t = Instant::now();
     let mut child = Command::new(bin)
         .args(["serve", "--config", "config.yaml"])
@@ -125,10 +141,11 @@ fn spawn(bin: &Path, dir: &Path, config: &str) -> (Spawned, Duration) {
         }
     }
     let ready = t.elapsed();
-    // Keep draining stderr so the daemon never blocks on a full pipe.
+    // Keep draining stderr so the daemon never blocks on a full pipe; kept beside its output
+    // (a failed bench leaves the work directory in place).
+    let mut log = std::fs::File::create(dir.join("daemon.stderr")).unwrap();
     std::thread::spawn(move || {
-        let mut sink = Vec::new();
-        let _ = stderr.read_to_end(&mut sink);
+        let _ = std::io::copy(&mut stderr, &mut log);
     });
     (Spawned { child, api: api.unwrap(), worker: worker.unwrap() }, ready)
 }
@@ -455,86 +472,4 @@ fn upload_and_zip(bin: &Path, work: &Path) {
         hwm_after.saturating_sub(hwm_before) as f64 / 1024.0
     );
     let _ = std::fs::remove_file(&src);
-}
-
-fn many_workers(bin: &Path, work: &Path) {
-    const WORKERS: usize = 500;
-    const SESSIONS: usize = 50;
-    let (d, _) =
-        spawn(bin, &work.join("many"), "server: {api_port: 0, worker_port: 0, long_poll_s: 2, worker_timeout_s: 60}\n");
-    let pid = d.child.id();
-    let errors = Arc::new(AtomicU64::new(0));
-    let polls = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let mut handles = Vec::new();
-    for i in 0..WORKERS {
-        let (addr, errors, polls, stop) =
-            (d.worker.clone(), Arc::clone(&errors), Arc::clone(&polls), Arc::clone(&stop));
-        handles.push(
-            std::thread::Builder::new()
-                .stack_size(128 * 1024)
-                .spawn(move || {
-                    let reg = post_json(
-                        &addr,
-                        "/register",
-                        &json!({"hostname": format!("w{i:03}"), "capabilities": ["browser"]}),
-                    );
-                    let wid = reg["worker_id"].as_str().unwrap().to_string();
-                    let mut conn = Conn::open(&addr).unwrap().for_worker(&reg);
-                    while !stop.load(Ordering::Relaxed) {
-                        match conn.request("GET", &format!("/command?worker_id={wid}"), b"") {
-                            Ok((200, _)) => {
-                                polls.fetch_add(1, Ordering::Relaxed);
-                            }
-                            _ => {
-                                errors.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(Duration::from_millis(100));
-                                if let Ok(c) = Conn::open(&addr) {
-                                    conn = c.for_worker(&reg);
-                                }
-                            }
-                        }
-                    }
-                })
-                .unwrap(),
-        );
-    }
-    std::thread::sleep(Duration::from_secs(3));
-    let mut ids = Vec::new();
-    for i in 0..SESSIONS {
-        let v = post_json(&d.api, "/sessions", &json!({"mode": "explore", "target": format!("https://s{i}.test")}));
-        ids.push(v["session_id"].as_str().unwrap().to_string());
-    }
-    let t = Instant::now();
-    let mut api_errors = 0;
-    let mut fewest = WORKERS;
-    let mut peak = 0;
-    while t.elapsed() < Duration::from_secs(20) {
-        let workers = get_json(&d.api, "/workers");
-        let connected = workers.as_array().map(|a| a.iter().filter(|w| w["connected"] == true).count()).unwrap_or(0);
-        if connected != WORKERS {
-            api_errors += 1;
-            fewest = fewest.min(connected);
-        }
-        peak = peak.max(rss_kib(pid, "VmRSS:"));
-        std::thread::sleep(Duration::from_millis(500));
-    }
-    let running = ids.iter().filter(|id| get_json(&d.api, &format!("/sessions/{id}"))["status"] == "running").count();
-    let threads = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_default()
-        .lines()
-        .find(|l| l.starts_with("Threads:"))
-        .map(|l| l.split_whitespace().nth(1).unwrap_or("?").to_string())
-        .unwrap_or_default();
-    stop.store(true, Ordering::Relaxed);
-    println!(
-        "{WORKERS} long-polling workers + {SESSIONS} sessions for 20 s: {} polls answered, {} worker errors, {api_errors} checks with a worker missing (fewest connected {fewest}), {running}/{SESSIONS} sessions running; daemon RSS peak {:.1} MiB, {threads} threads",
-        polls.load(Ordering::Relaxed),
-        errors.load(Ordering::Relaxed),
-        peak as f64 / 1024.0
-    );
-    drop(d);
-    for h in handles {
-        let _ = h.join();
-    }
 }

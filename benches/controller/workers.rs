@@ -167,3 +167,91 @@ fn busy_screen(display: &str) -> x11rb::rust_connection::RustConnection {
     conn.get_input_focus().unwrap().reply().unwrap();
     conn
 }
+
+/// `workers` long-polling workers (instant ones) and `sessions` sessions held mid model call
+/// for 20 s on the default thread pools, while probe sessions take steps through free workers:
+/// errors, how many workers stay connected, the daemon's RSS and threads, and the probe's step
+/// time (model → controller → worker → controller → model), which bounds the dispatch round
+/// trip from above.
+pub fn many_workers(bin: &Path, work: &Path, workers: usize, sessions: usize, long_poll_s: u64) {
+    use super::steps::{Model, TAG, instant_worker, record_steps, step_parts};
+    raise_fd_limit();
+    let model = Model::start(50);
+    let config = format!(
+        "server: {{api_port: 0, worker_port: 0, long_poll_s: {long_poll_s}, worker_timeout_s: 60, max_workers: {}, max_sessions: {}}}\n",
+        workers + 16,
+        sessions + 16
+    );
+    let (d, _) = spawn_with_model(bin, &work.join(format!("many{workers}")), &config, &model.url);
+    let pid = d.child.id();
+    let stop = Arc::new(AtomicBool::new(false));
+    let handles: Vec<_> =
+        (0..workers).map(|i| instant_worker(d.worker.clone(), format!("w{i:04}"), Arc::clone(&stop))).collect();
+    let t = Instant::now();
+    let mut registered = 0;
+    while registered < workers && t.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+        registered = get_json(&d.api, "/workers").as_array().map_or(0, Vec::len);
+    }
+    let workers_registered = registered;
+    let registering = t.elapsed();
+    let task = |tag: String| json!({"mode": "task", "type": "shell", "target": "bench-host", "instruction": format!("{TAG}{tag}: bench")});
+    let ids: Vec<String> = (0..sessions)
+        .map(|i| post_json(&d.api, "/sessions", &task(format!("hold{i}")))["session_id"].as_str().unwrap().to_string())
+        .collect();
+    for id in &ids {
+        wait_running(&d.api, id);
+    }
+    let (mut api_errors, mut fewest, mut peak, mut probes) = (0, workers, 0, 0);
+    record_steps(true);
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(20) {
+        let probe = post_json(&d.api, "/sessions", &task(format!("probe{probes}")));
+        probes += 1;
+        let workers_now = get_json(&d.api, "/workers");
+        let connected = workers_now.as_array().map_or(0, |a| a.iter().filter(|w| w["connected"] == true).count());
+        if connected != workers_registered {
+            api_errors += 1;
+            fewest = fewest.min(connected);
+        }
+        let probe_id = probe["session_id"].as_str().unwrap().to_string();
+        while matches!(
+            get_json(&d.api, &format!("/sessions/{probe_id}"))["status"].as_str(),
+            Some("running" | "waiting")
+        ) {
+            peak = peak.max(rss_kib(pid, "VmRSS:"));
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    record_steps(false);
+    let (_, dispatch) = step_parts();
+    let running = ids.iter().filter(|id| get_json(&d.api, &format!("/sessions/{id}"))["status"] == "running").count();
+    let threads = rss_kib(pid, "Threads:"); // a count, from the same /proc status file
+    stop.store(true, Ordering::Relaxed);
+    let steps = model.take_steps("probe");
+    drop(d);
+    let errors: u64 = handles.into_iter().map(|h| h.join().unwrap_or(1)).sum();
+    println!(
+        "{workers_registered}/{workers} long-polling workers registered in {:.1} s (long_poll_s {long_poll_s}) + {sessions} sessions held mid model call, 20 s: {errors} worker errors, {api_errors} checks with a worker missing (fewest connected {fewest}), {running}/{sessions} sessions running; daemon RSS peak {:.1} MiB, {threads} threads; meanwhile {probes} probe sessions: step p50 {:.3} ms, p99 {:.3} ms ({} steps); dispatch (model reply → command at the worker → result acknowledged) p50 {:.3} ms, p99 {:.3} ms",
+        registering.as_secs_f64(),
+        peak as f64 / 1024.0,
+        ms(percentile(&steps, 0.5)),
+        ms(percentile(&steps, 0.99)),
+        steps.len(),
+        ms(percentile(&dispatch, 0.5)),
+        ms(percentile(&dispatch, 0.99))
+    );
+}
+
+/// Two file descriptors per worker (ours and the daemon's, which inherits the limit): as many
+/// as the hard limit allows.
+fn raise_fd_limit() {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit and setrlimit only read and write the struct passed to them.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < limit.rlim_max {
+            limit.rlim_cur = limit.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}

@@ -1,5 +1,7 @@
 //! Approval modes, enforced in the controller whatever the model says: before a command runs
-//! or a form is sent (`run_command`, `write_file`, `browser_submit_form`), the session's mode
+//! or a form is sent (`run_command`, `write_file`, `browser_submit_form`), and before a download
+//! over `files.approve_downloads_over_mb` is fetched (the worker reports its size first and keeps
+//! nothing), the session's mode
 //! decides — `auto` runs it, `validator` asks
 //! a separate short model call for APPROVE or REJECT with a reason, `human` asks a person
 //! through the confirmation flow (approve, deny with a reason, or approve an edited command).
@@ -30,12 +32,16 @@ pub(super) enum Gate {
 impl Agent {
     /// Check a command against the session's approval mode before it runs.
     pub(super) fn approve(&mut self, tool: Tool, input: &Value) -> Gate {
-        let run = |input: &Value| Gate::Run { input: input.clone(), note: None };
         if !matches!(tool, Tool::RunCommand | Tool::WriteFile | Tool::BrowserSubmitForm) {
-            return run(input);
+            return Gate::Run { input: input.clone(), note: None };
         }
+        self.by_mode(tool, input)
+    }
+
+    /// What the session's approval mode says of `tool` with `input`.
+    fn by_mode(&mut self, tool: Tool, input: &Value) -> Gate {
         match self.record.approval() {
-            Approval::Auto => run(input),
+            Approval::Auto => Gate::Run { input: input.clone(), note: None },
             Approval::Validator => self.validate_command(tool, input),
             Approval::Human => self.ask_a_person(tool, input),
         }
@@ -44,6 +50,11 @@ impl Agent {
     fn what(tool: Tool, input: &Value) -> String {
         match tool {
             Tool::WriteFile => format!("write the file {}", input["path"].as_str().unwrap_or("")),
+            Tool::BrowserDownload => format!(
+                "download {} ({})",
+                input["url"].as_str().unwrap_or(""),
+                input["size"].as_str().unwrap_or("size unknown")
+            ),
             Tool::BrowserSubmitForm => {
                 let form = input["selector"].as_str().or(input["submit_selector"].as_str());
                 format!("submit the form {}", form.unwrap_or("on the page"))
@@ -125,6 +136,26 @@ impl Agent {
             }
             ConfirmationOutcome::Stopped => Gate::Refused(ToolOutcome::stopped()),
         }
+    }
+
+    /// The approval threshold sent with a download (`files.approve_downloads_over_mb`): only
+    /// under `validator` or `human`, where a download the model asks for is not taken on trust.
+    pub(super) fn download_needs_approval_over(&self, tool: Tool) -> Option<u64> {
+        let over_mb = self.runner.config().files.approve_downloads_over_mb;
+        let gated = matches!(tool, Tool::BrowserDownload | Tool::BrowserDownloadBatch);
+        (gated && over_mb > 0 && self.record.approval() != Approval::Auto).then(|| over_mb.saturating_mul(1024 * 1024))
+    }
+
+    /// The worker found a download over the threshold and kept nothing: ask before fetching it.
+    pub(super) fn approve_download(&mut self, input: &Value, asked: &Value) -> Gate {
+        let size = match (asked["bytes"].as_u64(), asked["more_than_bytes"].as_u64()) {
+            (Some(b), _) => format!("{:.1} MB", b as f64 / 1e6),
+            (None, Some(b)) => format!("more than {:.1} MB (size not announced)", b as f64 / 1e6),
+            _ => "an unknown size".to_string(),
+        };
+        let mut details = input.clone();
+        details["size"] = json!(size);
+        self.by_mode(Tool::BrowserDownload, &details)
     }
 
     /// The model's own words in its latest reply, shown to whoever approves.

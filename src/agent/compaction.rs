@@ -56,8 +56,9 @@ fn render(m: &Message) -> String {
 impl Agent {
     /// The messages the model gets this turn: the record, or the opening, the summary and the
     /// recent steps.
-    pub(super) fn context(&self) -> Vec<Message> {
-        let Some((replaced, summary)) = &self.summary else { return self.messages.clone() };
+    /// Borrowed while nothing is compacted: a copy per turn would cost O(conversation).
+    pub(super) fn context(&self) -> std::borrow::Cow<'_, [Message]> {
+        let Some((replaced, summary)) = &self.summary else { return std::borrow::Cow::Borrowed(&self.messages) };
         let mut opening = self.messages[0].clone();
         opening.content.push(Block::text(format!("Summary of the earlier steps (compacted):\n{summary}")));
         std::iter::once(opening).chain(self.messages[1 + replaced..].iter().cloned()).collect()

@@ -156,7 +156,24 @@ impl Agent {
         if tool.spec().timeout == Timeout::Asked && input["timeout_s"].is_u64() {
             params["timeout_s"] = asked_timeout(input, task.command_timeout_s).into();
         }
-        match self.runner.execute(tool.name(), params, timeout) {
+        let ask_over = self.download_needs_approval_over(tool);
+        if let Some(bytes) = ask_over {
+            params["ask_over_bytes"] = bytes.into();
+        }
+        // Kept only for a download that may come back asking for approval.
+        let mut again = ask_over.is_some().then(|| params.clone());
+        let mut result = self.runner.execute(tool.name(), params, timeout);
+        if let Some(asked) = result.as_ref().ok().and_then(|data| data.get("needs_approval")).cloned() {
+            match self.approve_download(input, &asked) {
+                Gate::Refused(outcome) => return outcome,
+                Gate::Run { .. } => {
+                    let mut params = again.take().unwrap_or_default();
+                    params.as_object_mut().map(|p| p.remove("ask_over_bytes"));
+                    result = self.runner.execute(tool.name(), params, timeout);
+                }
+            }
+        }
+        match result {
             // A page can echo a typed secret back (a wrong field, an error page): scrub what
             // goes into the model's context just like what goes to disk.
             Ok(mut data) => {

@@ -17,7 +17,7 @@ mod dry_run;
 mod history;
 mod local;
 mod loops;
-mod outputs;
+pub mod outputs;
 pub mod prompts;
 mod replay;
 mod report;
@@ -98,6 +98,8 @@ pub struct Agent {
     vision: crate::config::Vision,
     /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
     last_page: Option<String>,
+    /// How much of the conversation is in the journal (`report.rs`).
+    journaled: report::Journaled,
     replaying: bool,
 }
 
@@ -152,6 +154,7 @@ impl Agent {
             loops: Default::default(),
             vision,
             last_page: None,
+            journaled: Default::default(),
             replaying: false,
         }
     }
@@ -165,6 +168,7 @@ impl Agent {
                 }
             },
         };
+        self.journal_conversation();
         self.save_conversation();
         if outcome == AgentOutcome::Stopped {
             self.report_after_stop();
@@ -186,6 +190,7 @@ impl Agent {
         }
         self.turn += 1;
         self.runner.set_turn(self.turn);
+        self.journal_conversation();
         trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
         let reply = match self.call_model_seeing() {
             Ok(r) => r,
@@ -208,6 +213,8 @@ impl Agent {
         // An empty assistant turn is invalid in the next request: keep it out.
         if !reply.content.is_empty() {
             self.messages.push(Message::assistant(reply.content.clone()));
+            // Before the tools run: a kill during a long one keeps what the model asked for.
+            self.journal_conversation();
         }
         let calls: Vec<(String, String, Value)> = reply
             .content
@@ -238,7 +245,7 @@ impl Agent {
                 Some(last) if reply.content.is_empty() && last.role == Role::User => last.content.push(nudge),
                 _ => self.messages.push(Message::user(vec![nudge])),
             }
-            self.save_conversation();
+            self.journal_conversation();
             return Turn::Continue;
         }
         let text = last_text(reply);
@@ -272,7 +279,7 @@ impl Agent {
             results.push(Block::ToolResult { tool_use_id: id, content: outcome.content, is_error: outcome.is_error });
         }
         self.messages.push(Message::user(results));
-        self.save_conversation();
+        self.journal_conversation();
         if stopped {
             return Turn::End(AgentOutcome::Stopped);
         }

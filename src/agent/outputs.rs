@@ -86,16 +86,7 @@ impl Agent {
             return ToolOutcome::error(format!("no stored output `{id}`; stored: {}", ids.join(", ")));
         };
         let max = self.runner.config().agent.max_tool_output_chars;
-        let answer = match tool {
-            Tool::ToolOutputsStats => Ok(match parse(&text) {
-                Some(v) => json_stats(&v).0,
-                None => text_stats(&text),
-            }),
-            Tool::ToolOutputsExtract => extract(&text, input, max),
-            Tool::ToolOutputsCount => count(&text, input),
-            _ => sample(&text, input, max),
-        };
-        match answer {
+        match answer(tool, &text, input, max) {
             Ok(v) => ToolOutcome::ok(v),
             Err(e) => ToolOutcome::error(e),
         }
@@ -108,6 +99,20 @@ impl Agent {
             None => "text",
         };
         json!({"id": id, "tool": tool, "size_bytes": size, "kind": kind})
+    }
+}
+
+/// What `tool_outputs_stats`, `_extract`, `_count` or `_sample` answers about one stored output,
+/// given the model's arguments (a JSONPath, a line range, a needle, a count).
+pub fn answer(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, String> {
+    match tool {
+        Tool::ToolOutputsStats => Ok(match parse(text) {
+            Some(v) => json_stats(&v).0,
+            None => text_stats(text),
+        }),
+        Tool::ToolOutputsExtract => extract(text, input, max),
+        Tool::ToolOutputsCount => count(text, input),
+        _ => sample(text, input, max),
     }
 }
 

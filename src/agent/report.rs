@@ -1,6 +1,7 @@
-//! How a session's work is written up: the conversation after every turn, the report at the
-//! end (the model's own, or one built from the notes and files), and one notification when the
-//! session ends (sent off the session thread, so a stop is never delayed by it).
+//! How a session's work is written up: the conversation (journaled as it grows, written whole
+//! at the end), the report at the end (the model's own, or one built from the notes and files),
+//! and one notification when the session ends (sent off the session thread, so a stop is never
+//! delayed by it).
 
 use super::Agent;
 use super::context::without_image_data;
@@ -10,7 +11,48 @@ use crate::session::AgentOutcome;
 use serde_json::json;
 use std::sync::Arc;
 
+/// How much of the conversation the journal already holds.
+#[derive(Default)]
+pub(super) struct Journaled {
+    started: bool,
+    messages: usize,
+    /// Blocks of the last journaled message (a nudge may be added to it).
+    last_blocks: usize,
+    summary: Option<usize>,
+}
+
 impl Agent {
+    /// Append what the journal lacks: the start, more blocks of its last message, new messages,
+    /// a new compaction. O(what changed), never the whole conversation.
+    pub(super) fn journal_conversation(&mut self) {
+        if !self.journaled.started {
+            let tools: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+            let start = json!({"session_id": self.runner.session_id(), "system": self.system, "tools": tools});
+            self.runner.journal(json!({ "start": start }));
+            self.journaled.started = true;
+        }
+        let done = self.journaled.messages;
+        if let Some(last) = done.checked_sub(1).and_then(|i| self.messages.get(i)) {
+            if last.content.len() > self.journaled.last_blocks {
+                let more = Message { role: last.role, content: last.content[self.journaled.last_blocks..].to_vec() };
+                self.runner.journal(json!({ "amend": without_image_data(&more).content }));
+            }
+        }
+        for message in self.messages.iter().skip(done) {
+            self.runner.journal(json!({ "message": without_image_data(message) }));
+        }
+        self.journaled.messages = self.messages.len();
+        self.journaled.last_blocks = self.messages.last().map_or(0, |m| m.content.len());
+        let replaced = self.summary.as_ref().map(|(n, _)| *n);
+        if replaced != self.journaled.summary {
+            if let Some((n, text)) = &self.summary {
+                self.runner.journal(json!({"compacted": {"replaced_messages": n, "summary": text}}));
+            }
+            self.journaled.summary = replaced;
+        }
+    }
+
+    /// The whole conversation as `conversation_log.json` (the seed's file), once at the end.
     pub(super) fn save_conversation(&self) {
         let messages: Vec<Message> = self.messages.iter().map(without_image_data).collect();
         self.runner.write_conversation(&json!({

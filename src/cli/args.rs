@@ -39,6 +39,7 @@ const fn opt(names: &'static [&'static str], value: &'static str, help: &'static
 pub const GLOBAL: &[Opt] = &[
     opt(&["--api"], "URL", "the daemon's API (default $AGENT_CONTROLLER_API or http://127.0.0.1:5900)"),
     opt(&["--token"], "TOKEN", "the API token (default $AGENT_CONTROLLER_TOKEN)"),
+    opt(&["--ca-file"], "FILE", "trust an https daemon only if this CA signed it (default $AGENT_CONTROLLER_CA_FILE)"),
     opt(&["--json"], "", "JSON output for scripts"),
 ];
 
@@ -460,6 +461,7 @@ const ENVIRONMENT: &str = "ENVIRONMENT:
     AGENT_CONTROLLER_TOKEN              server.api_token (daemon) / the token (console)
     AGENT_CONTROLLER_WORKER_TOKEN       server.worker_token
     AGENT_CONTROLLER_API                the daemon's API (console)
+    AGENT_CONTROLLER_CA_FILE            the private CA of an https daemon (console)
     AGENT_CONTROLLER_PASSWORD           the password for --username
 
 EXIT CODES:

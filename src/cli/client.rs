@@ -1,25 +1,20 @@
 //! A small REST client for the controller's API, shared by the console and the MCP server.
 //!
 //! The daemon is found via `--api`, else `AGENT_CONTROLLER_API`, else `http://127.0.0.1:5900`;
-//! the token via `--token`, else `AGENT_CONTROLLER_TOKEN`. A daemon that is not there is its own
+//! the token via `--token`, else `AGENT_CONTROLLER_TOKEN`; an `https://` daemon signed by a private
+//! CA via `--ca-file`, else `AGENT_CONTROLLER_CA_FILE`. A daemon that is not there is its own
 //! error, so callers can say where they looked and how to start one.
 
 use serde_json::Value;
 use std::io::{Read, Write};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub const DEFAULT_API: &str = "http://127.0.0.1:5900";
 
-/// Everything but unreserved characters (RFC 3986) is escaped.
-const SEGMENT: &percent_encoding::AsciiSet =
-    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-
 /// A session id or file name as one URL path segment.
-pub fn path_segment(s: &str) -> String {
-    percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()
-}
+pub use crate::util::percent_encode as path_segment;
 
 /// Whether a session object from the API is still going.
 pub fn is_active(session: &Value) -> bool {
@@ -77,7 +72,8 @@ fn api_error_from(status: u16, body: &Value) -> ClientError {
 }
 
 impl ApiClient {
-    pub fn new(api: Option<String>, token: Option<String>) -> ApiClient {
+    /// Err when the CA file cannot be used.
+    pub fn new(api: Option<String>, token: Option<String>, ca_file: Option<PathBuf>) -> Result<ApiClient, String> {
         let base = api
             .or_else(|| std::env::var("AGENT_CONTROLLER_API").ok())
             .filter(|s| !s.trim().is_empty())
@@ -85,18 +81,24 @@ impl ApiClient {
             .trim_end_matches('/')
             .to_string();
         let token = token.or_else(|| std::env::var("AGENT_CONTROLLER_TOKEN").ok()).filter(|t| !t.is_empty());
+        let ca_file = ca_file.or_else(|| std::env::var_os("AGENT_CONTROLLER_CA_FILE").map(PathBuf::from));
+        let tls = crate::util::tls::client_tls(ca_file.as_deref().filter(|p| !p.as_os_str().is_empty()))?;
         let build = |global: Option<Duration>| -> ureq::Agent {
             ureq::Agent::config_builder()
+                .tls_config(tls.clone())
                 .http_status_as_error(false)
                 .timeout_connect(Some(Duration::from_secs(5)))
                 .timeout_global(global)
                 .build()
                 .into()
         };
-        ApiClient { base, token, agent: build(Some(Duration::from_secs(90))), stream_agent: build(None) }
+        Ok(ApiClient { base, token, agent: build(Some(Duration::from_secs(90))), stream_agent: build(None) })
     }
 
     fn fail(&self, e: ureq::Error) -> ClientError {
+        if let Some(why) = crate::util::tls::untrusted(&e) {
+            return ClientError::Other(format!("{}: {why}", self.base));
+        }
         let why = match &e {
             ureq::Error::Io(io) => format!("{}", io.kind()),
             ureq::Error::ConnectionFailed => "connection refused".into(),

@@ -70,7 +70,7 @@ _agent_controller() {{
         esac
     done
     case "$cmd" in
-        "") words="{commands} --api --token --json --help --version" ;;
+        "") words="{commands} --api --token --ca-file --json --help --version" ;;
 {cases}        *) words="" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
@@ -124,7 +124,7 @@ _agent_controller() {{
     commands=(
 {commands}    )
     _arguments -C \
-        '--api[the daemon API]:url: ' '--token[the API token]:token: ' '--json[JSON output]' \
+        '--api[the daemon API]:url: ' '--token[the API token]:token: ' '--ca-file[the daemon CA]:file:_files' '--json[JSON output]' \
         '(-h --help)'{{-h,--help}}'[show help]' '(-V --version)'{{-V,--version}}'[show the version]' \
         '1:command:->command' '*::argument:->argument'
     case $state in

@@ -25,7 +25,7 @@ pub mod exit {
 
 pub const USAGE: &str = "\
 console commands (API from --api URL | AGENT_CONTROLLER_API | http://127.0.0.1:5900;
-token from --token | AGENT_CONTROLLER_TOKEN):
+token from --token | AGENT_CONTROLLER_TOKEN; a private CA from --ca-file | AGENT_CONTROLLER_CA_FILE):
 
     agent-controller task --url URL \"instruction\"      a browser task, followed to its end
     agent-controller task --title WINDOW \"instruction\" a desktop-app task
@@ -99,7 +99,14 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
     let token: Option<String> = args.opt_value_from_str("--token").unwrap_or(None);
     let json_out = args.contains("--json");
     let out = Out { json: json_out, color: !json_out && isatty(1) && std::env::var_os("NO_COLOR").is_none() };
-    let client = ApiClient::new(api, token);
+    let ca_file: Option<std::path::PathBuf> = args.opt_value_from_str("--ca-file").unwrap_or(None);
+    let client = match ApiClient::new(api, token, ca_file) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("agent-controller: {e}");
+            return exit::USAGE;
+        }
+    };
     let result = match command {
         "task" | "explore" | "replay" => return super::follow::follow_new(command, &client, &out, args),
         "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "answer" | "stop" => {

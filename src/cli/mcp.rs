@@ -58,10 +58,16 @@ pub fn serve(client: ApiClient, files_dir: PathBuf) -> u8 {
         running: Mutex::new(Vec::new()),
     });
     eprintln!("agent-controller mcp: serving on stdio for the controller at {}", shared.client.base);
-    let stdin = std::io::stdin();
+    let mut stdin = std::io::stdin().lock();
     let mut calls = Vec::new();
-    for line in stdin.lock().lines() {
-        let Ok(line) = line else { break };
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        if !matches!(stdin.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+            break;
+        }
+        // Not UTF-8 is a parse error for that line (answered), not the end of the input.
+        let line = String::from_utf8_lossy(&buf);
         if line.trim().is_empty() {
             continue;
         }
@@ -100,7 +106,9 @@ fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHand
         if id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
             return None;
         }
-        send(error(&id.unwrap_or(Value::Null), -32600, "invalid request: no method"));
+        // JSON-RPC ids are strings or numbers; any other is answered as unknown (null).
+        let id = id.filter(|i| i.is_string() || i.is_number()).unwrap_or(Value::Null);
+        send(error(&id, -32600, "invalid request: no method"));
         return None;
     };
     let params = msg.get("params").cloned().unwrap_or(json!({}));

@@ -227,7 +227,7 @@ impl super::Config {
 
     pub(super) fn validate_llm(&self) -> Result<(), ConfigError> {
         let api = &self.api;
-        check_endpoint("api", &api.provider, &api.base_url, &api.tool_mode)?;
+        check_endpoint("api", &api.provider, &api.base_url, &api.model, &api.tool_mode)?;
         positive("api.max_tokens", api.max_tokens.into())?;
         positive("api.timeout_s", api.timeout_s)?;
         if api.max_retries > 20 {
@@ -242,7 +242,7 @@ impl super::Config {
                 return Err(ConfigError::key(&at, "names are letters, digits, `-`, `_`, `.`, and not `api`"));
             }
             let provider = if p.provider.is_empty() { &api.provider } else { &p.provider };
-            check_endpoint(&at, provider, &p.base_url, &p.tool_mode)?;
+            check_endpoint(&at, provider, &p.base_url, &p.model, &p.tool_mode)?;
             if let Some(n) = p.max_tokens {
                 positive(&format!("{at}.max_tokens"), n.into())?;
             }
@@ -251,7 +251,7 @@ impl super::Config {
     }
 }
 
-fn check_endpoint(at: &str, provider: &str, base_url: &str, mode: &str) -> Result<(), ConfigError> {
+fn check_endpoint(at: &str, provider: &str, base_url: &str, model: &str, mode: &str) -> Result<(), ConfigError> {
     if Wire::parse(provider).is_none() {
         return Err(ConfigError::key(
             &format!("{at}.provider"),
@@ -260,6 +260,12 @@ fn check_endpoint(at: &str, provider: &str, base_url: &str, mode: &str) -> Resul
     }
     if !(base_url.is_empty() || base_url.starts_with("http://") || base_url.starts_with("https://")) {
         return Err(ConfigError::key(&format!("{at}.base_url"), "must start with http:// or https://"));
+    }
+    // Both go into requests and onto `config check`'s one-line endpoint comments.
+    for (key, value) in [("base_url", base_url), ("model", model)] {
+        if value.chars().any(char::is_control) {
+            return Err(ConfigError::key(&format!("{at}.{key}"), "must not contain control characters"));
+        }
     }
     if tool_mode(mode).is_none() {
         return Err(ConfigError::key(
@@ -313,6 +319,9 @@ mod tests {
             ("api:\n  tool_mode: xml\n", "api.tool_mode"),
             ("providers:\n  x: {base_url: 'ftp://a'}\n", "providers.x.base_url"),
             ("providers:\n  api: {provider: openai}\n", "providers.api"),
+            // Found by tests/fuzz: a line break would end `config check`'s endpoint comment.
+            ("api:\n  model: \"a\\nb: 1\"\n", "api.model"),
+            ("providers:\n  x: {base_url: \"http://a\\rb\"}\n", "providers.x.base_url"),
         ] {
             let e = Config::from_yaml(yaml).unwrap().validate().unwrap_err();
             assert!(e.to_string().contains(&format!("`{key}`")), "{yaml}: {e}");

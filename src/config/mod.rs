@@ -62,6 +62,9 @@ pub struct ServerConfig {
     pub header_timeout_s: u64,
     /// Seconds one read of a request body may wait.
     pub read_timeout_s: u64,
+    /// HTTPS on both ports: a PEM certificate chain and its private key ("" = plain HTTP).
+    pub tls_cert: PathBuf,
+    pub tls_key: PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -150,6 +153,9 @@ pub struct FilesConfig {
     pub max_file_size_mb: u64,
     pub max_session_storage_mb: u64,
     pub max_files_per_session: usize,
+    /// Under `validator` or `human` approval, a download larger than this is approved first
+    /// (0 = never asked).
+    pub approve_downloads_over_mb: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -160,6 +166,8 @@ pub struct OutputConfig {
     pub retain_days: u64,
     /// Past this total, the oldest finished sessions are deleted (0 = no cap).
     pub max_total_mb: u64,
+    /// How appended lines reach the disk (journal, log, steps): see `SyncPolicy`.
+    pub sync: crate::protocol::SyncPolicy,
 }
 
 /// How the controller reaches notification services (the targets come per session).
@@ -205,9 +213,11 @@ impl Default for ServerConfig {
             max_sessions: 256,
             max_workers: 1024,
             io_timeout_s: 0,
-            max_connections: 512,
+            max_connections: 4096,
             header_timeout_s: 10,
             read_timeout_s: 30,
+            tls_cert: PathBuf::new(),
+            tls_key: PathBuf::new(),
         }
     }
 }
@@ -251,13 +261,23 @@ impl Default for BrowserConfig {
 
 impl Default for FilesConfig {
     fn default() -> Self {
-        FilesConfig { max_file_size_mb: 500, max_session_storage_mb: 5000, max_files_per_session: 1000 }
+        FilesConfig {
+            max_file_size_mb: 500,
+            max_session_storage_mb: 5000,
+            max_files_per_session: 1000,
+            approve_downloads_over_mb: 100,
+        }
     }
 }
 
 impl Default for OutputConfig {
     fn default() -> Self {
-        OutputConfig { dir: PathBuf::from("./output"), retain_days: 0, max_total_mb: 0 }
+        OutputConfig {
+            dir: PathBuf::from("./output"),
+            retain_days: 0,
+            max_total_mb: 0,
+            sync: crate::protocol::SyncPolicy::Batch,
+        }
     }
 }
 
@@ -370,6 +390,7 @@ impl Config {
             return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
         }
         self.validate_token_lengths()?;
+        self.validate_tls()?;
         if self.server.api_port != 0 && self.server.api_port == self.server.worker_port {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
@@ -481,31 +502,6 @@ impl Config {
             || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
     }
 
-    /// Refuse a non-loopback bind that nothing protects.
-    pub fn check_exposure(&self, insecure: bool) -> Result<(), ConfigError> {
-        if self.binds_loopback() || insecure {
-            return Ok(());
-        }
-        // Both: an open worker port lets anyone pose as a worker and receive its commands,
-        // including the password perform_login types.
-        for (key, token, env) in [
-            ("server.api_token", &self.server.api_token, ENV_API_TOKEN),
-            ("server.worker_token", &self.server.worker_token, ENV_WORKER_TOKEN),
-        ] {
-            if token.is_empty() {
-                return Err(ConfigError::key(
-                    key,
-                    format!(
-                        "is empty, but {} is reachable from other machines. Set it (or {env}), or pass \
-                         --insecure if something else guards the ports.",
-                        self.server.host
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-
     pub fn max_file_bytes(&self) -> u64 {
         self.files.max_file_size_mb.saturating_mul(1024 * 1024)
     }
@@ -551,6 +547,10 @@ mod tests {
     fn bad_value_is_named() {
         let e = Config::from_yaml("server:\n  api_port: lots\n").unwrap_err();
         assert!(e.to_string().contains("server.api_port"), "{e}");
+        let e = Config::from_yaml("output:\n  sync: sometimes\n").unwrap_err();
+        assert!(e.to_string().contains("output.sync"), "{e}");
+        let c = Config::from_yaml("output:\n  sync: always\n").unwrap();
+        assert_eq!(c.output.sync, crate::protocol::SyncPolicy::Always);
         let mut c = Config::default();
         c.logging.level = "loud".into();
         assert!(c.validate().unwrap_err().to_string().contains("logging.level"));
@@ -574,7 +574,13 @@ mod tests {
         let e = c.check_exposure(false).unwrap_err().to_string();
         assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
         c.server.worker_token = Secret::new("y");
+        let e = c.check_exposure(false).unwrap_err().to_string();
+        assert!(e.contains("server.tls_cert") && e.contains("--insecure"), "tokens in clear are refused too: {e}");
+        c.server.tls_cert = "cert.pem".into();
+        assert!(c.validate_tls().unwrap_err().to_string().contains("server.tls_key"), "the pair comes together");
+        c.server.tls_key = "key.pem".into();
         assert!(c.check_exposure(false).is_ok());
+        assert_eq!(c.scheme(), "https");
     }
 
     #[test]

@@ -105,6 +105,8 @@ impl Config {
                 ("max_connections", s.max_connections.to_string()),
                 ("header_timeout_s", s.header_timeout_s.to_string()),
                 ("read_timeout_s", s.read_timeout_s.to_string()),
+                ("tls_cert", quoted(&s.tls_cert.display().to_string())),
+                ("tls_key", quoted(&s.tls_key.display().to_string())),
             ],
         );
     }
@@ -166,17 +168,7 @@ impl Config {
                 ("dialogs", format!("{:?}", b.dialogs).to_lowercase()),
             ],
         );
-        let f = &self.files;
-        section(
-            out,
-            "files",
-            &[
-                ("max_file_size_mb", f.max_file_size_mb.to_string()),
-                ("max_session_storage_mb", f.max_session_storage_mb.to_string()),
-                ("max_files_per_session", f.max_files_per_session.to_string()),
-            ],
-        );
-        self.write_output(out);
+        self.write_storage(out);
         section(out, "logging", &[("level", quoted(&self.logging.level)), ("file", quoted(&self.logging.file))]);
         let n = &self.notifications;
         section(
@@ -190,11 +182,26 @@ impl Config {
         );
     }
 
-    fn write_output(&self, out: &mut String) {
+    fn write_storage(&self, out: &mut String) {
+        let f = &self.files;
+        section(
+            out,
+            "files",
+            &[
+                ("max_file_size_mb", f.max_file_size_mb.to_string()),
+                ("max_session_storage_mb", f.max_session_storage_mb.to_string()),
+                ("max_files_per_session", f.max_files_per_session.to_string()),
+                ("approve_downloads_over_mb", f.approve_downloads_over_mb.to_string()),
+            ],
+        );
         let o = &self.output;
         let dir = quoted(&o.dir.to_string_lossy());
-        let items =
-            [("dir", dir), ("retain_days", o.retain_days.to_string()), ("max_total_mb", o.max_total_mb.to_string())];
+        let items = [
+            ("dir", dir),
+            ("retain_days", o.retain_days.to_string()),
+            ("max_total_mb", o.max_total_mb.to_string()),
+            ("sync", o.sync.as_str().to_string()),
+        ];
         section(out, "output", &items);
     }
 

@@ -67,6 +67,7 @@ impl Api {
                 Ok(Reply::json(200, &json!({"report": self.sessions.get(id)?.report()})))
             }
             (Get, ["sessions", id, "notes"]) => Ok(Reply::json(200, &self.sessions.get(id)?.notes())),
+            (Get, ["sessions", id, "conversation"]) => Ok(Reply::json(200, &self.sessions.get(id)?.conversation())),
             (Get, ["sessions", id, "steps"]) => Ok(Reply::json(200, &self.sessions.get(id)?.read_steps())),
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
@@ -187,45 +188,16 @@ impl Api {
         Ok(Reply::Response(response))
     }
 
-    /// Stream a zip through a pipe: a thread writes the archive, the response reads it
-    /// chunked; nothing is built in memory.
+    /// Stream a zip straight onto the connection; nothing is built in memory.
     fn zip(&self, session: &Session) -> Result<Reply, ApiError> {
         let files = session.zip_listing();
-        let (reader, writer) = std::io::pipe()?;
-        widen_pipe(&writer);
-        let id = session.id.clone();
-        std::thread::Builder::new()
-            .name(format!("zip-{id}"))
-            // Deflate state is large in unoptimised builds; untouched stack costs no RSS.
-            .stack_size(4 * 1024 * 1024)
-            .spawn(move || {
-                if let Err(e) = crate::store::write_zip(&files, writer) {
-                    log::debug!("{id}: zip stream ended early: {e}");
-                }
-            })
-            .map_err(|e| ApiError::Internal(format!("cannot start the zip writer: {e}")))?;
-        let response = Response::new(
-            200.into(),
-            vec![
+        Ok(Reply::Stream(http::Stream {
+            headers: vec![
                 http::header("Content-Type", "application/zip"),
                 http::header("Content-Disposition", &content_disposition(&format!("{}.zip", session.id))),
             ],
-            // Large pipe reads: tiny_http copies through 8 KiB otherwise.
-            Box::new(std::io::BufReader::with_capacity(256 * 1024, reader)) as http::Body,
-            None,
-            None,
-        );
-        Ok(Reply::Response(response))
-    }
-}
-
-/// A 1 MiB pipe instead of 64 KiB: the zip writer and the sender switch 16 times less often,
-/// which is most of what a stored (incompressible) member costs beyond a plain download.
-fn widen_pipe(pipe: &std::io::PipeWriter) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: F_SETPIPE_SZ on a pipe we own; failure (a lower limit) only leaves it as it was.
-    unsafe {
-        libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, 1024 * 1024);
+            write: Box::new(move |out| crate::store::write_zip(&files, out).map_err(std::io::Error::other)),
+        }))
     }
 }
 

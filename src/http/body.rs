@@ -2,7 +2,7 @@
 //! JSON with errors that never echo a value, and URLs split into decoded segments.
 
 use crate::error::ApiError;
-use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
+use percent_encoding::percent_decode_str;
 use serde::de::DeserializeOwned;
 use std::io::Read;
 use subtle::ConstantTimeEq;
@@ -44,11 +44,15 @@ pub fn read_body(request: &mut Request, limit: usize) -> Result<Vec<u8>, ApiErro
 }
 
 pub fn read_json<T: DeserializeOwned>(request: &mut Request, limit: usize) -> Result<T, ApiError> {
-    let body = read_body(request, limit)?;
+    parse_json(&read_body(request, limit)?)
+}
+
+/// A whole body as `T`: an empty body and bad JSON are 400s that never echo a value.
+pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadRequest("request body is empty; expected a JSON object".into()));
     }
-    serde_json::from_slice(&body)
+    serde_json::from_slice(body)
         .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {}", describe_json_error(&e))))
 }
 
@@ -90,12 +94,7 @@ pub fn percent_decode(s: &str) -> String {
     percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
-/// Everything but unreserved characters (RFC 3986) is escaped.
-const COMPONENT: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
-
-pub fn percent_encode(s: &str) -> String {
-    utf8_percent_encode(s, COMPONENT).to_string()
-}
+pub use crate::util::percent_encode;
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@
 //! connection with 503; an accept error (out of descriptors) pauses the loop, never ends it.
 
 use super::relay;
+use super::tls::{Client, TlsConfig};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
@@ -45,12 +46,17 @@ pub struct Front {
 
 impl Front {
     /// Start relaying `listener`'s connections; tiny_http is to serve the returned listener.
-    pub fn start(listener: TcpListener, name: &str, limits: Limits) -> std::io::Result<(Front, UnixListener)> {
+    pub fn start(
+        listener: TcpListener,
+        name: &str,
+        limits: Limits,
+        tls: Option<TlsConfig>,
+    ) -> std::io::Result<(Front, UnixListener)> {
         let dir = private_dir(name)?;
         let inner_path = dir.join("http.sock");
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1) });
+        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls });
         let accept_from = listener.try_clone()?;
         let stop = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
@@ -111,12 +117,12 @@ fn accept_loop(listener: &TcpListener, inner: &Path, limits: &Limits, registry: 
 /// Give a new connection a slot and a thread, or refuse it with 503.
 fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, registry: &Arc<Registry>) {
     let Some(id) = registry.admit(&client, limits.max_connections) else {
-        return refuse(&client, "too many open connections; try again");
+        return refuse(&client, registry, "too many open connections; try again");
     };
     let _ = client.set_nodelay(true);
     let _ = client.set_write_timeout(Some(limits.idle_timeout));
     let slot = Slot { registry: Arc::clone(registry), id, accepted: Instant::now() };
-    let (inner, limits) = (inner.to_path_buf(), limits.clone());
+    let (inner, limits, tls) = (inner.to_path_buf(), limits.clone(), registry.tls.clone());
     // The thread takes the descriptor, not the stream: if it cannot start, the stream is
     // still ours to answer on.
     let fd = client.into_raw_fd();
@@ -124,7 +130,7 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
         // SAFETY: `fd` was given up by `into_raw_fd` above and is owned by this thread alone.
         let client = unsafe { TcpStream::from_raw_fd(fd) };
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            relay::serve(&client, peer, &inner, &limits, &slot);
+            relay::serve(&client, tls.as_ref(), peer, &inner, &limits, &slot);
         }));
         if served.is_err() {
             log::error!("the relay of a connection from {peer} panicked; the connection is closed");
@@ -138,20 +144,25 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
         let client = unsafe { TcpStream::from_raw_fd(fd) };
         registry.remove(id);
         log::warn!("cannot start a thread for a connection from {peer} ({e}); refused");
-        refuse(&client, "cannot take more connections now; try again");
+        refuse(&client, registry, "cannot take more connections now; try again");
     }
 }
 
-/// A 503 written without blocking the accept loop, then the connection closed.
-fn refuse(client: &TcpStream, why: &str) {
-    let _ = client.set_nonblocking(true);
-    relay::answer(client, 503, why);
+/// A 503 written without blocking the accept loop, then the connection closed. (Over TLS
+/// there is no answer before a handshake, which the accept loop cannot wait for: just closed.)
+fn refuse(client: &TcpStream, registry: &Registry, why: &str) {
+    if registry.tls.is_none() {
+        let _ = client.set_nonblocking(true);
+        relay::answer(&mut Client::Plain(client), 503, why);
+    }
 }
 
 /// The open connections of a port, and which of them have no request in flight.
 struct Registry {
     open: Mutex<HashMap<u64, Entry>>,
     next_id: AtomicU64,
+    /// The port's TLS, if it speaks HTTPS.
+    tls: Option<TlsConfig>,
 }
 
 struct Entry {

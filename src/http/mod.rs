@@ -18,13 +18,18 @@ mod openapi_schemas;
 mod relay;
 mod server;
 mod splice;
+mod tls;
 mod web;
 pub mod worker_api;
 
-pub use body::{check_bearer, header_value, query_param, read_body, read_json, split_url};
+pub use body::{
+    check_bearer, header_value, parse_json, percent_decode, percent_encode, query_param, read_body, read_json,
+    split_url,
+};
 pub use contain::contained;
 pub use front::Limits as ConnLimits;
 pub use server::{HttpServer, ServerSpec};
+pub use tls::{TlsConfig, load as load_tls};
 
 use crate::error::ApiError;
 use crate::wait::park::Responder;
@@ -41,6 +46,36 @@ pub enum Reply {
     Response(HttpResponse),
     /// The handler keeps the request (long poll): the closure gets its `Responder`.
     Park(Box<dyn FnOnce(Responder) + Send>),
+    /// A body of unknown length written straight to the connection (see `stream`).
+    Stream(Stream),
+}
+
+/// A 200 whose body is written by `write` onto the socket, chunked by us: no pipe, no second
+/// thread between the writer and the client.
+pub struct Stream {
+    pub headers: Vec<Header>,
+    pub write: WriteBody,
+}
+
+/// Writes a streamed body onto the connection.
+pub type WriteBody = Box<dyn FnOnce(&mut dyn std::io::Write) -> std::io::Result<()> + Send>;
+
+/// HTTP/1.1 chunked framing: each write one chunk (the buffer in front makes them large).
+struct Chunked<W: std::io::Write>(W);
+
+impl<W: std::io::Write> std::io::Write for Chunked<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if !buf.is_empty() {
+            write!(self.0, "{:x}\r\n", buf.len())?;
+            self.0.write_all(buf)?;
+            self.0.write_all(b"\r\n")?;
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
 }
 
 impl Reply {
@@ -134,6 +169,7 @@ pub fn finish(request: Request, result: Result<Reply, ApiError>) {
     match result {
         Ok(Reply::Response(resp)) => send(request, resp),
         Ok(Reply::Park(park)) => park(responder(request)),
+        Ok(Reply::Stream(body)) => stream(request, body),
         Err(err) => {
             if err.status() >= 500 {
                 log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
@@ -143,6 +179,33 @@ pub fn finish(request: Request, result: Result<Reply, ApiError>) {
             // Refused requests (bad token, too large, bad JSON) may leave their body unread.
             send_off_pool(request, error_response(&err));
         }
+    }
+}
+
+/// Write the head by hand, then the body in chunks, then the last chunk: the connection stays
+/// usable (tiny_http goes on reading it), so the body must be framed.
+fn stream(request: Request, body: Stream) {
+    use std::io::Write;
+    let head_only = *request.method() == tiny_http::Method::Head;
+    let url = request.url().escape_debug().to_string();
+    let mut head = String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n");
+    for h in &body.headers {
+        head.push_str(&format!("{}: {}\r\n", h.field, h.value));
+    }
+    head.push_str("\r\n");
+    let mut raw = request.into_writer();
+    let written = raw.write_all(head.as_bytes()).and_then(|()| {
+        if head_only {
+            return Ok(());
+        }
+        let mut chunked = std::io::BufWriter::with_capacity(256 * 1024, Chunked(&mut raw));
+        (body.write)(&mut chunked)?;
+        chunked.flush()?;
+        drop(chunked);
+        raw.write_all(b"0\r\n\r\n")
+    });
+    if let Err(e) = written.and_then(|()| raw.flush()) {
+        log::debug!("GET {url}: the stream ended early: {e}");
     }
 }
 

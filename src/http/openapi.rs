@@ -98,6 +98,14 @@ const OPERATIONS: &[Op] = &[
         SESSION_ERRORS,
         "The step log, one per tool call",
     ),
+    op(
+        "get",
+        "/sessions/{id}/conversation",
+        "sessions",
+        (200, Json("Conversation")),
+        SESSION_ERRORS,
+        "The conversation with the model so far (conversation_log.json's shape), from the journal",
+    ),
     op("get", "/sessions/{id}/files", "files", (200, List("File")), SESSION_ERRORS, "The session's files"),
     op(
         "get",

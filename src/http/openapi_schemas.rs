@@ -196,6 +196,12 @@ fn records() -> Value {
             "observation": string(), "screenshot": maybe(string()), "duration_ms": count(),
             "dry_run": {"type": "boolean"}, "is_error": {"type": "boolean"}, "ts": string(),
         }), &["step", "tool"]),
+        "Conversation": object(json!({
+            "session_id": string(), "system": string(),
+            "tools": {"type": "array", "items": string()},
+            "messages": {"type": "array", "items": {"type": "object", "description": "role and content blocks; images described, not included"}},
+            "compacted": {"description": "null, or the summary that replaces the first `replaced_messages` in the model's view"},
+        }), &["session_id", "system", "tools", "messages"]),
         "File": object(json!({
             "filename": string(), "size_kb": count(),
             "type": {"type": "string", "enum": ["download", "generated", "screenshot"]},

@@ -13,9 +13,10 @@
 
 use super::front::{Limits, Slot};
 use super::splice::Pipe;
+use super::tls::{Client, TlsConfig};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -24,8 +25,15 @@ use std::time::{Duration, Instant};
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Body bytes gathered before the request is handed on (all of it, if smaller).
 const HOLD: usize = 64 * 1024;
-/// The read buffer for a large body: larger reads, fewer system calls.
+/// The read buffer at first, and again after a request that grew it.
+const SMALL_BUFFER: usize = 4096;
+/// The read buffer for a large body where splice(2) cannot serve: larger reads, fewer system
+/// calls. (Over TLS a read yields at most a record, 16 KiB.)
 const BODY_BUFFER: usize = 256 * 1024;
+const TLS_BODY_BUFFER: usize = 32 * 1024;
+/// The response copy buffer: small for the many small answers, larger once an answer fills it.
+const REPLY_BUFFER: usize = 16 * 1024;
+const LARGE_REPLY_BUFFER: usize = 256 * 1024;
 /// The longest chunk-size or trailer line of a chunked body.
 const MAX_CHUNK_LINE: usize = 4096;
 /// The header carrying the client's address to the routes.
@@ -45,23 +53,32 @@ impl From<io::Error> for Stop {
 }
 
 /// Serve one client connection until it closes, fails a limit or is evicted.
-pub(super) fn serve(client: &TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, slot: &Slot) {
+pub(super) fn serve(
+    socket: &TcpStream,
+    tls: Option<&TlsConfig>,
+    peer: SocketAddr,
+    inner: &Path,
+    limits: &Limits,
+    slot: &Slot,
+) {
     let ctx = Ctx { peer, inner, limits, slot };
+    let Ok(client) = Client::new(socket, tls) else { return };
     let mut input = Input::new(client, limits.read_timeout);
     let mut first = Some(slot.accepted);
-    let mut reply_buf = Vec::new();
     loop {
         slot.set_busy(false);
-        let outcome = relay_one(&mut input, first.take(), &ctx, &mut reply_buf);
+        let outcome = relay_one(&mut input, first.take(), &ctx);
+        input.settle();
         match outcome {
             Ok(true) => continue,
-            Ok(false) | Err(Stop::Quiet) => return,
+            Ok(false) | Err(Stop::Quiet) => break,
             Err(Stop::Answer(status, why)) => {
-                answer(client, status, why);
+                answer(&mut input.client, status, why);
                 return;
             }
         }
     }
+    input.client.close();
 }
 
 /// What every step of a connection's relay needs.
@@ -73,17 +90,12 @@ struct Ctx<'a> {
 }
 
 /// Relay one request and its response; `Ok(true)` if the connection may carry another.
-fn relay_one(
-    input: &mut Input<'_>,
-    accepted: Option<Instant>,
-    ctx: &Ctx<'_>,
-    reply_buf: &mut Vec<u8>,
-) -> Result<bool, Stop> {
+fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) -> Result<bool, Stop> {
     let Some(head_len) = read_head(input, accepted, ctx.limits)? else { return Ok(false) };
     let head = parse_head(&input.available()[..head_len - 4], ctx.peer)?;
     input.consume(head_len);
     if head.expect_continue && head.framing != Framing::Length(0) {
-        input.stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+        input.client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
     let mut out = Out::Held(head.inner);
     match forward_body(input, &head.framing, &mut out, ctx) {
@@ -94,10 +106,7 @@ fn relay_one(
         other => other?,
     }
     input.deadline = None;
-    if reply_buf.is_empty() {
-        reply_buf.resize(256 * 1024, 0);
-    }
-    copy_response(out.open(ctx)?, input.stream, reply_buf)?;
+    copy_response(out.open(ctx)?, &mut input.client)?;
     Ok(!head.close)
 }
 
@@ -227,7 +236,7 @@ fn forward_body(input: &mut Input<'_>, framing: &Framing, out: &mut Out, ctx: &C
     match *framing {
         Framing::Length(n) => {
             if n > HOLD as u64 {
-                input.grow(BODY_BUFFER);
+                input.grow_for_body();
             }
             copy_exact(input, n, out, ctx)
         }
@@ -285,15 +294,19 @@ fn copy_exact(input: &mut Input<'_>, mut n: u64, out: &mut Out, ctx: &Ctx<'_>) -
 }
 
 /// tiny_http's answer, until it closes the inner connection. (Copied, not spliced: tiny_http
-/// writes in small pieces, and splice(2) measured no faster here.)
-fn copy_response(upstream: &mut UnixStream, client: &TcpStream, buf: &mut [u8]) -> Result<(), Stop> {
-    let mut client = client;
+/// writes in small pieces, and splice(2) measured no faster here.) The buffer lives only as
+/// long as the answer, so an idle connection holds none.
+fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<(), Stop> {
+    let mut buf = vec![0; REPLY_BUFFER];
     loop {
-        let n = upstream.read(buf)?;
+        let n = upstream.read(&mut buf)?;
         if n == 0 {
             return Ok(());
         }
         client.write_all(&buf[..n])?;
+        if n == buf.len() && buf.len() < LARGE_REPLY_BUFFER {
+            buf.resize(LARGE_REPLY_BUFFER, 0);
+        }
     }
 }
 
@@ -347,7 +360,7 @@ fn connect(inner: &Path, limits: &Limits, held: &[u8]) -> io::Result<UnixStream>
 /// The client's bytes, read ahead into a buffer, each read bounded by `per_read` and the
 /// current `deadline`.
 struct Input<'a> {
-    stream: &'a TcpStream,
+    client: Client<'a>,
     buf: Vec<u8>,
     start: usize,
     end: usize,
@@ -362,10 +375,10 @@ struct Input<'a> {
 }
 
 impl<'a> Input<'a> {
-    fn new(stream: &'a TcpStream, per_read: Duration) -> Input<'a> {
+    fn new(client: Client<'a>, per_read: Duration) -> Input<'a> {
         Input {
-            stream,
-            buf: vec![0; 4096],
+            client,
+            buf: vec![0; SMALL_BUFFER],
             start: 0,
             end: 0,
             deadline: None,
@@ -391,6 +404,29 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// A large body's buffer: large only where splice(2) does not carry the body.
+    fn grow_for_body(&mut self) {
+        match self.client {
+            // Only the held part is read here; splice(2) moves the rest.
+            Client::Plain(_) if !self.no_splice => self.grow(HOLD),
+            Client::Plain(_) => self.grow(BODY_BUFFER),
+            Client::Tls(_) => self.grow(TLS_BODY_BUFFER),
+        }
+    }
+
+    /// Between requests: back to a small buffer and no pipe, so a connection that once
+    /// carried a large head or body does not keep its memory while it idles.
+    fn settle(&mut self) {
+        self.pipe = None;
+        let left = self.end - self.start;
+        if self.buf.len() > SMALL_BUFFER && left <= SMALL_BUFFER {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, left);
+            self.buf.truncate(SMALL_BUFFER);
+            self.buf.shrink_to_fit();
+        }
+    }
+
     /// Read more (growing a full buffer up to `MAX_HEAD`); 0 at the end of the stream,
     /// `TimedOut` past the deadline.
     fn fill(&mut self) -> io::Result<usize> {
@@ -402,32 +438,41 @@ impl<'a> Input<'a> {
         if self.end == self.buf.len() {
             self.grow((self.buf.len() * 2).min(MAX_HEAD));
         }
-        let wait = match self.deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()).min(self.per_read),
-            None => self.per_read,
-        };
-        self.timed_out = wait.is_zero();
-        if self.timed_out {
-            return Err(ErrorKind::TimedOut.into());
+        loop {
+            let wait = match self.deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()).min(self.per_read),
+                None => self.per_read,
+            };
+            self.timed_out = wait.is_zero();
+            if self.timed_out {
+                return Err(ErrorKind::TimedOut.into());
+            }
+            self.set_timeout(wait)?;
+            match self.client.read_some(&mut self.buf[self.end..]) {
+                Ok(Some(n)) => {
+                    self.end += n;
+                    return Ok(n);
+                }
+                // TLS records without request bytes (a handshake): the deadline again.
+                Ok(None) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    self.timed_out = true;
+                    return Err(ErrorKind::TimedOut.into());
+                }
+                Err(e) => return Err(e),
+            }
         }
-        // Round up to whole milliseconds so nearby deadlines share one setsockopt.
+    }
+
+    /// The socket's receive timeout, rounded up to whole milliseconds so nearby deadlines
+    /// share one setsockopt.
+    fn set_timeout(&mut self, wait: Duration) -> io::Result<()> {
         let wait = Duration::from_millis(wait.as_millis().max(1).try_into().unwrap_or(u64::MAX));
         if self.timeout_set != Some(wait) {
-            self.stream.set_read_timeout(Some(wait))?;
+            self.client.socket().set_read_timeout(Some(wait))?;
             self.timeout_set = Some(wait);
         }
-        let mut stream = self.stream;
-        match stream.read(&mut self.buf[self.end..]) {
-            Ok(n) => {
-                self.end += n;
-                Ok(n)
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                self.timed_out = true;
-                Err(ErrorKind::TimedOut.into())
-            }
-            Err(e) => Err(e),
-        }
+        Ok(())
     }
 
     fn pipe(&mut self) -> Option<&mut Pipe> {
@@ -440,12 +485,9 @@ impl<'a> Input<'a> {
 
     /// Move up to `max` body bytes from the client straight to `to` (each read bounded by
     /// `per_read`); `None` where splice(2) cannot be used.
-    fn splice_to(&mut self, to: RawFd, max: u64) -> Result<Option<usize>, Stop> {
-        if self.timeout_set != Some(self.per_read) {
-            self.stream.set_read_timeout(Some(self.per_read))?;
-            self.timeout_set = Some(self.per_read);
-        }
-        let from = self.stream.as_raw_fd();
+    fn splice_to(&mut self, to: std::os::fd::RawFd, max: u64) -> Result<Option<usize>, Stop> {
+        let Some(from) = self.client.splice_fd() else { return Ok(None) };
+        self.set_timeout(self.per_read)?;
         let Some(pipe) = self.pipe() else { return Ok(None) };
         match pipe.transfer(from, to, usize::try_from(max).unwrap_or(usize::MAX)) {
             Ok(0) => Err(Stop::Quiet),
@@ -486,7 +528,7 @@ fn find(hay: &[u8], searched: usize, needle: &[u8]) -> Option<usize> {
 }
 
 /// A JSON error for a request refused before tiny_http saw it; the connection then closes.
-pub(super) fn answer(client: &TcpStream, status: u16, why: &str) {
+pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
     let (reason, code) = match status {
         408 => ("Request Timeout", "timeout"),
         413 => ("Payload Too Large", "too_large"),
@@ -502,7 +544,6 @@ pub(super) fn answer(client: &TcpStream, status: u16, why: &str) {
         "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    let mut client = client;
     let _ = client.write_all(text.as_bytes());
-    let _ = client.shutdown(std::net::Shutdown::Write);
+    client.close();
 }

@@ -1,5 +1,6 @@
 //! One HTTP server: a listener with a raised backlog, our front acceptor on it (connection cap,
-//! head cap, read deadlines: `front.rs`), tiny_http behind that on a private Unix socket, and
+//! head cap, read deadlines, TLS when configured: `front.rs`), tiny_http behind that on a
+//! private Unix socket, and
 //! a fixed pool of handler threads that pass every request through the guards and then to the
 //! routes.
 //!
@@ -11,6 +12,7 @@
 
 use super::front::{Front, Limits};
 use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
+use super::tls::TlsConfig;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,6 +44,8 @@ pub struct ServerSpec<'a> {
     pub loopback: bool,
     /// What bounds each connection.
     pub limits: Limits,
+    /// HTTPS with this certificate, else plain HTTP.
+    pub tls: Option<TlsConfig>,
 }
 
 impl HttpServer {
@@ -158,7 +162,7 @@ fn listen(spec: &ServerSpec<'_>) -> Result<(Front, std::os::unix::net::UnixListe
     widen_backlog(&listener);
     raise_descriptor_limit();
     let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
-    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone())
+    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone())
         .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
     Ok((front, inner, bound))
 }

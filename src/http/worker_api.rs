@@ -15,7 +15,7 @@ use crate::protocol::{
     CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
     WorkerSettings,
 };
-use crate::session::{self, Session, SessionManager};
+use crate::session::{self, SessionManager};
 use crate::store::{StageError, StagedFile};
 use multipart2::server::Multipart;
 use serde_json::json;
@@ -104,21 +104,7 @@ impl WorkerApi {
 
     fn register(&self, request: &mut Request, addr: Option<IpAddr>, proof: Option<&str>) -> Result<Reply, ApiError> {
         let body: RegisterRequest = http::read_json(request, REGISTER_LIMIT)?;
-        let hostname = body.hostname.trim();
-        if hostname.is_empty() || hostname.len() > 255 || hostname.chars().any(|c| c.is_control()) {
-            return Err(ApiError::BadRequest("`hostname` must be 1-255 printable characters".into()));
-        }
-        // Capabilities reach the daemon's log and /workers: short words only (no newlines).
-        let caps = body.capabilities.as_deref().unwrap_or_default();
-        let word = |c: &String| {
-            (1..=64).contains(&c.len())
-                && c.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
-        };
-        if caps.len() > 16 || !caps.iter().all(word) {
-            return Err(ApiError::BadRequest(
-                "`capabilities` must be at most 16 words of letters, digits, '-', '_' or '.'".into(),
-            ));
-        }
+        check_register(&body)?;
         let (worker, worker_secret) = self.hub.register(&body, addr, proof).map_err(refusal)?;
         let c = &self.config;
         Ok(Reply::json(
@@ -149,7 +135,7 @@ impl WorkerApi {
             ApiError::Conflict(format!("worker {} is not serving a session; nothing to upload to", worker.hostname))
         })?;
         let session = self.sessions.get(&serving)?;
-        let boundary = multipart_boundary(request)?;
+        let boundary = multipart_boundary(http::header_value(request, "Content-Type"))?;
 
         let (allowance, per_file_binds) = session.upload_allowance()?;
         // A declared length far beyond the allowance is refused before reading a byte.
@@ -157,9 +143,13 @@ impl WorkerApi {
             return Err(session::stage_error(StageError::Limit, per_file_binds, &self.config, &session.id));
         }
 
-        let parts = read_parts(request, boundary, &session, allowance, |e| {
-            session::stage_error(e, per_file_binds, &self.config, &session.id)
-        })?;
+        let parts = read_upload_parts(
+            request.as_reader(),
+            boundary,
+            allowance,
+            || session.stage(),
+            |e| session::stage_error(e, per_file_binds, &self.config, &session.id),
+        )?;
         let UploadParts { claimed_session, filename, part_filename, staged } = parts;
         // Required: a late upload from a session the worker no longer serves must not land in
         // the next one.
@@ -187,6 +177,26 @@ impl WorkerApi {
     }
 }
 
+/// What a registration may say: the hostname and capabilities reach the daemon's log and
+/// `/workers`, so short printable text only (no newlines).
+pub fn check_register(body: &RegisterRequest) -> Result<(), ApiError> {
+    // Controls are looked for in the whole name: it is stored as sent, not trimmed.
+    let hostname = body.hostname.trim();
+    if hostname.is_empty() || hostname.len() > 255 || body.hostname.chars().any(char::is_control) {
+        return Err(ApiError::BadRequest("`hostname` must be 1-255 printable characters".into()));
+    }
+    let caps = body.capabilities.as_deref().unwrap_or_default();
+    let word = |c: &String| {
+        (1..=64).contains(&c.len()) && c.chars().all(|ch| ch.is_ascii_alphanumeric() || matches!(ch, '-' | '_' | '.'))
+    };
+    if caps.len() > 16 || !caps.iter().all(word) {
+        return Err(ApiError::BadRequest(
+            "`capabilities` must be at most 16 words of letters, digits, '-', '_' or '.'".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The header carrying a worker's secret.
 pub const SECRET_HEADER: &str = "X-Worker-Secret";
 
@@ -201,9 +211,9 @@ fn refusal(r: Refusal) -> ApiError {
     }
 }
 
-/// The boundary of a `multipart/form-data` body.
-fn multipart_boundary(request: &Request) -> Result<String, ApiError> {
-    http::header_value(request, "Content-Type")
+/// The boundary of a `multipart/form-data` body, from its `Content-Type`.
+pub fn multipart_boundary(content_type: Option<&str>) -> Result<String, ApiError> {
+    content_type
         .and_then(|ct| {
             let (kind, params) = ct.split_once(';')?;
             if !kind.trim().eq_ignore_ascii_case("multipart/form-data") {
@@ -211,7 +221,9 @@ fn multipart_boundary(request: &Request) -> Result<String, ApiError> {
             }
             params.split(';').find_map(|p| {
                 let (k, v) = p.trim().split_once('=')?;
-                k.eq_ignore_ascii_case("boundary").then(|| v.trim_matches('"').to_string())
+                let boundary = v.trim_matches('"');
+                // An empty one (`boundary=""`, `boundary=;`) would match no delimiter line.
+                (k.eq_ignore_ascii_case("boundary") && !boundary.is_empty()).then(|| boundary.to_string())
             })
         })
         .ok_or_else(|| ApiError::BadRequest("expected a multipart/form-data body with a boundary".into()))
@@ -219,25 +231,26 @@ fn multipart_boundary(request: &Request) -> Result<String, ApiError> {
 
 /// What an upload's parts said, the file already staged (within `allowance`).
 #[derive(Default)]
-struct UploadParts {
-    claimed_session: Option<String>,
-    filename: Option<String>,
-    part_filename: Option<String>,
-    staged: Option<StagedFile>,
+pub struct UploadParts {
+    pub claimed_session: Option<String>,
+    pub filename: Option<String>,
+    pub part_filename: Option<String>,
+    pub staged: Option<StagedFile>,
 }
 
-fn read_parts(
-    request: &mut Request,
+/// Read a multipart upload from `body`: the fields, and the `file` part streamed into a file
+/// from `stage`, at most `allowance` bytes (unknown parts are read past within it too).
+pub fn read_upload_parts(
+    body: impl Read,
     boundary: String,
-    session: &Session,
     allowance: u64,
+    stage: impl Fn() -> Result<StagedFile, ApiError>,
     stage_error: impl Fn(StageError) -> ApiError,
 ) -> Result<UploadParts, ApiError> {
-    let mut multipart = Multipart::with_body(request.as_reader(), boundary);
+    let mut multipart = Multipart::with_body(body, boundary);
     let mut parts = UploadParts::default();
     loop {
-        let field =
-            multipart.read_entry().map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
+        let field = multipart.read_entry().map_err(|e| malformed(&e))?;
         let Some(mut field) = field else { break };
         let name = field.headers.name.to_string();
         match name.as_str() {
@@ -246,7 +259,7 @@ fn read_parts(
                     return Err(ApiError::BadRequest("more than one `file` part".into()));
                 }
                 parts.part_filename = field.headers.filename.clone();
-                let mut file = session.stage()?;
+                let mut file = stage()?;
                 file.copy_from(&mut field.data, allowance).map_err(&stage_error)?;
                 parts.staged = Some(file);
             }
@@ -267,9 +280,23 @@ fn read_parts(
             _ => {
                 // Unknown parts are read past, bounded by the same allowance.
                 std::io::copy(&mut field.data.by_ref().take(allowance), &mut std::io::sink())
-                    .map_err(|e| ApiError::BadRequest(format!("malformed multipart body: {e}")))?;
+                    .map_err(|e| malformed(&e))?;
             }
         }
     }
     Ok(parts)
+}
+
+/// A multipart error in words of our own: multipart2 0.19's header errors format themselves
+/// recursively (`Display` calls `to_string` on itself), a stack overflow that aborts the whole
+/// process, so their text is never shown; the kind says enough.
+fn malformed(e: &std::io::Error) -> ApiError {
+    let why = match e.kind() {
+        std::io::ErrorKind::InvalidData => {
+            "a part's headers are invalid (each part needs `Content-Disposition: form-data; name=\"…\"`)".to_string()
+        }
+        std::io::ErrorKind::UnexpectedEof => "it ends before its closing boundary".to_string(),
+        kind => kind.to_string(),
+    };
+    ApiError::BadRequest(format!("malformed multipart body: {why}"))
 }

@@ -31,53 +31,98 @@ impl Anthropic {
         }
     }
 
-    /// The JSON body for a request (public for tests of the wire shape).
+    /// The JSON body for a request, as a value (public for tests of the wire shape).
     pub fn body(&self, request: &Request<'_>) -> Value {
-        let mut tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.input_schema}))
-            .collect();
-        // One breakpoint on the last tool caches all tools; one on the system caches it too.
-        if let Some(last) = tools.last_mut() {
-            last["cache_control"] = json!({"type": "ephemeral"});
+        serde_json::from_slice(&self.body_bytes(request)).unwrap_or_default()
+    }
+
+    /// The JSON body written straight to bytes: a turn serializes the whole conversation and
+    /// every tool schema, and a `Value` tree of them (built, written, freed) was most of a
+    /// step's CPU. Tools and system are marked for prompt caching (one breakpoint each).
+    pub fn body_bytes(&self, request: &Request<'_>) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 * 1024);
+        out.extend_from_slice(b"{\"model\":");
+        put(&mut out, &self.model);
+        out.extend_from_slice(format!(",\"max_tokens\":{}", request.max_tokens).as_bytes());
+        out.extend_from_slice(b",\"system\":[{\"type\":\"text\",\"text\":");
+        put(&mut out, request.system);
+        out.extend_from_slice(b",\"cache_control\":{\"type\":\"ephemeral\"}}],\"messages\":[");
+        for (i, m) in request.messages.iter().enumerate() {
+            out.extend_from_slice(if i == 0 { b"{\"role\":" } else { b",{\"role\":" });
+            put(&mut out, &m.role);
+            out.extend_from_slice(b",\"content\":");
+            put_blocks(&mut out, &m.content);
+            out.push(b'}');
         }
-        let messages: Vec<Value> = request
-            .messages
-            .iter()
-            .map(|m| json!({"role": m.role, "content": m.content.iter().map(block_json).collect::<Vec<_>>()}))
-            .collect();
-        let mut body = json!({
-            "model": self.model,
-            "max_tokens": request.max_tokens,
-            "system": [{"type": "text", "text": request.system, "cache_control": {"type": "ephemeral"}}],
-            "messages": messages,
-        });
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
+        out.push(b']');
+        for (i, t) in request.tools.iter().enumerate() {
+            out.extend_from_slice(if i == 0 { b",\"tools\":[{\"name\":" } else { b",{\"name\":" });
+            put(&mut out, t.name);
+            out.extend_from_slice(b",\"description\":");
+            put(&mut out, t.description);
+            out.extend_from_slice(b",\"input_schema\":");
+            put(&mut out, &t.input_schema);
+            if i + 1 == request.tools.len() {
+                out.extend_from_slice(b",\"cache_control\":{\"type\":\"ephemeral\"}}]");
+            } else {
+                out.push(b'}');
+            }
         }
-        body
+        out.push(b'}');
+        out
     }
 }
 
-fn block_json(b: &Block) -> Value {
-    match b {
-        Block::Text { text } => json!({"type": "text", "text": text}),
-        Block::Image { media_type, data } => {
-            json!({"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}})
+/// Append `value` as JSON (strings, roles and stored values never fail to serialize).
+fn put<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let _ = serde_json::to_writer(&mut *out, value);
+}
+
+fn put_blocks(out: &mut Vec<u8>, blocks: &[Block]) {
+    out.push(b'[');
+    for (i, b) in blocks.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
         }
-        Block::ToolUse { id, name, input, .. } => json!({"type": "tool_use", "id": id, "name": name, "input": input}),
-        Block::ToolResult { tool_use_id, content, is_error } => json!({
-            "type": "tool_result",
-            "tool_use_id": tool_use_id,
-            "content": content.iter().map(block_json).collect::<Vec<_>>(),
-            "is_error": is_error,
-        }),
+        put_block(out, b);
     }
+    out.push(b']');
+}
+
+fn put_block(out: &mut Vec<u8>, b: &Block) {
+    match b {
+        Block::Text { text } => {
+            out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+            put(out, text);
+        }
+        Block::Image { media_type, data } => {
+            out.extend_from_slice(b"{\"type\":\"image\",\"source\":{\"type\":\"base64\",\"media_type\":");
+            put(out, media_type);
+            out.extend_from_slice(b",\"data\":");
+            put(out, data);
+            out.push(b'}');
+        }
+        Block::ToolUse { id, name, input, .. } => {
+            out.extend_from_slice(b"{\"type\":\"tool_use\",\"id\":");
+            put(out, id);
+            out.extend_from_slice(b",\"name\":");
+            put(out, name);
+            out.extend_from_slice(b",\"input\":");
+            put(out, input);
+        }
+        Block::ToolResult { tool_use_id, content, is_error } => {
+            out.extend_from_slice(b"{\"type\":\"tool_result\",\"tool_use_id\":");
+            put(out, tool_use_id);
+            out.extend_from_slice(b",\"content\":");
+            put_blocks(out, content);
+            out.extend_from_slice(format!(",\"is_error\":{is_error}").as_bytes());
+        }
+    }
+    out.push(b'}');
 }
 
 /// `error.message` of an API error body, else a short excerpt of the body.
-fn api_message(status: u16, body: &str) -> String {
+pub fn api_message(status: u16, body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let kind = parsed.as_ref().and_then(|v| v["error"]["type"].as_str()).unwrap_or("error");
     match parsed.as_ref().and_then(|v| v["error"]["message"].as_str()) {
@@ -89,7 +134,8 @@ fn api_message(status: u16, body: &str) -> String {
     }
 }
 
-fn parse_reply(body: &str) -> Result<Reply, String> {
+/// The reply body as neutral blocks (public for the fuzz tests, like `body`).
+pub fn parse_reply(body: &str) -> Result<Reply, String> {
     let v: Value = serde_json::from_str(body).map_err(|e| format!("unreadable reply from the API: {e}"))?;
     let mut content = Vec::new();
     for block in v["content"].as_array().ok_or("the API reply has no `content`")? {
@@ -133,8 +179,7 @@ fn stop_reason(s: &str) -> StopReason {
 
 impl Provider for Anthropic {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
-        let body: Arc<[u8]> =
-            serde_json::to_vec(&self.body(request)).map_err(|e| LlmError::GaveUp(e.to_string()))?.into();
+        let body: Arc<[u8]> = self.body_bytes(request).into();
         let call = Call {
             url: &self.url,
             headers: vec![("x-api-key", self.key.expose().to_string()), ("anthropic-version", API_VERSION.into())],
@@ -153,6 +198,52 @@ impl Provider for Anthropic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_body_has_the_wire_shape_and_two_cache_breakpoints() {
+        use super::super::{Message, ToolDef};
+        let anthropic =
+            Anthropic::new(Transport::new(std::time::Duration::from_secs(1), 0), "http://x", Secret::new("k"), "m");
+        let tools = [
+            ToolDef { name: "a", description: "first", input_schema: json!({"type": "object"}) },
+            ToolDef { name: "b", description: "second \"quoted\"", input_schema: json!({"type": "object"}) },
+        ];
+        let messages = [
+            Message::user(vec![
+                Block::text("go\n"),
+                Block::Image { media_type: "image/png".into(), data: "QUJD".into() },
+            ]),
+            Message::assistant(vec![Block::tool_use("t1", "a", json!({"x": [1, 2]}))]),
+            Message::user(vec![Block::ToolResult {
+                tool_use_id: "t1".into(),
+                content: vec![Block::text("ok")],
+                is_error: true,
+            }]),
+        ];
+        let request = Request { system: "sys", tools: &tools, messages: &messages, max_tokens: 7 };
+        let body = anthropic.body(&request);
+        assert_eq!(body["model"], "m");
+        assert_eq!(body["max_tokens"], 7);
+        assert_eq!(body["system"], json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}]));
+        assert_eq!(body["tools"][0], json!({"name": "a", "description": "first", "input_schema": {"type": "object"}}));
+        assert_eq!(body["tools"][1]["description"], "second \"quoted\"");
+        assert_eq!(body["tools"][1]["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(body["messages"][0]["content"][0], json!({"type": "text", "text": "go\n"}));
+        assert_eq!(
+            body["messages"][0]["content"][1]["source"],
+            json!({"type": "base64", "media_type": "image/png", "data": "QUJD"})
+        );
+        assert_eq!(
+            body["messages"][1],
+            json!({"role": "assistant", "content": [{"type": "tool_use", "id": "t1", "name": "a", "input": {"x": [1, 2]}}]})
+        );
+        assert_eq!(
+            body["messages"][2]["content"][0],
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}], "is_error": true})
+        );
+        let no_tools = Request { system: "s", tools: &[], messages: &messages[..1], max_tokens: 1 };
+        assert!(anthropic.body(&no_tools).get("tools").is_none());
+    }
 
     #[test]
     fn api_messages_are_quoted() {

@@ -131,7 +131,7 @@ fn inline(media_type: &str, data: &str) -> Value {
     json!({"inlineData": {"mimeType": media_type, "data": data}})
 }
 
-fn api_message(status: u16, body: &str) -> String {
+pub fn api_message(status: u16, body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     match v["error"]["message"].as_str() {
         Some(m) => format!("Gemini API {status} {}: {m}", v["error"]["status"].as_str().unwrap_or("error")),
@@ -143,7 +143,7 @@ fn api_message(status: u16, body: &str) -> String {
 }
 
 /// `RetryInfo.retryDelay` ("17s", "0.5s") from an error body, when sane (≤ 60 s).
-fn retry_delay(_status: u16, body: &str) -> Option<Duration> {
+pub fn retry_delay(_status: u16, body: &str) -> Option<Duration> {
     let v: Value = serde_json::from_str(body).ok()?;
     let details = v["error"]["details"].as_array()?;
     let delay = details.iter().find_map(|d| d["retryDelay"].as_str())?;
@@ -151,7 +151,8 @@ fn retry_delay(_status: u16, body: &str) -> Option<Duration> {
     (secs > 0.0 && secs <= 60.0).then(|| Duration::from_secs_f64(secs))
 }
 
-fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
+/// The reply body as neutral blocks (public for the fuzz tests, like `body`).
+pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
     let v: Value =
         serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
     let Some(candidate) = v["candidates"].get(0) else {

@@ -115,7 +115,7 @@ fn user_json(m: &Message) -> Vec<Value> {
 }
 
 /// `error.message` (object, string or flat), for the log and the session.
-fn api_message(status: u16, body: &str) -> String {
+pub fn api_message(status: u16, body: &str) -> String {
     let v: Value = serde_json::from_str(body).unwrap_or(Value::Null);
     let message = v["error"]["message"].as_str().or(v["error"].as_str()).or(v["message"].as_str());
     match message {
@@ -151,7 +151,8 @@ fn tool_calls(message: &Value, turn_tag: &str) -> Vec<Block> {
     out
 }
 
-fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError> {
+/// The reply body as neutral blocks (public for the fuzz tests, like `body`).
+pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError> {
     let v: Value =
         serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
     let choice = &v["choices"][0];

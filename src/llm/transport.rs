@@ -54,6 +54,11 @@ impl Transport {
             .http_status_as_error(false)
             .timeout_global(Some(timeout))
             .timeout_connect(Some(Duration::from_secs(10).min(timeout)))
+            // ureq's default is 128 KiB each way per connection, kept while pooled: 200 sessions
+            // waiting on the model held about 50 MiB in them. Response headers fit in 32 KiB;
+            // bodies stream through either size.
+            .input_buffer_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
             .build()
             .into();
         Transport { agent, max_retries }
@@ -159,7 +164,7 @@ fn should_retry(status: u16, headers: &[(String, String)]) -> bool {
 }
 
 /// The server's requested delay, when it is sane (0 < d ≤ 60 s).
-fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
+pub fn retry_after(headers: &[(String, String)]) -> Option<Duration> {
     let ms = header(headers, "retry-after-ms").and_then(|v| v.trim().parse::<f64>().ok()).map(|ms| ms / 1000.0);
     let secs = ms.or_else(|| header(headers, "retry-after").and_then(|v| v.trim().parse::<f64>().ok()))?;
     (secs > 0.0 && secs <= 60.0).then(|| Duration::from_secs_f64(secs))

@@ -474,6 +474,29 @@ pub enum DialogPolicy {
     Dismiss,
 }
 
+/// How durable the session files' appended lines are (`output.sync`). Every line reaches the
+/// kernel when it is appended, so a killed daemon loses nothing in any mode; this is about power
+/// loss: `always` fdatasyncs each line, `batch` within 200 ms and before a final status, `off`
+/// leaves it to the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SyncPolicy {
+    Always,
+    #[default]
+    Batch,
+    Off,
+}
+
+impl SyncPolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SyncPolicy::Always => "always",
+            SyncPolicy::Batch => "batch",
+            SyncPolicy::Off => "off",
+        }
+    }
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct RegisterResponse {
     pub success: bool,

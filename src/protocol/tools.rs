@@ -316,12 +316,20 @@ impl Tool {
             // ----- desktop app -----
             Screenshot => app("Take a screenshot of the application window.", no_input()),
             GetUiTree => app(
-                "The window's accessibility tree (controls, names, types).",
-                obj(json!({"max_depth": {"type": "integer"}}), &[]),
+                "The windows, and the accessibility tree of those on screen (controls, names, roles, ids).",
+                obj(
+                    json!({"max_depth": {"type": "integer"},
+                           "window": {"type": "string", "description": "Part of a window title: only its widgets"}}),
+                    &[],
+                ),
             ),
             ListElements => app(
-                "List interactive elements, optionally of one control type.",
-                obj(json!({"control_type": {"type": "string"}}), &[]),
+                "List the windows and interactive elements (ids click takes), optionally of one control type.",
+                obj(
+                    json!({"control_type": {"type": "string", "description": "A role, e.g. button, label, window"},
+                           "window": {"type": "string", "description": "Part of a window title: only its elements"}}),
+                    &[],
+                ),
             ),
             Click => app("Click an element (by name) or a point.", point_or_element()).acting(),
             RightClick => app("Right-click an element (by name) or a point.", point_or_element()).acting(),

@@ -59,6 +59,7 @@ impl SessionManager {
             }
             let session = Arc::new(Session::new(record, dir, &config, &parker, Vault::default(), false));
             if interrupted {
+                session.recover_progress();
                 session.unlock_and_save(session.lock());
                 session.log(LogKind::Error, "interrupted by controller restart", None);
                 log::warn!("{}: was active when the controller stopped; marked error", session.id);

@@ -7,16 +7,22 @@
 //! (`files.rs`), notes, report and conversation (`writings.rs`), confirmations
 //! (`confirm.rs`); the manager (`manager.rs`) holds them all.
 //!
+//! Disk. session.json is written when the status changes (and once more at the session's end);
+//! counters (turn, usage, images) change in memory, and the journal (`journal.rs`) keeps turn and
+//! usage for a crash. Appended lines follow `output.sync`; before a final status is recorded the
+//! session's files are synced.
+//!
 //! Locks. `state` (the record, the pending confirmation) is never held across disk I/O, so
 //! reading a session or stopping it never waits for the disk. Each file a session appends to or
-//! rewrites has its own I/O lock that orders its writes (`log`, `files`, `notes`, `steps`,
-//! `record_written`); an I/O lock may take `state` briefly, never the reverse, and neither is
+//! rewrites has its own I/O lock that orders its writes (`log`, `journal`, `files`, `notes`,
+//! `steps`, `record_written`); an I/O lock may take `state` briefly, never the reverse, and neither is
 //! held while taking the hub's locks. The parker's lock is innermost. session.json is written
 //! atomically after `state` is released, and an older snapshot never overwrites a newer one.
 
 mod confirm;
 mod disk;
 mod files;
+mod journal;
 mod log;
 mod manager;
 mod outputs;
@@ -31,8 +37,9 @@ pub use confirm::{AskOutcome, ConfirmationOutcome, Verdict};
 pub use files::stage_error;
 pub use log::LOG_WAIT_MAX;
 pub use manager::SessionManager;
+pub use replay::plan as plan_replay;
 pub use runner::{AgentFn, AgentOutcome, SessionRunner};
-pub use validate::NewSession;
+pub use validate::{NewSession, validate};
 
 use crate::config::Config;
 use crate::protocol::{Note, SessionRecord, Status};
@@ -54,6 +61,8 @@ pub struct Session {
     stop: Arc<StopSignal>,
     vault: Mutex<Vault>,
     log: Mutex<log::LogState>,
+    /// Orders appends to the conversation journal.
+    journal: Mutex<()>,
     /// The file index, read lazily for sessions loaded from disk.
     files: Mutex<Option<FileIndex>>,
     notes: Mutex<Option<Vec<Note>>>,
@@ -110,6 +119,7 @@ impl Session {
             stop: Arc::new(StopSignal::new(!fresh)),
             vault: Mutex::new(vault),
             log: Mutex::new(log::LogState::new(fresh)),
+            journal: Mutex::new(()),
             files: Mutex::new(fresh.then(FileIndex::default)),
             notes: Mutex::new(fresh.then(Vec::new)),
             steps: Mutex::new(fresh.then_some(0)),
@@ -142,11 +152,14 @@ impl Session {
         lock(&self.vault)
     }
 
-    /// Change the record and write session.json.
+    /// Change the record; session.json is written only when the change is one of status.
     pub fn update(&self, change: impl FnOnce(&mut SessionRecord)) {
         let mut state = self.lock();
+        let before = state.record.status;
         change(&mut state.record);
-        self.unlock_and_save(state);
+        if state.record.status != before {
+            self.unlock_and_save(state);
+        }
     }
 
     /// Release the state lock, then write the record as it was to session.json.
@@ -183,6 +196,7 @@ impl Session {
         drop(state);
         // Wake first: the waits need no disk, the reply to the stop does.
         self.raise_stop();
+        self.dir.sync_now();
         self.write_record(snapshot);
         true
     }

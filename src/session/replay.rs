@@ -54,7 +54,12 @@ impl SessionManager {
 }
 
 /// The replayable steps of a step log, parameters filled in.
-fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<ReplayStep>, ApiError> {
+pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<ReplayStep>, ApiError> {
+    // An empty name would "replace" the empty string: `to` between every character of every
+    // recorded argument.
+    if params.contains_key("") {
+        return Err(ApiError::BadRequest("a param needs a name: {\"name\": \"value\"}".into()));
+    }
     let mut steps: Vec<ReplayStep> = log
         .iter()
         .filter(|s| s["is_error"] != true && s["dry_run"] != true)
@@ -77,10 +82,17 @@ fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<ReplaySt
         return Err(ApiError::BadRequest(format!("the recorded steps need params: {}", names.join(", "))));
     }
     for (name, value) in params {
-        let from = if placeholders.contains(name) { format!("{{{{{name}}}}}") } else { name.clone() };
+        let placeholder = placeholders.contains(name);
+        let fill = |text: &str| {
+            if placeholder {
+                fill_placeholder(text, name, value)
+            } else {
+                text.contains(name.as_str()).then(|| text.replace(name.as_str(), value))
+            }
+        };
         let mut hits = 0;
         for s in &mut steps {
-            hits += replace_in(&mut s.args, &from, value);
+            hits += replace_in(&mut s.args, &fill);
         }
         if hits == 0 {
             return Err(ApiError::BadRequest(format!(
@@ -117,15 +129,38 @@ fn find_placeholders(text: &str) -> Vec<String> {
     out
 }
 
-/// Replace `from` by `to` in every string inside `v`; how many strings changed.
-fn replace_in(v: &mut Value, from: &str, to: &str) -> usize {
-    match v {
-        Value::String(s) if s.contains(from) => {
-            *s = s.replace(from, to);
-            1
+/// `text` with each `{{name}}` (spaces inside the braces allowed, as `find_placeholders`
+/// reads them) replaced by `value`; `None` when it has none.
+fn fill_placeholder(text: &str, name: &str, value: &str) -> Option<String> {
+    let (mut out, mut rest, mut hit) = (String::new(), text, false);
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("}}") else { break };
+        if after[..end].trim() == name {
+            out.push_str(&rest[..start]);
+            out.push_str(value);
+            hit = true;
+        } else {
+            out.push_str(&rest[..start + 2 + end + 2]);
         }
-        Value::Array(a) => a.iter_mut().map(|x| replace_in(x, from, to)).sum(),
-        Value::Object(o) => o.values_mut().map(|x| replace_in(x, from, to)).sum(),
+        rest = &after[end + 2..];
+    }
+    out.push_str(rest);
+    hit.then_some(out)
+}
+
+/// Rewrite every string inside `v` that `fill` changes; how many it changed.
+fn replace_in(v: &mut Value, fill: &dyn Fn(&str) -> Option<String>) -> usize {
+    match v {
+        Value::String(s) => match fill(s) {
+            Some(new) => {
+                *s = new;
+                1
+            }
+            None => 0,
+        },
+        Value::Array(a) => a.iter_mut().map(|x| replace_in(x, fill)).sum(),
+        Value::Object(o) => o.values_mut().map(|x| replace_in(x, fill)).sum(),
         _ => 0,
     }
 }
@@ -156,5 +191,15 @@ mod tests {
         let odd = BTreeMap::from([("item".to_string(), "x".to_string()), ("nothing".into(), "y".into())]);
         let e = plan(&log, &odd).err().map(|e| e.to_string()).unwrap_or_default();
         assert!(e.contains("param `nothing`"), "{e}");
+        // Found by tests/fuzz: `{{ item }}` counted as the placeholder `item` but was never
+        // filled (the request was refused), and an empty name put its value between every
+        // character.
+        let spaced = vec![step("browser_navigate", json!({"url": "https://shop.test/?q={{ item }}&r={{item}}"}))];
+        let item = BTreeMap::from([("item".to_string(), "shoes".to_string())]);
+        let steps = plan(&spaced, &item).unwrap_or_default();
+        assert_eq!(steps[0].args["url"], "https://shop.test/?q=shoes&r=shoes");
+        let empty = BTreeMap::from([("item".to_string(), "x".to_string()), (String::new(), "y".into())]);
+        let e = plan(&log, &empty).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(e.contains("needs a name"), "{e}");
     }
 }

@@ -37,17 +37,23 @@ impl SessionManager {
         Ok(())
     }
 
+    /// Whether `output.retain_days` or `output.max_total_mb` asks for pruning at all.
+    pub fn retention_set(&self) -> bool {
+        self.config.output.retain_days > 0 || self.config.output.max_total_mb > 0
+    }
+
     /// Apply `output.retain_days` and `output.max_total_mb`; how many sessions were deleted.
     pub fn prune(&self) -> usize {
         let output = &self.config.output;
-        if output.retain_days == 0 && output.max_total_mb == 0 {
+        if !self.retention_set() {
             return 0;
         }
         // Oldest first: ids are creation time stamps.
         let all: Vec<Arc<Session>> = lock(&self.sessions).values().cloned().collect();
-        let sizes: Vec<u64> = all.iter().map(|s| s.dir.disk_usage()).collect();
-        let mut total: u64 = sizes.iter().sum();
         let cap = output.max_total_mb.saturating_mul(MB);
+        // Sizes mean a walk of every folder: only for a cap.
+        let sizes: Vec<u64> = all.iter().map(|s| if cap > 0 { s.dir.disk_usage() } else { 0 }).collect();
+        let mut total: u64 = sizes.iter().sum();
         let cutoff = (output.retain_days > 0)
             .then(|| SystemTime::now().checked_sub(Duration::from_secs(output.retain_days.saturating_mul(86_400))))
             .flatten();

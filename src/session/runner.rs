@@ -142,6 +142,12 @@ impl SessionRunner {
         self.session.write_report(markdown)
     }
 
+    /// Append a line to the conversation journal (`session/journal.rs` says the lines).
+    pub fn journal(&self, entry: Value) {
+        self.session.append_journal(entry)
+    }
+
+    /// The whole conversation as `conversation_log.json`, once, when the agent ends.
     pub fn write_conversation(&self, conversation: &Value) {
         self.session.write_conversation(conversation)
     }
@@ -181,8 +187,14 @@ impl SessionRunner {
         })
     }
 
+    /// Count a model call's tokens; the journal keeps the running totals for a crash.
     pub fn add_usage(&self, usage: &Usage) {
-        self.session.update(|r| r.usage.add(usage))
+        let mut progress = Value::Null;
+        self.session.update(|r| {
+            r.usage.add(usage);
+            progress = serde_json::json!({"progress": {"turn": r.turn, "usage": r.usage}});
+        });
+        self.session.append_journal(progress);
     }
 
     /// The login data from the vault. The password must only ever go into a worker command.

@@ -44,11 +44,22 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
         r.worker = Some(worker.hostname.clone());
     });
     session.log(LogKind::System, &format!("worker {} ({}) assigned", worker.hostname, worker.id), None);
-    let executor = WorkerExecutor::new(Arc::clone(hub), Arc::clone(&worker), session.id.clone(), stop);
-    let runner = SessionRunner::new(Arc::clone(session), Arc::new(executor), config);
+    let moved = Arc::clone(session);
+    let executor =
+        WorkerExecutor::new(Arc::clone(hub), worker, session.id.clone(), capability, record.requested_worker, stop)
+            .on_move(Box::new(move |next| {
+                moved.update(|r| r.worker = Some(next.hostname.clone()));
+                moved.log(
+                    LogKind::System,
+                    &format!("worker lost; moved to worker {} ({})", next.hostname, next.id),
+                    None,
+                );
+            }));
+    let executor = Arc::new(executor);
+    let runner = SessionRunner::new(Arc::clone(session), Arc::clone(&executor) as Arc<dyn Executor>, config);
     let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { run_agent(session, agent, runner) };
     finish(session, outcome);
-    hub.release(&worker, &session.id);
+    executor.release();
 }
 
 /// A shell session on a host over SSH: no worker, the controller connects itself.
@@ -112,17 +123,21 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
             AgentOutcome::Stopped => end_record(&mut state.record, Status::Stopped, None),
         }
     }
-    let ended = active.then(|| snapshot_record(&mut state));
+    // Written even when a stop recorded the end: counters moved on since.
+    let last = snapshot_record(&mut state);
     let status = state.record.status;
     drop(state);
-    if let Some(ended) = ended {
-        session.write_record(ended);
+    session.dir.sync_now();
+    session.write_record(last);
+    if active {
         let (kind, text) = match &outcome {
             AgentOutcome::Finished { summary } => (LogKind::System, format!("finished: {summary}")),
             AgentOutcome::Failed(reason) => (LogKind::Error, format!("ended with an error: {reason}")),
             AgentOutcome::Stopped => (LogKind::System, "stopped".to_string()),
         };
         session.log(kind, &text, None);
+        // The end's own log line too, not only what came before it.
+        session.dir.sync_now();
     }
     session.vault().clear();
     session.end_log_waiters();

@@ -35,7 +35,7 @@ pub fn sanitize_filename(raw: &str) -> String {
             }
         })
         .collect();
-    name = name.trim().trim_start_matches('.').trim_end_matches(['.', ' ']).to_string();
+    name = trim_ends(&name).to_string();
     if name.is_empty() {
         name = "file".to_string();
     }
@@ -46,9 +46,11 @@ pub fn sanitize_filename(raw: &str) -> String {
         while !stem.is_char_boundary(cut.min(stem.len())) {
             cut -= 1;
         }
-        name = format!("{}{ext}", &stem[..cut.min(stem.len())]);
+        // The cut may end on a space or a dot, which the first pass would have trimmed.
+        name = format!("{}{ext}", trim_ends(&stem[..cut.min(stem.len())]));
     }
-    let stem_upper = split_ext(&name).0.to_ascii_uppercase();
+    // Windows reserves the device names before any dot: `con.txt`, `con.tar.gz`.
+    let stem_upper = name.split('.').next().unwrap_or("").to_ascii_uppercase();
     let reserved = matches!(stem_upper.as_str(), "CON" | "PRN" | "AUX" | "NUL")
         || (stem_upper.len() == 4
             && (stem_upper.starts_with("COM") || stem_upper.starts_with("LPT"))
@@ -57,6 +59,12 @@ pub fn sanitize_filename(raw: &str) -> String {
         name = format!("_{name}");
     }
     name
+}
+
+/// Without leading or trailing spaces and dots (a leading dot hides a file; Windows drops
+/// trailing ones), so that sanitizing again changes nothing.
+fn trim_ends(name: &str) -> &str {
+    name.trim_matches(|c: char| c.is_whitespace() || c == '.')
 }
 
 /// Bidirectional controls and zero-width characters: they change how a name reads, not what
@@ -95,5 +103,10 @@ mod tests {
         assert_eq!(sanitize_filename("etc\u{2215}passwd"), "etc_passwd");
         let multi = "é".repeat(200);
         assert!(sanitize_filename(&multi).len() <= MAX_NAME_BYTES);
+        // Found by tests/fuzz: a cut that ends on a space, and spaces behind leading dots.
+        let cut_at_space = format!("{} {}", "a".repeat(149), "b".repeat(20));
+        assert_eq!(sanitize_filename(&cut_at_space), "a".repeat(149));
+        assert_eq!(sanitize_filename(". .x"), "x");
+        assert_eq!(sanitize_filename("CON.CON.txt"), "_CON.CON.txt");
     }
 }

@@ -1,7 +1,7 @@
 //! Small helpers shared by the daemon, the console, the MCP server and the worker: time stamps
 //! and randomness, terminal-free output, the `Secret` string, the file-name rule, the JSON-schema
 //! check, the process-wide counters behind `/metrics`, systemd notifications, private temporary
-//! folders. Nothing here knows about sessions, HTTP or models.
+//! folders, the clients' TLS settings, percent-encoding of URL components. Nothing here knows about sessions, routes or models.
 
 pub mod ansi;
 pub mod clock;
@@ -11,6 +11,16 @@ pub mod panic;
 pub mod schema;
 pub mod sd_notify;
 pub mod secret;
+pub mod tls;
+
+/// RFC 3986's unreserved characters; everything else is percent-encoded.
+pub const URL_UNRESERVED: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'-').remove(b'_').remove(b'.').remove(b'~');
+
+/// `s` as one URL component (a path segment, a query value, RFC 5987's `filename*`).
+pub fn percent_encode(s: &str) -> String {
+    percent_encoding::utf8_percent_encode(s, URL_UNRESERVED).to_string()
+}
 
 /// A new folder only we can use, with an unguessable name (exclusive create, mode 0700).
 pub fn private_temp_dir(prefix: &str) -> std::io::Result<std::path::PathBuf> {

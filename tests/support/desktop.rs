@@ -1,7 +1,8 @@
 //! A real X server for the desktop tests: Xvfb on a free display (:90 and up), openbox when a
 //! test needs an EWMH window manager, X programs started on it, and everything stopped on drop
-//! (Xvfb by SIGTERM, so it removes its lock file). Also a small baseline JPEG decoder, so a
-//! test can read the worker's screenshots without another crate.
+//! (Xvfb by SIGTERM, so it removes its lock file); a private D-Bus session bus for the
+//! accessibility (AT-SPI) tests. Also a small baseline JPEG decoder, so a test can read the
+//! worker's screenshots without another crate.
 
 use super::{ChildGuard, wait_until};
 use std::path::Path;
@@ -127,6 +128,78 @@ impl Drop for Xvfb {
             let _ = server.kill();
             let _ = server.wait();
         }
+    }
+}
+
+/// The GTK 3 question dialog the accessibility tests drive (Yes exits 0, No 1).
+pub const GTK_DIALOG: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/gtk_dialog.py");
+
+/// Whether a D-Bus daemon, the AT-SPI bus launcher and GTK 3 for the system's Python are here.
+pub fn have_atspi() -> bool {
+    let mut missing: Vec<&str> = ["/usr/bin/dbus-daemon", "/usr/libexec/at-spi-bus-launcher"]
+        .into_iter()
+        .filter(|p| !Path::new(p).exists())
+        .collect();
+    let gtk = "import gi; gi.require_version('Gtk', '3.0'); from gi.repository import Gtk";
+    if !Command::new("/usr/bin/python3").args(["-c", gtk]).stderr(Stdio::null()).status().is_ok_and(|s| s.success()) {
+        missing.push("GTK 3 for /usr/bin/python3");
+    }
+    if !missing.is_empty() {
+        eprintln!(
+            "SKIPPED: {} not installed (make test installs dbus at-spi2-core python3-gi gir1.2-gtk-3.0)",
+            missing.join(", ")
+        );
+    }
+    missing.is_empty()
+}
+
+/// A session bus of its own for one display: GTK programs started through `spawn` ask it for the
+/// accessibility bus, which it starts (at-spi-bus-launcher, which puts AT_SPI_BUS on the X root
+/// window). Its sockets live in a private XDG_RUNTIME_DIR, so tests do not meet. Stopped on drop;
+/// the launcher leaves when its session bus goes.
+pub struct SessionBus {
+    pub address: String,
+    pub runtime_dir: super::TempDir,
+    daemon: ChildGuard,
+}
+
+impl SessionBus {
+    pub fn start(x: &Xvfb) -> SessionBus {
+        let runtime_dir = super::TempDir::new("dbus");
+        let socket = runtime_dir.path().join("bus");
+        let mut daemon = x
+            .command("dbus-daemon", &["--session", "--nofork", "--nopidfile", "--print-address=1"])
+            .arg(format!("--address=unix:path={}", socket.display()))
+            .env("XDG_RUNTIME_DIR", runtime_dir.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(daemon.stdout.take().unwrap()), &mut line).unwrap();
+        assert!(line.starts_with("unix:"), "dbus-daemon printed {line:?}");
+        SessionBus { address: line.trim().to_string(), runtime_dir, daemon: ChildGuard(daemon) }
+    }
+
+    /// A program on `x` in this session, with accessibility on (GTK's bridge is not turned off).
+    pub fn spawn(&self, x: &Xvfb, program: &str, args: &[&str]) -> ChildGuard {
+        let child = x
+            .command(program, args)
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .env("XDG_RUNTIME_DIR", self.runtime_dir.path())
+            .env_remove("NO_AT_BRIDGE")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        ChildGuard(child)
+    }
+}
+
+impl Drop for SessionBus {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-TERM", &self.daemon.0.id().to_string()]).status();
+        let _ = self.daemon.0.wait();
     }
 }
 

@@ -109,6 +109,8 @@ impl Recorded {
 
 pub struct ScriptedLlm {
     pub url: String,
+    /// The steps not yet answered; `push` adds to them while the server runs.
+    script: Arc<Mutex<std::collections::VecDeque<Step>>>,
     pub requests: Arc<Mutex<Vec<Recorded>>>,
     pub violations: Arc<Mutex<Vec<String>>>,
     server: Arc<tiny_http::Server>,
@@ -144,6 +146,7 @@ impl ScriptedLlm {
         let violations = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(std::collections::VecDeque::from(script)));
         let (srv, reqs, viol) = (Arc::clone(&server), Arc::clone(&requests), Arc::clone(&violations));
+        let queue = Arc::clone(&script);
         let handle = std::thread::spawn(move || {
             while let Ok(mut rq) = srv.recv() {
                 let mut body = String::new();
@@ -179,7 +182,12 @@ impl ScriptedLlm {
                 });
             }
         });
-        ScriptedLlm { url, requests, violations, server, handle: Some(handle) }
+        ScriptedLlm { url, script: queue, requests, violations, server, handle: Some(handle) }
+    }
+
+    /// More steps, for a model whose next move depends on what a tool answered before.
+    pub fn push(&self, steps: Vec<Step>) {
+        self.script.lock().unwrap().extend(steps);
     }
 
     pub fn requests(&self) -> Vec<Recorded> {

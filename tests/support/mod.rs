@@ -68,10 +68,11 @@ impl TestDaemon {
     pub fn start(config: Config, agent: AgentFn) -> TestDaemon {
         let api_token = Some(config.server.api_token.expose().to_string()).filter(|t| !t.is_empty());
         let worker_token = Some(config.server.worker_token.expose().to_string()).filter(|t| !t.is_empty());
+        let scheme = config.scheme();
         let daemon = Daemon::start(config, agent).expect("daemon starts");
         TestDaemon {
-            api: format!("http://{}", daemon.api_addr()),
-            worker: format!("http://{}", daemon.worker_addr()),
+            api: format!("{scheme}://{}", daemon.api_addr()),
+            worker: format!("{scheme}://{}", daemon.worker_addr()),
             daemon: Some(daemon),
             api_token,
             worker_token,
@@ -103,12 +104,19 @@ impl Drop for TestDaemon {
     }
 }
 
+/// The private CA that signs every TLS test's server certificate (`tests/tls.rs`), as DER;
+/// every test client trusts it (and nothing else, which plain-HTTP tests never notice).
+pub static TEST_CA: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
 pub fn agent() -> ureq::Agent {
-    ureq::Agent::config_builder()
-        .http_status_as_error(false)
-        .timeout_global(Some(Duration::from_secs(60)))
-        .build()
-        .into()
+    let mut config =
+        ureq::Agent::config_builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(60)));
+    if let Some(der) = TEST_CA.get() {
+        let ca = ureq::tls::Certificate::from_der(der).to_owned();
+        let roots = ureq::tls::RootCerts::new_with_certs(&[ca]);
+        config = config.tls_config(ureq::tls::TlsConfig::builder().root_certs(roots).build());
+    }
+    config.build().into()
 }
 
 /// A JSON client for one server.

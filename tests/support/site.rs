@@ -1,5 +1,6 @@
 //! A small website on loopback for browser tests: PDF links, a table, a login that sets a
-//! cookie guarding a private PDF, a form with a result page, content that appears late.
+//! cookie guarding a private PDF, a form with a result page, content that appears late, a page
+//! that remembers a visit in localStorage, and a hostile page that tampers with its globals.
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +11,28 @@ pub struct Site {
     server: Arc<tiny_http::Server>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
+
+/// A page that replaces what page helpers in its own world would use, fakes `window.__ac`, and
+/// writes into `#spied` whatever of it is called.
+const HOSTILE: &str = r#"<h1>Hostile</h1>
+<table id="t"><tr><th>Name</th><th>Score</th></tr><tr><td>Ada</td><td>9</td></tr></table>
+<input name="q" placeholder="Search"><button id="go" onclick="document.getElementById('out').textContent = 'went'">Go</button>
+<p id="out"></p><p id="spied"></p>
+<script>(() => {
+  const log = document.getElementById('spied');
+  const spy = what => { log.textContent += what + ';'; };
+  const fake = () => { spy('__ac call'); return {url: 'pwned', title: 'pwned', snapshot: 'pwned'}; };
+  window.__ac = new Proxy({}, {get: (_, k) => { spy('__ac.' + String(k)); return fake; }});
+  const wrap = (proto, name) => { const orig = proto[name]; proto[name] = function (...a) { spy(name); return orig.apply(this, a); }; };
+  wrap(Document.prototype, 'querySelector'); wrap(Document.prototype, 'querySelectorAll');
+  wrap(Element.prototype, 'querySelectorAll'); wrap(Element.prototype, 'getBoundingClientRect');
+  JSON.stringify = () => { spy('JSON.stringify'); return '"pwned"'; };
+  Array.prototype.map = function () { spy('map'); return []; };
+  Array.from = function () { spy('Array.from'); return []; };
+  const value = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value');
+  Object.defineProperty(HTMLInputElement.prototype, 'value',
+    {get() { return value.get.call(this); }, set(v) { spy('value=' + v); value.set.call(this, v); }, configurable: true});
+})();</script>"#;
 
 pub fn pdf_bytes(name: &str) -> Vec<u8> {
     // Not a real PDF, but distinct bytes per file, some of them binary.
@@ -86,6 +109,19 @@ impl Site {
                         <div id="out"></div>
                         <div style="height:3000px"></div><p id="bottom">Bottom of the page</p>"#,
                     )),
+                    // N MiB of bytes, with their length announced (`/big/N.bin`) or streamed chunked
+                    // without it (`/stream/N.bin`).
+                    ("GET", p) if p.starts_with("/big/") || p.starts_with("/stream/") => {
+                        let mib: usize = p.rsplit('/').next().unwrap().trim_end_matches(".bin").parse().unwrap();
+                        let bytes: Vec<u8> = (0..mib * 1024 * 1024).map(|i| (i * 7 % 251) as u8).collect();
+                        let length = p.starts_with("/big/").then_some(bytes.len());
+                        let body = Box::new(std::io::Cursor::new(bytes)) as Box<dyn std::io::Read + Send>;
+                        // Above 32 KiB tiny_http chunks even a known length unless told otherwise.
+                        let threshold = if length.is_some() { usize::MAX } else { 0 };
+                        let resp = tiny_http::Response::new(200.into(), vec![], body, length, None);
+                        let _ = rq.respond(resp.with_chunked_threshold(threshold));
+                        continue;
+                    }
                     ("GET", p) if p.starts_with("/files/") => {
                         let name = p.trim_start_matches("/files/");
                         tiny_http::Response::from_data(pdf_bytes(name))
@@ -164,6 +200,13 @@ impl Site {
                         r#"<form id="order" method="post" action="/submit"><input name="email" placeholder="Your email">
                         <input type="submit" value="Send order"></form>"#,
                     )),
+                    // Says whether this browser context stored something here before.
+                    ("GET", "/storage") => html(page(
+                        "Storage",
+                        r#"<p id="seen"></p><script>document.getElementById('seen').textContent =
+                        localStorage.getItem('visited') ? 'seen before' : 'first visit'; localStorage.setItem('visited', '1');</script>"#,
+                    )),
+                    ("GET", "/hostile") => html(page("Hostile", HOSTILE)),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
                     ("GET", "/frame") => html(page(
                         "Frame",

@@ -22,7 +22,23 @@ pub struct RealWorker(pub Child);
 
 impl RealWorker {
     pub fn start(d: &TestDaemon, hostname: &str, caps: &str) -> RealWorker {
+        RealWorker::start_with(d, hostname, caps, &[])
+    }
+
+    /// With more options (`--ca-file …`). AC_TEST_WORKER_LOG=1 shows the worker's log.
+    pub fn start_with(d: &TestDaemon, hostname: &str, caps: &str, extra: &[&str]) -> RealWorker {
+        let log = if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() };
+        RealWorker::spawn(d, hostname, caps, extra, log)
+    }
+
+    /// As `start`, with the worker's log (stderr) going to `log`.
+    pub fn start_with_log(d: &TestDaemon, hostname: &str, caps: &str, log: impl Into<Stdio>) -> RealWorker {
+        RealWorker::spawn(d, hostname, caps, &[], log)
+    }
+
+    fn spawn(d: &TestDaemon, hostname: &str, caps: &str, extra: &[&str], log: impl Into<Stdio>) -> RealWorker {
         let child = Command::new(env!("CARGO_BIN_EXE_agent-worker"))
+            .args(extra)
             .args([
                 "--controller",
                 &d.worker,
@@ -35,8 +51,7 @@ impl RealWorker {
                 CHROMIUM,
             ])
             .stdout(Stdio::null())
-            // AC_TEST_WORKER_LOG=1 shows the worker's log.
-            .stderr(if std::env::var_os("AC_TEST_WORKER_LOG").is_some() { Stdio::inherit() } else { Stdio::null() })
+            .stderr(log)
             .spawn()
             .unwrap();
         let c = d.client();

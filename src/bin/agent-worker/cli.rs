@@ -16,6 +16,7 @@ OPTIONS:
     --controller URL       the controller's worker server (or AGENT_WORKER_CONTROLLER)
     --token-file FILE      worker token from a file only you can read (mode 0600)
     --token TOKEN          worker token (visible in `ps`: prefer --token-file or AGENT_CONTROLLER_WORKER_TOKEN)
+    --ca-file FILE         trust an https controller only if this CA signed it (or AGENT_WORKER_CA_FILE)
     --capabilities LIST    browser,shell,app (default: browser,shell, plus app when a display opens)
     --display NAME         X display for the app capability, e.g. :0 (default: $DISPLAY)
     --browser PATH         Chromium binary (default /usr/bin/chromium)
@@ -63,6 +64,8 @@ pub struct Args {
     pub headless: Option<bool>,
     pub download_dir: Option<PathBuf>,
     pub hostname: String,
+    /// Web roots, or the private CA of `--ca-file`.
+    pub tls: ureq::tls::TlsConfig,
 }
 
 pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
@@ -75,6 +78,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     let download_dir: Option<PathBuf> = args.opt_value_from_str("--download-dir").map_err(usage)?;
     let hostname: Option<String> = args.opt_value_from_str("--hostname").map_err(usage)?;
     let display: Option<String> = args.opt_value_from_str("--display").map_err(usage)?;
+    let ca_file: Option<PathBuf> = args.opt_value_from_str("--ca-file").map_err(usage)?;
     let headless = args.contains("--headless");
     let headed = args.contains("--headed");
     let rest = args.finish();
@@ -87,6 +91,9 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     if !(controller.starts_with("http://") || controller.starts_with("https://")) {
         return Err(Exit::usage(format!("--controller must be an http(s) URL, got {controller:?}")));
     }
+    let ca_file = ca_file.or_else(|| std::env::var_os("AGENT_WORKER_CA_FILE").map(PathBuf::from));
+    let tls = agent_controller::util::tls::client_tls(ca_file.as_deref().filter(|p| !p.as_os_str().is_empty()))
+        .map_err(Exit::usage)?;
     let token_on_argv = token.as_deref().is_some_and(|t| !t.is_empty());
     let from_file = match &token_file {
         Some(path) => Some(crate::hygiene::read_token_file(path).map_err(Exit::usage)?),
@@ -105,6 +112,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
         headless: if headed { Some(false) } else { headless.then_some(true) },
         download_dir,
         hostname: hostname.unwrap_or_else(host_name),
+        tls,
     })
 }
 

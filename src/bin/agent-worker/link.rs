@@ -34,6 +34,8 @@ pub enum LinkError {
     Down(String),
     /// The controller refused (auth, bad request).
     Refused(u16, String),
+    /// The controller's TLS certificate failed verification: retrying will not help.
+    Untrusted(String),
 }
 
 impl std::fmt::Display for LinkError {
@@ -42,7 +44,15 @@ impl std::fmt::Display for LinkError {
             LinkError::Unknown => f.write_str("the controller does not know this worker"),
             LinkError::Down(m) => f.write_str(m),
             LinkError::Refused(s, m) => write!(f, "HTTP {s}: {m}"),
+            LinkError::Untrusted(m) => f.write_str(m),
         }
+    }
+}
+
+fn down(e: &ureq::Error) -> LinkError {
+    match agent_controller::util::tls::untrusted(e) {
+        Some(why) => LinkError::Untrusted(why),
+        None => LinkError::Down(describe(e)),
     }
 }
 
@@ -57,8 +67,15 @@ fn describe(e: &ureq::Error) -> String {
 }
 
 impl Link {
-    pub fn new(base: &str, token: Option<String>, hostname: String, capabilities: Vec<String>) -> Link {
+    pub fn new(
+        base: &str,
+        token: Option<String>,
+        hostname: String,
+        capabilities: Vec<String>,
+        tls: ureq::tls::TlsConfig,
+    ) -> Link {
         let agent: ureq::Agent = ureq::Agent::config_builder()
+            .tls_config(tls)
             .http_status_as_error(false)
             .timeout_connect(Some(Duration::from_secs(10)))
             .build()
@@ -93,7 +110,7 @@ impl Link {
     }
 
     fn answer(result: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<Value, LinkError> {
-        let mut resp = result.map_err(|e| LinkError::Down(describe(&e)))?;
+        let mut resp = result.map_err(|e| down(&e))?;
         let status = resp.status().as_u16();
         let text = resp
             .body_mut()

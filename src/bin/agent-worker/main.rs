@@ -79,7 +79,8 @@ fn run(args: Args) -> Result<(), Exit> {
              (mode 0600) or AGENT_CONTROLLER_WORKER_TOKEN",
         );
     }
-    let link = Link::new(&args.controller, args.token.clone(), args.hostname.clone(), capabilities.clone());
+    let link =
+        Link::new(&args.controller, args.token.clone(), args.hostname.clone(), capabilities.clone(), args.tls.clone());
     log(
         "info",
         &format!(

@@ -1,4 +1,5 @@
-// agent-worker page helpers: defined once per document as window.__ac.
+// agent-worker page helpers: defined once per document as window.__ac, in the worker's own
+// isolated world (the page's scripts share the DOM, but cannot see or replace anything here).
 // Selectors: CSS, `text=Visible text`, `css:has-text("text")`, and `ref=e12` (a ref of the latest
 // snapshot, see snapshot.js; a ref the latest snapshot did not show is refused, never guessed).
 if (!window.__ac) { window.__ac = (() => {

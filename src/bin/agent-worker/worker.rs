@@ -83,6 +83,7 @@ impl Worker {
             Err(LinkError::Refused(401, msg)) => {
                 Err(Exit::failure(format!("the controller refused the worker token ({msg})")))
             }
+            Err(LinkError::Untrusted(why)) => Err(Exit::failure(why)),
             Err(e) => {
                 self.wait_after(&e);
                 Ok(false)

@@ -51,8 +51,15 @@ impl Browser {
         Ok(version["userAgent"].as_str().unwrap_or("agent-worker").to_string())
     }
 
-    /// Fetch `url` with the page's cookies, stream it to disk, upload it.
-    pub(super) fn download(&mut self, url: &str, filename: Option<&str>, ctx: &Context) -> Result<Value, WorkerError> {
+    /// Fetch `url` with the page's cookies, stream it to disk, upload it. Over `ask_over` bytes
+    /// (the controller's approval threshold) nothing is kept: the answer asks for approval.
+    pub(super) fn download(
+        &mut self,
+        url: &str,
+        filename: Option<&str>,
+        ask_over: Option<u64>,
+        ctx: &Context,
+    ) -> Result<Value, WorkerError> {
         if !(url.starts_with("http://") || url.starts_with("https://")) {
             return Err(WorkerError::bad(format!("`{url}` is not an http(s) URL")));
         }
@@ -63,7 +70,16 @@ impl Browser {
         }
         let name = file_name(filename, &resp, url);
         let content_type = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
-        let (path, written) = save_body(&mut resp, &self.opts.download_dir, url)?;
+        let declared: Option<u64> =
+            resp.headers().get("content-length").and_then(|v| v.to_str().ok()).and_then(|v| v.parse().ok());
+        if let (Some(limit), Some(bytes)) = (ask_over, declared) {
+            if bytes > limit {
+                return Ok(json!({"needs_approval": {"url": url, "bytes": bytes}}));
+            }
+        }
+        let Some((path, written)) = save_body(&mut resp, &self.opts.download_dir, url, ask_over)? else {
+            return Ok(json!({"needs_approval": {"url": url, "more_than_bytes": ask_over}}));
+        };
         let head = read_head(&path);
         let uploaded = ctx.uploader.upload(&name, &path);
         let _ = std::fs::remove_file(&path);
@@ -119,7 +135,11 @@ impl Browser {
                 failed.push(json!({"url": url, "error": "not started: the command's time ran out (download the rest in another call)"}));
                 continue;
             }
-            match self.download(url, u["filename"].as_str(), ctx) {
+            match self.download(url, u["filename"].as_str(), p["ask_over_bytes"].as_u64(), ctx) {
+                Ok(v) if v.get("needs_approval").is_some() => failed.push(json!({
+                    "url": url,
+                    "error": "larger than what may be downloaded without approval: download it alone with browser_download, which asks",
+                })),
                 Ok(v) => done.push(v),
                 Err(e) => failed.push(json!({"url": url, "error": e.to_string()})),
             }
@@ -199,7 +219,13 @@ fn file_name(asked: Option<&str>, resp: &Response, url: &str) -> String {
 }
 
 /// Stream the body to a new private file in `dir`; the file is removed again on any failure.
-fn save_body(resp: &mut Response, dir: &Path, url: &str) -> Result<(PathBuf, u64), WorkerError> {
+/// Stream the body to a private temporary file; `None` (and nothing kept) once it passes `cap`.
+fn save_body(
+    resp: &mut Response,
+    dir: &Path,
+    url: &str,
+    cap: Option<u64>,
+) -> Result<Option<(PathBuf, u64)>, WorkerError> {
     let (path, mut file) =
         scratch::temp_file(dir, "dl").map_err(|e| WorkerError::io("cannot write the download", e))?;
     let mut reader = resp.body_mut().with_config().limit(u64::MAX).reader();
@@ -207,7 +233,7 @@ fn save_body(resp: &mut Response, dir: &Path, url: &str) -> Result<(PathBuf, u64
     let mut total = 0u64;
     loop {
         let n = match reader.read(&mut buf) {
-            Ok(0) => return Ok((path, total)),
+            Ok(0) => return Ok(Some((path, total))),
             Ok(n) => n,
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
@@ -219,6 +245,10 @@ fn save_body(resp: &mut Response, dir: &Path, url: &str) -> Result<(PathBuf, u64
             return Err(WorkerError::io("cannot write the download", e));
         }
         total += n as u64;
+        if cap.is_some_and(|cap| total > cap) {
+            let _ = std::fs::remove_file(&path);
+            return Ok(None);
+        }
     }
 }
 

@@ -1,15 +1,17 @@
 //! The browser backend: one Chromium, driven over the DevTools protocol.
 //!
-//! Chromium starts on first use with a fresh profile (`launch.rs`). If it dies, the next
-//! command starts a new one and its result says so; if its connection is lost or stops
-//! answering mid-command, that command fails saying the browser will be restarted, and the
-//! next one starts it afresh. If the page closes its own tab, the browser attaches to another
+//! Chromium starts on first use with a fresh profile (`launch.rs`), and each session works in
+//! a browser context of its own. If it dies or hangs (its process stops answering), the next
+//! command kills it, starts a new one and its result says so; if its connection is lost or
+//! stops answering mid-command, that command fails saying the browser will be restarted, and
+//! the next one starts it afresh. If the page closes its own tab, the browser attaches to another
 //! one. JavaScript dialogs are answered at once (`browser.dialogs`, or the model's
 //! `browser_answer_dialog`) and reported with the command's result.
 //! Every browser tool of the tool table is handled in `tools.rs`, on top of the page primitives of
 //! `page.rs` (page-side work runs in `page.js`), keyboard input in `keys.rs`, and downloads
 //! and PDFs in `download.rs`, which hand the files to the controller through the `Context`.
-//! Invariant: `running` is either `None` or a browser attached to one page target.
+//! Invariant: `running` is either `None` or a browser; while a command runs, it is attached to
+//! one page target of the command's session's context.
 
 mod download;
 mod keys;
@@ -75,16 +77,28 @@ impl Browser {
 
     /// Start the browser once and stop it again: the worker offers "browser" only if it starts.
     pub fn probe(&self) -> Result<(), WorkerError> {
-        launch::launch(&self.opts).map(drop)
+        // Nothing of a probe is worth a clean exit: killed at once, not after SIGTERM's wait.
+        launch::launch(&self.opts).map(|mut probed| probed.mark_hung())
     }
 
     /// The running browser, started (or restarted) if needed; says whether it was restarted.
+    /// A browser that died, or whose process no longer answers (hung: stopped, wedged), is
+    /// killed and replaced.
     fn ensure(&mut self) -> Result<bool, WorkerError> {
-        let dead = match self.running.as_mut() {
-            Some(r) => !r.is_alive(),
-            None => true,
+        let healthy = match self.running.as_mut() {
+            Some(r) => {
+                let alive = r.is_alive();
+                if alive && !r.answers() {
+                    crate::log("warn", "browser: it stopped answering; killing it and starting a new one");
+                    r.mark_hung();
+                    false
+                } else {
+                    alive
+                }
+            }
+            None => false,
         };
-        if !dead {
+        if healthy {
             return Ok(false);
         }
         let restarted = self.running.is_some() || self.started_once;
@@ -95,6 +109,21 @@ impl Browser {
         Ok(restarted)
     }
 
+    /// Work in `session_id`'s own browser context: a session never sees another's cookies,
+    /// storage, cache or tabs. The previous session's context goes when the next one begins.
+    fn enter_session(&mut self, session_id: &str) -> Result<(), WorkerError> {
+        let (w, h) = (self.opts.width, self.opts.height);
+        let r = self.r()?;
+        if r.context.is_some() && r.context_session == session_id {
+            return Ok(());
+        }
+        let started = std::time::Instant::now();
+        launch::enter_context(r, session_id, w, h)?;
+        let ms = started.elapsed().as_millis();
+        crate::log("info", &format!("browser: a fresh browser context for session {session_id} in {ms} ms"));
+        Ok(())
+    }
+
     fn r(&mut self) -> Result<&mut Running, WorkerError> {
         self.running.as_mut().ok_or_else(|| WorkerError::Unavailable("the browser is not running".into()))
     }
@@ -102,7 +131,10 @@ impl Browser {
     /// A failed command: drop a browser whose connection is lost, move off a closed tab.
     fn recover(&mut self, e: WorkerError) -> WorkerError {
         match &e {
-            WorkerError::Browser(CdpError::Closed(_) | CdpError::Timeout(_)) => {
+            WorkerError::Browser(CdpError::Closed(_) | CdpError::Timeout(_) | CdpError::Hung(_)) => {
+                if let Some(r) = self.running.as_mut() {
+                    r.mark_hung();
+                }
                 self.running = None;
                 WorkerError::WillRestart(Box::new(e))
             }
@@ -158,6 +190,9 @@ impl Backend for Browser {
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let restarted = self.ensure()?;
+        if let Err(e) = self.enter_session(ctx.session_id) {
+            return Err(self.recover(e));
+        }
         let new_session = self.ref_session != ctx.session_id;
         if new_session {
             self.ref_session = ctx.session_id.to_string();

@@ -1,15 +1,16 @@
 //! Page primitives the browser tools are built from: DevTools calls on the attached page,
-//! script evaluation with the `page.js` helpers, waiting for loads, navigation, screenshots,
-//! the mouse, and tabs.
+//! script evaluation with the `page.js` helpers (in an isolated world of their own, out of the
+//! page's reach), waiting for loads, navigation, screenshots, the mouse, and tabs.
 //!
 //! Every call has a deadline, so a hung page cannot hang the worker. A script exception comes
 //! back as `WorkerError::Page` with the helper's own message (written for the model, e.g.
 //! "no element matches `#buy` … did you mean `#prices`?"); DevTools failures stay
 //! `WorkerError::Browser`, so `Browser::recover` can tell a lost connection from a page error.
 
+use super::Browser;
 use super::launch::{self, CALL};
 use super::util::{js, png_size};
-use super::{Browser, Running};
+use crate::cdp::CdpError;
 use crate::error::WorkerError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ use std::time::{Duration, Instant};
 /// The page helpers, then the snapshot (which builds on them).
 const PAGE_JS: &str = concat!(include_str!("../page.js"), "\n", include_str!("../snapshot.js"));
 pub const NAVIGATION: Duration = Duration::from_secs(30);
+/// What a script run in a world without our mark throws.
+const STALE: &str = "agent-worker: not the helpers' world";
 
 impl Browser {
     pub(super) fn page_call(&mut self, method: &str, params: Value) -> Result<Value, WorkerError> {
@@ -36,11 +39,7 @@ impl Browser {
 
     /// Evaluate `expr` with the helpers loaded; JS exceptions become the error message.
     pub(super) fn eval(&mut self, expr: &str) -> Result<Value, WorkerError> {
-        let expression = format!("{PAGE_JS}\n;({expr})");
-        let out = self.page_call(
-            "Runtime.evaluate",
-            json!({"expression": expression, "returnByValue": true, "awaitPromise": true}),
-        )?;
+        let out = self.evaluate_isolated(&format!("({expr})"))?;
         if let Some(ex) = out.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
             let first = text.lines().next().unwrap_or(text);
@@ -49,13 +48,64 @@ impl Browser {
         Ok(out["result"]["value"].clone())
     }
 
+    /// The attached page's isolated world for the helpers, made (helpers loaded once, then
+    /// marked) if needed. The page's own scripts share its DOM but none of its globals: they can
+    /// neither replace `__ac`, `JSON` or a prototype the helpers use, nor see what the helpers do.
+    fn world(&mut self) -> Result<u64, WorkerError> {
+        let r = self.r()?;
+        if let Some(id) = r.world {
+            return Ok(id);
+        }
+        let session = r.session.clone();
+        let tree = r.cdp.call(Some(&session), "Page.getFrameTree", json!({}), CALL)?;
+        let frame = tree["frameTree"]["frame"]["id"].clone();
+        let params = json!({"frameId": frame, "worldName": "agent-worker"});
+        let made = r.cdp.call(Some(&session), "Page.createIsolatedWorld", params, CALL)?;
+        let id = made["executionContextId"]
+            .as_u64()
+            .ok_or_else(|| WorkerError::Browser(CdpError::Protocol("the browser gave no isolated world".into())))?;
+        // The helpers (25 KB) once per world, not with every call; the mark after them, so a
+        // marked world always has them.
+        let loaded =
+            r.cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": PAGE_JS, "contextId": id}), CALL)?;
+        if let Some(ex) = loaded.get("exceptionDetails") {
+            return Err(WorkerError::Page(format!("the page helpers did not load: {}", ex["text"])));
+        }
+        let mark = format!("Object.defineProperty(globalThis, '__acWorld', {{value: {}}})", js(&r.world_mark));
+        r.cdp.call(Some(&session), "Runtime.evaluate", json!({"expression": mark, "contextId": id}), CALL)?;
+        r.world = Some(id);
+        Ok(id)
+    }
+
+    /// `Runtime.evaluate` in the helpers' world. A world goes with its document, and the
+    /// browser may give its id to another world later: a world that is gone or does not
+    /// carry our mark is made anew, once.
+    fn evaluate_isolated(&mut self, expression: &str) -> Result<Value, WorkerError> {
+        let mut retried = false;
+        loop {
+            let id = self.world()?;
+            let mark = js(&self.r()?.world_mark);
+            let guarded = format!("if (globalThis.__acWorld !== {mark}) throw new Error({STALE:?});\n{expression}");
+            let params = json!({"expression": guarded, "contextId": id, "returnByValue": true, "awaitPromise": true});
+            let out = self.page_call("Runtime.evaluate", params);
+            let stale = match &out {
+                Err(WorkerError::Browser(CdpError::Protocol(m))) => m.contains("context"),
+                Ok(v) => v["exceptionDetails"]["exception"]["description"].as_str().is_some_and(|d| d.contains(STALE)),
+                Err(_) => false,
+            };
+            if !stale || retried {
+                return out;
+            }
+            self.r()?.world = None;
+            retried = true;
+        }
+    }
+
     pub(super) fn wait_ready(&mut self, timeout: Duration) -> Result<(), WorkerError> {
         let deadline = Instant::now() + timeout;
         loop {
             // Errors are expected while a navigation swaps the document.
-            if let Ok(v) =
-                self.page_call("Runtime.evaluate", json!({"expression": "document.readyState", "returnByValue": true}))
-            {
+            if let Ok(v) = self.evaluate_isolated("document.readyState") {
                 if v["result"]["value"] == "complete" {
                     return Ok(());
                 }
@@ -183,16 +233,10 @@ impl Browser {
         }
     }
 
-    /// The open page targets (`Target.getTargets` keeps them in tab order).
-    fn pages(r: &mut Running) -> Result<Vec<Value>, WorkerError> {
-        let targets = r.cdp.call(None, "Target.getTargets", json!({}), CALL)?;
-        Ok(targets["targetInfos"].as_array().into_iter().flatten().filter(|t| t["type"] == "page").cloned().collect())
-    }
-
     pub(super) fn tabs(&mut self) -> Result<Value, WorkerError> {
         let r = self.r()?;
         let current = r.target.clone();
-        let tabs = Self::pages(r)?
+        let tabs = launch::pages(r)?
             .iter()
             .enumerate()
             .map(|(i, t)| json!({"index": i, "url": t["url"], "title": t["title"], "active": t["targetId"] == current.as_str()}))
@@ -203,7 +247,7 @@ impl Browser {
     pub(super) fn switch_tab(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let (width, height) = (self.opts.width, self.opts.height);
         let r = self.r()?;
-        let pages = Self::pages(r)?;
+        let pages = launch::pages(r)?;
         let chosen = if let Some(i) = p["index"].as_u64() {
             pages.get(i as usize).cloned()
         } else if let Some(part) = p["url_contains"].as_str() {

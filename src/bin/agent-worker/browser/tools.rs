@@ -64,7 +64,9 @@ impl Browser {
                 Ok(with(info, "tabs", self.tabs()?))
             }
             Tool::BrowserSwitchTab => self.switch_tab(p),
-            Tool::BrowserDownload => self.download(required_str(p, "url")?, p["filename"].as_str(), ctx),
+            Tool::BrowserDownload => {
+                self.download(required_str(p, "url")?, p["filename"].as_str(), p["ask_over_bytes"].as_u64(), ctx)
+            }
             Tool::BrowserDownloadBatch => self.download_batch(p, ctx),
             Tool::BrowserScrapeLinks => self.scrape_links(p),
             Tool::BrowserScrapeTable => self.scrape_table(p),

@@ -4,7 +4,8 @@
 //! The parts: `x.rs` the connection and its facts, `capture.rs` screenshots (grab, shrink,
 //! encode), `windows.rs` the window list (EWMH or the plain tree) and activation, `input.rs`
 //! synthetic pointer and keyboard input, `keymap.rs` key names and keycodes, `tools.rs` one
-//! handler per tool of the table.
+//! handler per tool of the table, `widgets.rs` widgets as the tools show and click them, and
+//! `atspi.rs` (cargo feature `atspi`) the accessibility bus they come from.
 //!
 //! Invariants: coordinates the model gives are in the space of the last screenshot image (or,
 //! before any, of the image the current settings would give) and are mapped back to screen
@@ -13,10 +14,13 @@
 //! back once they have settled (at the start of a later command, or at shutdown); a lost
 //! connection is reopened on the next command, whose result says so.
 
+#[cfg(feature = "atspi")]
+mod atspi;
 mod capture;
 mod input;
 mod keymap;
 mod tools;
+mod widgets;
 mod windows;
 mod x;
 
@@ -35,6 +39,8 @@ pub struct Desktop {
     /// Screen pixels per image pixel (x, y) of the last screenshot.
     scale: Option<(f64, f64)>,
     lent: Lent,
+    /// The accessibility bus, once used, and the widget ids given so far.
+    widgets: widgets::Widgets,
 }
 
 /// The remark added when a command had to reconnect.
@@ -48,7 +54,14 @@ impl Desktop {
             .filter(|d| !d.trim().is_empty())
             .ok_or("no X display: neither --display nor $DISPLAY is set")?;
         let x = X::open(&display)?;
-        Ok(Desktop { display, x: Some(x), settings: ShotSettings::default(), scale: None, lent: Lent::default() })
+        Ok(Desktop {
+            display,
+            x: Some(x),
+            settings: ShotSettings::default(),
+            scale: None,
+            lent: Lent::default(),
+            widgets: Default::default(),
+        })
     }
 
     /// One line for the log: the display, its size and the window manager.

@@ -10,6 +10,7 @@ use super::Desktop;
 use super::capture;
 use super::input;
 use super::keymap;
+use super::widgets::{Scope, Walk};
 use super::windows::{Win, Windows, activate};
 use crate::backend::{Context, any_str, required_str};
 use crate::error::WorkerError;
@@ -17,8 +18,13 @@ use agent_controller::protocol::tools::Tool;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+use std::time::{Duration, Instant};
 
-const WIDGETS: &str = "not available (no AT-SPI support in this worker)";
+/// The longest a widget walk may take (the command's own deadline may come sooner).
+const WALK_LIMIT: Duration = Duration::from_secs(8);
+/// How deep `get_ui_tree` looks unless told (`list_elements` looks as deep as it may).
+const TREE_DEPTH: u64 = 15;
+const MAX_DEPTH: u64 = 40;
 const COORDINATES: &str = "x, y, width, height are in screenshot image pixels (what click takes); screen: real pixels";
 const SCROLL_CAP: u64 = 50;
 
@@ -26,8 +32,8 @@ impl Desktop {
     pub(super) fn dispatch(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         match tool {
             Tool::Screenshot => self.screenshot(),
-            Tool::GetUiTree => self.ui_tree(),
-            Tool::ListElements => self.list_elements(p),
+            Tool::GetUiTree => self.ui_tree(p, ctx),
+            Tool::ListElements => self.list_elements(p, ctx),
             Tool::Click => self.click(p, input::LEFT, 1, "clicked"),
             Tool::RightClick => self.click(p, input::RIGHT, 1, "right_clicked"),
             Tool::DoubleClick => self.click(p, input::LEFT, 2, "double_clicked"),
@@ -84,34 +90,81 @@ impl Desktop {
         wins.list.iter().map(|w| self.window_json(w)).collect()
     }
 
-    fn ui_tree(&mut self) -> Result<Value, WorkerError> {
+    /// The widgets of the windows in scope, or why there are none ("not available (…)").
+    fn walk(&mut self, p: &Value, ctx: &Context, depth: u64) -> Result<Result<Walk, String>, WorkerError> {
+        let mut deadline = Instant::now() + WALK_LIMIT;
+        if let Some(d) = ctx.deadline {
+            deadline = deadline.min(d.checked_sub(Duration::from_millis(500)).unwrap_or(d));
+        }
+        let window = p["window"].as_str().map(str::trim).filter(|s| !s.is_empty());
+        let scope = Scope { window, max_depth: depth as usize, deadline };
+        let x = self.x.as_ref().ok_or_else(|| WorkerError::Unavailable("the display is not connected".into()))?;
+        let wins = Windows::read(x)?;
+        Ok(self.widgets.walk(x, &wins, &scope))
+    }
+
+    fn ui_tree(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        let depth = p["max_depth"].as_u64().unwrap_or(TREE_DEPTH).clamp(1, MAX_DEPTH);
+        let walked = self.walk(p, ctx, depth)?;
         let x = self.x()?;
         let wins = Windows::read(x)?;
-        Ok(json!({
+        let mut v = json!({
             "screen": {"width": x.width, "height": x.height},
             "scale": self.scale()?.0,
             "window_manager": wins.manager,
             "active_window": wins.active().map(|w| w.title.clone()),
             "windows": self.windows_json(&wins)?,
-            "widgets": WIDGETS,
             "coordinates": COORDINATES,
-        }))
+        });
+        v["widgets"] = match walked {
+            Ok(walk) => {
+                let mut trees = Vec::new();
+                for (title, node) in &walk.windows {
+                    for mut t in self.tree_json(node, true)? {
+                        t["window"] = json!(title);
+                        trees.push(t);
+                    }
+                }
+                v["widgets_from"] = json!(format!("AT-SPI, found through {}", walk.found_via));
+                put_notes(&mut v, &walk, trees.is_empty());
+                json!(trees)
+            }
+            Err(why) => json!(why),
+        };
+        Ok(v)
     }
 
-    fn list_elements(&mut self, p: &Value) -> Result<Value, WorkerError> {
-        let wins = Windows::read(self.x()?)?;
-        let wanted = p["control_type"].as_str().filter(|s| !s.is_empty());
-        if let Some(kind) = wanted.filter(|k| !k.eq_ignore_ascii_case("window")) {
-            return Ok(json!({"elements": [], "widgets": WIDGETS,
-                "note": format!("no `{kind}` elements: only windows can be listed here")}));
-        }
-        let mut elements = self.windows_json(&wins)?;
-        for e in &mut elements {
-            if let Some(map) = e.as_object_mut() {
-                map.insert("type".into(), json!("window"));
+    fn list_elements(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        let wanted = p["control_type"].as_str().map(str::trim).filter(|s| !s.is_empty());
+        let only_windows = wanted.is_some_and(|k| k.eq_ignore_ascii_case("window"));
+        let mut elements = Vec::new();
+        if wanted.is_none() || only_windows {
+            let wins = Windows::read(self.x()?)?;
+            let title = p["window"].as_str().map(|t| t.trim().to_lowercase()).unwrap_or_default();
+            for w in wins.list.iter().filter(|w| w.title.to_lowercase().contains(&title)) {
+                let mut e = self.window_json(w)?;
+                e["type"] = json!("window");
+                elements.push(e);
             }
         }
-        Ok(json!({"elements": elements, "widgets": WIDGETS, "coordinates": COORDINATES}))
+        let mut v = json!({"coordinates": COORDINATES});
+        if !only_windows {
+            match self.walk(p, ctx, MAX_DEPTH)? {
+                Ok(walk) => {
+                    let (widgets, cut) = self.listed(&walk, wanted)?;
+                    v["widgets"] = json!(format!(
+                        "{} from AT-SPI: click takes an id (w…) as `element`{}",
+                        widgets.len(),
+                        if cut { "; more were left out, ask for a control_type or a window" } else { "" }
+                    ));
+                    put_notes(&mut v, &walk, widgets.is_empty());
+                    elements.extend(widgets);
+                }
+                Err(why) => v["widgets"] = json!(why),
+            }
+        }
+        v["elements"] = json!(elements);
+        Ok(v)
     }
 
     /// The title of the top-most window at a screen point (read before acting: a click may close it).
@@ -120,7 +173,7 @@ impl Desktop {
     }
 
     /// What an acting tool did at a screen point: image and screen coordinates, the window there.
-    fn acted(&self, verb: &str, (px, py): (i32, i32), window: Option<String>) -> Result<Value, WorkerError> {
+    pub(super) fn acted(&self, verb: &str, (px, py): (i32, i32), window: Option<String>) -> Result<Value, WorkerError> {
         let (ix, iy) = self.to_image(px, py)?;
         Ok(json!({verb: [ix, iy], "screen": [px, py], "window": window}))
     }
@@ -129,18 +182,32 @@ impl Desktop {
     fn target(&self, p: &Value) -> Result<((i32, i32), Option<String>), WorkerError> {
         if let Some(name) = p["element"].as_str().filter(|s| !s.trim().is_empty()) {
             let wins = Windows::read(self.x()?)?;
-            let w = wins.find(name.trim())?;
+            let looks_like_id = name.trim().strip_prefix('w').is_some_and(|n| n.parse::<u32>().is_ok());
+            let w = wins.find(name.trim()).map_err(|e| {
+                if looks_like_id {
+                    WorkerError::bad(format!(
+                        "{e}; and {} is no widget id this worker gave (list_elements)",
+                        name.trim()
+                    ))
+                } else {
+                    e
+                }
+            })?;
             return Ok((w.centre(), Some(w.title.clone())));
         }
         let (ix, iy) = point(p, "x", "y")?.ok_or_else(|| {
             WorkerError::bad(
-                "give `x` and `y` (image pixels of the last screenshot) or `element` (part of a window title)",
+                "give `x` and `y` (image pixels of the last screenshot) or `element` (a widget id from \
+                 list_elements, or part of a window title)",
             )
         })?;
         Ok((self.to_screen(ix, iy)?, None))
     }
 
     fn click(&mut self, p: &Value, button: u8, count: u32, verb: &str) -> Result<Value, WorkerError> {
+        if let Some(id) = p["element"].as_str().map(str::trim).filter(|e| self.widgets.ids.lookup(e).is_some()) {
+            return self.click_widget(id, button, count, verb);
+        }
         let (at, element) = self.target(p)?;
         let window = self.window_at(at)?;
         input::click(self.x()?, at.0, at.1, button, count)?;
@@ -243,6 +310,21 @@ impl Desktop {
             "scale": self.scale()?.0,
             "coordinates": COORDINATES,
         }))
+    }
+}
+
+/// The walk's notes, and a hint when it found no widgets at all.
+fn put_notes(v: &mut Value, walk: &Walk, none: bool) {
+    let mut notes = walk.notes.clone();
+    if none {
+        notes.push(
+            "no widgets: no application on the accessibility bus shows a window here (GTK and Qt programs \
+             register when accessibility is on)"
+                .into(),
+        );
+    }
+    if !notes.is_empty() {
+        v["widget_notes"] = json!(notes);
     }
 }
 

@@ -1,0 +1,169 @@
+//! HTTPS for both servers: the certificate and key, loaded once at start into a rustls
+//! configuration (the copy ureq already brings, with ring). The relay (`relay.rs`) terminates
+//! TLS on each connection with it; tiny_http behind sees plain HTTP on its private socket.
+//!
+//! Why not tiny_http's own `ssl-rustls`: it pins rustls 0.20, whose blocking stream loops for
+//! ever on a `close_notify` during the handshake (RUSTSEC-2024-0336, never fixed on 0.20), and
+//! it would put a second rustls and ring into the binary.
+//!
+//! `Client` is a connection as the relay sees it, plain or TLS: with TLS, reads decrypt (and
+//! drive the handshake, so the relay's head deadline bounds it too) and writes encrypt.
+//! A bad file is an error naming its config key. Key material is never logged.
+
+use rustls::ServerConnection;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{Shutdown, TcpStream};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::Path;
+use std::sync::Arc;
+
+/// The server side of TLS, built once from `server.tls_cert` and `server.tls_key`.
+pub type TlsConfig = Arc<rustls::ServerConfig>;
+
+/// Read the PEM certificate chain and private key. Errors name the config key and the file.
+pub fn load(cert_path: &Path, key_path: &Path) -> Result<TlsConfig, String> {
+    let read = |key: &str, path: &Path| {
+        std::fs::read(path).map_err(|e| format!("config key `{key}`: cannot read {}: {e}", path.display()))
+    };
+    let cert_pem = read("server.tls_cert", cert_path)?;
+    let certs = CertificateDer::pem_slice_iter(&cert_pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("config key `server.tls_cert`: {} is not PEM certificates: {e}", cert_path.display()))?;
+    if certs.is_empty() {
+        return Err(format!("config key `server.tls_cert`: no certificate in {}", cert_path.display()));
+    }
+    let key_pem = Zeroed(read("server.tls_key", key_path)?);
+    let key = PrivateKeyDer::from_pem_slice(&key_pem.0).map_err(|e| {
+        format!(
+            "config key `server.tls_key`: no usable private key in {} ({e}; PKCS#8, PKCS#1 or SEC1 PEM, unencrypted)",
+            key_path.display()
+        )
+    })?;
+    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| format!("TLS: {e}"))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map(Arc::new)
+        .map_err(|e| format!("config key `server.tls_key`: does not go with server.tls_cert ({e})"))
+}
+
+/// The key file's bytes, wiped when dropped.
+struct Zeroed(Vec<u8>);
+
+impl Drop for Zeroed {
+    fn drop(&mut self) {
+        self.0.iter_mut().for_each(|b| {
+            // SAFETY: a valid, aligned, exclusively borrowed byte; volatile so the wipe stays.
+            unsafe { std::ptr::write_volatile(b, 0) }
+        });
+    }
+}
+
+/// A client connection as the relay reads and writes it: plain TCP, or TLS over it.
+pub(super) enum Client<'a> {
+    Plain(&'a TcpStream),
+    Tls(Box<TlsClient<'a>>),
+}
+
+/// A rustls server connection and the socket it speaks over.
+pub(super) struct TlsClient<'a> {
+    conn: ServerConnection,
+    socket: &'a TcpStream,
+}
+
+impl<'a> Client<'a> {
+    pub fn new(socket: &'a TcpStream, tls: Option<&TlsConfig>) -> io::Result<Client<'a>> {
+        let Some(config) = tls else { return Ok(Client::Plain(socket)) };
+        let conn = ServerConnection::new(Arc::clone(config)).map_err(io::Error::other)?;
+        Ok(Client::Tls(Box::new(TlsClient { conn, socket })))
+    }
+
+    /// The TCP socket underneath (for timeouts).
+    pub fn socket(&self) -> &'a TcpStream {
+        match self {
+            Client::Plain(s) => s,
+            Client::Tls(t) => t.socket,
+        }
+    }
+
+    /// The socket, where the client's bytes are the request's own (plain TCP): splice(2) may
+    /// move them.
+    pub fn splice_fd(&self) -> Option<RawFd> {
+        match self {
+            Client::Plain(s) => Some(s.as_raw_fd()),
+            Client::Tls(_) => None,
+        }
+    }
+
+    /// Read what the client sent into `buf`: `Some(0)` at its end, `None` when only TLS
+    /// records (the handshake, a ticket) came, so the caller may check its deadline and call
+    /// again. Each call blocks in at most one read of the socket.
+    pub fn read_some(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        match self {
+            Client::Plain(s) => s.read(buf).map(Some),
+            Client::Tls(t) => t.read_some(buf),
+        }
+    }
+
+    pub fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        match self {
+            Client::Plain(s) => s.write_all(data),
+            Client::Tls(t) => t.write_all(data),
+        }
+    }
+
+    /// The end of the connection from our side: TLS says close_notify first.
+    pub fn close(&mut self) {
+        if let Client::Tls(t) = self {
+            t.conn.send_close_notify();
+            let _ = t.flush();
+        }
+        let _ = self.socket().shutdown(Shutdown::Write);
+    }
+}
+
+impl TlsClient<'_> {
+    fn read_some(&mut self, buf: &mut [u8]) -> io::Result<Option<usize>> {
+        match self.conn.reader().read(buf) {
+            Ok(n) => return Ok(Some(n)),
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+            // The socket ended without close_notify: an end all the same (a request cut
+            // short is refused by its framing).
+            Err(e) if e.kind() == ErrorKind::UnexpectedEof => return Ok(Some(0)),
+            Err(e) => return Err(e),
+        }
+        let mut socket = self.socket;
+        self.conn.read_tls(&mut socket)?;
+        let processed = self.conn.process_new_packets();
+        // Handshake replies and alerts go out even when processing failed.
+        let flushed = self.flush();
+        processed.map_err(|e| io::Error::new(ErrorKind::InvalidData, e))?;
+        flushed?;
+        Ok(None)
+    }
+
+    /// Encrypt `plain` and send it, in pieces when rustls's buffer is full.
+    fn write_all(&mut self, mut plain: &[u8]) -> io::Result<()> {
+        while !plain.is_empty() {
+            let k = self.conn.writer().write(plain)?;
+            plain = &plain[k..];
+            if k == 0 && !self.conn.wants_write() {
+                return Err(ErrorKind::WriteZero.into());
+            }
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    /// Send whatever rustls has queued (handshake, alerts, records).
+    fn flush(&mut self) -> io::Result<()> {
+        let mut socket = self.socket;
+        while self.conn.wants_write() {
+            self.conn.write_tls(&mut socket)?;
+        }
+        Ok(())
+    }
+}
