@@ -316,3 +316,104 @@ fn a_client_cannot_forge_the_address_the_routes_see() {
     assert!(reply.starts_with("HTTP/1.1 200"), "the forged address was believed: {reply}");
     assert!(reply.contains("wait"), "{reply}");
 }
+
+/// A rustls client trusting only the test CA at `ca`.
+fn tls_client(ca: &std::path::Path) -> std::sync::Arc<rustls::ClientConfig> {
+    use rustls::pki_types::CertificateDer;
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in CertificateDer::pem_file_iter(ca).unwrap() {
+        roots.add(cert.unwrap()).unwrap();
+    }
+    let config =
+        rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(rustls::crypto::ring::default_provider()))
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+    std::sync::Arc::new(config)
+}
+
+type TlsStream = rustls::StreamOwned<rustls::ClientConnection, TcpStream>;
+
+fn tls_connect(addr: &str, config: &std::sync::Arc<rustls::ClientConfig>) -> TlsStream {
+    let tcp = TcpStream::connect(addr).unwrap();
+    tcp.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    tcp.set_write_timeout(Some(Duration::from_secs(5))).unwrap();
+    let conn = rustls::ClientConnection::new(std::sync::Arc::clone(config), "127.0.0.1".try_into().unwrap()).unwrap();
+    rustls::StreamOwned::new(conn, tcp)
+}
+
+/// The first line of what comes back on `s` ("" if nothing did).
+fn tls_status_line(s: &mut TlsStream) -> String {
+    let mut line = String::new();
+    let _ = BufReader::new(s).read_line(&mut line);
+    line
+}
+
+/// The best of three `GET /health` over new TLS connections, handshake included; each 200.
+fn tls_health_time(addr: &str, config: &std::sync::Arc<rustls::ClientConfig>) -> Duration {
+    (0..3)
+        .map(|_| {
+            let t = Instant::now();
+            let mut s = tls_connect(addr, config);
+            s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+            let line = tls_status_line(&mut s);
+            assert!(line.starts_with("HTTP/1.1 200"), "/health over TLS: {line:?}");
+            t.elapsed()
+        })
+        .min()
+        .unwrap()
+}
+
+#[test]
+fn over_tls_stalled_handshakes_and_a_huge_head_leave_health_prompt() {
+    let dir = TempDir::new("tls-attack");
+    let certs = crate::tls::make_certs(dir.path());
+    let mut config = test_config(&dir.path().join("out"));
+    config.server.tls_cert = certs.cert.clone();
+    config.server.tls_key = certs.key.clone();
+    config.server.header_timeout_s = 2;
+    let d = TestDaemon::idle(config);
+    let api = d.api.trim_start_matches("https://").to_string();
+    let client = tls_client(&certs.ca);
+    let before = tls_health_time(&api, &client);
+
+    // 300 handshakes that stall: a record header promising a ClientHello, and one byte of it.
+    let stalled: Vec<TcpStream> = (0..300)
+        .map(|_| {
+            let mut s = TcpStream::connect(&api).unwrap();
+            s.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
+            s
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let beside_stalled = tls_health_time(&api, &client);
+
+    // A head that never ends, after a good handshake: refused 431 over TLS at 64 KiB.
+    let mut s = tls_connect(&api, &client);
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Filler: ").unwrap();
+    s.write_all(&vec![b'a'; 80 * 1024]).unwrap();
+    let during_head = tls_health_time(&api, &client);
+    let answer = tls_status_line(&mut s);
+    assert!(answer.starts_with("HTTP/1.1 431"), "an 80 KiB head over TLS: {answer:?}");
+    eprintln!(
+        "/health over TLS (handshake included): {before:?} alone, {beside_stalled:?} beside 300 stalled handshakes, {during_head:?} beside a huge head"
+    );
+    for took in [beside_stalled, during_head] {
+        assert!(took < PROMPT, "/health over TLS took {took:?} during the attack");
+    }
+
+    // The stalled handshakes are closed at the head deadline (2 s), not kept.
+    let t = Instant::now();
+    for mut s in stalled {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut rest = Vec::new();
+        let ended = s.read_to_end(&mut rest);
+        assert!(
+            ended.is_ok() || ended.as_ref().is_err_and(|e| e.kind() == std::io::ErrorKind::ConnectionReset),
+            "a stalled handshake was kept open: {ended:?}"
+        );
+    }
+    assert!(t.elapsed() < Duration::from_secs(4), "stalled handshakes closed after {:?}", t.elapsed());
+}
