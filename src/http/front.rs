@@ -8,6 +8,8 @@
 //! longest (no request in flight: silent since accept, between requests, or still sending its
 //! head), and is refused 503 when all are busy. A thread that cannot be spawned refuses its
 //! connection with 503; an accept error (out of descriptors) pauses the loop, never ends it.
+//! On an HTTPS port the relay terminates TLS itself (`tls::Client`), so all of this holds over
+//! TLS too; there a refused connection is closed unanswered (no answer precedes a handshake).
 
 use super::relay;
 use super::tls::{Client, TlsConfig};

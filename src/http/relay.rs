@@ -10,6 +10,10 @@
 //! `HOLD` bytes of it have come, so a client that declares a body and never sends it never
 //! takes a handler thread. Bodies are forwarded by their framing (length or chunked), so the
 //! next head on the connection is read here too.
+//!
+//! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
+//! the head deadline bounds the handshake as well; splice(2) serves plain TCP only. Buffers
+//! stay small on an idle connection: 4 KiB to read, and nothing for answers between requests.
 
 use super::front::{Limits, Slot};
 use super::splice::Pipe;
