@@ -35,7 +35,9 @@ const SMALL_BUFFER: usize = 4096;
 /// calls. (Over TLS a read yields at most a record, 16 KiB.)
 const BODY_BUFFER: usize = 256 * 1024;
 const TLS_BODY_BUFFER: usize = 32 * 1024;
-/// The response copy buffer: small for the many small answers, larger once an answer fills it.
+/// The response copy buffers: on the stack for the many small answers, on the heap and larger
+/// once an answer fills the one before.
+const SMALL_REPLY: usize = 2048;
 const REPLY_BUFFER: usize = 16 * 1024;
 const LARGE_REPLY_BUFFER: usize = 256 * 1024;
 /// The longest chunk-size or trailer line of a chunked body.
@@ -110,6 +112,7 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
         other => other?,
     }
     input.deadline = None;
+    input.release();
     copy_response(out.open(ctx)?, &mut input.client)?;
     Ok(!head.close)
 }
@@ -298,18 +301,22 @@ fn copy_exact(input: &mut Input<'_>, mut n: u64, out: &mut Out, ctx: &Ctx<'_>) -
 }
 
 /// tiny_http's answer, until it closes the inner connection. (Copied, not spliced: tiny_http
-/// writes in small pieces, and splice(2) measured no faster here.) The buffer lives only as
-/// long as the answer, so an idle connection holds none.
+/// writes in small pieces, and splice(2) measured no faster here.) A parked long poll waits
+/// here, so small answers go through a small buffer on the stack; a heap buffer is taken only
+/// once an answer fills that, and lives only as long as the answer.
 fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<(), Stop> {
-    let mut buf = vec![0; REPLY_BUFFER];
+    let mut small = [0u8; SMALL_REPLY];
+    let mut large = Vec::new();
     loop {
-        let n = upstream.read(&mut buf)?;
+        let buf: &mut [u8] = if large.is_empty() { &mut small } else { &mut large };
+        let n = upstream.read(buf)?;
         if n == 0 {
             return Ok(());
         }
+        let full = n == buf.len();
         client.write_all(&buf[..n])?;
-        if n == buf.len() && buf.len() < LARGE_REPLY_BUFFER {
-            buf.resize(LARGE_REPLY_BUFFER, 0);
+        if full && large.len() < LARGE_REPLY_BUFFER {
+            large.resize(if large.is_empty() { REPLY_BUFFER } else { LARGE_REPLY_BUFFER }, 0);
         }
     }
 }
@@ -418,6 +425,14 @@ impl<'a> Input<'a> {
         }
     }
 
+    /// While an answer is awaited (a parked poll may take minutes): no read buffer, unless it
+    /// holds the client's next request already.
+    fn release(&mut self) {
+        if self.start == self.end {
+            (self.buf, self.start, self.end) = (Vec::new(), 0, 0);
+        }
+    }
+
     /// Between requests: back to a small buffer and no pipe, so a connection that once
     /// carried a large head or body does not keep its memory while it idles.
     fn settle(&mut self) {
@@ -440,7 +455,7 @@ impl<'a> Input<'a> {
             self.start = 0;
         }
         if self.end == self.buf.len() {
-            self.grow((self.buf.len() * 2).min(MAX_HEAD));
+            self.grow((self.buf.len() * 2).clamp(SMALL_BUFFER, MAX_HEAD));
         }
         loop {
             let wait = match self.deadline {
