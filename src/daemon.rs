@@ -8,7 +8,7 @@
 use crate::config::Config;
 use crate::http::api::Api;
 use crate::http::worker_api::WorkerApi;
-use crate::http::{HttpServer, ServerSpec, TlsConfig};
+use crate::http::{ConnLimits, HttpServer, ServerSpec, TlsConfig};
 use crate::hub::{HubSettings, WorkerHub};
 use crate::session::{AgentFn, SessionManager};
 use crate::store::{DirLock, Store};
@@ -170,7 +170,7 @@ fn start_servers(
             threads: config.server.api_threads,
             tokenless: config.server.api_token.is_empty(),
             loopback,
-            io_timeout: config.io_timeout(),
+            limits: conn_limits(config),
             tls: tls.clone(),
         },
         stopping,
@@ -187,7 +187,7 @@ fn start_servers(
             threads: config.server.worker_threads,
             tokenless: config.server.worker_token.is_empty(),
             loopback,
-            io_timeout: config.io_timeout(),
+            limits: conn_limits(config),
             tls,
         },
         stopping,
@@ -195,6 +195,16 @@ fn start_servers(
     )
     .map_err(StartError)?;
     Ok((api, worker))
+}
+
+/// What bounds each connection on either port.
+fn conn_limits(config: &Config) -> ConnLimits {
+    ConnLimits {
+        max_connections: config.server.max_connections,
+        header_timeout: Duration::from_secs(config.server.header_timeout_s),
+        read_timeout: Duration::from_secs(config.server.read_timeout_s),
+        idle_timeout: config.io_timeout(),
+    }
 }
 
 fn spawn_reaper(parker: &Arc<Parker>) -> Result<JoinHandle<()>, StartError> {

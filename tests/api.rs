@@ -327,9 +327,12 @@ fn clients_that_declare_a_body_and_never_send_it_cannot_freeze_the_servers() {
         s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
         write!(s, "{head}\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n")
             .unwrap();
-        let mut status = String::new();
-        BufReader::new(&s).read_line(&mut status).unwrap();
-        assert!(status.starts_with("HTTP/1.1 40"), "answered at once: {status:?}");
+        // A body on GET is refused at once; a POST's head is held back until its body comes.
+        if i % 3 != 1 {
+            let mut status = String::new();
+            BufReader::new(&s).read_line(&mut status).unwrap();
+            assert!(status.starts_with("HTTP/1.1 400"), "answered at once: {status:?}");
+        }
         held.push(s); // open, the declared body never comes
     }
     let t = std::time::Instant::now();

@@ -9,6 +9,7 @@ mod api;
 mod browser_isolation;
 mod cli;
 mod confirmations;
+mod connections;
 mod console;
 mod desktop;
 mod desktop_atspi;

@@ -56,6 +56,13 @@ pub struct ServerConfig {
     /// The longest one write to a client may block (a client that stops reading); 0 = 30 s
     /// past the longest long poll (`long_poll_s`, and the API's 60 s log polls).
     pub io_timeout_s: u64,
+    /// Open connections per port at most; at the cap the longest-idle one makes room. 4096 by
+    /// default: 2 000 long-polling workers hold one worker-port connection each.
+    pub max_connections: usize,
+    /// Seconds a request head may take from its first byte (from the accept, for the first).
+    pub header_timeout_s: u64,
+    /// Seconds one read of a request body may wait.
+    pub read_timeout_s: u64,
     /// HTTPS on both ports: a PEM certificate chain and its private key ("" = plain HTTP).
     pub tls_cert: PathBuf,
     pub tls_key: PathBuf,
@@ -207,6 +214,9 @@ impl Default for ServerConfig {
             max_sessions: 256,
             max_workers: 1024,
             io_timeout_s: 0,
+            max_connections: 4096,
+            header_timeout_s: 10,
+            read_timeout_s: 30,
             tls_cert: PathBuf::new(),
             tls_key: PathBuf::new(),
         }
@@ -386,6 +396,13 @@ impl Config {
             return Err(ConfigError::key("server.worker_port", "must differ from server.api_port"));
         }
         positive("server.long_poll_s", self.server.long_poll_s)?;
+        positive("server.header_timeout_s", self.server.header_timeout_s)?;
+        positive("server.read_timeout_s", self.server.read_timeout_s)?;
+        at_most("server.header_timeout_s", self.server.header_timeout_s, 300)?;
+        at_most("server.read_timeout_s", self.server.read_timeout_s, 3_600)?;
+        if !(1..=100_000).contains(&self.server.max_connections) {
+            return Err(ConfigError::key("server.max_connections", "must be between 1 and 100000"));
+        }
         positive("server.worker_timeout_s", self.server.worker_timeout_s)?;
         at_most("server.long_poll_s", self.server.long_poll_s, 300)?;
         at_most("server.worker_timeout_s", self.server.worker_timeout_s, 86_400)?;

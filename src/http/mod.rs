@@ -10,11 +10,14 @@
 pub mod api;
 mod body;
 mod contain;
+mod front;
 mod guard;
 mod metrics;
 mod openapi;
 mod openapi_schemas;
+mod relay;
 mod server;
+mod splice;
 mod tls;
 mod web;
 pub mod worker_api;
@@ -24,8 +27,9 @@ pub use body::{
     split_url,
 };
 pub use contain::contained;
+pub use front::Limits as ConnLimits;
 pub use server::{HttpServer, ServerSpec};
-pub use tls::{TlsConfig, load as load_tls, peer_ip};
+pub use tls::{TlsConfig, load as load_tls};
 
 use crate::error::ApiError;
 use crate::wait::park::Responder;
@@ -113,6 +117,12 @@ pub fn error_response(err: &ApiError) -> HttpResponse {
         resp.add_header(header("WWW-Authenticate", "Bearer"));
     }
     resp
+}
+
+/// The client's IP address, as the front acceptor passed it on (tiny_http itself sees only
+/// its private Unix socket). The relay drops any such header a client sends.
+pub fn peer_ip(request: &Request) -> Option<std::net::IpAddr> {
+    header_value(request, relay::PEER_HEADER)?.parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
 }
 
 /// Answer a request, ignoring a client that already went away.

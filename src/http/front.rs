@@ -1,0 +1,216 @@
+//! The front acceptor: our own accept loop on a port, in front of tiny_http (which has no
+//! limits of its own: an unbounded head line, no read timeouts, a thread per connection and
+//! a panic when one cannot be spawned).
+//!
+//! Each accepted connection gets a thread of ours that relays it request by request
+//! (`relay.rs`) to tiny_http, which listens on a Unix socket in a private 0700 directory. At
+//! most `max_connections` are open per port; at the cap a new connection evicts the one idle
+//! longest (no request in flight: silent since accept, between requests, or still sending its
+//! head), and is refused 503 when all are busy. A thread that cannot be spawned refuses its
+//! connection with 503; an accept error (out of descriptors) pauses the loop, never ends it.
+//! On an HTTPS port the relay terminates TLS itself (`tls::Client`), so all of this holds over
+//! TLS too; there a refused connection is closed unanswered (no answer precedes a handshake).
+
+use super::relay;
+use super::tls::{Client, TlsConfig};
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::unix::net::UnixListener;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// What bounds each connection.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Open connections per port at most.
+    pub max_connections: usize,
+    /// From a head's first byte (from the accept, for the first) until its blank line.
+    pub header_timeout: Duration,
+    /// Each read of a request body.
+    pub read_timeout: Duration,
+    /// Each write to the client, a wait for tiny_http's answer (parked polls included), and
+    /// the silence allowed between two requests on one connection.
+    pub idle_timeout: Duration,
+}
+
+/// A running acceptor; dropping it without `stop` leaves its thread running. Declared after
+/// the tiny_http server wherever both are held, so the server is dropped first.
+pub struct Front {
+    listener: TcpListener,
+    stopping: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    dir: PathBuf,
+}
+
+impl Front {
+    /// Start relaying `listener`'s connections; tiny_http is to serve the returned listener.
+    pub fn start(
+        listener: TcpListener,
+        name: &str,
+        limits: Limits,
+        tls: Option<TlsConfig>,
+    ) -> std::io::Result<(Front, UnixListener)> {
+        let dir = private_dir(name)?;
+        let inner_path = dir.join("http.sock");
+        let inner = UnixListener::bind(&inner_path)?;
+        let stopping = Arc::new(AtomicBool::new(false));
+        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls });
+        let accept_from = listener.try_clone()?;
+        let stop = Arc::clone(&stopping);
+        let thread = std::thread::Builder::new()
+            .name(format!("{name}-accept"))
+            .spawn(move || accept_loop(&accept_from, &inner_path, &limits, &registry, &stop))?;
+        Ok((Front { listener, stopping, thread: Some(thread), dir }, inner))
+    }
+
+    /// Stop accepting; open connections finish on their own.
+    pub fn stop(&mut self) {
+        self.stopping.store(true, Ordering::Release);
+        // SAFETY: our own listening socket; shutting it down wakes the blocked `accept`.
+        unsafe { libc::shutdown(self.listener.as_raw_fd(), libc::SHUT_RDWR) };
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Front {
+    /// After tiny_http's own drop (it unblocks its accept thread through the socket).
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A fresh 0700 directory for the inner socket: only this user can reach tiny_http behind
+/// the limits (and no one can forge the peer header).
+fn private_dir(name: &str) -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = std::env::temp_dir().join(format!(
+        "agent-controller-{}-{name}-{:016x}",
+        std::process::id(),
+        crate::util::clock::random_u64()
+    ));
+    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+    Ok(dir)
+}
+
+fn accept_loop(listener: &TcpListener, inner: &Path, limits: &Limits, registry: &Arc<Registry>, stop: &AtomicBool) {
+    let mut last_complaint: Option<Instant> = None;
+    loop {
+        match listener.accept() {
+            _ if stop.load(Ordering::Acquire) => return,
+            Ok((client, peer)) => admit(client, peer, inner, limits, registry),
+            Err(e) => {
+                // Out of descriptors or memory: the kernel keeps the queue; try again shortly.
+                if last_complaint.is_none_or(|t| t.elapsed() > Duration::from_secs(60)) {
+                    log::warn!("cannot accept a connection ({e}); retrying");
+                    last_complaint = Some(Instant::now());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
+    }
+}
+
+/// Give a new connection a slot and a thread, or refuse it with 503.
+fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, registry: &Arc<Registry>) {
+    let Some(id) = registry.admit(&client, limits.max_connections) else {
+        return refuse(&client, registry, "too many open connections; try again");
+    };
+    let _ = client.set_nodelay(true);
+    let _ = client.set_write_timeout(Some(limits.idle_timeout));
+    let slot = Slot { registry: Arc::clone(registry), id, accepted: Instant::now() };
+    let (inner, limits, tls) = (inner.to_path_buf(), limits.clone(), registry.tls.clone());
+    // The thread takes the descriptor, not the stream: if it cannot start, the stream is
+    // still ours to answer on.
+    let fd = client.into_raw_fd();
+    let spawned = std::thread::Builder::new().name("conn".into()).stack_size(128 * 1024).spawn(move || {
+        // SAFETY: `fd` was given up by `into_raw_fd` above and is owned by this thread alone.
+        let client = unsafe { TcpStream::from_raw_fd(fd) };
+        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            relay::serve(&client, tls.as_ref(), peer, &inner, &limits, &slot);
+        }));
+        if served.is_err() {
+            log::error!("the relay of a connection from {peer} panicked; the connection is closed");
+        }
+        // Out of the registry before the descriptor closes, so eviction never hits a reused one.
+        slot.registry.remove(slot.id);
+        drop(client);
+    });
+    if let Err(e) = spawned {
+        // SAFETY: the thread never ran, so `fd` is still ours alone.
+        let client = unsafe { TcpStream::from_raw_fd(fd) };
+        registry.remove(id);
+        log::warn!("cannot start a thread for a connection from {peer} ({e}); refused");
+        refuse(&client, registry, "cannot take more connections now; try again");
+    }
+}
+
+/// A 503 written without blocking the accept loop, then the connection closed. (Over TLS
+/// there is no answer before a handshake, which the accept loop cannot wait for: just closed.)
+fn refuse(client: &TcpStream, registry: &Registry, why: &str) {
+    if registry.tls.is_none() {
+        let _ = client.set_nonblocking(true);
+        relay::answer(&mut Client::Plain(client), 503, why);
+    }
+}
+
+/// The open connections of a port, and which of them have no request in flight.
+struct Registry {
+    open: Mutex<HashMap<u64, Entry>>,
+    next_id: AtomicU64,
+    /// The port's TLS, if it speaks HTTPS.
+    tls: Option<TlsConfig>,
+}
+
+struct Entry {
+    fd: RawFd,
+    /// Since when the connection has had no request in flight; `None` while one is.
+    idle_since: Option<Instant>,
+}
+
+impl Registry {
+    fn admit(&self, client: &TcpStream, cap: usize) -> Option<u64> {
+        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if open.len() >= cap {
+            let oldest = open.iter().filter_map(|(id, e)| Some((*id, e.idle_since?))).min_by_key(|(_, t)| *t)?;
+            if let Some(e) = open.remove(&oldest.0) {
+                // SAFETY: the entry is removed before its thread closes the descriptor (see
+                // `admit`), and we hold the lock, so the fd is still that connection's.
+                unsafe { libc::shutdown(e.fd, libc::SHUT_RDWR) };
+            }
+        }
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        open.insert(id, Entry { fd: client.as_raw_fd(), idle_since: Some(Instant::now()) });
+        Some(id)
+    }
+
+    fn remove(&self, id: u64) {
+        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
+    }
+}
+
+/// A connection's place in the registry, held by its relay thread.
+pub struct Slot {
+    registry: Arc<Registry>,
+    id: u64,
+    pub accepted: Instant,
+}
+
+impl Slot {
+    /// Mark a request in flight (not evictable) or finished.
+    pub fn set_busy(&self, busy: bool) {
+        let mut open = self.registry.open.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(e) = open.get_mut(&self.id) {
+            match (busy, e.idle_since) {
+                (true, _) => e.idle_since = None,
+                (false, None) => e.idle_since = Some(Instant::now()),
+                (false, Some(_)) => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,568 @@
+//! One client connection, relayed request by request to tiny_http over a private Unix socket
+//! (see `front.rs`). Each request head is read here first: at most `MAX_HEAD` bytes, within
+//! `header_timeout` of its first byte (of the accept, for the first request), or the connection
+//! is answered 431/408 and closed. Every read from the client is bounded by `read_timeout`.
+//!
+//! A request reaches tiny_http on an inner connection of its own, with `Connection: close` and
+//! the client's address in `PEER_HEADER` (any such header from the client is dropped), so the
+//! inner connection's end marks the end of the response and this thread knows which
+//! connections have a request in flight. The head is held back until the body is complete or
+//! `HOLD` bytes of it have come, so a client that declares a body and never sends it never
+//! takes a handler thread. Bodies are forwarded by their framing (length or chunked), so the
+//! next head on the connection is read here too.
+//!
+//! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
+//! the head deadline bounds the handshake as well; splice(2) serves plain TCP only. Buffers
+//! stay small on an idle connection: 4 KiB to read, and nothing for answers between requests.
+
+use super::front::{Limits, Slot};
+use super::splice::Pipe;
+use super::tls::{Client, TlsConfig};
+use std::io::{self, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The longest request head accepted (request line and headers together).
+pub const MAX_HEAD: usize = 64 * 1024;
+/// Body bytes gathered before the request is handed on (all of it, if smaller).
+const HOLD: usize = 64 * 1024;
+/// The read buffer at first, and again after a request that grew it.
+const SMALL_BUFFER: usize = 4096;
+/// The read buffer for a large body where splice(2) cannot serve: larger reads, fewer system
+/// calls. (Over TLS a read yields at most a record, 16 KiB.)
+const BODY_BUFFER: usize = 256 * 1024;
+const TLS_BODY_BUFFER: usize = 32 * 1024;
+/// The response copy buffers: on the stack for the many small answers, on the heap and larger
+/// once an answer fills the one before.
+const SMALL_REPLY: usize = 2048;
+const REPLY_BUFFER: usize = 16 * 1024;
+const LARGE_REPLY_BUFFER: usize = 256 * 1024;
+/// The longest chunk-size or trailer line of a chunked body.
+const MAX_CHUNK_LINE: usize = 4096;
+/// The header carrying the client's address to the routes.
+pub const PEER_HEADER: &str = "X-Agent-Controller-Peer";
+
+/// Why a connection ends early: an answer for the client, or none (it went away or timed out
+/// between requests).
+enum Stop {
+    Answer(u16, &'static str),
+    Quiet,
+}
+
+impl From<io::Error> for Stop {
+    fn from(_: io::Error) -> Stop {
+        Stop::Quiet
+    }
+}
+
+/// Serve one client connection until it closes, fails a limit or is evicted.
+pub(super) fn serve(
+    socket: &TcpStream,
+    tls: Option<&TlsConfig>,
+    peer: SocketAddr,
+    inner: &Path,
+    limits: &Limits,
+    slot: &Slot,
+) {
+    let ctx = Ctx { peer, inner, limits, slot };
+    let Ok(client) = Client::new(socket, tls) else { return };
+    let mut input = Input::new(client, limits.read_timeout);
+    let mut first = Some(slot.accepted);
+    loop {
+        slot.set_busy(false);
+        let outcome = relay_one(&mut input, first.take(), &ctx);
+        input.settle();
+        match outcome {
+            Ok(true) => continue,
+            Ok(false) | Err(Stop::Quiet) => break,
+            Err(Stop::Answer(status, why)) => {
+                answer(&mut input.client, status, why);
+                return;
+            }
+        }
+    }
+    input.client.close();
+}
+
+/// What every step of a connection's relay needs.
+struct Ctx<'a> {
+    peer: SocketAddr,
+    inner: &'a Path,
+    limits: &'a Limits,
+    slot: &'a Slot,
+}
+
+/// Relay one request and its response; `Ok(true)` if the connection may carry another.
+fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) -> Result<bool, Stop> {
+    let Some(head_len) = read_head(input, accepted, ctx.limits)? else { return Ok(false) };
+    let head = parse_head(&input.available()[..head_len - 4], ctx.peer)?;
+    input.consume(head_len);
+    if head.expect_continue && head.framing != Framing::Length(0) {
+        input.client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+    }
+    let mut out = Out::Held(head.inner);
+    match forward_body(input, &head.framing, &mut out, ctx) {
+        // Still held: no handler saw it, so the client hears why.
+        Err(Stop::Quiet) if input.timed_out && !out.is_open() => {
+            return Err(Stop::Answer(408, "request body not received in time"));
+        }
+        other => other?,
+    }
+    input.deadline = None;
+    input.release();
+    copy_response(out.open(ctx)?, &mut input.client)?;
+    Ok(!head.close)
+}
+
+/// Wait for a request head; its length including the blank line, or `None` for a clean close.
+fn read_head(input: &mut Input<'_>, accepted: Option<Instant>, limits: &Limits) -> Result<Option<usize>, Stop> {
+    match accepted {
+        Some(at) => input.deadline = Some(at + limits.header_timeout),
+        None if input.available().is_empty() => {
+            // Between requests: an idle keep-alive connection may wait as long as a write may.
+            input.deadline = Some(Instant::now() + limits.idle_timeout);
+            match input.fill() {
+                Ok(0) => return Ok(None),
+                Ok(_) => {}
+                Err(_) => return Ok(None),
+            }
+            input.deadline = Some(Instant::now() + limits.header_timeout);
+        }
+        None => input.deadline = Some(Instant::now() + limits.header_timeout),
+    }
+    let mut searched = 0;
+    loop {
+        if let Some(end) = find(input.available(), searched, b"\r\n\r\n") {
+            return Ok(Some(end + 4));
+        }
+        searched = input.available().len();
+        if input.available().len() >= MAX_HEAD {
+            return Err(Stop::Answer(431, "request head larger than 64 KiB"));
+        }
+        match input.fill() {
+            Ok(0) => return Ok(None),
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::TimedOut && !input.available().is_empty() => {
+                return Err(Stop::Answer(408, "request head not received in time"));
+            }
+            Err(_) => return Ok(None),
+        }
+    }
+}
+
+#[derive(Debug, PartialEq)]
+enum Framing {
+    Length(u64),
+    Chunked,
+}
+
+struct Head {
+    framing: Framing,
+    /// The connection ends after this request (HTTP/1.0 or `Connection: close`).
+    close: bool,
+    expect_continue: bool,
+    /// The head as tiny_http gets it.
+    inner: Vec<u8>,
+}
+
+/// Check a head (without its blank line) and rewrite it for tiny_http: the client's
+/// `Connection`, `Expect` and `PEER_HEADER` go, `Connection: close` and ours come.
+fn parse_head(raw: &[u8], peer: SocketAddr) -> Result<Head, Stop> {
+    let text =
+        std::str::from_utf8(raw).ok().filter(|t| t.is_ascii()).ok_or(Stop::Answer(400, "request head is not ASCII"))?;
+    let mut lines = text.split("\r\n");
+    let request_line = lines.next().unwrap_or("");
+    let mut parts = request_line.split(' ');
+    let (method, target, version) = (parts.next(), parts.next(), parts.next());
+    if method.is_none_or(str::is_empty) || target.is_none_or(str::is_empty) || parts.next().is_some() {
+        return Err(Stop::Answer(400, "malformed request line"));
+    }
+    let http10 = match version {
+        Some("HTTP/1.1") => false,
+        Some("HTTP/1.0") => true,
+        _ => return Err(Stop::Answer(505, "only HTTP/1.0 and HTTP/1.1 are served")),
+    };
+    let mut head = Head { framing: Framing::Length(0), close: http10, expect_continue: false, inner: Vec::new() };
+    let (mut length, mut chunked) = (None::<u64>, false);
+    head.inner.extend_from_slice(request_line.as_bytes());
+    head.inner.extend_from_slice(b"\r\n");
+    for line in lines {
+        let (name, value) = line.split_once(':').unwrap_or((line, ""));
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("Content-Length") {
+            let n = value.parse::<u64>().map_err(|_| Stop::Answer(400, "bad Content-Length"))?;
+            if length.is_some_and(|l| l != n) {
+                return Err(Stop::Answer(400, "conflicting Content-Length headers"));
+            }
+            length = Some(n);
+        } else if name.eq_ignore_ascii_case("Transfer-Encoding") {
+            if !value.eq_ignore_ascii_case("chunked") {
+                return Err(Stop::Answer(501, "only the chunked transfer coding is accepted"));
+            }
+            chunked = true;
+        } else if name.eq_ignore_ascii_case("Connection") {
+            head.close |= value.to_ascii_lowercase().contains("close");
+            continue;
+        } else if name.eq_ignore_ascii_case("Expect") {
+            if !value.eq_ignore_ascii_case("100-continue") {
+                return Err(Stop::Answer(417, "only Expect: 100-continue is understood"));
+            }
+            head.expect_continue = true;
+            continue;
+        } else if name.eq_ignore_ascii_case(PEER_HEADER) {
+            continue;
+        }
+        head.inner.extend_from_slice(line.as_bytes());
+        head.inner.extend_from_slice(b"\r\n");
+    }
+    head.framing = match (chunked, length) {
+        (true, Some(_)) => return Err(Stop::Answer(400, "both Content-Length and Transfer-Encoding")),
+        (true, None) => Framing::Chunked,
+        (false, n) => Framing::Length(n.unwrap_or(0)),
+    };
+    let bodiless = ["GET", "HEAD", "DELETE"].contains(&method.unwrap_or(""));
+    match head.framing {
+        Framing::Length(n) if n > super::guard::safe_drain_bytes() as u64 => {
+            return Err(Stop::Answer(413, "request body far beyond any limit"));
+        }
+        // As the pool's guard would (`refuse_body_on_bodiless`), but at once: such a body
+        // is not waited for.
+        Framing::Chunked if bodiless => return Err(Stop::Answer(400, "this method takes no body")),
+        Framing::Length(n) if bodiless && n > 1024 => return Err(Stop::Answer(400, "this method takes no body")),
+        _ => {}
+    }
+    head.inner.extend_from_slice(format!("Connection: close\r\n{PEER_HEADER}: {peer}\r\n\r\n").as_bytes());
+    Ok(head)
+}
+
+/// Forward a body by its framing; the head goes out with the first `HOLD` bytes of it.
+fn forward_body(input: &mut Input<'_>, framing: &Framing, out: &mut Out, ctx: &Ctx<'_>) -> Result<(), Stop> {
+    match *framing {
+        Framing::Length(n) => {
+            if n > HOLD as u64 {
+                input.grow_for_body();
+            }
+            copy_exact(input, n, out, ctx)
+        }
+        Framing::Chunked => loop {
+            let line = input.line(MAX_CHUNK_LINE)?;
+            out.write(&line, ctx)?;
+            let size = std::str::from_utf8(&line[..line.len() - 2])
+                .ok()
+                .and_then(|l| u64::from_str_radix(l.split(';').next().unwrap_or("").trim(), 16).ok())
+                .ok_or(Stop::Answer(400, "bad chunk size"))?;
+            if size == 0 {
+                // Trailers, up to the blank line.
+                loop {
+                    let trailer = input.line(MAX_CHUNK_LINE)?;
+                    out.write(&trailer, ctx)?;
+                    if trailer == b"\r\n" {
+                        return Ok(());
+                    }
+                }
+            }
+            copy_exact(input, size, out, ctx)?;
+            let end = input.line(2)?;
+            if end != b"\r\n" {
+                return Err(Stop::Answer(400, "chunk data longer than its size"));
+            }
+            out.write(&end, ctx)?;
+        },
+    }
+}
+
+/// Copy exactly `n` body bytes from the client.
+fn copy_exact(input: &mut Input<'_>, mut n: u64, out: &mut Out, ctx: &Ctx<'_>) -> Result<(), Stop> {
+    while n > 0 {
+        if input.available().is_empty() {
+            // Past the held part, straight from socket to socket.
+            if let Out::Open(to) = out
+                && let Some(moved) = input.splice_to(to.as_raw_fd(), n)?
+            {
+                n -= moved as u64;
+                continue;
+            }
+            if input.fill()? == 0 {
+                return Err(Stop::Quiet);
+            }
+        }
+        let take = input.available().len().min(usize::try_from(n).unwrap_or(usize::MAX));
+        out.write(&input.available()[..take], ctx)?;
+        if out.is_open() {
+            input.deadline = None;
+        }
+        input.consume(take);
+        n -= take as u64;
+    }
+    Ok(())
+}
+
+/// tiny_http's answer, until it closes the inner connection. (Copied, not spliced: tiny_http
+/// writes in small pieces, and splice(2) measured no faster here.) A parked long poll waits
+/// here, so small answers go through a small buffer on the stack; a heap buffer is taken only
+/// once an answer fills that, and lives only as long as the answer.
+fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<(), Stop> {
+    let mut small = [0u8; SMALL_REPLY];
+    let mut large = Vec::new();
+    loop {
+        let buf: &mut [u8] = if large.is_empty() { &mut small } else { &mut large };
+        let n = upstream.read(buf)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let full = n == buf.len();
+        client.write_all(&buf[..n])?;
+        if full && large.len() < LARGE_REPLY_BUFFER {
+            large.resize(if large.is_empty() { REPLY_BUFFER } else { LARGE_REPLY_BUFFER }, 0);
+        }
+    }
+}
+
+/// Where a request goes: held here until it is worth a handler thread, then the inner socket.
+enum Out {
+    Held(Vec<u8>),
+    Open(UnixStream),
+}
+
+impl Out {
+    fn write(&mut self, data: &[u8], ctx: &Ctx<'_>) -> io::Result<()> {
+        match self {
+            Out::Held(held) if held.len() + data.len() < HOLD => {
+                held.extend_from_slice(data);
+                Ok(())
+            }
+            Out::Held(_) => self.open(ctx)?.write_all(data),
+            Out::Open(stream) => stream.write_all(data),
+        }
+    }
+
+    fn is_open(&self) -> bool {
+        matches!(self, Out::Open(_))
+    }
+
+    /// The inner connection, opened (and the held bytes sent) if it was not yet. From then
+    /// on the connection has a request in flight and may not be evicted.
+    fn open(&mut self, ctx: &Ctx<'_>) -> io::Result<&mut UnixStream> {
+        if let Out::Held(held) = self {
+            let held = std::mem::take(held);
+            ctx.slot.set_busy(true);
+            *self = Out::Open(connect(ctx.inner, ctx.limits, &held)?);
+        }
+        match self {
+            Out::Open(stream) => Ok(stream),
+            Out::Held(_) => Err(ErrorKind::NotConnected.into()),
+        }
+    }
+}
+
+fn connect(inner: &Path, limits: &Limits, held: &[u8]) -> io::Result<UnixStream> {
+    let mut stream = UnixStream::connect(inner)?;
+    // A response waits at most as long as a parked poll; a handler not reading, as long
+    // as a client may stall a write.
+    stream.set_read_timeout(Some(limits.idle_timeout))?;
+    stream.set_write_timeout(Some(limits.idle_timeout))?;
+    stream.write_all(held)?;
+    Ok(stream)
+}
+
+/// The client's bytes, read ahead into a buffer, each read bounded by `per_read` and the
+/// current `deadline`.
+struct Input<'a> {
+    client: Client<'a>,
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    deadline: Option<Instant>,
+    per_read: Duration,
+    timeout_set: Option<Duration>,
+    /// The last `fill` failed for time.
+    timed_out: bool,
+    /// For splice(2), made at the first large transfer; `no_splice` once it proved unusable.
+    pipe: Option<Pipe>,
+    no_splice: bool,
+}
+
+impl<'a> Input<'a> {
+    fn new(client: Client<'a>, per_read: Duration) -> Input<'a> {
+        Input {
+            client,
+            buf: vec![0; SMALL_BUFFER],
+            start: 0,
+            end: 0,
+            deadline: None,
+            per_read,
+            timeout_set: None,
+            timed_out: false,
+            pipe: None,
+            no_splice: false,
+        }
+    }
+
+    fn available(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+    }
+
+    fn grow(&mut self, size: usize) {
+        if self.buf.len() < size {
+            self.buf.resize(size, 0);
+        }
+    }
+
+    /// A large body's buffer: large only where splice(2) does not carry the body.
+    fn grow_for_body(&mut self) {
+        match self.client {
+            // Only the held part is read here; splice(2) moves the rest.
+            Client::Plain(_) if !self.no_splice => self.grow(HOLD),
+            Client::Plain(_) => self.grow(BODY_BUFFER),
+            Client::Tls(_) => self.grow(TLS_BODY_BUFFER),
+        }
+    }
+
+    /// While an answer is awaited (a parked poll may take minutes): no read buffer, unless it
+    /// holds the client's next request already.
+    fn release(&mut self) {
+        if self.start == self.end {
+            (self.buf, self.start, self.end) = (Vec::new(), 0, 0);
+        }
+    }
+
+    /// Between requests: back to a small buffer and no pipe, so a connection that once
+    /// carried a large head or body does not keep its memory while it idles.
+    fn settle(&mut self) {
+        self.pipe = None;
+        let left = self.end - self.start;
+        if self.buf.len() > SMALL_BUFFER && left <= SMALL_BUFFER {
+            self.buf.copy_within(self.start..self.end, 0);
+            (self.start, self.end) = (0, left);
+            self.buf.truncate(SMALL_BUFFER);
+            self.buf.shrink_to_fit();
+        }
+    }
+
+    /// Read more (growing a full buffer up to `MAX_HEAD`); 0 at the end of the stream,
+    /// `TimedOut` past the deadline.
+    fn fill(&mut self) -> io::Result<usize> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            self.grow((self.buf.len() * 2).clamp(SMALL_BUFFER, MAX_HEAD));
+        }
+        loop {
+            let wait = match self.deadline {
+                Some(d) => d.saturating_duration_since(Instant::now()).min(self.per_read),
+                None => self.per_read,
+            };
+            self.timed_out = wait.is_zero();
+            if self.timed_out {
+                return Err(ErrorKind::TimedOut.into());
+            }
+            self.set_timeout(wait)?;
+            match self.client.read_some(&mut self.buf[self.end..]) {
+                Ok(Some(n)) => {
+                    self.end += n;
+                    return Ok(n);
+                }
+                // TLS records without request bytes (a handshake): the deadline again.
+                Ok(None) => {}
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    self.timed_out = true;
+                    return Err(ErrorKind::TimedOut.into());
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// The socket's receive timeout, rounded up to whole milliseconds so nearby deadlines
+    /// share one setsockopt.
+    fn set_timeout(&mut self, wait: Duration) -> io::Result<()> {
+        let wait = Duration::from_millis(wait.as_millis().max(1).try_into().unwrap_or(u64::MAX));
+        if self.timeout_set != Some(wait) {
+            self.client.socket().set_read_timeout(Some(wait))?;
+            self.timeout_set = Some(wait);
+        }
+        Ok(())
+    }
+
+    fn pipe(&mut self) -> Option<&mut Pipe> {
+        if self.pipe.is_none() && !self.no_splice {
+            self.pipe = Pipe::new().ok();
+            self.no_splice = self.pipe.is_none();
+        }
+        self.pipe.as_mut()
+    }
+
+    /// Move up to `max` body bytes from the client straight to `to` (each read bounded by
+    /// `per_read`); `None` where splice(2) cannot be used.
+    fn splice_to(&mut self, to: std::os::fd::RawFd, max: u64) -> Result<Option<usize>, Stop> {
+        let Some(from) = self.client.splice_fd() else { return Ok(None) };
+        self.set_timeout(self.per_read)?;
+        let Some(pipe) = self.pipe() else { return Ok(None) };
+        match pipe.transfer(from, to, usize::try_from(max).unwrap_or(usize::MAX)) {
+            Ok(0) => Err(Stop::Quiet),
+            Ok(n) => Ok(Some(n)),
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                self.no_splice = true;
+                Ok(None)
+            }
+            Err(_) => Err(Stop::Quiet),
+        }
+    }
+
+    /// One CRLF-terminated line of at most `cap` bytes, CRLF included.
+    fn line(&mut self, cap: usize) -> Result<Vec<u8>, Stop> {
+        let mut searched = 0;
+        loop {
+            if let Some(at) = find(self.available(), searched, b"\r\n") {
+                let line = self.available()[..at + 2].to_vec();
+                self.consume(at + 2);
+                return Ok(line);
+            }
+            if self.available().len() > cap {
+                return Err(Stop::Answer(400, "chunked body line too long"));
+            }
+            searched = self.available().len();
+            if self.fill()? == 0 {
+                return Err(Stop::Quiet);
+            }
+        }
+    }
+}
+
+/// Where `needle` starts in `hay`, looking only at what is new since `searched` bytes (a
+/// byte-at-a-time client must not make each read rescan the whole head).
+fn find(hay: &[u8], searched: usize, needle: &[u8]) -> Option<usize> {
+    let from = searched.saturating_sub(needle.len() - 1);
+    hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|at| at + from)
+}
+
+/// A JSON error for a request refused before tiny_http saw it; the connection then closes.
+pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
+    let (reason, code) = match status {
+        408 => ("Request Timeout", "timeout"),
+        413 => ("Payload Too Large", "too_large"),
+        417 => ("Expectation Failed", "bad_request"),
+        431 => ("Request Header Fields Too Large", "too_large"),
+        501 => ("Not Implemented", "bad_request"),
+        503 => ("Service Unavailable", "unavailable"),
+        505 => ("HTTP Version Not Supported", "bad_request"),
+        _ => ("Bad Request", "bad_request"),
+    };
+    let body = serde_json::json!({"error": why, "code": code}).to_string();
+    let text = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = client.write_all(text.as_bytes());
+    client.close();
+}
