@@ -98,6 +98,13 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
     let mut child = ChildGuard(child);
     let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
     let (api, worker, _) = read_bound_addresses(&mut stderr);
+    // `serve` re-executed itself once (same pid) with glibc's thread cache off, keeping its name.
+    let pid = child.0.id();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    let environ = String::from_utf8_lossy(&environ);
+    assert!(environ.contains("AGENT_CONTROLLER_MALLOC_TUNED=1"), "not re-executed");
+    assert!(environ.contains("glibc.malloc.tcache_count=0"), "GLIBC_TUNABLES not set");
+    assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim(), "agent-controlle");
     let c = Client::new(api, None);
     let w = Client::new(worker, None);
     let (worker_id, w) = register_as(&w, json!({"hostname": "h", "capabilities": ["browser"]}));

@@ -10,6 +10,9 @@
 use std::ffi::OsString;
 
 const TUNABLES: &str = "GLIBC_TUNABLES";
+/// Set on the re-executed process: never a second exec, even if glibc dropped the setting
+/// (it does for set-user-ID programs).
+const REEXECUTED: &str = "AGENT_CONTROLLER_MALLOC_TUNED";
 /// No per-thread cache, and two arenas rather than eight per core: with thousands of threads
 /// each arena kept its own free space (the scale bench: 89–93 MiB with the default arenas,
 /// 82–87 MiB with two, the step time unchanged).
@@ -20,7 +23,7 @@ const FEW_CACHES: &str = "glibc.malloc.tcache_count=0:glibc.malloc.arena_max=2";
 /// re-execute (already set, or the exec failed: the daemon then runs with glibc's default).
 pub fn drop_thread_caches() {
     let current = std::env::var_os(TUNABLES).unwrap_or_default();
-    if current.to_string_lossy().contains("glibc.malloc.tcache_count") {
+    if std::env::var_os(REEXECUTED).is_some() || current.to_string_lossy().contains("glibc.malloc.tcache_count") {
         return;
     }
     let mut tunables = current.clone();
@@ -35,7 +38,10 @@ fn reexec_with(tunables: OsString) {
     use std::os::unix::process::CommandExt;
     let mut args = std::env::args_os();
     let Some(argv0) = args.next() else { return };
-    // /proc/self/exe, not argv[0]: the same binary even if the path was relative or replaced.
-    let error = std::process::Command::new("/proc/self/exe").arg0(argv0).args(args).env(TUNABLES, tunables).exec();
+    // The binary's own path, not argv[0] (which may be relative or a bare name looked up in
+    // PATH); not /proc/self/exe either, which would rename the process "exe" for ps and pgrep.
+    let Ok(binary) = std::env::current_exe() else { return };
+    let error =
+        std::process::Command::new(binary).arg0(argv0).args(args).env(TUNABLES, tunables).env(REEXECUTED, "1").exec();
     log::debug!("could not re-execute with glibc's thread cache off: {error}");
 }
