@@ -16,7 +16,7 @@ use crate::session::{LOG_WAIT_MAX, Session, SessionManager};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
-use tiny_http::{Method, Request, Response};
+use tiny_http::{Method, Request};
 
 pub const JSON_LIMIT: usize = 1024 * 1024;
 
@@ -169,23 +169,23 @@ impl Api {
         if web::fresh(request, &etag) {
             return Ok(web::not_modified(vec![http::header("ETag", &etag)]));
         }
-        let file = std::fs::File::open(&path)
-            .map_err(|e| ApiError::NotFound(format!("file {name:?} cannot be opened: {e}")))?;
-        let response = Response::new(
-            200.into(),
-            vec![
+        let opened = std::fs::File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f)));
+        let (length, file) = opened.map_err(|e| ApiError::NotFound(format!("file {name:?} cannot be opened: {e}")))?;
+        // Streamed by us in large writes: tiny_http would copy a file 8 KiB at a time, and
+        // each piece would cost the front's relay a wake-up (2.0 GB/s → 0.6–0.8 GB/s).
+        Ok(Reply::Stream(http::Stream {
+            headers: vec![
                 http::header("Content-Type", content_type(name)),
                 http::header("Content-Disposition", &content_disposition(name)),
                 http::header("ETag", &etag),
                 http::header("Cache-Control", "private, no-cache"),
             ],
-            Box::new(file) as http::Body,
-            Some(size as usize),
-            None,
-        )
-        // Known length: send Content-Length, never chunked (tiny_http chunks above 32 KiB).
-        .with_chunked_threshold(usize::MAX);
-        Ok(Reply::Response(response))
+            length: Some(length),
+            write: Box::new(move |out| match std::io::copy(&mut std::io::Read::take(file, length), out)? {
+                n if n == length => Ok(()),
+                n => Err(std::io::Error::other(format!("the file shrank to {n} of {length} bytes while being sent"))),
+            }),
+        }))
     }
 
     /// Stream a zip straight onto the connection; nothing is built in memory.
@@ -196,6 +196,7 @@ impl Api {
                 http::header("Content-Type", "application/zip"),
                 http::header("Content-Disposition", &content_disposition(&format!("{}.zip", session.id))),
             ],
+            length: None,
             write: Box::new(move |out| crate::store::write_zip(&files, out).map_err(std::io::Error::other)),
         }))
     }

@@ -50,10 +50,12 @@ pub enum Reply {
     Stream(Stream),
 }
 
-/// A 200 whose body is written by `write` onto the socket, chunked by us: no pipe, no second
-/// thread between the writer and the client.
+/// A 200 whose body is written by `write` onto the socket, in large writes, chunked by us
+/// unless its length is known: no pipe, no second thread between the writer and the client.
 pub struct Stream {
     pub headers: Vec<Header>,
+    /// Sent as Content-Length; `write` must then write exactly this many bytes.
+    pub length: Option<u64>,
     pub write: WriteBody,
 }
 
@@ -182,13 +184,17 @@ pub fn finish(request: Request, result: Result<Reply, ApiError>) {
     }
 }
 
-/// Write the head by hand, then the body in chunks, then the last chunk: the connection stays
-/// usable (tiny_http goes on reading it), so the body must be framed.
+/// Write the head by hand, then the body (in chunks, then the last chunk, when its length is
+/// not known): the connection stays usable (tiny_http goes on reading it), so the body must
+/// be framed.
 fn stream(request: Request, body: Stream) {
     use std::io::Write;
     let head_only = *request.method() == tiny_http::Method::Head;
     let url = request.url().escape_debug().to_string();
-    let mut head = String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n");
+    let mut head = match body.length {
+        Some(n) => format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n"),
+        None => String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"),
+    };
     for h in &body.headers {
         head.push_str(&format!("{}: {}\r\n", h.field, h.value));
     }
@@ -197,6 +203,11 @@ fn stream(request: Request, body: Stream) {
     let written = raw.write_all(head.as_bytes()).and_then(|()| {
         if head_only {
             return Ok(());
+        }
+        if body.length.is_some() {
+            let mut out = std::io::BufWriter::with_capacity(256 * 1024, &mut raw);
+            (body.write)(&mut out)?;
+            return out.flush();
         }
         let mut chunked = std::io::BufWriter::with_capacity(256 * 1024, Chunked(&mut raw));
         (body.write)(&mut chunked)?;
