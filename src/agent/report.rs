@@ -11,13 +11,13 @@ use crate::session::AgentOutcome;
 use serde_json::json;
 use std::sync::Arc;
 
-/// How much of the conversation the journal already holds.
 /// A `message` line of the journal, serialized without a copy of the message.
 #[derive(serde::Serialize)]
 struct MessageLine<'a> {
     message: &'a Message,
 }
 
+/// How much of the conversation the journal already holds.
 #[derive(Default)]
 pub(super) struct Journaled {
     started: bool,

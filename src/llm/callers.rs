@@ -87,13 +87,21 @@ mod tests {
         rx.recv_timeout(Duration::from_secs(5)).unwrap()
     }
 
+    /// Until a thread has counted itself idle again after a call, a new one would start.
+    fn wait_idle(callers: &Callers, n: usize) {
+        let t = std::time::Instant::now();
+        while callers.idle.load(Ordering::Acquire) != n {
+            assert!(t.elapsed() < Duration::from_secs(5), "never {n} idle");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
     #[test]
     fn calls_one_after_another_reuse_one_thread() {
         let callers = Callers::new(Duration::from_secs(5));
         let first = thread_of(&callers);
         for _ in 0..20 {
-            // Until the thread has counted itself idle again, a new one may start; at most once.
-            std::thread::sleep(Duration::from_millis(2));
+            wait_idle(&callers, 1);
             assert_eq!(thread_of(&callers), first);
         }
     }
@@ -103,6 +111,7 @@ mod tests {
         let callers = Callers::new(Duration::from_millis(100));
         let (release, held) = crossbeam_channel::bounded::<()>(0);
         let slow = thread_of(&callers);
+        wait_idle(&callers, 1);
         callers
             .run(move || {
                 let _ = held.recv();
