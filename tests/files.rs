@@ -52,6 +52,47 @@ impl Fixture {
     }
 }
 
+/// A raw request on a kept-alive connection; the whole answer up to the server's close, or
+/// None if the server kept the connection open past 5 s.
+fn raw_until_close(api: &str, head: &str) -> Option<Vec<u8>> {
+    use std::io::Write;
+    let mut s = std::net::TcpStream::connect(api.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    s.write_all(head.as_bytes()).unwrap();
+    let mut out = Vec::new();
+    match s.read_to_end(&mut out) {
+        Ok(_) => Some(out),
+        Err(_) => panic!("still open after: {:?}", String::from_utf8_lossy(&out[..out.len().min(400)])),
+    }
+}
+
+/// Streamed answers end their connection (the relay cannot check their framing, so a stream
+/// cut short must end in a close, not a short body on an open connection), and an HTTP/1.0
+/// client gets the zip up to the close, with no chunk lines in it.
+#[test]
+fn streamed_answers_close_and_http_1_0_gets_no_chunks() {
+    let f = fixture("streamclose", |_| {});
+    let data: Vec<u8> = (0..70_000u32).map(|i| (i % 253) as u8).collect();
+    assert_eq!(f.upload("table.csv", &data).status, 200);
+    let auth = f.d.api_token.as_ref().map(|t| format!("Authorization: Bearer {t}\r\n")).unwrap_or_default();
+    let keep_alive = format!("GET /sessions/{}/files/table.csv HTTP/1.1\r\nHost: 127.0.0.1\r\n{auth}\r\n", f.id);
+    let answer = raw_until_close(&f.d.api, &keep_alive).expect("a file download ends its connection");
+    let split = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    let head = String::from_utf8_lossy(&answer[..split]).to_ascii_lowercase();
+    assert!(head.contains("content-length: 70000") && head.contains("connection: close"), "{head}");
+    assert_eq!(&answer[split..], &data[..]);
+
+    let old = format!("GET /sessions/{}/files/zip HTTP/1.0\r\n{auth}\r\n", f.id);
+    let answer = raw_until_close(&f.d.api, &old).expect("an HTTP/1.0 zip ends with the close");
+    let split = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+    assert!(!String::from_utf8_lossy(&answer[..split]).to_ascii_lowercase().contains("chunked"));
+    let mut archive = zip::ZipArchive::new(std::io::Cursor::new(&answer[split..])).unwrap();
+    let mut entry = archive.by_name("table.csv").unwrap();
+    let mut back = Vec::new();
+    entry.read_to_end(&mut back).unwrap();
+    assert_eq!(back, data);
+}
+
 #[test]
 fn upload_download_and_zip() {
     let f = fixture("updown", |_| {});

@@ -5,8 +5,8 @@
 //! Each accepted connection gets a thread of ours that relays it request by request
 //! (`relay.rs`) to tiny_http, which listens on a Unix socket in a private 0700 directory. At
 //! most `max_connections` are open per port; at the cap a new connection evicts the one idle
-//! longest (no request in flight: silent since accept, between requests, or still sending its
-//! head), and is refused 503 when all are busy. A thread that cannot be spawned refuses its
+//! longest (no request in flight: silent since accept, between requests, still sending its
+//! head, or its body still held back by the relay), and is refused 503 when all are busy. A thread that cannot be spawned refuses its
 //! connection with 503; an accept error (out of descriptors) pauses the loop, never ends it.
 //! On an HTTPS port the relay terminates TLS itself (`tls::Client`), so all of this holds over
 //! TLS too; there a refused connection is closed unanswered (no answer precedes a handshake).

@@ -184,17 +184,22 @@ pub fn finish(request: Request, result: Result<Reply, ApiError>) {
     }
 }
 
-/// Write the head by hand, then the body (in chunks, then the last chunk, when its length is
-/// not known): the connection stays usable (tiny_http goes on reading it), so the body must
-/// be framed.
+/// Write the head by hand, then the body: with its length, else in chunks and the last chunk
+/// (HTTP/1.1), else up to the close (HTTP/1.0, which knows no chunks). The head says
+/// `Connection: close`, and the front's relay then closes the client's connection after the
+/// answer: a stream cut short (a zip that failed, a file that shrank) ends in a closed
+/// connection the client notices, never a short body on a connection still open.
 fn stream(request: Request, body: Stream) {
     use std::io::Write;
     let head_only = *request.method() == tiny_http::Method::Head;
+    let chunks = body.length.is_none() && *request.http_version() != tiny_http::HTTPVersion(1, 0);
     let url = request.url().escape_debug().to_string();
     let mut head = match body.length {
         Some(n) => format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n"),
-        None => String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"),
+        None if chunks => String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"),
+        None => String::from("HTTP/1.1 200 OK\r\n"),
     };
+    head.push_str("Connection: close\r\n");
     for h in &body.headers {
         head.push_str(&format!("{}: {}\r\n", h.field, h.value));
     }
@@ -204,7 +209,7 @@ fn stream(request: Request, body: Stream) {
         if head_only {
             return Ok(());
         }
-        if body.length.is_some() {
+        if !chunks {
             let mut out = std::io::BufWriter::with_capacity(256 * 1024, &mut raw);
             (body.write)(&mut out)?;
             return out.flush();

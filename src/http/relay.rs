@@ -12,7 +12,7 @@
 //! next head on the connection is read here too.
 //!
 //! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
-//! the head deadline bounds the handshake as well; splice(2) serves plain TCP only. Buffers
+//! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves plain TCP only. Buffers
 //! stay small on an idle connection: 4 KiB to read, and nothing for answers between requests.
 
 use super::front::{Limits, Slot};
@@ -113,8 +113,8 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     }
     input.deadline = None;
     input.release();
-    copy_response(out.open(ctx)?, &mut input.client)?;
-    Ok(!head.close)
+    let answer_closes = copy_response(out.open(ctx)?, &mut input.client)?;
+    Ok(!head.close && !answer_closes)
 }
 
 /// Wait for a request head; its length including the blank line, or `None` for a clean close.
@@ -122,9 +122,13 @@ fn read_head(input: &mut Input<'_>, accepted: Option<Instant>, limits: &Limits) 
     match accepted {
         Some(at) => input.deadline = Some(at + limits.header_timeout),
         None if input.available().is_empty() => {
-            // Between requests: an idle keep-alive connection may wait as long as a write may.
+            // Between requests: an idle keep-alive connection may wait as long as a write may
+            // (longer than one read of a request may).
             input.deadline = Some(Instant::now() + limits.idle_timeout);
-            match input.fill() {
+            let per_read = std::mem::replace(&mut input.per_read, limits.idle_timeout);
+            let first = input.fill();
+            input.per_read = per_read;
+            match first {
                 Ok(0) => return Ok(None),
                 Ok(_) => {}
                 Err(_) => return Ok(None),
@@ -303,22 +307,38 @@ fn copy_exact(input: &mut Input<'_>, mut n: u64, out: &mut Out, ctx: &Ctx<'_>) -
 /// tiny_http's answer, until it closes the inner connection. (Copied, not spliced: tiny_http
 /// writes in small pieces, and splice(2) measured no faster here.) A parked long poll waits
 /// here, so small answers go through a small buffer on the stack; a heap buffer is taken only
-/// once an answer fills that, and lives only as long as the answer.
-fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<(), Stop> {
+/// once an answer fills that, and lives only as long as the answer. True when the answer's
+/// head says `Connection: close` (streamed bodies, see `http::stream`): this relay cannot
+/// check their framing, so the client's connection ends with them.
+fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<bool, Stop> {
     let mut small = [0u8; SMALL_REPLY];
     let mut large = Vec::new();
+    let mut closes = None;
     loop {
         let buf: &mut [u8] = if large.is_empty() { &mut small } else { &mut large };
         let n = upstream.read(buf)?;
         if n == 0 {
-            return Ok(());
+            return Ok(closes.unwrap_or(false));
         }
+        closes = closes.or_else(|| Some(head_says_close(&buf[..n])));
         let full = n == buf.len();
         client.write_all(&buf[..n])?;
         if full && large.len() < LARGE_REPLY_BUFFER {
             large.resize(if large.is_empty() { REPLY_BUFFER } else { LARGE_REPLY_BUFFER }, 0);
         }
     }
+}
+
+/// Whether the response head at the start of `first` (the first bytes read of an answer) has
+/// `Connection: close`; a head not wholly in them counts as not.
+fn head_says_close(first: &[u8]) -> bool {
+    let Some(end) = find(first, 0, b"\r\n\r\n") else { return false };
+    first[..end].split(|&b| b == b'\n').any(|line| {
+        let line = line.trim_ascii();
+        line.len() > 11
+            && line[..11].eq_ignore_ascii_case(b"connection:")
+            && line[11..].trim_ascii().eq_ignore_ascii_case(b"close")
+    })
 }
 
 /// Where a request goes: held here until it is worth a handler thread, then the inner socket.

@@ -7,7 +7,8 @@
 //! it would put a second rustls and ring into the binary.
 //!
 //! `Client` is a connection as the relay sees it, plain or TLS: with TLS, reads decrypt (and
-//! drive the handshake, so the relay's head deadline bounds it too) and writes encrypt.
+//! drive the handshake, so the relay's head deadline bounds waiting for the client's handshake
+//! bytes; our handshake replies are bounded by the write timeout) and writes encrypt.
 //! A bad file is an error naming its config key. Key material is never logged.
 
 use rustls::ServerConnection;
