@@ -214,7 +214,8 @@ fn parse_head(raw: &[u8], peer: SocketAddr) -> Result<Head, Stop> {
             if !value.eq_ignore_ascii_case("100-continue") {
                 return Err(Stop::Answer(417, "only Expect: 100-continue is understood"));
             }
-            head.expect_continue = true;
+            // HTTP/1.0 knows no 100 Continue: such a client just sends its body.
+            head.expect_continue = !http10;
             continue;
         } else if name.eq_ignore_ascii_case(PEER_HEADER) {
             continue;

@@ -33,7 +33,12 @@ impl Pipe {
         let n = splice(from, self.write.as_raw_fd(), max.min(CHUNK))?;
         let mut left = n;
         while left > 0 {
-            left -= splice(self.read.as_raw_fd(), to, left)?;
+            // Bytes are in the pipe now: no EINVAL here may send the caller back to plain
+            // reads (they would skip these bytes), so it ends the transfer instead.
+            left -= splice(self.read.as_raw_fd(), to, left).map_err(|e| match e.raw_os_error() {
+                Some(libc::EINVAL) => io::Error::other("splice to the handler failed mid-transfer"),
+                _ => e,
+            })?;
         }
         Ok(n)
     }
