@@ -54,7 +54,8 @@ impl Front {
         limits: Limits,
         tls: Option<TlsConfig>,
     ) -> std::io::Result<(Front, UnixListener)> {
-        let dir = private_dir(name)?;
+        // 0700: only this user can reach tiny_http behind the limits (and forge the peer header).
+        let dir = crate::util::private_temp_dir(&format!("agent-controller-{}-{name}-", std::process::id()))?;
         let inner_path = dir.join("http.sock");
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
@@ -83,19 +84,6 @@ impl Drop for Front {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-/// A fresh 0700 directory for the inner socket: only this user can reach tiny_http behind
-/// the limits (and no one can forge the peer header).
-fn private_dir(name: &str) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = std::env::temp_dir().join(format!(
-        "agent-controller-{}-{name}-{:016x}",
-        std::process::id(),
-        crate::util::clock::random_u64()
-    ));
-    std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-    Ok(dir)
 }
 
 fn accept_loop(listener: &TcpListener, inner: &Path, limits: &Limits, registry: &Arc<Registry>, stop: &AtomicBool) {
