@@ -5,24 +5,15 @@ use crate::support::*;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// What `/health` must take while a port is under attack.
 const PROMPT: Duration = Duration::from_millis(100);
 
-/// `GET /health` over a fresh connection: its status (0 if none came) and how long it took.
+/// `GET /health` over a fresh connection, waiting at most 5 s: its status and how long it took.
 fn health(addr: &str) -> (u16, Duration) {
-    let t = Instant::now();
-    let mut s = TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
-    let mut head = [0u8; 12];
-    let status = match s.read_exact(&mut head) {
-        Ok(()) => String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0),
-        Err(_) => 0,
-    };
-    (status, t.elapsed())
+    raw_health(addr, Duration::from_secs(5))
 }
 
 /// The best of three `/health` times (one slow scheduling slice on a shared machine is not the
@@ -52,16 +43,11 @@ fn proc_status_number(pid: u32, field: &str) -> u64 {
 
 /// The daemon binary as a child (so its RSS and threads are its own); its API `host:port`.
 fn daemon_child(dir: &TempDir) -> (ChildGuard, String) {
-    let mut child = Command::new(binary())
-        .args(["serve", "--api-port", "0", "--worker-port", "0"])
-        .current_dir(dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let (api, _, _) = read_bound_addresses(&mut stderr);
+    let Serving { child, mut stderr, api, .. } = start_serving(
+        Command::new(binary()).args(["serve", "--api-port", "0", "--worker-port", "0"]).current_dir(dir.path()),
+    );
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (ChildGuard(child), api.trim_start_matches("http://").to_string())
+    (child, api.trim_start_matches("http://").to_string())
 }
 
 #[test]

@@ -182,18 +182,14 @@ fn a_full_disk_ends_the_session_naming_the_cause_and_refuses_new_ones_507() {
     )
     .unwrap();
     let script = r#"mount -t tmpfs -o size=1m none "$1" && exec "$2" --config config.yaml"#;
-    let child = Command::new("unshare")
-        .args(["-rm", "sh", "-c", script, "sh"])
-        .arg(&out)
-        .arg(binary())
-        .current_dir(dir.path())
-        .env("ANTHROPIC_API_KEY", "sk-test")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = ChildGuard(child);
-    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
-    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let Serving { child, stderr: _stderr, api, worker, .. } = start_serving(
+        Command::new("unshare")
+            .args(["-rm", "sh", "-c", script, "sh"])
+            .arg(&out)
+            .arg(binary())
+            .current_dir(dir.path())
+            .env("ANTHROPIC_API_KEY", "sk-test"),
+    );
     let c = Client { base: api, token: None, secret: None };
     let w = Client { base: worker, token: None, secret: None };
     register(&w, json!({"hostname": "f", "capabilities": ["browser"]}));
@@ -334,16 +330,12 @@ fn a_kill_during_the_first_turn_keeps_the_conversation_and_the_progress() {
         &[("ask_user", json!({"question": "Which year?"}))],
     )]);
     std::fs::write(dir.path().join("config.yaml"), format!("api:\n  base_url: \"{}\"\n", llm.url)).unwrap();
-    let child = Command::new(binary())
-        .args(["serve", "--api-port", "0", "--worker-port", "0"])
-        .env("ANTHROPIC_API_KEY", "sk-test")
-        .current_dir(dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = ChildGuard(child);
-    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
-    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let Serving { mut child, stderr: _stderr, api, worker, .. } = start_serving(
+        Command::new(binary())
+            .args(["serve", "--api-port", "0", "--worker-port", "0"])
+            .env("ANTHROPIC_API_KEY", "sk-test")
+            .current_dir(dir.path()),
+    );
     let c = Client::new(api, None);
     let _w = register(&Client::new(worker, None), json!({"hostname": "k", "capabilities": ["browser"]}));
     let id = create_session(

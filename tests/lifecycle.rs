@@ -4,7 +4,6 @@ use crate::support::*;
 use agent_controller::protocol::LogKind;
 use agent_controller::session::AgentOutcome;
 use serde_json::json;
-use std::io::BufReader;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -88,16 +87,12 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
         crate::support::llm::text("slow").delayed(Duration::from_secs(30)),
     ]);
     std::fs::write(dir.path().join("config.yaml"), format!("api:\n  base_url: \"{}\"\n", llm.url)).unwrap();
-    let child = Command::new(binary())
-        .args(["serve", "--api-port", "0", "--worker-port", "0"])
-        .env("ANTHROPIC_API_KEY", "sk-test")
-        .current_dir(dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = ChildGuard(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let Serving { mut child, stderr: _stderr, api, worker, .. } = start_serving(
+        Command::new(binary())
+            .args(["serve", "--api-port", "0", "--worker-port", "0"])
+            .env("ANTHROPIC_API_KEY", "sk-test")
+            .current_dir(dir.path()),
+    );
     // `serve` re-executed itself once (same pid) with glibc's thread cache off, keeping its name.
     let pid = child.0.id();
     let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
@@ -208,17 +203,13 @@ fn non_loopback_without_tokens_refuses_to_start() {
     assert_eq!(code, 2);
     assert!(stderr.contains("server.tls_cert") && stderr.contains("--insecure"), "{stderr}");
     // With both tokens and --insecure (something else encrypts) it starts (then we stop it).
-    let child = Command::new(binary())
-        .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0", "--insecure"])
-        .env("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")
-        .env("AGENT_CONTROLLER_WORKER_TOKEN", "worker-tok-from-env-456")
-        .current_dir(dir.path())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = ChildGuard(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let (api, _, lines) = read_bound_addresses(&mut stderr);
+    let Serving { mut child, stderr: _stderr, api, lines, .. } = start_serving(
+        Command::new(binary())
+            .args(["--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0", "--insecure"])
+            .env("AGENT_CONTROLLER_TOKEN", "tok-from-env-123")
+            .env("AGENT_CONTROLLER_WORKER_TOKEN", "worker-tok-from-env-456")
+            .current_dir(dir.path()),
+    );
     let port = api.rsplit(':').next().unwrap();
     let c = Client::new(format!("http://127.0.0.1:{port}"), None);
     assert_error(&c.get("/sessions"), 401, "unauthorized");
@@ -298,17 +289,13 @@ fn daemon_log_never_shows_tokens() {
         format!("logging:\n  level: trace\n  file: daemon.log\nserver:\n  api_port: 0\n  worker_port: 0\napi:\n  base_url: \"{}\"\n", llm.url),
     )
     .unwrap();
-    let child = Command::new(binary())
-        .current_dir(dir.path())
-        .env("AGENT_CONTROLLER_TOKEN", "PLANTED-API-TOKEN-1")
-        .env("AGENT_CONTROLLER_WORKER_TOKEN", "PLANTED-WORKER-TOKEN-2")
-        .env("ANTHROPIC_API_KEY", "sk-ant-PLANTED-3")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = ChildGuard(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let (api, worker, mut lines) = read_bound_addresses(&mut stderr);
+    let Serving { mut child, mut stderr, api, worker, mut lines, .. } = start_serving(
+        Command::new(binary())
+            .current_dir(dir.path())
+            .env("AGENT_CONTROLLER_TOKEN", "PLANTED-API-TOKEN-1")
+            .env("AGENT_CONTROLLER_WORKER_TOKEN", "PLANTED-WORKER-TOKEN-2")
+            .env("ANTHROPIC_API_KEY", "sk-ant-PLANTED-3"),
+    );
     let c = Client::new(api, Some("PLANTED-API-TOKEN-1".into()));
     let w = Client::new(worker, Some("PLANTED-WORKER-TOKEN-2".into()));
     register(&w, json!({"hostname": "l", "capabilities": ["browser"]}));

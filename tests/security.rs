@@ -329,21 +329,6 @@ fn explore_on_a_shell_defaults_to_the_validator() {
     assert!(result.contains("rejected it: an exploration must not delete anything"), "{result}");
 }
 
-/// `GET /health` over a fresh connection: its status and how long it took (0 on a timeout).
-fn raw_health(addr: &str, limit: std::time::Duration) -> (u16, std::time::Duration) {
-    use std::io::{Read, Write};
-    let t = std::time::Instant::now();
-    let mut s = std::net::TcpStream::connect(addr).unwrap();
-    s.set_read_timeout(Some(limit)).unwrap();
-    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
-    let mut head = [0u8; 12];
-    let status = match s.read_exact(&mut head) {
-        Ok(()) => String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0),
-        Err(_) => 0,
-    };
-    (status, t.elapsed())
-}
-
 /// Idle half-open connections, and zip downloads nobody reads: `/health` keeps answering, and
 /// the handler threads the slow readers hold are freed by the send timeout.
 #[test]

@@ -3,9 +3,8 @@
 //! `make install` keeping an existing config.
 
 use crate::support::*;
-use std::io::BufReader;
 use std::os::unix::net::UnixDatagram;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// The daemon under a fake service manager listening on `socket` (a path, or `@name`).
@@ -15,17 +14,14 @@ fn start(dir: &TempDir, notify_socket: &str, env: &[(&str, &str)]) -> (ChildGuar
         .current_dir(dir.path())
         .env("NOTIFY_SOCKET", notify_socket)
         .env_remove("WATCHDOG_USEC")
-        .env_remove("WATCHDOG_PID")
-        .stderr(Stdio::piped());
+        .env_remove("WATCHDOG_PID");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let mut child = cmd.spawn().unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let (api, _, _) = read_bound_addresses(&mut stderr);
+    let Serving { child, mut stderr, api, .. } = start_serving(&mut cmd);
     // Keep draining stderr so the daemon never blocks on it.
     std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-    (ChildGuard(child), api)
+    (child, api)
 }
 
 /// The next datagram, within `timeout`.

@@ -8,7 +8,7 @@ use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
 use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
 use serde_json::{Value, json};
-use std::io::{BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
@@ -232,16 +232,12 @@ fn an_exposed_bind_starts_with_tls_and_config_check_shows_the_keys() {
     let key_text = std::fs::read_to_string(&certs.key).unwrap();
     assert!(!shown.contains(key_text.lines().nth(1).unwrap()), "never the key itself");
 
-    let child = Command::new(binary())
-        .args(["--config", config.to_str().unwrap(), "--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"])
-        .env("AGENT_CONTROLLER_TOKEN", "tls-api-token-0123")
-        .env("AGENT_CONTROLLER_WORKER_TOKEN", "tls-worker-token-4567")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut child = ChildGuard(child);
-    let mut stderr = BufReader::new(child.0.stderr.take().unwrap());
-    let (api, worker, _) = read_bound_addresses(&mut stderr);
+    let Serving { mut child, stderr: _stderr, api, worker, .. } = start_serving(
+        Command::new(binary())
+            .args(["--config", config.to_str().unwrap(), "--host", "0.0.0.0", "--api-port", "0", "--worker-port", "0"])
+            .env("AGENT_CONTROLLER_TOKEN", "tls-api-token-0123")
+            .env("AGENT_CONTROLLER_WORKER_TOKEN", "tls-worker-token-4567"),
+    );
     assert!(api.starts_with("https://0.0.0.0:") && worker.starts_with("https://"), "{api} {worker}");
     let port = api.rsplit(':').next().unwrap();
     let mut resp = tls_agent(&certs.ca)

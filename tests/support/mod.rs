@@ -390,6 +390,41 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_agent-controller"))
 }
 
+/// `GET /health` over a fresh connection: its status (0 if none came within `limit`) and how
+/// long it took.
+pub fn raw_health(addr: &str, limit: std::time::Duration) -> (u16, std::time::Duration) {
+    use std::io::{Read, Write};
+    let t = std::time::Instant::now();
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    s.set_read_timeout(Some(limit)).unwrap();
+    s.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n").unwrap();
+    let mut head = [0u8; 12];
+    let status = match s.read_exact(&mut head) {
+        Ok(()) => String::from_utf8_lossy(&head[9..12]).parse().unwrap_or(0),
+        Err(_) => 0,
+    };
+    (status, t.elapsed())
+}
+
+/// The real binary started from `cmd` (its stderr piped here), once both servers listen.
+pub struct Serving {
+    pub child: ChildGuard,
+    /// The rest of the daemon's stderr: read it, or drain it so the daemon never blocks.
+    pub stderr: std::io::BufReader<std::process::ChildStderr>,
+    pub api: String,
+    pub worker: String,
+    /// The stderr lines read until both servers listened.
+    pub lines: Vec<String>,
+}
+
+/// Spawn `cmd` with its stderr piped and wait until both servers listen.
+pub fn start_serving(cmd: &mut std::process::Command) -> Serving {
+    let mut child = ChildGuard(cmd.stderr(std::process::Stdio::piped()).spawn().unwrap());
+    let mut stderr = std::io::BufReader::new(child.0.stderr.take().unwrap());
+    let (api, worker, lines) = read_bound_addresses(&mut stderr);
+    Serving { child, stderr, api, worker, lines }
+}
+
 /// Read the child's stderr until both "listening on" lines appear; returns (api, worker) URLs
 /// and the lines read so far.
 pub fn read_bound_addresses(stderr: &mut impl std::io::BufRead) -> (String, String, Vec<String>) {
