@@ -229,15 +229,7 @@ fn zip_members_are_stored_or_deflated_by_their_content_not_their_name() {
     let _w = register(&d.worker_client(), json!({"hostname": "z", "capabilities": ["browser"]}));
     let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "zip"}));
     let (runner, done) = test_agent.next();
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let random: Vec<u8> = (0..300_000)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let random = noise(300_000);
     let text = "2026-11-23 12:00:00 INFO request served in 3 ms\n".repeat(6000);
     runner.store_file("random.txt", &random, FileKind::Generated).unwrap();
     runner.store_file("log.jpg", text.as_bytes(), FileKind::Generated).unwrap();

@@ -357,18 +357,81 @@ fn half_open_and_slow_connections_do_not_freeze_a_port() {
     let _w = ScriptedWorker::start(&d.worker_client(), "z", &["browser"], false, |_| json!({"success": true}));
     let id = create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
     let (runner, _done) = test_agent.next();
-    let big = vec![7u8; 48 << 20];
-    runner.store_file("big.mp4", &big, agent_controller::protocol::FileKind::Generated).unwrap();
+    // Incompressible, so each zip fills the socket buffers at once and then blocks.
+    let big = crate::support::noise(48 << 20);
+    runner.store_file("big.bin", &big, agent_controller::protocol::FileKind::Generated).unwrap();
     for _ in 0..threads + 2 {
         let mut s = std::net::TcpStream::connect(&api).unwrap();
         write!(s, "GET /sessions/{id}/files/zip HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
         held.push(s);
     }
     std::thread::sleep(Duration::from_millis(500));
-    // Each pinned thread is freed after a blocked write and a blocked final chunk (2 s each).
+    // Each pinned thread is freed once a write to its client has taken the 2 s send timeout
+    // (about 1.6 s from here), well before the relay would give up on an answer (6 s).
     let (status, took) = raw_health(&api, Duration::from_secs(20));
     assert_eq!(status, 200, "the handler pool stayed pinned by slow readers");
-    assert!(took < Duration::from_secs(12), "{took:?}");
+    eprintln!("/health behind the slow readers: {took:?}");
+    assert!(took < Duration::from_secs(5), "{took:?}");
+}
+
+/// A handler that does not answer within three idle timeouts: the client is told 503.
+#[test]
+fn an_answer_that_never_begins_is_a_503() {
+    let dir = TempDir::new("stall");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    config.server.io_timeout_s = 2;
+    let (_test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let t = std::time::Instant::now();
+    assert_error(&d.client().get("/__test/stall"), 503, "unavailable");
+    let took = t.elapsed();
+    assert!(took >= std::time::Duration::from_secs(6) && took < std::time::Duration::from_secs(8), "{took:?}");
+}
+
+/// A client that reads a download just fast enough to keep each blocked write short of the
+/// send timeout is still cut off: a whole write is bounded, not only each system call.
+#[test]
+fn a_trickling_reader_is_cut_off() {
+    use std::io::{Read, Write};
+    use std::time::{Duration, Instant};
+    let dir = TempDir::new("trickle");
+    let mut config = test_config(dir.path());
+    config.server.long_poll_s = 1;
+    config.server.io_timeout_s = 2;
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(config, agent);
+    let _w = register(&d.worker_client(), json!({"hostname": "z", "capabilities": ["browser"]}));
+    let id = create_session(&d.client(), json!({"mode": "task", "target": "https://x.test", "instruction": "go"}));
+    let (runner, _done) = test_agent.next();
+    runner
+        .store_file("big.bin", &crate::support::noise(32 << 20), agent_controller::protocol::FileKind::Generated)
+        .unwrap();
+    let mut s = std::net::TcpStream::connect(d.api.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(s, "GET /sessions/{id}/files/zip HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut buf = vec![0u8; 64 << 10];
+    let mut got = 0usize;
+    let mut read = |s: &mut std::net::TcpStream| match s.read(&mut buf) {
+        Ok(n) => n,
+        Err(e) => panic!("the download failed instead of ending: {e}"),
+    };
+    // 128 KiB a second for 6 s: each read opens the window a little, so a blocked write makes
+    // some progress within every 2 s; the whole write does not.
+    let t = Instant::now();
+    while t.elapsed() < Duration::from_secs(6) {
+        got += read(&mut s);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    // Then as fast as it comes: what the socket buffers hold, then the daemon's close.
+    loop {
+        match read(&mut s) {
+            0 => break,
+            n => got += n,
+        }
+    }
+    eprintln!("a trickling reader got {got} bytes of a 32 MiB zip, then the end");
+    assert!(got < 16 << 20, "the whole zip went through ({got} bytes)");
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! A panic in a route ends that one request, not its handler thread: the route runs under
 //! `catch_unwind` and a panic is answered 500 with the usual JSON error body.
 //!
-//! Debug builds (the tests) have a trigger, `GET /__test/panic` on either server, that panics
-//! inside a route; release builds compile it out.
+//! Debug builds (the tests) have triggers on either server, `GET /__test/panic`, which panics
+//! inside a route, and `GET /__test/stall`, which holds its handler thread 8 s first; release
+//! builds compile them out.
 
 use super::Reply;
 use crate::error::ApiError;
@@ -27,8 +28,10 @@ pub fn contained(
 
 #[cfg(debug_assertions)]
 fn test_trigger(request: &Request) {
-    if request.url() == "/__test/panic" {
-        panic!("test trigger: a route panicked");
+    match request.url() {
+        "/__test/panic" => panic!("test trigger: a route panicked"),
+        "/__test/stall" => std::thread::sleep(std::time::Duration::from_secs(8)),
+        _ => {}
     }
 }
 

@@ -32,8 +32,9 @@ pub struct Limits {
     pub header_timeout: Duration,
     /// Each read of a request body.
     pub read_timeout: Duration,
-    /// Each write to the client, a wait for tiny_http's answer (parked polls included), and
-    /// the silence allowed between two requests on one connection.
+    /// Each write to the client (about twice that for a whole write), a third of the wait
+    /// for tiny_http's answer (parked polls included), and the silence allowed between two
+    /// requests on one connection.
     pub idle_timeout: Duration,
 }
 

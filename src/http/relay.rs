@@ -40,6 +40,8 @@ const TLS_BODY_BUFFER: usize = 32 * 1024;
 const SMALL_REPLY: usize = 2048;
 const REPLY_BUFFER: usize = 16 * 1024;
 const LARGE_REPLY_BUFFER: usize = 256 * 1024;
+/// How many `idle_timeout`s an answer's bytes may keep the relay waiting.
+const ANSWER_WAIT_FACTOR: u32 = 3;
 /// The longest chunk-size or trailer line of a chunked body.
 const MAX_CHUNK_LINE: usize = 4096;
 /// The header carrying the client's address to the routes.
@@ -317,7 +319,12 @@ fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<b
     let mut closes = None;
     loop {
         let buf: &mut [u8] = if large.is_empty() { &mut small } else { &mut large };
-        let n = upstream.read(buf)?;
+        let n = match upstream.read(buf) {
+            Err(e) if closes.is_none() && matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                return Err(Stop::Answer(503, "the server did not answer in time; try again"));
+            }
+            read => read?,
+        };
         if n == 0 {
             return Ok(closes.unwrap_or(false));
         }
@@ -381,9 +388,11 @@ impl Out {
 
 fn connect(inner: &Path, limits: &Limits, held: &[u8]) -> io::Result<UnixStream> {
     let mut stream = UnixStream::connect(inner)?;
-    // A response waits at most as long as a parked poll; a handler not reading, as long
-    // as a client may stall a write.
-    stream.set_read_timeout(Some(limits.idle_timeout))?;
+    // An answer waits for a parked poll (shorter than `idle_timeout`), or in tiny_http's queue
+    // while slow clients hold every handler thread (each freed within a blocked write,
+    // `idle_timeout`): three times that, before the client is told 503. A handler not
+    // reading waits as long as a client may stall a write.
+    stream.set_read_timeout(Some(limits.idle_timeout * ANSWER_WAIT_FACTOR))?;
     stream.set_write_timeout(Some(limits.idle_timeout))?;
     stream.write_all(held)?;
     Ok(stream)

@@ -19,6 +19,7 @@ use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// The server side of TLS, built once from `server.tls_cert` and `server.tls_key`.
 pub type TlsConfig = Arc<rustls::ServerConfig>;
@@ -109,10 +110,12 @@ impl<'a> Client<'a> {
         }
     }
 
+    /// Send all of `data`, within about the socket's write timeout as a whole (see `overdue`).
     pub fn write_all(&mut self, data: &[u8]) -> io::Result<()> {
+        let started = Instant::now();
         match self {
-            Client::Plain(s) => s.write_all(data),
-            Client::Tls(t) => t.write_all(data),
+            Client::Plain(s) => write_within(s, data, started),
+            Client::Tls(t) => t.write_all(data, started),
         }
     }
 
@@ -120,7 +123,7 @@ impl<'a> Client<'a> {
     pub fn close(&mut self) {
         if let Client::Tls(t) = self {
             t.conn.send_close_notify();
-            let _ = t.flush();
+            let _ = t.flush(Instant::now());
         }
         let _ = self.socket().shutdown(Shutdown::Write);
     }
@@ -140,31 +143,58 @@ impl TlsClient<'_> {
         self.conn.read_tls(&mut socket)?;
         let processed = self.conn.process_new_packets();
         // Handshake replies and alerts go out even when processing failed.
-        let flushed = self.flush();
+        let flushed = self.flush(Instant::now());
         processed.map_err(|e| io::Error::new(ErrorKind::InvalidData, e))?;
         flushed?;
         Ok(None)
     }
 
     /// Encrypt `plain` and send it, in pieces when rustls's buffer is full.
-    fn write_all(&mut self, mut plain: &[u8]) -> io::Result<()> {
+    fn write_all(&mut self, mut plain: &[u8], started: Instant) -> io::Result<()> {
         while !plain.is_empty() {
             let k = self.conn.writer().write(plain)?;
             plain = &plain[k..];
             if k == 0 && !self.conn.wants_write() {
                 return Err(ErrorKind::WriteZero.into());
             }
-            self.flush()?;
+            self.flush(started)?;
         }
         Ok(())
     }
 
     /// Send whatever rustls has queued (handshake, alerts, records).
-    fn flush(&mut self) -> io::Result<()> {
+    fn flush(&mut self, started: Instant) -> io::Result<()> {
         let mut socket = self.socket;
         while self.conn.wants_write() {
             self.conn.write_tls(&mut socket)?;
+            if self.conn.wants_write() && overdue(self.socket, started) {
+                return Err(ErrorKind::TimedOut.into());
+            }
         }
         Ok(())
     }
+}
+
+/// Write all of `data` to `socket`, within about its write timeout as a whole.
+fn write_within(mut socket: &TcpStream, mut data: &[u8], started: Instant) -> io::Result<()> {
+    while !data.is_empty() {
+        match socket.write(data) {
+            Ok(0) => return Err(ErrorKind::WriteZero.into()),
+            Ok(n) => data = &data[n..],
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+        if !data.is_empty() && overdue(socket, started) {
+            return Err(ErrorKind::TimedOut.into());
+        }
+    }
+    Ok(())
+}
+
+/// Whether a write begun at `started` has taken the socket's write timeout, asked only after a
+/// partial write. That timeout bounds each blocked write; a client reading just enough to keep
+/// every one of them under it would otherwise hold its connection, and the handler feeding it,
+/// for as long as it liked. So a write takes at most about twice the timeout in all.
+fn overdue(socket: &TcpStream, started: Instant) -> bool {
+    socket.write_timeout().ok().flatten().is_some_and(|limit| started.elapsed() >= limit)
 }

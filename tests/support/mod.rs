@@ -390,6 +390,20 @@ pub fn binary() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_agent-controller"))
 }
 
+/// `len` bytes no compressor can shrink (xorshift), the same on every call.
+pub fn noise(len: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut out = Vec::with_capacity(len + 8);
+    while out.len() < len {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out.extend_from_slice(&x.to_le_bytes());
+    }
+    out.truncate(len);
+    out
+}
+
 /// `GET /health` over a fresh connection: its status (0 if none came within `limit`) and how
 /// long it took.
 pub fn raw_health(addr: &str, limit: std::time::Duration) -> (u16, std::time::Duration) {
