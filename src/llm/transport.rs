@@ -13,8 +13,13 @@ use super::LlmError;
 use crate::util::clock;
 use crate::wait::stop::StopSignal;
 use crossbeam_channel::{RecvTimeoutError, select};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+use ureq::config::Config;
+use ureq::http::Uri;
+use ureq::http::uri::{Authority, Scheme};
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 const MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -50,7 +55,7 @@ enum Attempt {
 
 impl Transport {
     pub fn new(timeout: Duration, max_retries: u32) -> Transport {
-        let agent: ureq::Agent = ureq::Agent::config_builder()
+        let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .timeout_global(Some(timeout))
             .timeout_connect(Some(Duration::from_secs(10).min(timeout)))
@@ -59,8 +64,8 @@ impl Transport {
             // bodies stream through either size.
             .input_buffer_size(32 * 1024)
             .output_buffer_size(16 * 1024)
-            .build()
-            .into();
+            .build();
+        let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), CachedResolver::default());
         Transport { agent, max_retries }
     }
 
@@ -111,6 +116,48 @@ impl Transport {
             // The helper finishes on its own, bounded by the global timeout.
             recv(stopped) -> _ => Err(LlmError::Cancelled),
         }
+    }
+}
+
+/// How long a model host's addresses are reused before they are looked up again.
+const RESOLVED_FOR: Duration = Duration::from_secs(60);
+
+/// The model host's addresses, looked up at most once a minute. ureq resolves a host before it
+/// looks in its connection pool, so every model call ran getaddrinfo (reading /etc/hosts and
+/// more) on a thread started for the lookup's timeout: a spawn and a dozen system calls per
+/// agent step. A transport speaks to one endpoint, so one entry is kept.
+#[derive(Debug, Default)]
+struct CachedResolver {
+    last: Mutex<Option<Resolved>>,
+}
+
+#[derive(Debug)]
+struct Resolved {
+    scheme: Option<Scheme>,
+    authority: Option<Authority>,
+    at: Instant,
+    addrs: ResolvedSocketAddrs,
+}
+
+impl Resolver for CachedResolver {
+    fn resolve(&self, uri: &Uri, config: &Config, timeout: NextTimeout) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let mut last = self.last.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(known) = last.as_ref().filter(|k| {
+            k.scheme.as_ref() == uri.scheme()
+                && k.authority.as_ref() == uri.authority()
+                && k.at.elapsed() < RESOLVED_FOR
+        }) {
+            return Ok(known.addrs.clone());
+        }
+        // Looked up under the lock: callers of one endpoint wait for one lookup, not each run one.
+        let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
+        *last = Some(Resolved {
+            scheme: uri.scheme().cloned(),
+            authority: uri.authority().cloned(),
+            at: Instant::now(),
+            addrs: addrs.clone(),
+        });
+        Ok(addrs)
     }
 }
 
@@ -205,6 +252,27 @@ mod tests {
                 assert!(d >= Duration::from_millis(lo) && d <= Duration::from_millis(hi), "retry {n}: {d:?}");
             }
         }
+    }
+
+    /// One endpoint's addresses are reused; another endpoint's are looked up.
+    #[test]
+    fn an_endpoint_is_resolved_once_and_another_on_its_own() {
+        let resolver = CachedResolver::default();
+        let config = Config::default();
+        let timeout = || NextTimeout {
+            after: Duration::from_secs(5).into(),
+            reason: ureq::Timeout::Global,
+            per_read: None,
+            per_write: None,
+        };
+        let first: Uri = "http://127.0.0.1:8080/v1/messages".parse().unwrap();
+        let a = resolver.resolve(&first, &config, timeout()).unwrap();
+        assert_eq!(a.first().map(|s| s.to_string()), Some("127.0.0.1:8080".into()));
+        let at = resolver.last.lock().unwrap().as_ref().unwrap().at;
+        resolver.resolve(&"http://127.0.0.1:8080/v1/other".parse().unwrap(), &config, timeout()).unwrap();
+        assert_eq!(resolver.last.lock().unwrap().as_ref().unwrap().at, at, "looked up again");
+        let b = resolver.resolve(&"http://127.0.0.2:9090/".parse().unwrap(), &config, timeout()).unwrap();
+        assert_eq!(b.first().map(|s| s.to_string()), Some("127.0.0.2:9090".into()));
     }
 
     /// A stop ends the wait between retries at once, not after the delay.
