@@ -30,6 +30,9 @@ struct Parked {
 struct ParkState {
     entries: BTreeMap<ParkKey, Parked>,
     next_id: u64,
+    /// When the reaper wakes next by itself: a park due later needs no wake-up (with one
+    /// worker polling, every park came after the last one was taken, and woke it each step).
+    reaper_wakes: Option<Instant>,
 }
 
 /// Holds answers until an event takes them or their deadline passes; one reaper thread
@@ -58,10 +61,10 @@ impl Parker {
         let deadline =
             Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
         let key = (deadline, state.next_id);
-        let first = state.entries.keys().next().is_none_or(|k| key < *k);
+        let sooner = state.reaper_wakes.is_none_or(|at| deadline < at);
         state.entries.insert(key, Parked { respond, on_timeout });
         drop(state);
-        if first {
+        if sooner {
             self.changed.notify_one();
         }
         Ok(key)
@@ -107,7 +110,9 @@ impl Parker {
                 .next()
                 .map(|k| k.0.saturating_duration_since(now))
                 .unwrap_or(Duration::from_secs(3600));
+            state.reaper_wakes = now.checked_add(wait);
             state = self.changed.wait_timeout(state, wait).unwrap_or_else(|p| p.into_inner()).0;
+            state.reaper_wakes = None;
         }
     }
 
@@ -146,6 +151,16 @@ mod tests {
         (parker.take(key).unwrap())(b"event".to_vec());
         assert!(parker.take(key).is_none(), "taken once");
         assert_eq!(rx1.recv().unwrap(), b"event");
+        // A later park while the reaper sleeps toward an earlier deadline (taken meanwhile):
+        // no wake-up for it, and it is still reaped on time.
+        let (r5, _rx5) = responder();
+        let early = parker.park(r5, Duration::from_millis(50), b"taken".to_vec()).ok().unwrap();
+        let (r6, rx6) = responder();
+        let started = Instant::now();
+        parker.park(r6, Duration::from_millis(120), b"later".to_vec()).ok().unwrap();
+        drop(parker.take(early));
+        assert_eq!(rx6.recv_timeout(Duration::from_secs(5)).unwrap(), b"later");
+        assert!(started.elapsed() >= Duration::from_millis(120));
         let (r3, rx3) = responder();
         parker.park(r3, Duration::from_secs(60), b"closed".to_vec()).ok().unwrap();
         parker.close();
