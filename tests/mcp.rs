@@ -109,6 +109,8 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
     );
     for t in &tools {
         assert_eq!(t["inputSchema"]["type"], "object");
+        // The properties are written as JSON text: a typo there would leave them null.
+        assert!(t["inputSchema"]["properties"].is_object(), "{t}");
         assert!(
             t["annotations"]["readOnlyHint"].is_boolean() && t["annotations"]["destructiveHint"].is_boolean(),
             "{t}"

@@ -189,7 +189,10 @@ fn call_tool(shared: &Arc<Shared>, id: Value, params: &Value) -> Option<std::thr
     }))
 }
 
-fn obj(props: Value, required: &[&str]) -> Value {
+/// An input schema; `props` is JSON text (a literal: far less code than `json!` builds, and
+/// a unit test parses every one).
+fn obj(props: &str, required: &[&str]) -> Value {
+    let props: Value = serde_json::from_str(props).unwrap_or_default();
     json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
 }
 
@@ -208,7 +211,7 @@ fn tool(
 }
 
 fn sid() -> Value {
-    obj(json!({"session_id": {"type": "string"}}), &["session_id"])
+    obj(r#"{"session_id": {"type": "string"}}"#, &["session_id"])
 }
 
 pub fn tool_list() -> Vec<Value> {
@@ -219,17 +222,17 @@ pub fn tool_list() -> Vec<Value> {
             "Start an automation session on a worker: mode `task` (do something: download, scrape, fill forms, run commands) \
              or `explore` (observe and report). target is a URL (browser), a window title (desktop app) or a host (type shell).",
             obj(
-                json!({"mode": {"type": "string", "enum": ["task", "explore"]}, "target": {"type": "string"},
+                r#"{"mode": {"type": "string", "enum": ["task", "explore"]}, "target": {"type": "string"},
                        "type": {"type": "string", "enum": ["browser", "app", "shell"]}, "instruction": {"type": "string"},
                        "goal": {"type": "string"}, "worker": {"type": "string"}, "max_turns": {"type": "integer"},
-                       "auto_confirm": {"type": "boolean"}}),
+                       "auto_confirm": {"type": "boolean"}}"#,
                 &["mode", "target"],
             ),
             false,
             false,
             false,
         ),
-        tool("list_sessions", "List sessions", "All sessions, newest first.", obj(json!({}), &[]), true, false, true),
+        tool("list_sessions", "List sessions", "All sessions, newest first.", obj(r#"{}"#, &[]), true, false, true),
         tool(
             "get_session",
             "Get a session",
@@ -243,7 +246,7 @@ pub fn tool_list() -> Vec<Value> {
             "get_log",
             "Read a session's log",
             "Log entries after `after` (0 = from the start); returns `next` to continue.",
-            obj(json!({"session_id": {"type": "string"}, "after": {"type": "integer"}}), &["session_id"]),
+            obj(r#"{"session_id": {"type": "string"}, "after": {"type": "integer"}}"#, &["session_id"]),
             true,
             false,
             true,
@@ -263,7 +266,7 @@ pub fn tool_list() -> Vec<Value> {
             "get_file",
             "Get a file",
             "A session file: text inline, images as images, anything else saved to a local folder (the path is returned).",
-            obj(json!({"session_id": {"type": "string"}, "filename": {"type": "string"}}), &["session_id", "filename"]),
+            obj(r#"{"session_id": {"type": "string"}, "filename": {"type": "string"}}"#, &["session_id", "filename"]),
             false,
             false,
             true,
@@ -274,8 +277,8 @@ pub fn tool_list() -> Vec<Value> {
             "Approve or deny the action the session is waiting on (see wait_for_session / get_session). A denial may \
              say why (the session's model is told); a command may be approved in an edited form.",
             obj(
-                json!({"session_id": {"type": "string"}, "approved": {"type": "boolean"}, "confirmation_id": {"type": "string"},
-                       "reason": {"type": "string"}, "edited_command": {"type": "string"}}),
+                r#"{"session_id": {"type": "string"}, "approved": {"type": "boolean"}, "confirmation_id": {"type": "string"},
+                       "reason": {"type": "string"}, "edited_command": {"type": "string"}}"#,
                 &["session_id", "approved"],
             ),
             false,
@@ -286,7 +289,7 @@ pub fn tool_list() -> Vec<Value> {
             "answer_question",
             "Answer a question",
             "Answer the question the session's agent asked a person (see wait_for_session / get_session).",
-            obj(json!({"session_id": {"type": "string"}, "text": {"type": "string"}}), &["session_id", "text"]),
+            obj(r#"{"session_id": {"type": "string"}, "text": {"type": "string"}}"#, &["session_id", "text"]),
             false,
             false,
             false,
@@ -298,8 +301,8 @@ pub fn tool_list() -> Vec<Value> {
              recorded steps or replace a recorded value); where the page changed, the model takes over. Follow it \
              with wait_for_session.",
             obj(
-                json!({"session_id": {"type": "string"}, "params": {"type": "object", "additionalProperties": {"type": "string"}},
-                       "instruction": {"type": "string"}}),
+                r#"{"session_id": {"type": "string"}, "params": {"type": "object", "additionalProperties": {"type": "string"}},
+                       "instruction": {"type": "string"}}"#,
                 &["session_id"],
             ),
             false,
@@ -311,7 +314,7 @@ pub fn tool_list() -> Vec<Value> {
             "list_workers",
             "List workers",
             "Workers, their capabilities and which session each serves.",
-            obj(json!({}), &[]),
+            obj(r#"{}"#, &[]),
             true,
             false,
             true,
@@ -320,7 +323,7 @@ pub fn tool_list() -> Vec<Value> {
             "wait_for_session",
             "Wait for a session",
             "Wait (at most ~50 s) until the session changes status, asks for a confirmation, or ends; returns its state and new log lines. Call again to keep waiting.",
-            obj(json!({"session_id": {"type": "string"}, "timeout_s": {"type": "integer"}}), &["session_id"]),
+            obj(r#"{"session_id": {"type": "string"}, "timeout_s": {"type": "integer"}}"#, &["session_id"]),
             true,
             false,
             true,
