@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+mod appends;
 mod lock;
 mod retention;
 mod sniff;
@@ -71,7 +72,7 @@ impl Store {
             let _ = fs::remove_dir_all(&dir);
             return Err(e);
         }
-        Ok(SessionDir { dir, syncer: Arc::clone(&self.syncer) })
+        Ok(SessionDir { dir, syncer: Arc::clone(&self.syncer), appends: Arc::default() })
     }
 
     /// Every session folder with a readable `session.json`. Unreadable ones are reported and
@@ -85,7 +86,7 @@ impl Store {
             if !name.starts_with("sess_") || !entry.file_type()?.is_dir() {
                 continue;
             }
-            let dir = SessionDir { dir: entry.path(), syncer: Arc::clone(&self.syncer) };
+            let dir = SessionDir { dir: entry.path(), syncer: Arc::clone(&self.syncer), appends: Arc::default() };
             match fs::read(dir.path(SESSION_JSON))
                 .map_err(|e| e.to_string())
                 .and_then(|b| serde_json::from_slice::<SessionRecord>(&b).map_err(|e| e.to_string()))
@@ -104,6 +105,7 @@ impl Store {
 pub struct SessionDir {
     dir: PathBuf,
     syncer: Arc<Syncer>,
+    appends: Arc<appends::Appends>,
 }
 
 impl SessionDir {
@@ -131,25 +133,6 @@ impl SessionDir {
     /// Append one line to `log.jsonl`; returns the byte offset the line starts at.
     pub fn append_log_line(&self, line: &str) -> io::Result<u64> {
         self.append_line(LOG_JSONL, line)
-    }
-
-    /// Append one line to a JSON-lines file of the session (in one write). A failed write (a
-    /// full disk) is cut back off, so no torn line is left for the next one to follow.
-    pub fn append_line(&self, name: &str, line: &str) -> io::Result<u64> {
-        let mut file = OpenOptions::new().create(true).append(true).mode(0o600).open(self.path(name))?;
-        let offset = file.seek(SeekFrom::End(0))?;
-        let mut buf = Vec::with_capacity(line.len() + 1);
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-        if let Err(e) = file.write_all(&buf) {
-            let _ = file.set_len(offset);
-            return Err(e);
-        }
-        // The line is in the file either way: a failed fdatasync is reported, not a lost line.
-        if let Err(e) = self.syncer.appended(&self.path(name), &file) {
-            log::warn!("cannot sync {}: {e}", self.path(name).display());
-        }
-        Ok(offset)
     }
 
     /// Sync this session's appended files now (before it reports a final status).

@@ -89,6 +89,8 @@ fn run_over_ssh(session: &Arc<Session>, agent: &AgentFn, config: Arc<Config>) {
 /// The agent under `catch_unwind`: a panic (a bug) ends this session `error` with the reason,
 /// recorded like any other end; every other session and the servers go on.
 fn run_agent(session: &Arc<Session>, agent: &AgentFn, runner: SessionRunner) -> AgentOutcome {
+    // Closed again in `finish`.
+    session.dir.keep_files_open();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| agent(runner))) {
         Ok(outcome) => outcome,
         Err(payload) => {
@@ -139,6 +141,7 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
         // The end's own log line too, not only what came before it.
         session.dir.sync_now();
     }
+    session.dir.close_files();
     session.vault().clear();
     session.end_log_waiters();
     log::info!("{}: ended ({})", session.id, status.as_str());
