@@ -340,3 +340,32 @@ fn clients_that_declare_a_body_and_never_send_it_cannot_freeze_the_servers() {
     assert_eq!(d.worker_client().get("/health").status, 200);
     assert!(t.elapsed() < AT_ONCE, "{:?}", t.elapsed());
 }
+
+/// A chunked body refused before its end (too large): the client gets the 413, not a closed
+/// connection, and the daemon reads off the rest so the answer is not lost to a reset.
+#[test]
+fn a_chunked_body_refused_early_still_gets_its_answer() {
+    use std::io::{Read, Write};
+    let dir = TempDir::new("early");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let mut s = std::net::TcpStream::connect(d.api.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    let head = "POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+    s.write_all(head.as_bytes()).unwrap();
+    let chunk = vec![b'a'; 64 << 10];
+    // 4 MiB, far past the 1 MiB a JSON body may have; the daemon may stop reading partway.
+    for _ in 0..64 {
+        let sent =
+            write!(s, "{:x}\r\n", chunk.len()).and_then(|()| s.write_all(&chunk)).and_then(|()| s.write_all(b"\r\n"));
+        if sent.is_err() {
+            break;
+        }
+    }
+    let _ = s.write_all(b"0\r\n\r\n");
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.starts_with("HTTP/1.1 413"), "{text:?}");
+    assert!(text.contains("too_large"), "{text}");
+    assert_eq!(d.client().get("/health").status, 200);
+}

@@ -16,14 +16,16 @@
 //! stay small on an idle connection: 4 KiB to read, and nothing for answers between requests.
 
 use super::front::{Limits, Slot};
-use super::splice::Pipe;
 use super::tls::{Client, TlsConfig};
+use input::Input;
 use std::io::{self, ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+mod input;
 
 /// The longest request head accepted (request line and headers together).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -40,6 +42,9 @@ const TLS_BODY_BUFFER: usize = 32 * 1024;
 const SMALL_REPLY: usize = 2048;
 const REPLY_BUFFER: usize = 16 * 1024;
 const LARGE_REPLY_BUFFER: usize = 256 * 1024;
+/// How long an answer given before the request's body ended may take to come, and how long
+/// the rest of that body is then read off.
+const EARLY_ANSWER_WAIT: Duration = Duration::from_secs(1);
 /// How many `idle_timeout`s an answer's bytes may keep the relay waiting.
 const ANSWER_WAIT_FACTOR: u32 = 3;
 /// The longest chunk-size or trailer line of a chunked body.
@@ -111,12 +116,39 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
         Err(Stop::Quiet) if input.timed_out && !out.is_open() => {
             return Err(Stop::Answer(408, "request body not received in time"));
         }
+        // A handler saw it: it may have answered already (tiny_http closes without draining
+        // a refused chunked body), or answers once it sees the body end.
+        Err(Stop::Quiet) if out.is_open() => return Ok(early_answer(&mut out, input)),
         other => other?,
     }
     input.deadline = None;
     input.release();
     let answer_closes = copy_response(out.open(ctx)?, &mut input.client)?;
     Ok(!head.close && !answer_closes)
+}
+
+/// The answer to a request whose body could not be forwarded to its end, passed on if one
+/// comes within `EARLY_ANSWER_WAIT`; then what the client still sends is read off for a while,
+/// so that closing with its bytes unread does not reset the connection before it has read the
+/// answer. The connection then ends (`false`): where its next request starts is unknown.
+fn early_answer(out: &mut Out, input: &mut Input<'_>) -> bool {
+    let Out::Open(inner) = out else { return false };
+    // The handler sees the body end, so it answers rather than waits for the rest.
+    let _ = inner.shutdown(Shutdown::Write);
+    if inner.set_read_timeout(Some(EARLY_ANSWER_WAIT)).is_err() || copy_response(inner, &mut input.client).is_err() {
+        return false;
+    }
+    let until = Instant::now() + EARLY_ANSWER_WAIT;
+    let mut scratch = [0u8; 16 * 1024];
+    while let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
+        if input.client.socket().set_read_timeout(Some(left)).is_err() {
+            break;
+        }
+        if matches!(input.client.read_some(&mut scratch), Ok(Some(0)) | Err(_)) {
+            break;
+        }
+    }
+    false
 }
 
 /// Wait for a request head; its length including the blank line, or `None` for a clean close.
@@ -396,177 +428,6 @@ fn connect(inner: &Path, limits: &Limits, held: &[u8]) -> io::Result<UnixStream>
     stream.set_write_timeout(Some(limits.idle_timeout))?;
     stream.write_all(held)?;
     Ok(stream)
-}
-
-/// The client's bytes, read ahead into a buffer, each read bounded by `per_read` and the
-/// current `deadline`.
-struct Input<'a> {
-    client: Client<'a>,
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
-    deadline: Option<Instant>,
-    per_read: Duration,
-    timeout_set: Option<Duration>,
-    /// The last `fill` failed for time.
-    timed_out: bool,
-    /// For splice(2), made at the first large transfer; `no_splice` once it proved unusable.
-    pipe: Option<Pipe>,
-    no_splice: bool,
-}
-
-impl<'a> Input<'a> {
-    fn new(client: Client<'a>, per_read: Duration) -> Input<'a> {
-        Input {
-            client,
-            buf: vec![0; SMALL_BUFFER],
-            start: 0,
-            end: 0,
-            deadline: None,
-            per_read,
-            timeout_set: None,
-            timed_out: false,
-            pipe: None,
-            no_splice: false,
-        }
-    }
-
-    fn available(&self) -> &[u8] {
-        &self.buf[self.start..self.end]
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start += n;
-    }
-
-    fn grow(&mut self, size: usize) {
-        if self.buf.len() < size {
-            self.buf.resize(size, 0);
-        }
-    }
-
-    /// A large body's buffer: large only where splice(2) does not carry the body.
-    fn grow_for_body(&mut self) {
-        match self.client {
-            // Only the held part is read here; splice(2) moves the rest.
-            Client::Plain(_) if !self.no_splice => self.grow(HOLD),
-            Client::Plain(_) => self.grow(BODY_BUFFER),
-            Client::Tls(_) => self.grow(TLS_BODY_BUFFER),
-        }
-    }
-
-    /// While an answer is awaited (a parked poll may take minutes): no read buffer, unless it
-    /// holds the client's next request already.
-    fn release(&mut self) {
-        if self.start == self.end {
-            (self.buf, self.start, self.end) = (Vec::new(), 0, 0);
-        }
-    }
-
-    /// Between requests: back to a small buffer and no pipe, so a connection that once
-    /// carried a large head or body does not keep its memory while it idles.
-    fn settle(&mut self) {
-        self.pipe = None;
-        let left = self.end - self.start;
-        if self.buf.len() > SMALL_BUFFER && left <= SMALL_BUFFER {
-            self.buf.copy_within(self.start..self.end, 0);
-            (self.start, self.end) = (0, left);
-            self.buf.truncate(SMALL_BUFFER);
-            self.buf.shrink_to_fit();
-        }
-    }
-
-    /// Read more (growing a full buffer up to `MAX_HEAD`); 0 at the end of the stream,
-    /// `TimedOut` past the deadline.
-    fn fill(&mut self) -> io::Result<usize> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.buf.len() {
-            self.grow((self.buf.len() * 2).clamp(SMALL_BUFFER, MAX_HEAD));
-        }
-        loop {
-            let wait = match self.deadline {
-                Some(d) => d.saturating_duration_since(Instant::now()).min(self.per_read),
-                None => self.per_read,
-            };
-            self.timed_out = wait.is_zero();
-            if self.timed_out {
-                return Err(ErrorKind::TimedOut.into());
-            }
-            self.set_timeout(wait)?;
-            match self.client.read_some(&mut self.buf[self.end..]) {
-                Ok(Some(n)) => {
-                    self.end += n;
-                    return Ok(n);
-                }
-                // TLS records without request bytes (a handshake): the deadline again.
-                Ok(None) => {}
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    self.timed_out = true;
-                    return Err(ErrorKind::TimedOut.into());
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
-
-    /// The socket's receive timeout, rounded up to whole milliseconds so nearby deadlines
-    /// share one setsockopt.
-    fn set_timeout(&mut self, wait: Duration) -> io::Result<()> {
-        let wait = Duration::from_millis(wait.as_millis().max(1).try_into().unwrap_or(u64::MAX));
-        if self.timeout_set != Some(wait) {
-            self.client.socket().set_read_timeout(Some(wait))?;
-            self.timeout_set = Some(wait);
-        }
-        Ok(())
-    }
-
-    fn pipe(&mut self) -> Option<&mut Pipe> {
-        if self.pipe.is_none() && !self.no_splice {
-            self.pipe = Pipe::new().ok();
-            self.no_splice = self.pipe.is_none();
-        }
-        self.pipe.as_mut()
-    }
-
-    /// Move up to `max` body bytes from the client straight to `to` (each read bounded by
-    /// `per_read`); `None` where splice(2) cannot be used.
-    fn splice_to(&mut self, to: std::os::fd::RawFd, max: u64) -> Result<Option<usize>, Stop> {
-        let Some(from) = self.client.splice_fd() else { return Ok(None) };
-        self.set_timeout(self.per_read)?;
-        let Some(pipe) = self.pipe() else { return Ok(None) };
-        match pipe.transfer(from, to, usize::try_from(max).unwrap_or(usize::MAX)) {
-            Ok(0) => Err(Stop::Quiet),
-            Ok(n) => Ok(Some(n)),
-            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
-                self.no_splice = true;
-                Ok(None)
-            }
-            Err(_) => Err(Stop::Quiet),
-        }
-    }
-
-    /// One CRLF-terminated line of at most `cap` bytes, CRLF included.
-    fn line(&mut self, cap: usize) -> Result<Vec<u8>, Stop> {
-        let mut searched = 0;
-        loop {
-            if let Some(at) = find(self.available(), searched, b"\r\n") {
-                let line = self.available()[..at + 2].to_vec();
-                self.consume(at + 2);
-                return Ok(line);
-            }
-            if self.available().len() > cap {
-                return Err(Stop::Answer(400, "chunked body line too long"));
-            }
-            searched = self.available().len();
-            if self.fill()? == 0 {
-                return Err(Stop::Quiet);
-            }
-        }
-    }
 }
 
 /// Where `needle` starts in `hay`, looking only at what is new since `searched` bytes (a
