@@ -131,6 +131,7 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
 /// comes within `EARLY_ANSWER_WAIT`; then what the client still sends is read off for a while,
 /// so that closing with its bytes unread does not reset the connection before it has read the
 /// answer. The connection then ends (`false`): where its next request starts is unknown.
+#[cold]
 fn early_answer(out: &mut Out, input: &mut Input<'_>) -> bool {
     let Out::Open(inner) = out else { return false };
     // The handler sees the body end, so it answers rather than waits for the rest.
@@ -139,7 +140,9 @@ fn early_answer(out: &mut Out, input: &mut Input<'_>) -> bool {
         return false;
     }
     let until = Instant::now() + EARLY_ANSWER_WAIT;
-    let mut scratch = [0u8; 16 * 1024];
+    // On the heap: a frame this large, inlined into every request's path, would have its
+    // pages probed on each call, in each of thousands of 128 KiB connection stacks.
+    let mut scratch = vec![0u8; 16 * 1024];
     while let Some(left) = until.checked_duration_since(Instant::now()).filter(|d| !d.is_zero()) {
         if input.client.socket().set_read_timeout(Some(left)).is_err() {
             break;
