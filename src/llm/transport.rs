@@ -149,7 +149,6 @@ impl Resolver for CachedResolver {
         }) {
             return Ok(known.addrs.clone());
         }
-        // Looked up under the lock: callers of one endpoint wait for one lookup, not each run one.
         let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
         *last = Some(Resolved {
             scheme: uri.scheme().cloned(),
