@@ -127,7 +127,7 @@ impl Agent {
             .iter()
             .map(|t| {
                 let spec = t.spec();
-                ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema }
+                ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema.to_value() }
             })
             .collect();
         let mut opening = prompts::opening_message(&record);

@@ -67,7 +67,7 @@ impl Agent {
                 self.tools.push(ToolDef {
                     name: t.name(),
                     description: spec.description,
-                    input_schema: spec.input_schema,
+                    input_schema: spec.input_schema.to_value(),
                 });
             }
         }

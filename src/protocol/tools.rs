@@ -61,10 +61,10 @@ const EXPLORE_ALL: Sets = Sets { explore: &[Browser, App, Shell], task: &[] };
 const TASK_ALL: Sets = Sets { explore: &[], task: &[Browser, App, Shell] };
 
 /// One entry of the table.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Spec {
     pub description: &'static str,
-    pub input_schema: Value,
+    pub input_schema: Schema,
     pub runs: Runs,
     pub sets: Sets,
     pub timeout: Timeout,
@@ -152,47 +152,68 @@ tools! {
     ToolOutputsSample = "tool_outputs_sample",
 }
 
-const SELECTOR_HELP: &str =
-    "A ref from the latest snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`";
-
-fn obj(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required})
+/// How a model names an element: the description of every `selector` that takes each form.
+macro_rules! selector_help {
+    () => {
+        r##""A ref from the latest snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`""##
+    };
 }
 
-fn selector_only() -> Value {
-    obj(json!({"selector": {"type": "string", "description": SELECTOR_HELP}}), &["selector"])
+/// A tool's input: an object with these properties (JSON text, parsed only when the schema is
+/// sent or checked, so looking an entry up allocates nothing) and these required.
+#[derive(Debug, Clone, Copy)]
+pub struct Schema {
+    properties: &'static str,
+    required: &'static [&'static str],
 }
 
-fn no_input() -> Value {
-    obj(json!({}), &[])
+impl Schema {
+    /// The JSON Schema sent to the model and checked against its input.
+    pub fn to_value(self) -> Value {
+        // Every entry's text parses (`every_schema_is_an_object_with_its_required_properties`).
+        let properties: Value = serde_json::from_str(self.properties).unwrap_or_else(|_| json!({}));
+        json!({"type": "object", "properties": properties, "required": self.required})
+    }
 }
 
-fn point_or_element() -> Value {
-    obj(json!({"element": {"type": "string"}, "x": {"type": "integer"}, "y": {"type": "integer"}}), &[])
+fn obj(properties: &'static str, required: &'static [&'static str]) -> Schema {
+    Schema { properties, required }
 }
 
-fn finish_input() -> Value {
-    obj(json!({"summary": {"type": "string"}, "report_markdown": {"type": "string"}}), &["summary"])
+fn selector_only() -> Schema {
+    obj(concat!(r#"{"selector": {"type": "string", "description": "#, selector_help!(), r#"}}"#), &["selector"])
+}
+
+fn no_input() -> Schema {
+    obj(r#"{}"#, &[])
+}
+
+fn point_or_element() -> Schema {
+    obj(r#"{"element": {"type": "string"}, "x": {"type": "integer"}, "y": {"type": "integer"}}"#, &[])
+}
+
+fn finish_input() -> Schema {
+    obj(r#"{"summary": {"type": "string"}, "report_markdown": {"type": "string"}}"#, &["summary"])
 }
 
 /// An entry with the common defaults: the command timeout, no credentials needed.
-fn entry(runs: Runs, sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+fn entry(runs: Runs, sets: Sets, description: &'static str, input_schema: Schema) -> Spec {
     Spec { description, input_schema, runs, sets, timeout: Timeout::Command, needs_credentials: false, acts: false }
 }
 
-fn browser(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+fn browser(sets: Sets, description: &'static str, input_schema: Schema) -> Spec {
     entry(Runs::Target(Browser), sets, description, input_schema)
 }
 
-fn app(description: &'static str, input_schema: Value) -> Spec {
+fn app(description: &'static str, input_schema: Schema) -> Spec {
     entry(Runs::Target(App), APP_ALL, description, input_schema)
 }
 
-fn shell(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+fn shell(sets: Sets, description: &'static str, input_schema: Schema) -> Spec {
     entry(Runs::Target(Shell), sets, description, input_schema)
 }
 
-fn local(sets: Sets, description: &'static str, input_schema: Value) -> Spec {
+fn local(sets: Sets, description: &'static str, input_schema: Schema) -> Spec {
     entry(Runs::Controller, sets, description, input_schema)
 }
 
@@ -231,7 +252,7 @@ impl Tool {
             BrowserNavigate => browser(
                 BROWSER_ALL,
                 "Open a URL in the current tab and wait for it to load. Returns the page's snapshot.",
-                obj(json!({"url": {"type": "string", "description": "Absolute http(s) URL"}}), &["url"]),
+                obj(r#"{"url": {"type": "string", "description": "Absolute http(s) URL"}}"#, &["url"]),
             ).acting(),
             BrowserSnapshot => browser(
                 BROWSER_ALL,
@@ -241,57 +262,44 @@ impl Tool {
             BrowserScreenshot => browser(
                 BROWSER_ALL,
                 "Take a screenshot of the current page (viewport, or the whole page).",
-                obj(json!({"full_page": {"type": "boolean"}}), &[]),
+                obj(r#"{"full_page": {"type": "boolean"}}"#, &[]),
             ),
             BrowserGetDom => browser(
                 BROWSER_ALL,
                 "A compact outline of the page: headings, links, buttons, form fields and tables, each with a selector that works. Read this before acting.",
-                obj(json!({"selector": {"type": "string", "description": "Only the part under this element"}}), &[]),
+                obj(r#"{"selector": {"type": "string", "description": "Only the part under this element"}}"#, &[]),
             ),
             BrowserGetText => browser(
                 BROWSER_ALL,
                 "The visible text of the page or of one element.",
-                obj(json!({"selector": {"type": "string"}}), &[]),
+                obj(r#"{"selector": {"type": "string"}}"#, &[]),
             ),
             BrowserClick => browser(BROWSER_ALL, "Click an element. Returns the page's snapshot after the click.", selector_only()).acting(),
             BrowserType => browser(
                 BROWSER_ALL,
                 "Type text into an input field (clears it first unless clear is false).",
-                obj(
-                    json!({"selector": {"type": "string", "description": SELECTOR_HELP}, "text": {"type": "string"},
-                           "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}),
-                    &["selector", "text"],
-                ),
+                obj(concat!(r#"{"selector": {"type": "string", "description": "#, selector_help!(), r#"}, "text": {"type": "string"}, "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}"#), &["selector", "text"]),
             ).acting(),
             BrowserPressKey => browser(
                 BROWSER_ALL,
                 "Press a key or combination, e.g. Enter, Escape, Tab, Control+A.",
-                obj(json!({"key": {"type": "string"}}), &["key"]),
+                obj(r#"{"key": {"type": "string"}}"#, &["key"]),
             ).acting(),
             BrowserScroll => browser(
                 BROWSER_ALL,
                 "Scroll the page or an element.",
-                obj(
-                    json!({"direction": {"type": "string", "enum": ["up", "down", "left", "right"]},
-                           "amount": {"type": "integer", "description": "Pixels (default: one screen)"},
-                           "selector": {"type": "string", "description": "Scroll this element into view instead"}}),
-                    &[],
-                ),
+                obj(r#"{"direction": {"type": "string", "enum": ["up", "down", "left", "right"]}, "amount": {"type": "integer", "description": "Pixels (default: one screen)"}, "selector": {"type": "string", "description": "Scroll this element into view instead"}}"#, &[]),
             ),
             BrowserHover => browser(BROWSER_ALL, "Move the mouse over an element.", selector_only()),
             BrowserSelectOption => browser(
                 BROWSER_ALL,
                 "Choose an option of a <select> by value or visible label.",
-                obj(json!({"selector": {"type": "string"}, "value": {"type": "string"}}), &["selector", "value"]),
+                obj(r#"{"selector": {"type": "string"}, "value": {"type": "string"}}"#, &["selector", "value"]),
             ).acting(),
             BrowserWaitFor => browser(
                 BROWSER_ALL,
                 "Wait until an element or a text appears.",
-                obj(
-                    json!({"selector": {"type": "string"}, "text": {"type": "string"},
-                           "timeout_s": {"type": "integer", "description": "Default 30"}}),
-                    &[],
-                ),
+                obj(r#"{"selector": {"type": "string"}, "text": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 30"}}"#, &[]),
             )
             .timeout(Timeout::Asked),
             BrowserBack => browser(BROWSER_ALL, "Go back in history.", no_input()).acting(),
@@ -302,7 +310,7 @@ impl Tool {
             BrowserSwitchTab => browser(
                 BROWSER_ALL,
                 "Switch to another open tab by index or by part of its URL.",
-                obj(json!({"index": {"type": "integer"}, "url_contains": {"type": "string"}}), &[]),
+                obj(r#"{"index": {"type": "integer"}, "url_contains": {"type": "string"}}"#, &[]),
             ),
             PerformLogin => Spec {
                 needs_credentials: true,
@@ -317,96 +325,73 @@ impl Tool {
             Screenshot => app("Take a screenshot of the application window.", no_input()),
             GetUiTree => app(
                 "The windows, and the accessibility tree of those on screen (controls, names, roles, ids).",
-                obj(
-                    json!({"max_depth": {"type": "integer"},
-                           "window": {"type": "string", "description": "Part of a window title: only its widgets"}}),
-                    &[],
-                ),
+                obj(r#"{"max_depth": {"type": "integer"}, "window": {"type": "string", "description": "Part of a window title: only its widgets"}}"#, &[]),
             ),
             ListElements => app(
                 "List the windows and interactive elements (ids click takes), optionally of one control type.",
-                obj(
-                    json!({"control_type": {"type": "string", "description": "A role, e.g. button, label, window"},
-                           "window": {"type": "string", "description": "Part of a window title: only its elements"}}),
-                    &[],
-                ),
+                obj(r#"{"control_type": {"type": "string", "description": "A role, e.g. button, label, window"}, "window": {"type": "string", "description": "Part of a window title: only its elements"}}"#, &[]),
             ),
             Click => app("Click an element (by name) or a point.", point_or_element()).acting(),
             RightClick => app("Right-click an element (by name) or a point.", point_or_element()).acting(),
             DoubleClick => app("Double-click an element (by name) or a point.", point_or_element()).acting(),
-            TypeText => app("Type text into the focused control.", obj(json!({"text": {"type": "string"}}), &["text"])).acting(),
+            TypeText => app("Type text into the focused control.", obj(r#"{"text": {"type": "string"}}"#, &["text"])).acting(),
             PressKey => {
-                app("Press a key or combination, e.g. Enter, Alt+F4.", obj(json!({"key": {"type": "string"}}), &["key"])).acting()
+                app("Press a key or combination, e.g. Enter, Alt+F4.", obj(r#"{"key": {"type": "string"}}"#, &["key"])).acting()
             }
             Scroll => app(
                 "Scroll the window.",
-                obj(
-                    json!({"direction": {"type": "string", "enum": ["up", "down", "left", "right"]}, "amount": {"type": "integer"}}),
-                    &["direction"],
-                ),
+                obj(r#"{"direction": {"type": "string", "enum": ["up", "down", "left", "right"]}, "amount": {"type": "integer"}}"#, &["direction"]),
             ),
             SwitchWindow => app(
                 "Bring a window to the front by (part of) its title.",
-                obj(json!({"title": {"type": "string"}}), &["title"]),
+                obj(r#"{"title": {"type": "string"}}"#, &["title"]),
             ),
             GetWindowInfo => app("Title, size and position of the current window.", no_input()),
             Move => app(
                 "Move the mouse pointer to a point (hover), in the last screenshot's pixels.",
-                obj(json!({"x": {"type": "integer"}, "y": {"type": "integer"}}), &["x", "y"]),
+                obj(r#"{"x": {"type": "integer"}, "y": {"type": "integer"}}"#, &["x", "y"]),
             ),
             Drag => app(
                 "Press the left button at one point, move to another and release there (screenshot pixels).",
-                obj(
-                    json!({"from_x": {"type": "integer"}, "from_y": {"type": "integer"},
-                           "to_x": {"type": "integer"}, "to_y": {"type": "integer"}}),
-                    &["from_x", "from_y", "to_x", "to_y"],
-                ),
+                obj(r#"{"from_x": {"type": "integer"}, "from_y": {"type": "integer"}, "to_x": {"type": "integer"}, "to_y": {"type": "integer"}}"#, &["from_x", "from_y", "to_x", "to_y"]),
             )
             .acting(),
             // Waited in the controller: nothing for a worker to do, and a stop ends it at once.
             Wait => local(
                 APP_ALL,
                 "Wait a while for the application (at most 10000 ms).",
-                obj(json!({"ms": {"type": "integer", "description": "Milliseconds, at most 10000"}}), &["ms"]),
+                obj(r#"{"ms": {"type": "integer", "description": "Milliseconds, at most 10000"}}"#, &["ms"]),
             ),
             // ----- shell -----
             RunCommand => shell(
                 SHELL_ALL,
                 "Run a shell command on the target; returns exit code, stdout and stderr.",
-                obj(
-                    json!({"command": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 60"},
-                           "cwd": {"type": "string"}}),
-                    &["command"],
-                ),
+                obj(r#"{"command": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 60"}, "cwd": {"type": "string"}}"#, &["command"]),
             )
             .timeout(Timeout::Asked).acting(),
             ReadFile => shell(
                 SHELL_ALL,
                 "Read a text file on the target (bounded).",
-                obj(json!({"path": {"type": "string"}, "max_bytes": {"type": "integer"}}), &["path"]),
+                obj(r#"{"path": {"type": "string"}, "max_bytes": {"type": "integer"}}"#, &["path"]),
             ),
             ListDir => {
-                shell(SHELL_ALL, "List a directory on the target.", obj(json!({"path": {"type": "string"}}), &["path"]))
+                shell(SHELL_ALL, "List a directory on the target.", obj(r#"{"path": {"type": "string"}}"#, &["path"]))
             }
             SearchHistory => local(
                 SHELL_ALL,
                 "Search this session's log (earlier commands and their results).",
-                obj(json!({"query": {"type": "string"}, "max_results": {"type": "integer"}}), &["query"]),
+                obj(r#"{"query": {"type": "string"}, "max_results": {"type": "integer"}}"#, &["query"]),
             ),
             WriteFile => shell(
                 SHELL_TASK,
                 "Write a file on the target (its content as text, or as base64 for bytes).",
-                obj(
-                    json!({"path": {"type": "string"}, "content": {"type": "string"},
-                           "encoding": {"type": "string", "enum": ["utf8", "base64"]}}),
-                    &["path", "content"],
-                ),
+                obj(r#"{"path": {"type": "string"}, "content": {"type": "string"}, "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#, &["path", "content"]),
             ).acting(),
             // ----- every session -----
             SaveNote => local(
                 EVERY,
                 "Record a finding or progress note; notes go into the report.",
-                obj(json!({"content": {"type": "string"}, "title": {"type": "string"}}), &["content"]),
+                obj(r#"{"content": {"type": "string"}, "title": {"type": "string"}}"#, &["content"]),
             ),
             FinishExploration => local(
                 EXPLORE_ALL,
@@ -417,98 +402,72 @@ impl Tool {
             BrowserDownload => browser(
                 BROWSER_TASK,
                 "Download one file with the page's cookies; it is stored in the session's files.",
-                obj(json!({"url": {"type": "string"}, "filename": {"type": "string"}}), &["url"]),
+                obj(r#"{"url": {"type": "string"}, "filename": {"type": "string"}}"#, &["url"]),
             )
             .timeout(Timeout::Download).acting(),
             BrowserDownloadBatch => browser(
                 BROWSER_TASK,
                 "Download several files; each is stored in the session's files. Ask request_confirmation first.",
-                obj(
-                    json!({"urls": {"type": "array", "items": obj(json!({"url": {"type": "string"}, "filename": {"type": "string"}}), &["url"])}}),
-                    &["urls"],
-                ),
+                obj(r#"{"urls": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}, "filename": {"type": "string"}}, "required": ["url"]}}}"#, &["urls"]),
             )
             .timeout(Timeout::Download).acting(),
             BrowserScrapeLinks => browser(
                 BROWSER_TASK,
                 "List links (text and absolute URL), optionally under a selector and matching a regex.",
-                obj(
-                    json!({"selector": {"type": "string"}, "pattern": {"type": "string", "description": "Regular expression on the URL"},
-                           "attribute": {"type": "string", "description": "Attribute to read (default href)"}}),
-                    &[],
-                ),
+                obj(r#"{"selector": {"type": "string"}, "pattern": {"type": "string", "description": "Regular expression on the URL"}, "attribute": {"type": "string", "description": "Attribute to read (default href)"}}"#, &[]),
             ),
             BrowserScrapeTable => browser(
                 BROWSER_TASK,
                 "Read an HTML table as rows (csv or json).",
-                obj(
-                    json!({"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}}),
-                    &["selector"],
-                ),
+                obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}}"#, &["selector"]),
             ),
             BrowserScrapeText => browser(
                 BROWSER_TASK,
                 "Read the text of several elements at once, by name.",
-                obj(
-                    json!({"selectors": {"type": "array", "items": obj(json!({"name": {"type": "string"}, "selector": {"type": "string"}}), &["name", "selector"])}}),
-                    &["selectors"],
-                ),
+                obj(r#"{"selectors": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "selector": {"type": "string"}}, "required": ["name", "selector"]}}}"#, &["selectors"]),
             ),
             BrowserFillForm => browser(
                 BROWSER_TASK,
                 "Fill several form fields (text, select, checkbox, radio).",
-                obj(
-                    json!({"fields": {"type": "array", "items": obj(json!({"selector": {"type": "string"}, "value": {"type": "string"},
-                           "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}}), &["selector", "value"])}}),
-                    &["fields"],
-                ),
+                obj(r#"{"fields": {"type": "array", "items": {"type": "object", "properties": {"selector": {"type": "string"}, "value": {"type": "string"}, "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}}, "required": ["selector", "value"]}}}"#, &["fields"]),
             ).acting(),
             BrowserSubmitForm => browser(
                 BROWSER_TASK,
                 "Submit a form (by its selector or by clicking its submit button). Ask request_confirmation first.",
-                obj(json!({"selector": {"type": "string"}, "submit_selector": {"type": "string"}}), &[]),
+                obj(r#"{"selector": {"type": "string"}, "submit_selector": {"type": "string"}}"#, &[]),
             ).acting(),
             BrowserAnswerDialog => browser(
                 BROWSER_TASK,
                 "How to answer the page's next confirm() or prompt() (otherwise the configured default, usually dismiss). Call it before the click that opens the dialog.",
-                obj(json!({"accept": {"type": "boolean"}, "text": {"type": "string", "description": "What to type into a prompt()"}}), &["accept"]),
+                obj(r#"{"accept": {"type": "boolean"}, "text": {"type": "string", "description": "What to type into a prompt()"}}"#, &["accept"]),
             ),
             BrowserSaveAsPdf => browser(
                 BROWSER_TASK,
                 "Print the current page to a PDF stored in the session's files.",
-                obj(json!({"filename": {"type": "string"}, "wait_for_selector": {"type": "string"}}), &["filename"]),
+                obj(r#"{"filename": {"type": "string"}, "wait_for_selector": {"type": "string"}}"#, &["filename"]),
             )
             .timeout(Timeout::Download),
             // ----- every task -----
             RequestConfirmation => local(
                 TASK_ALL,
                 "Ask the user to approve a risky action (batch downloads, submitting forms, deleting). Returns {approved}.",
-                obj(
-                    json!({"action": {"type": "string", "description": "Short slug, e.g. batch_download"},
-                           "description": {"type": "string"}, "details": {"type": "array", "items": {"type": "string"}},
-                           "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}}),
-                    &["action", "description"],
-                ),
+                obj(r#"{"action": {"type": "string", "description": "Short slug, e.g. batch_download"}, "description": {"type": "string"}, "details": {"type": "array", "items": {"type": "string"}}, "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}}"#, &["action", "description"]),
             ),
             AskUser => local(
                 TASK_ALL,
                 "Ask the user a question and wait for the answer (text). Use it when the task is unclear or a \
                  choice is theirs to make, not for permission (use request_confirmation for that).",
-                obj(json!({"question": {"type": "string"}}), &["question"]),
+                obj(r#"{"question": {"type": "string"}}"#, &["question"]),
             ),
             SaveFile => local(
                 TASK_ALL,
                 "Save text (CSV, JSON, markdown…) or base64 bytes as a file in the session's files.",
-                obj(
-                    json!({"filename": {"type": "string"}, "content": {"type": "string"},
-                           "encoding": {"type": "string", "enum": ["utf8", "base64"]}}),
-                    &["filename", "content"],
-                ),
+                obj(r#"{"filename": {"type": "string"}, "content": {"type": "string"}, "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#, &["filename", "content"]),
             ),
             SendNotification => local(
                 TASK_ALL,
                 "Notify the user (Telegram and/or webhook, as configured for this session).",
-                obj(json!({"message": {"type": "string"}, "include_files": {"type": "boolean"}}), &["message"]),
+                obj(r#"{"message": {"type": "string"}, "include_files": {"type": "boolean"}}"#, &["message"]),
             ).acting(),
             FinishTask => {
                 local(TASK_ALL, "End the task with a summary (and optionally a full markdown report).", finish_input())
@@ -565,9 +524,20 @@ mod tests {
         for (i, t) in Tool::ALL.iter().enumerate() {
             assert_eq!(Tool::from_name(t.name()), Some(*t));
             assert!(Tool::ALL[..i].iter().all(|o| o.name() != t.name()), "{} twice", t.name());
-            assert_eq!(t.spec().input_schema["type"], "object");
         }
         assert_eq!(Tool::from_name("browser_teleport"), None);
+    }
+
+    #[test]
+    fn every_schema_is_an_object_with_its_required_properties() {
+        for t in Tool::ALL {
+            let text = t.spec().input_schema.properties;
+            let properties: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{}: {e}", t.name()));
+            for required in t.spec().input_schema.required {
+                assert!(properties.get(required).is_some(), "{} requires {required}, which it lacks", t.name());
+            }
+            assert_eq!(t.spec().input_schema.to_value()["type"], "object");
+        }
     }
 
     /// Target tools run on the backend of the one session type whose sets hold them.

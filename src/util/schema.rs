@@ -59,12 +59,12 @@ mod tests {
 
     #[test]
     fn validation_catches_bad_arguments() {
-        let schema = Tool::BrowserDownloadBatch.spec().input_schema;
+        let schema = Tool::BrowserDownloadBatch.spec().input_schema.to_value();
         assert!(validate(&schema, &json!({"urls": [{"url": "https://a/x.pdf"}]})).is_ok());
         assert!(validate(&schema, &json!({})).unwrap_err().contains("urls"));
         assert!(validate(&schema, &json!({"urls": [{"filename": "x"}]})).unwrap_err().contains("url"));
         assert!(validate(&schema, &json!({"urls": "x"})).unwrap_err().contains("array"));
-        let schema = Tool::RequestConfirmation.spec().input_schema;
+        let schema = Tool::RequestConfirmation.spec().input_schema.to_value();
         assert!(validate(&schema, &json!({"action": "a", "description": "d", "risk_level": "extreme"})).is_err());
         assert!(validate(&schema, &json!({"action": "a", "description": "d", "bogus": 1})).is_err());
     }

@@ -16,7 +16,7 @@ fn tool_defs() -> Vec<ToolDef> {
         .iter()
         .map(|t| {
             let spec = t.spec();
-            ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema }
+            ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema.to_value() }
         })
         .collect()
 }
