@@ -5,21 +5,28 @@
 //! images (the agent drops them and asks again); a server's `x-should-retry` wins;
 //! `retry-after-ms` / `retry-after` honoured up to 60 s, otherwise 0.5 s doubling to 8 s with up
 //! to 25 % jitter; at most `api.max_retries` retries. Other statuses fail at once with the API's
-//! own message (the adapter words it). Each attempt runs on a caller thread (`callers.rs`) bounded by
-//! `api.timeout_s`; the caller selects over its result and the session's stop, so a stop never
-//! waits for the network. Keys only ever go into a header, and error texts never carry a URL.
+//! own message (the adapter words it). Keys only ever go into a header, and error texts never
+//! carry a URL.
+//!
+//! Where an attempt runs: over a pooled connection, on the caller's own thread, and a stop
+//! shuts that connection down (a hand-off to another thread and back cost two thread wake-ups
+//! on every agent step). An attempt that needs a lookup or a new connection (which a shutdown
+//! cannot interrupt) runs on a caller thread (`callers.rs`) instead, and the caller selects over
+//! its result and the stop. Either way a stop never waits for the network.
 
 use super::LlmError;
 use crate::util::clock;
 use crate::wait::stop::StopSignal;
 use crossbeam_channel::{RecvTimeoutError, select};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 use ureq::config::Config;
 use ureq::http::Uri;
 use ureq::http::uri::{Authority, Scheme};
 use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
-use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
+use ureq::unversioned::transport::{ConnectionDetails, Connector, DefaultConnector, NextTimeout};
 
 const MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -27,8 +34,16 @@ const MAX_RESPONSE_BYTES: u64 = 64 * 1024 * 1024;
 const KEPT_HEADERS: [&str; 4] = ["retry-after", "retry-after-ms", "x-should-retry", "request-id"];
 
 pub struct Transport {
-    agent: ureq::Agent,
+    /// Replaced once a stop has shut it down: the provider still writes a report after a stop.
+    agent: Mutex<Arc<Generation>>,
+    timeout: Duration,
     max_retries: u32,
+}
+
+/// One agent and whether a stop has shut it down (closing its pool for good).
+struct Generation {
+    agent: ureq::Agent,
+    shut: AtomicBool,
 }
 
 /// One call: where, with which headers, and how the adapter words failures.
@@ -55,18 +70,7 @@ enum Attempt {
 
 impl Transport {
     pub fn new(timeout: Duration, max_retries: u32) -> Transport {
-        let config = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .timeout_global(Some(timeout))
-            .timeout_connect(Some(Duration::from_secs(10).min(timeout)))
-            // ureq's default is 128 KiB each way per connection, kept while pooled: 200 sessions
-            // waiting on the model held about 50 MiB in them. Response headers fit in 32 KiB;
-            // bodies stream through either size.
-            .input_buffer_size(32 * 1024)
-            .output_buffer_size(16 * 1024)
-            .build();
-        let agent = ureq::Agent::with_parts(config, DefaultConnector::new(), CachedResolver::default());
-        Transport { agent, max_retries }
+        Transport { agent: Mutex::new(Arc::new(Generation::new(timeout))), timeout, max_retries }
     }
 
     /// POST until a 200 (its body), a final failure, the retry budget, or a stop.
@@ -100,13 +104,55 @@ impl Transport {
     }
 
     fn attempt(&self, call: &Call<'_>, retry_count: u32, stop: &StopSignal) -> Result<Attempt, LlmError> {
-        let (tx, rx) = crossbeam_channel::bounded(1);
-        let agent = self.agent.clone();
-        let url = call.url.to_string();
+        if stop.is_raised() {
+            return Err(LlmError::Cancelled);
+        }
         let mut headers = call.headers.clone();
         headers.push(("x-stainless-retry-count", retry_count.to_string()));
+        match self.attempt_here(call.url, &headers, &call.body, stop) {
+            Some(attempt) => attempt,
+            None => self.attempt_on_a_caller(call.url, headers, &call.body, stop),
+        }
+    }
+
+    /// The attempt on this thread over a pooled connection, which a stop shuts down (with the
+    /// whole agent: ureq shuts down every connection of an agent at once). None when it needs
+    /// a lookup or a new connection, and nothing was sent.
+    fn attempt_here(
+        &self,
+        url: &str,
+        headers: &[(&'static str, String)],
+        body: &[u8],
+        stop: &StopSignal,
+    ) -> Option<Result<Attempt, LlmError>> {
+        let generation = self.generation();
+        let shut_down = Arc::clone(&generation);
+        let _interrupt = stop.on_raise(Arc::new(move || {
+            shut_down.shut.store(true, Ordering::Release);
+            shut_down.agent.clone().shutdown();
+        }));
+        if stop.is_raised() {
+            return Some(Err(LlmError::Cancelled));
+        }
+        HERE.set(Here::PooledOnly);
+        let attempt = post(&generation.agent, url, headers, body);
+        let refused = HERE.replace(Here::Anything) == Here::Refused;
+        if stop.is_raised() { Some(Err(LlmError::Cancelled)) } else { (!refused).then_some(Ok(attempt)) }
+    }
+
+    /// The attempt on a caller thread, selected over the stop.
+    fn attempt_on_a_caller(
+        &self,
+        url: &str,
+        headers: Vec<(&'static str, String)>,
+        body: &Arc<[u8]>,
+        stop: &StopSignal,
+    ) -> Result<Attempt, LlmError> {
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        let agent = self.generation().agent.clone();
+        let url = url.to_string();
         // Shared, not copied: with screenshots a request body is megabytes.
-        let body = Arc::clone(&call.body);
+        let body = Arc::clone(body);
         super::callers::shared()
             .run(move || drop(tx.send(post(&agent, &url, &headers, &body))))
             .map_err(|e| LlmError::GaveUp(format!("cannot start the LLM call: {e}")))?;
@@ -116,6 +162,71 @@ impl Transport {
             // The helper finishes on its own, bounded by the global timeout.
             recv(stopped) -> _ => Err(LlmError::Cancelled),
         }
+    }
+
+    /// The agent to use now: a fresh one in place of one a stop shut down.
+    fn generation(&self) -> Arc<Generation> {
+        let mut current = self.agent.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.shut.load(Ordering::Acquire) {
+            *current = Arc::new(Generation::new(self.timeout));
+        }
+        Arc::clone(&current)
+    }
+}
+
+impl Generation {
+    fn new(timeout: Duration) -> Generation {
+        let config = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .timeout_global(Some(timeout))
+            .timeout_connect(Some(Duration::from_secs(10).min(timeout)))
+            // ureq's default is 128 KiB each way per connection, kept while pooled: 200 sessions
+            // waiting on the model held about 50 MiB in them. Response headers fit in 32 KiB;
+            // bodies stream through either size.
+            .input_buffer_size(32 * 1024)
+            .output_buffer_size(16 * 1024)
+            .build();
+        let agent = ureq::Agent::with_parts(config, PooledOnlyHere(DefaultConnector::new()), CachedResolver::default());
+        Generation { agent, shut: AtomicBool::new(false) }
+    }
+}
+
+/// What an attempt on this thread may do.
+#[derive(Clone, Copy, PartialEq)]
+enum Here {
+    Anything,
+    /// Only use a pooled connection (the attempt runs on the session's thread).
+    PooledOnly,
+    /// It needed more, was refused, and sent nothing.
+    Refused,
+}
+
+thread_local! {
+    /// Read by the connector and the resolver, which run on the attempt's thread.
+    static HERE: Cell<Here> = const { Cell::new(Here::Anything) };
+}
+
+/// Whether this thread's attempt may not block on a lookup or a connect (and now knows it).
+fn refused_here() -> bool {
+    let refused = HERE.get() != Here::Anything;
+    if refused {
+        HERE.set(Here::Refused);
+    }
+    refused
+}
+
+/// ureq's connectors, which an attempt that may use only a pooled connection never reaches.
+#[derive(Debug)]
+struct PooledOnlyHere(DefaultConnector);
+
+impl Connector<()> for PooledOnlyHere {
+    type Out = <DefaultConnector as Connector<()>>::Out;
+
+    fn connect(&self, details: &ConnectionDetails, chained: Option<()>) -> Result<Option<Self::Out>, ureq::Error> {
+        if refused_here() {
+            return Err(ureq::Error::ConnectionFailed);
+        }
+        self.0.connect(details, chained)
     }
 }
 
@@ -148,6 +259,9 @@ impl Resolver for CachedResolver {
                 && k.at.elapsed() < RESOLVED_FOR
         }) {
             return Ok(known.addrs.clone());
+        }
+        if refused_here() {
+            return Err(ureq::Error::HostNotFound);
         }
         let addrs = DefaultResolver::default().resolve(uri, config, timeout)?;
         *last = Some(Resolved {
@@ -299,5 +413,75 @@ mod tests {
         assert_eq!(transport.send(&call, &stop), Err(LlmError::Cancelled));
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
         raiser.join().unwrap();
+    }
+
+    /// A model server on loopback, keeping connections alive: it answers `{}` at once, except
+    /// to a body that says "hold", which it never answers.
+    fn keep_alive_server() -> String {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        std::thread::spawn(move || {
+            for conn in listener.incoming().flatten() {
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(conn.try_clone().unwrap());
+                    let mut writer = conn;
+                    loop {
+                        let mut length = 0;
+                        let mut line = String::new();
+                        while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                            if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                                length = v.trim().parse().unwrap();
+                            }
+                            line.clear();
+                        }
+                        let mut body = vec![0; length];
+                        if line.is_empty() || reader.read_exact(&mut body).is_err() {
+                            return;
+                        }
+                        if body == b"hold" {
+                            std::thread::sleep(Duration::from_secs(30));
+                            return;
+                        }
+                        let _ = writer.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}");
+                    }
+                });
+            }
+        });
+        url
+    }
+
+    /// A stop ends a call already sent on a pooled connection at once, and the transport
+    /// still works afterwards (the report after a stop uses it).
+    #[test]
+    fn a_stop_interrupts_a_call_in_flight_and_the_transport_goes_on() {
+        let url = keep_alive_server();
+        let transport = Transport::new(Duration::from_secs(20), 0);
+        let call = |body: &[u8]| Call {
+            url: &url,
+            headers: Vec::new(),
+            body: Arc::from(body),
+            api_name: "test API",
+            describe: &|s, _| format!("status {s}"),
+            is_final: &|_, _| false,
+            retry_delay: &|_, _| None,
+        };
+        let unstopped = StopSignal::default();
+        // The first call connects (on a caller thread); the second goes over the pooled connection.
+        assert_eq!(transport.send(&call(b"a"), &unstopped).as_deref(), Ok("{}"));
+        assert_eq!(transport.send(&call(b"b"), &unstopped).as_deref(), Ok("{}"));
+        let stop = Arc::new(StopSignal::default());
+        let raiser = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(200));
+                stop.raise();
+            })
+        };
+        let started = std::time::Instant::now();
+        assert_eq!(transport.send(&call(b"hold"), &stop), Err(LlmError::Cancelled));
+        assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+        raiser.join().unwrap();
+        assert_eq!(transport.send(&call(b"c"), &unstopped).as_deref(), Ok("{}"));
     }
 }
