@@ -403,3 +403,44 @@ fn over_tls_stalled_handshakes_and_a_huge_head_leave_health_prompt() {
     }
     assert!(t.elapsed() < Duration::from_secs(4), "stalled handshakes closed after {:?}", t.elapsed());
 }
+
+/// Under concurrent clients, answers of every kind (an error that names its request, an
+/// oversized body refused while it still comes, a created session) each reach their own client.
+#[test]
+fn concurrent_clients_each_get_their_own_answers() {
+    let dir = TempDir::new("mixed");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let oversized = serde_json::to_vec(&json!({"instruction": "x".repeat(1536 * 1024)})).unwrap();
+    std::thread::scope(|scope| {
+        for t in 0..6 {
+            let (c, oversized) = (d.client(), &oversized);
+            scope.spawn(move || {
+                for i in 0..45 {
+                    let tag = format!("t{t}-{i}");
+                    match i % 3 {
+                        0 => {
+                            let r = c.post(&format!("/nowhere/{tag}"), &json!({}));
+                            assert!(
+                                r.status == 404 && r.text().contains(&format!("/nowhere/{tag}\"")),
+                                "{tag}: {}",
+                                r.text()
+                            );
+                        }
+                        1 => {
+                            let body =
+                                json!({"mode": "task", "target": "https://x.test", "instruction": "y", tag.clone(): 1});
+                            let r = c.post("/sessions", &body);
+                            assert!(r.status == 400 && r.text().contains(&tag), "{tag}: {}", r.text());
+                        }
+                        _ => {
+                            let r = c.post_raw("/sessions", "application/json", oversized);
+                            assert_eq!(r.status, 413, "{tag}: {}", r.text());
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let body = json!({"mode": "task", "target": "https://x.test", "instruction": "after"});
+    assert_eq!(d.client().post("/sessions", &body).status, 201);
+}

@@ -1,6 +1,7 @@
-//! The threads that make model calls, kept between calls. A session never makes the HTTP call
-//! on its own thread (it selects over the result and its stop, see `transport.rs`); a fresh
-//! thread per call cost a spawn and an exit on every agent step.
+//! The threads that make the model calls a session cannot make on its own thread: those that
+//! need a lookup or a new connection, which a stop could not interrupt (the session selects
+//! over the result and its stop, see `transport.rs`). Kept between calls: a fresh thread per
+//! call cost a spawn and an exit.
 //!
 //! Invariant: `idle` counts threads that will take a queued job. A caller reserves one by
 //! decrementing it before queueing; with none to reserve it starts a thread for its job. A
