@@ -388,27 +388,35 @@ mod tests {
         assert_eq!(b.first().map(|s| s.to_string()), Some("127.0.0.2:9090".into()));
     }
 
+    /// A call to `url` with `body`, its failures worded plainly.
+    fn test_call<'a>(url: &'a str, body: &[u8]) -> Call<'a> {
+        Call {
+            url,
+            headers: Vec::new(),
+            body: Arc::from(body),
+            api_name: "test API",
+            describe: &|s, _| format!("status {s}"),
+            is_final: &|_, _| false,
+            retry_delay: &|_, _| None,
+        }
+    }
+
+    /// Raise `stop` from another thread after `ms`.
+    fn raise_after(stop: &Arc<StopSignal>, ms: u64) -> std::thread::JoinHandle<()> {
+        let stop = Arc::clone(stop);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(ms));
+            stop.raise();
+        })
+    }
+
     /// A stop ends the wait between retries at once, not after the delay.
     #[test]
     fn a_stop_cancels_a_call_that_cannot_connect() {
         let transport = Transport::new(Duration::from_secs(5), 5);
         let stop = Arc::new(StopSignal::default());
-        let raiser = {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(100));
-                stop.raise();
-            })
-        };
-        let call = Call {
-            url: "http://127.0.0.1:9/",
-            headers: Vec::new(),
-            body: Arc::from(&b"{}"[..]),
-            api_name: "test API",
-            describe: &|s, _| format!("status {s}"),
-            is_final: &|_, _| false,
-            retry_delay: &|_, _| None,
-        };
+        let raiser = raise_after(&stop, 100);
+        let call = test_call("http://127.0.0.1:9/", b"{}");
         let started = std::time::Instant::now();
         assert_eq!(transport.send(&call, &stop), Err(LlmError::Cancelled));
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
@@ -457,27 +465,13 @@ mod tests {
     fn a_stop_interrupts_a_call_in_flight_and_the_transport_goes_on() {
         let url = keep_alive_server();
         let transport = Transport::new(Duration::from_secs(20), 0);
-        let call = |body: &[u8]| Call {
-            url: &url,
-            headers: Vec::new(),
-            body: Arc::from(body),
-            api_name: "test API",
-            describe: &|s, _| format!("status {s}"),
-            is_final: &|_, _| false,
-            retry_delay: &|_, _| None,
-        };
+        let call = |body: &[u8]| test_call(&url, body);
         let unstopped = StopSignal::default();
         // The first call connects (on a caller thread); the second goes over the pooled connection.
         assert_eq!(transport.send(&call(b"a"), &unstopped).as_deref(), Ok("{}"));
         assert_eq!(transport.send(&call(b"b"), &unstopped).as_deref(), Ok("{}"));
         let stop = Arc::new(StopSignal::default());
-        let raiser = {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(200));
-                stop.raise();
-            })
-        };
+        let raiser = raise_after(&stop, 200);
         let started = std::time::Instant::now();
         assert_eq!(transport.send(&call(b"hold"), &stop), Err(LlmError::Cancelled));
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
