@@ -152,7 +152,7 @@ tools! {
     ToolOutputsSample = "tool_outputs_sample",
 }
 
-/// How a model names an element: the description of every `selector` that takes each form.
+/// The description of a `selector` argument (quoted JSON text): the forms that name an element.
 macro_rules! selector_help {
     () => {
         r##""A ref from the latest snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`""##
@@ -185,7 +185,7 @@ fn selector_only() -> Schema {
 }
 
 fn no_input() -> Schema {
-    obj(r#"{}"#, &[])
+    obj("{}", &[])
 }
 
 fn point_or_element() -> Schema {
@@ -278,7 +278,9 @@ impl Tool {
             BrowserType => browser(
                 BROWSER_ALL,
                 "Type text into an input field (clears it first unless clear is false).",
-                obj(concat!(r#"{"selector": {"type": "string", "description": "#, selector_help!(), r#"}, "text": {"type": "string"}, "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}"#), &["selector", "text"]),
+                obj(concat!(r#"{"selector": {"type": "string", "description": "#, selector_help!(),
+                            r#"}, "text": {"type": "string"}, "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}"#),
+                    &["selector", "text"]),
             ).acting(),
             BrowserPressKey => browser(
                 BROWSER_ALL,
@@ -288,7 +290,9 @@ impl Tool {
             BrowserScroll => browser(
                 BROWSER_ALL,
                 "Scroll the page or an element.",
-                obj(r#"{"direction": {"type": "string", "enum": ["up", "down", "left", "right"]}, "amount": {"type": "integer", "description": "Pixels (default: one screen)"}, "selector": {"type": "string", "description": "Scroll this element into view instead"}}"#, &[]),
+                obj(concat!(r#"{"direction": {"type": "string", "enum": ["up", "down", "left", "right"]},"#,
+                            r#" "amount": {"type": "integer", "description": "Pixels (default: one screen)"},"#,
+                            r#" "selector": {"type": "string", "description": "Scroll this element into view instead"}}"#), &[]),
             ),
             BrowserHover => browser(BROWSER_ALL, "Move the mouse over an element.", selector_only()),
             BrowserSelectOption => browser(
@@ -299,7 +303,8 @@ impl Tool {
             BrowserWaitFor => browser(
                 BROWSER_ALL,
                 "Wait until an element or a text appears.",
-                obj(r#"{"selector": {"type": "string"}, "text": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 30"}}"#, &[]),
+                obj(concat!(r#"{"selector": {"type": "string"}, "text": {"type": "string"},"#,
+                            r#" "timeout_s": {"type": "integer", "description": "Default 30"}}"#), &[]),
             )
             .timeout(Timeout::Asked),
             BrowserBack => browser(BROWSER_ALL, "Go back in history.", no_input()).acting(),
@@ -325,11 +330,13 @@ impl Tool {
             Screenshot => app("Take a screenshot of the application window.", no_input()),
             GetUiTree => app(
                 "The windows, and the accessibility tree of those on screen (controls, names, roles, ids).",
-                obj(r#"{"max_depth": {"type": "integer"}, "window": {"type": "string", "description": "Part of a window title: only its widgets"}}"#, &[]),
+                obj(concat!(r#"{"max_depth": {"type": "integer"},"#,
+                            r#" "window": {"type": "string", "description": "Part of a window title: only its widgets"}}"#), &[]),
             ),
             ListElements => app(
                 "List the windows and interactive elements (ids click takes), optionally of one control type.",
-                obj(r#"{"control_type": {"type": "string", "description": "A role, e.g. button, label, window"}, "window": {"type": "string", "description": "Part of a window title: only its elements"}}"#, &[]),
+                obj(concat!(r#"{"control_type": {"type": "string", "description": "A role, e.g. button, label, window"},"#,
+                            r#" "window": {"type": "string", "description": "Part of a window title: only its elements"}}"#), &[]),
             ),
             Click => app("Click an element (by name) or a point.", point_or_element()).acting(),
             RightClick => app("Right-click an element (by name) or a point.", point_or_element()).acting(),
@@ -353,7 +360,8 @@ impl Tool {
             ),
             Drag => app(
                 "Press the left button at one point, move to another and release there (screenshot pixels).",
-                obj(r#"{"from_x": {"type": "integer"}, "from_y": {"type": "integer"}, "to_x": {"type": "integer"}, "to_y": {"type": "integer"}}"#, &["from_x", "from_y", "to_x", "to_y"]),
+                obj(concat!(r#"{"from_x": {"type": "integer"}, "from_y": {"type": "integer"}, "to_x": {"type": "integer"},"#,
+                            r#" "to_y": {"type": "integer"}}"#), &["from_x", "from_y", "to_x", "to_y"]),
             )
             .acting(),
             // Waited in the controller: nothing for a worker to do, and a stop ends it at once.
@@ -366,7 +374,8 @@ impl Tool {
             RunCommand => shell(
                 SHELL_ALL,
                 "Run a shell command on the target; returns exit code, stdout and stderr.",
-                obj(r#"{"command": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 60"}, "cwd": {"type": "string"}}"#, &["command"]),
+                obj(concat!(r#"{"command": {"type": "string"}, "timeout_s": {"type": "integer", "description": "Default 60"},"#,
+                            r#" "cwd": {"type": "string"}}"#), &["command"]),
             )
             .timeout(Timeout::Asked).acting(),
             ReadFile => shell(
@@ -385,7 +394,8 @@ impl Tool {
             WriteFile => shell(
                 SHELL_TASK,
                 "Write a file on the target (its content as text, or as base64 for bytes).",
-                obj(r#"{"path": {"type": "string"}, "content": {"type": "string"}, "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#, &["path", "content"]),
+                obj(concat!(r#"{"path": {"type": "string"}, "content": {"type": "string"},"#,
+                            r#" "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#), &["path", "content"]),
             ).acting(),
             // ----- every session -----
             SaveNote => local(
@@ -408,13 +418,17 @@ impl Tool {
             BrowserDownloadBatch => browser(
                 BROWSER_TASK,
                 "Download several files; each is stored in the session's files. Ask request_confirmation first.",
-                obj(r#"{"urls": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}, "filename": {"type": "string"}}, "required": ["url"]}}}"#, &["urls"]),
+                obj(concat!(r#"{"urls": {"type": "array", "items": {"type": "object","#,
+                            r#" "properties": {"url": {"type": "string"}, "filename": {"type": "string"}},"#,
+                            r#" "required": ["url"]}}}"#), &["urls"]),
             )
             .timeout(Timeout::Download).acting(),
             BrowserScrapeLinks => browser(
                 BROWSER_TASK,
                 "List links (text and absolute URL), optionally under a selector and matching a regex.",
-                obj(r#"{"selector": {"type": "string"}, "pattern": {"type": "string", "description": "Regular expression on the URL"}, "attribute": {"type": "string", "description": "Attribute to read (default href)"}}"#, &[]),
+                obj(concat!(r#"{"selector": {"type": "string"},"#,
+                            r#" "pattern": {"type": "string", "description": "Regular expression on the URL"},"#,
+                            r#" "attribute": {"type": "string", "description": "Attribute to read (default href)"}}"#), &[]),
             ),
             BrowserScrapeTable => browser(
                 BROWSER_TASK,
@@ -424,12 +438,17 @@ impl Tool {
             BrowserScrapeText => browser(
                 BROWSER_TASK,
                 "Read the text of several elements at once, by name.",
-                obj(r#"{"selectors": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}, "selector": {"type": "string"}}, "required": ["name", "selector"]}}}"#, &["selectors"]),
+                obj(concat!(r#"{"selectors": {"type": "array", "items": {"type": "object","#,
+                            r#" "properties": {"name": {"type": "string"}, "selector": {"type": "string"}},"#,
+                            r#" "required": ["name", "selector"]}}}"#), &["selectors"]),
             ),
             BrowserFillForm => browser(
                 BROWSER_TASK,
                 "Fill several form fields (text, select, checkbox, radio).",
-                obj(r#"{"fields": {"type": "array", "items": {"type": "object", "properties": {"selector": {"type": "string"}, "value": {"type": "string"}, "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}}, "required": ["selector", "value"]}}}"#, &["fields"]),
+                obj(concat!(r#"{"fields": {"type": "array", "items": {"type": "object","#,
+                            r#" "properties": {"selector": {"type": "string"}, "value": {"type": "string"},"#,
+                            r#" "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}},"#,
+                            r#" "required": ["selector", "value"]}}}"#), &["fields"]),
             ).acting(),
             BrowserSubmitForm => browser(
                 BROWSER_TASK,
@@ -451,7 +470,9 @@ impl Tool {
             RequestConfirmation => local(
                 TASK_ALL,
                 "Ask the user to approve a risky action (batch downloads, submitting forms, deleting). Returns {approved}.",
-                obj(r#"{"action": {"type": "string", "description": "Short slug, e.g. batch_download"}, "description": {"type": "string"}, "details": {"type": "array", "items": {"type": "string"}}, "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}}"#, &["action", "description"]),
+                obj(concat!(r#"{"action": {"type": "string", "description": "Short slug, e.g. batch_download"},"#,
+                            r#" "description": {"type": "string"}, "details": {"type": "array", "items": {"type": "string"}},"#,
+                            r#" "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}}"#), &["action", "description"]),
             ),
             AskUser => local(
                 TASK_ALL,
@@ -462,7 +483,8 @@ impl Tool {
             SaveFile => local(
                 TASK_ALL,
                 "Save text (CSV, JSON, markdown…) or base64 bytes as a file in the session's files.",
-                obj(r#"{"filename": {"type": "string"}, "content": {"type": "string"}, "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#, &["filename", "content"]),
+                obj(concat!(r#"{"filename": {"type": "string"}, "content": {"type": "string"},"#,
+                            r#" "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#), &["filename", "content"]),
             ),
             SendNotification => local(
                 TASK_ALL,
