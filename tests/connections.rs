@@ -444,3 +444,33 @@ fn concurrent_clients_each_get_their_own_answers() {
     let body = json!({"mode": "task", "target": "https://x.test", "instruction": "after"});
     assert_eq!(d.client().post("/sessions", &body).status, 201);
 }
+
+/// A large body that comes slowly (a worker uploading over a slow link) is read on a thread of
+/// its own: with every handler thread's worth of such bodies under way, the port still answers.
+#[test]
+fn slow_large_bodies_do_not_take_the_handler_pool() {
+    let dir = TempDir::new("slowbody");
+    let mut config = test_config(dir.path());
+    config.server.worker_threads = 2;
+    let d = TestDaemon::idle(config);
+    let worker = d.worker.trim_start_matches("http://").to_string();
+    let (id, client) = register_as(&d.worker_client(), json!({"hostname": "slow", "capabilities": ["shell"]}));
+    let secret = client.secret.clone().unwrap();
+    let mut held = Vec::new();
+    for _ in 0..4 {
+        let mut s = TcpStream::connect(&worker).unwrap();
+        let head = format!(
+            "POST /result?worker_id={id} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Worker-Secret: {secret}\r\n\
+             Content-Type: application/json\r\nContent-Length: 10000000\r\n\r\n{{\"id\": \""
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        // Past what the front holds back, so a handler reads the rest as it comes.
+        s.write_all(&vec![b'x'; 100 * 1024]).unwrap();
+        held.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let took = health_time(&worker);
+    assert!(took < PROMPT, "/health took {took:?} beside 4 slow bodies on 2 handler threads");
+    let r = d.worker_client().with_secret(&secret).post(&format!("/heartbeat?worker_id={id}"), &json!({}));
+    assert_eq!(r.status, 200, "{}", r.text());
+}

@@ -30,7 +30,7 @@ mod input;
 /// The longest request head accepted (request line and headers together).
 pub const MAX_HEAD: usize = 64 * 1024;
 /// Body bytes gathered before the request is handed on (all of it, if smaller).
-const HOLD: usize = 64 * 1024;
+pub(super) const HOLD: usize = 64 * 1024;
 /// The read buffer at first, and again after a request that grew it.
 const SMALL_BUFFER: usize = 4096;
 /// The read buffer for a large body where splice(2) cannot serve: larger reads, fewer system

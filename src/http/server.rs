@@ -4,6 +4,10 @@
 //! a fixed pool of handler threads that pass every request through the guards and then to the
 //! routes.
 //!
+//! A request whose body comes at the client's pace (more than the front holds back, or chunked)
+//! is handled on a thread of its own (at most `SLOW_BODIES_MAX` at a time per server), so slow
+//! uploads cannot hold every handler thread while the port's other requests wait.
+//!
 //! A receive error while not stopping means tiny_http's listener died (it stops accepting for
 //! good after an accept error): the process exits 1 so the service manager restarts it, rather
 //! than living on deaf. Stopping closes the front, unblocks each handler thread once and joins
@@ -15,13 +19,17 @@ use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
 use super::tls::TlsConfig;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::Instant;
 use tiny_http::{Request, Server};
 
 /// What a server does with a request that passed the guards.
 pub type Handler = Arc<dyn Fn(Request) + Send + Sync>;
+
+/// Requests with a body under way on threads of their own, per server, at most; past that
+/// they are handled on the pool as any other.
+const SLOW_BODIES_MAX: usize = 64;
 
 pub struct HttpServer {
     server: Arc<Server>,
@@ -80,25 +88,23 @@ fn spawn_pool(
     stopping: &Arc<AtomicBool>,
     handle: Handler,
 ) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let slow_bodies = Arc::new(AtomicUsize::new(0));
     (0..threads)
         .map(|i| {
             let server = Arc::clone(server);
             let handle = Arc::clone(&handle);
             let stopping = Arc::clone(stopping);
+            let slow_bodies = Arc::clone(&slow_bodies);
             let thread_name = format!("{name}-{i}");
-            std::thread::Builder::new().name(thread_name.clone()).stack_size(1024 * 1024).spawn(move || {
+            std::thread::Builder::new().name(thread_name.clone()).stack_size(HANDLER_STACK).spawn(move || {
                 loop {
                     match server.recv() {
                         // Guarded here, for every server, before any route sees the request.
                         Ok(request) => {
                             let request = refuse_oversized(request).and_then(|r| guard.check(r));
                             if let Some(request) = request.and_then(refuse_body_on_bodiless) {
-                                // Routes contain their own panics (`contain.rs`); this keeps the
-                                // thread if answering panics (tiny_http answers a dropped request 500).
-                                let handled =
-                                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(request)));
-                                if handled.is_err() {
-                                    log::error!("{thread_name}: a request handler panicked; the thread goes on");
+                                if let Some(request) = hand_off_slow_body(request, &handle, &slow_bodies) {
+                                    run_contained(&handle, request, &thread_name);
                                 }
                             }
                         }
@@ -112,6 +118,46 @@ fn spawn_pool(
             })
         })
         .collect()
+}
+
+/// A handler thread's stack (routes parse JSON and build replies on it).
+const HANDLER_STACK: usize = 1024 * 1024;
+
+/// Run the handler; routes contain their own panics (`contain.rs`), and this keeps the thread
+/// if answering panics (tiny_http answers a dropped request 500).
+fn run_contained(handle: &Handler, request: Request, thread_name: &str) {
+    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(request)));
+    if handled.is_err() {
+        log::error!("{thread_name}: a request handler panicked; the thread goes on");
+    }
+}
+
+/// Handle a request whose body comes at the client's pace on a thread of its own; the request
+/// back when it is not such a request, or no thread is to be had.
+fn hand_off_slow_body(request: Request, handle: &Handler, under_way: &Arc<AtomicUsize>) -> Option<Request> {
+    let streams = request.body_length().map_or_else(|| super::may_stall(&request), |n| n > super::relay::HOLD);
+    if !streams {
+        return Some(request);
+    }
+    if under_way.fetch_add(1, Ordering::AcqRel) >= SLOW_BODIES_MAX {
+        under_way.fetch_sub(1, Ordering::AcqRel);
+        return Some(request);
+    }
+    // Through a channel, so the request is still ours if the thread cannot start.
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    let _ = tx.send(request);
+    let (handle, counter, taken) = (Arc::clone(handle), Arc::clone(under_way), rx.clone());
+    let spawned = std::thread::Builder::new().name("body".into()).stack_size(HANDLER_STACK).spawn(move || {
+        if let Ok(request) = taken.recv() {
+            run_contained(&handle, request, "body");
+        }
+        counter.fetch_sub(1, Ordering::AcqRel);
+    });
+    if spawned.is_err() {
+        under_way.fetch_sub(1, Ordering::AcqRel);
+        return rx.try_recv().ok();
+    }
+    None
 }
 
 /// Stop a pool: one unblock per handler thread, then join them until `deadline`. Threads still
