@@ -135,7 +135,12 @@ fn run_contained(handle: &Handler, request: Request, thread_name: &str) {
 /// Handle a request whose body comes at the client's pace on a thread of its own; the request
 /// back when it is not such a request, or no thread is to be had.
 fn hand_off_slow_body(request: Request, handle: &Handler, under_way: &Arc<AtomicUsize>) -> Option<Request> {
-    let streams = request.body_length().map_or_else(|| super::may_stall(&request), |n| n > super::relay::HOLD);
+    // The front hands a request on once head and body are whole or `HOLD` bytes have come;
+    // past that (or in chunks of unknown total) the rest comes as the client sends it.
+    let streams = match request.body_length() {
+        Some(n) => n > super::relay::HOLD,
+        None => super::header_value(&request, "Transfer-Encoding").is_some(),
+    };
     if !streams {
         return Some(request);
     }
