@@ -70,8 +70,12 @@ impl Syncer {
             SyncPolicy::Always => file.sync_data(),
             SyncPolicy::Batch => {
                 let mut dirty = self.shared.lock();
-                if dirty.paths.insert(path.to_path_buf()) && dirty.paths.len() == 1 {
-                    self.shared.wake.notify_one();
+                // Most appends find their file dirty already: no copy of its path for those.
+                if !dirty.paths.contains(path) {
+                    dirty.paths.insert(path.to_path_buf());
+                    if dirty.paths.len() == 1 {
+                        self.shared.wake.notify_one();
+                    }
                 }
                 Ok(())
             }
