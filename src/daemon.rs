@@ -172,12 +172,15 @@ fn start_servers(
             loopback,
             limits: conn_limits(config),
             tls: tls.clone(),
+            quick: None,
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
     )
     .map_err(StartError)?;
-    let worker_routes = WorkerApi { config: Arc::clone(config), hub: Arc::clone(hub), sessions: Arc::clone(sessions) };
+    let worker_routes =
+        Arc::new(WorkerApi { config: Arc::clone(config), hub: Arc::clone(hub), sessions: Arc::clone(sessions) });
+    let quick_routes = Arc::clone(&worker_routes);
     let worker = HttpServer::start(
         ServerSpec {
             name: "worker-api",
@@ -189,6 +192,7 @@ fn start_servers(
             loopback,
             limits: conn_limits(config),
             tls,
+            quick: Some(Arc::new(move |r, body| quick_routes.quick(r, body))),
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),

@@ -13,11 +13,12 @@ pub fn header_value<'a>(request: &'a Request, name: &str) -> Option<&'a str> {
 }
 
 /// `Authorization: Bearer <token>` check; an empty expected token means auth is off.
-pub fn check_bearer(request: &Request, expected: &str) -> Result<(), ApiError> {
+pub fn check_bearer(request: &(impl super::Incoming + ?Sized), expected: &str) -> Result<(), ApiError> {
     if expected.is_empty() {
         return Ok(());
     }
-    let given = header_value(request, "Authorization")
+    let given = request
+        .header("Authorization")
         .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
         .map(str::trim)
         .unwrap_or("");

@@ -2,7 +2,8 @@
 //! `catch_unwind` and a panic is answered 500 with the usual JSON error body.
 //!
 //! Debug builds (the tests) have triggers on either server, `GET /__test/panic`, which panics
-//! inside a route, and `GET /__test/stall`, which holds its handler thread 8 s first; release
+//! inside a route, and `GET /__test/stall`, which holds its handler thread 8 s first; on a
+//! server with quick routes `GET /__test/panic-quick` panics in the front's quick lane. Release
 //! builds compile them out.
 
 use super::Reply;
@@ -37,3 +38,14 @@ fn test_trigger(request: &Request) {
 
 #[cfg(not(debug_assertions))]
 fn test_trigger(_: &Request) {}
+
+/// The quick lane's trigger (`relay/quick.rs`).
+#[cfg(debug_assertions)]
+pub(super) fn quick_test_trigger(url: &str) {
+    if url == "/__test/panic-quick" {
+        panic!("test trigger: a quick route panicked");
+    }
+}
+
+#[cfg(not(debug_assertions))]
+pub(super) fn quick_test_trigger(_: &str) {}

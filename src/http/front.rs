@@ -54,13 +54,14 @@ impl Front {
         name: &str,
         limits: Limits,
         tls: Option<TlsConfig>,
+        lane: Option<relay::Lane>,
     ) -> std::io::Result<(Front, UnixListener)> {
         // 0700: only this user can reach tiny_http behind the limits (and forge the peer header).
         let dir = crate::util::private_temp_dir(&format!("agent-controller-{}-{name}-", std::process::id()))?;
         let inner_path = dir.join("http.sock");
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls });
+        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls, lane });
         let accept_from = listener.try_clone()?;
         let stop = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
@@ -113,7 +114,7 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
     let _ = client.set_nodelay(true);
     let _ = client.set_write_timeout(Some(limits.idle_timeout));
     let slot = Slot { registry: Arc::clone(registry), id, accepted: Instant::now() };
-    let (inner, limits, tls) = (inner.to_path_buf(), limits.clone(), registry.tls.clone());
+    let (inner, limits, tls, lane) = (inner.to_path_buf(), limits.clone(), registry.tls.clone(), registry.lane.clone());
     // The thread takes the descriptor, not the stream: if it cannot start, the stream is
     // still ours to answer on.
     let fd = client.into_raw_fd();
@@ -121,7 +122,7 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
         // SAFETY: `fd` was given up by `into_raw_fd` above and is owned by this thread alone.
         let client = unsafe { TcpStream::from_raw_fd(fd) };
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            relay::serve(&client, tls.as_ref(), peer, &inner, &limits, &slot);
+            relay::serve(&client, tls.as_ref(), peer, &inner, &limits, &slot, lane.as_ref());
         }));
         if served.is_err() {
             log::error!("the relay of a connection from {peer} panicked; the connection is closed");
@@ -154,6 +155,8 @@ struct Registry {
     next_id: AtomicU64,
     /// The port's TLS, if it speaks HTTPS.
     tls: Option<TlsConfig>,
+    /// The routes its relays serve themselves.
+    lane: Option<relay::Lane>,
 }
 
 struct Entry {

@@ -23,25 +23,31 @@ pub struct BrowserGuard {
 
 impl BrowserGuard {
     pub(super) fn check(&self, request: Request) -> Option<Request> {
-        if !self.open {
+        let Some(why) = self.refusal(header_value(&request, "Host"), header_value(&request, "Origin")) else {
             return Some(request);
+        };
+        log::warn!("{} {}: {why}", request.method(), request.url().escape_debug());
+        send_off_pool(request, error_response(&why));
+        None
+    }
+
+    /// Why a request with these `Host` and `Origin` headers is refused, if it is.
+    pub(super) fn refusal(&self, host: Option<&str>, origin: Option<&str>) -> Option<ApiError> {
+        if !self.open {
+            return None;
         }
-        let host = header_value(&request, "Host").unwrap_or("");
-        let refusal = if self.loopback && !host.is_empty() && !loopback_name(host) {
-            Some(format!("Host {host:?} is not an address of this server (DNS rebinding?)"))
+        let host = host.unwrap_or("");
+        let why = if self.loopback && !host.is_empty() && !loopback_name(host) {
+            format!("Host {host:?} is not an address of this server (DNS rebinding?)")
         } else {
-            match header_value(&request, "Origin") {
+            match origin {
                 Some(origin) if origin.strip_prefix("http://") != Some(host) => {
-                    Some(format!("cross-site request from {origin:?} refused"))
+                    format!("cross-site request from {origin:?} refused")
                 }
-                _ => None,
+                _ => return None,
             }
         };
-        let Some(why) = refusal else { return Some(request) };
-        log::warn!("{} {}: {why}", request.method(), request.url().escape_debug());
-        let err = ApiError::Forbidden(format!("{why}; set a token to accept requests from browsers"));
-        send_off_pool(request, error_response(&err));
-        None
+        Some(ApiError::Forbidden(format!("{why}; set a token to accept requests from browsers")))
     }
 }
 

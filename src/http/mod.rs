@@ -35,6 +35,8 @@ use crate::error::ApiError;
 use crate::wait::park::Responder;
 use serde::Serialize;
 use std::io::Read;
+use std::net::IpAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tiny_http::{Header, Request, Response};
 
@@ -85,6 +87,64 @@ impl Reply {
         Reply::Response(json_response(status, value))
     }
 }
+
+/// What a route that may run without tiny_http reads of its request: from tiny_http, or from
+/// the head the front holds (`relay/quick.rs`).
+pub trait Incoming {
+    fn method(&self) -> &str;
+    fn url(&self) -> &str;
+    fn header(&self, name: &str) -> Option<&str>;
+    /// The client's address (see `peer_ip`).
+    fn peer(&self) -> Option<IpAddr>;
+}
+
+impl Incoming for Request {
+    fn method(&self) -> &str {
+        Request::method(self).as_str()
+    }
+
+    fn url(&self) -> &str {
+        Request::url(self)
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        header_value(self, name)
+    }
+
+    fn peer(&self) -> Option<IpAddr> {
+        peer_ip(self)
+    }
+}
+
+/// What a quick route hands back: JSON now, or the request parked for a later answer.
+pub enum Quick {
+    Json(u16, Vec<u8>),
+    Park(Box<dyn FnOnce(Responder) + Send>),
+}
+
+impl Quick {
+    pub fn json<T: Serialize>(status: u16, value: &T) -> Quick {
+        match serde_json::to_vec(value) {
+            Ok(body) => Quick::Json(status, body),
+            Err(e) => Quick::Json(500, ApiError::Internal(format!("cannot encode response: {e}")).body().into_bytes()),
+        }
+    }
+}
+
+impl From<Quick> for Reply {
+    fn from(quick: Quick) -> Reply {
+        match quick {
+            Quick::Json(status, body) => Reply::Response(json_bytes_response(status, body)),
+            Quick::Park(park) => Reply::Park(park),
+        }
+    }
+}
+
+/// A server's routes the front runs itself, on the connection's own thread, for a request it
+/// holds whole (a head and a body under `relay::HOLD`): the worker's poll, result and heartbeat,
+/// several per agent step, then skip tiny_http's accept, its connection thread and the handler
+/// queue. `None` from it: not such a route, and the request goes to tiny_http as any other.
+pub type QuickRoutes = Arc<dyn Fn(&dyn Incoming, &[u8]) -> Option<Result<Quick, ApiError>> + Send + Sync>;
 
 /// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
 #[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above

@@ -26,6 +26,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 mod input;
+mod quick;
+
+pub use quick::Lane;
 
 /// The longest request head accepted (request line and headers together).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -73,8 +76,9 @@ pub(super) fn serve(
     inner: &Path,
     limits: &Limits,
     slot: &Slot,
+    lane: Option<&Lane>,
 ) {
-    let ctx = Ctx { peer, inner, limits, slot };
+    let ctx = Ctx { peer, inner, limits, slot, lane };
     let Ok(client) = Client::new(socket, tls) else { return };
     let mut input = Input::new(client, limits.read_timeout);
     let mut first = Some(slot.accepted);
@@ -100,6 +104,8 @@ struct Ctx<'a> {
     inner: &'a Path,
     limits: &'a Limits,
     slot: &'a Slot,
+    /// The server's quick routes, if it has any.
+    lane: Option<&'a Lane>,
 }
 
 /// Relay one request and its response; `Ok(true)` if the connection may carry another.
@@ -110,6 +116,7 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     if head.expect_continue && head.framing != Framing::Length(0) {
         input.client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
+    let head_len = head.inner.len();
     let mut out = Out::Held(head.inner);
     match forward_body(input, &head.framing, &mut out, ctx) {
         // Still held: no handler saw it, so the client hears why.
@@ -123,6 +130,11 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     }
     input.deadline = None;
     input.release();
+    if let (Some(lane), Out::Held(held)) = (ctx.lane, &out)
+        && let Some(served) = quick::serve(lane, held, head_len, head.close, input, ctx)
+    {
+        return served.map(|()| !head.close);
+    }
     let answer_closes = copy_response(out.open(ctx)?, &mut input.client)?;
     Ok(!head.close && !answer_closes)
 }

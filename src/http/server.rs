@@ -54,16 +54,18 @@ pub struct ServerSpec<'a> {
     pub limits: Limits,
     /// HTTPS with this certificate, else plain HTTP.
     pub tls: Option<TlsConfig>,
+    /// Routes the front serves itself for requests it holds whole (`http::QuickRoutes`).
+    pub quick: Option<super::QuickRoutes>,
 }
 
 impl HttpServer {
     /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
     pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
-        let (front, inner, addr) = listen(&spec)?;
+        let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
+        let (front, inner, addr) = listen(&spec, guard)?;
         let server = Server::from_listener(inner, None)
             .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
         let server = Arc::new(server);
-        let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
         let threads = spawn_pool(spec.name, &server, spec.threads, guard, stopping, handler)
             .map_err(|e| format!("cannot start the {} threads: {e}", spec.what))?;
         Ok(HttpServer { server, front, threads, addr })
@@ -206,14 +208,18 @@ fn widen_backlog(listener: &std::net::TcpListener) {
 }
 
 /// Bind the port and put the front acceptor on it; tiny_http is to serve the Unix listener.
-fn listen(spec: &ServerSpec<'_>) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), String> {
+fn listen(
+    spec: &ServerSpec<'_>,
+    guard: BrowserGuard,
+) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), String> {
     let addr = format_addr(spec.host, spec.port);
     let listener = std::net::TcpListener::bind(&addr)
         .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
     widen_backlog(&listener);
     raise_descriptor_limit();
     let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
-    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone())
+    let lane = spec.quick.clone().map(|routes| super::relay::Lane { routes, guard });
+    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), lane)
         .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
     Ok((front, inner, bound))
 }

@@ -4,12 +4,14 @@
 //! Identity (`hub::Refusal`): a request naming `worker_id` carries its secret in
 //! `X-Worker-Secret`; seed-compatible bare requests (no `worker_id`) are recognised by address
 //! while `server.legacy_workers` is on, and reach only workers that registered bare. The
-//! long poll is parked (see `wait::park`), so it holds no handler thread. Uploads stream
-//! from the socket into a staged file with the session's limits applied as bytes arrive.
+//! long poll is parked (see `wait::park`), so it holds no handler thread. Poll, result and
+//! heartbeat are also `http::QuickRoutes`: the front serves them itself when it holds the
+//! request whole, else they come through tiny_http to the same code. Uploads stream from the
+//! socket into a staged file with the session's limits applied as bytes arrive.
 
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::http::{self, Reply, query_param, split_url};
+use crate::http::{self, Incoming, Quick, Reply, query_param, split_url};
 use crate::hub::{Refusal, Worker, WorkerHub};
 use crate::protocol::{
     CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
@@ -28,6 +30,25 @@ const REGISTER_LIMIT: usize = 64 * 1024;
 const RESULT_LIMIT: usize = 32 * 1024 * 1024;
 const FIELD_LIMIT: u64 = 4096;
 
+/// The worker's requests of every agent step, which the front may serve itself.
+#[derive(Clone, Copy, PartialEq)]
+enum Hot {
+    Poll,
+    Result,
+    Heartbeat,
+}
+
+impl Hot {
+    fn of(method: &str, segments: &[String]) -> Option<Hot> {
+        match (method, segments) {
+            ("GET", [s]) if s == "command" => Some(Hot::Poll),
+            ("POST", [s]) if s == "result" => Some(Hot::Result),
+            ("POST", [s]) if s == "heartbeat" => Some(Hot::Heartbeat),
+            _ => None,
+        }
+    }
+}
+
 pub struct WorkerApi {
     pub config: Arc<Config>,
     pub hub: Arc<WorkerHub>,
@@ -40,46 +61,32 @@ impl WorkerApi {
         http::finish(request, result);
     }
 
+    /// The routes the front may run itself (`http::QuickRoutes`); `None` for any other.
+    pub fn quick(&self, request: &dyn Incoming, body: &[u8]) -> Option<Result<Quick, ApiError>> {
+        let (segments, query) = split_url(request.url());
+        let hot = Hot::of(request.method(), &segments)?;
+        Some(self.hot(hot, request, &query, body))
+    }
+
     fn route(&self, request: &mut Request) -> Result<Reply, ApiError> {
         let (segments, query) = split_url(request.url());
-        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
-        if segs != ["health"] {
+        if segments != ["health"] {
             http::check_bearer(request, self.config.server.worker_token.expose())?;
         }
+        if let Some(hot) = Hot::of(request.method().as_str(), &segments) {
+            // Here when the front did not hold it whole: a result past `relay::HOLD` (a
+            // screenshot), read within its own limit.
+            let body = if hot == Hot::Result { http::read_body(request, RESULT_LIMIT)? } else { Vec::new() };
+            return self.hot(hot, request, &query, &body).map(Reply::from);
+        }
+        let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let addr = http::peer_ip(request);
-        let worker_id = query_param(&query, "worker_id").map(str::to_string);
         let secret = http::header_value(request, SECRET_HEADER).map(|s| s.trim().to_string());
-        let worker = |api: &Self| api.worker(worker_id.as_deref(), secret.as_deref(), addr);
         match (request.method(), segs.as_slice()) {
             (Method::Get | Method::Head, ["health"]) => Ok(Reply::json(200, &json!({"status": "ok"}))),
             (Method::Post, ["register"]) => self.register(request, addr, secret.as_deref()),
-            (Method::Get, ["command"]) => {
-                let worker = worker(self)?;
-                let hub = Arc::clone(&self.hub);
-                Ok(Reply::Park(Box::new(move |respond| hub.poll(&worker, respond))))
-            }
-            (Method::Post, ["heartbeat"]) => {
-                let worker = worker(self)?;
-                self.hub.heartbeat(&worker);
-                let every = self.hub.heartbeat_interval().as_secs();
-                Ok(Reply::json(200, &json!({"success": true, "interval_s": every})))
-            }
-            (Method::Post, ["result"]) => {
-                let worker = worker(self)?;
-                let result: CommandResult = http::read_json(request, RESULT_LIMIT)?;
-                let id = result.id.clone();
-                if self.hub.post_result(&worker, result) {
-                    Ok(Reply::json(200, &json!({"success": true})))
-                } else {
-                    log::debug!("worker {}: ignored a result for {id}, which nobody waits for", worker.id);
-                    Ok(Reply::json(
-                        200,
-                        &json!({"success": true, "ignored": format!("no command {id} is waiting for a result")}),
-                    ))
-                }
-            }
             (Method::Post, ["upload"]) => {
-                let worker = worker(self)?;
+                let worker = self.worker(query_param(&query, "worker_id"), secret.as_deref(), addr)?;
                 self.upload(request, worker)
             }
             (_, ["health" | "register" | "command" | "heartbeat" | "result" | "upload"]) => {
@@ -90,6 +97,40 @@ impl WorkerApi {
                 )))
             }
             _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
+        }
+    }
+
+    /// Poll, result, heartbeat: the token, then who the worker is, then the route.
+    fn hot(
+        &self,
+        hot: Hot,
+        request: &dyn Incoming,
+        query: &[(String, String)],
+        body: &[u8],
+    ) -> Result<Quick, ApiError> {
+        http::check_bearer(request, self.config.server.worker_token.expose())?;
+        let secret = request.header(SECRET_HEADER).map(str::trim);
+        let worker = self.worker(query_param(query, "worker_id"), secret, request.peer())?;
+        match hot {
+            Hot::Poll => {
+                let hub = Arc::clone(&self.hub);
+                Ok(Quick::Park(Box::new(move |respond| hub.poll(&worker, respond))))
+            }
+            Hot::Heartbeat => {
+                self.hub.heartbeat(&worker);
+                let every = self.hub.heartbeat_interval().as_secs();
+                Ok(Quick::json(200, &json!({"success": true, "interval_s": every})))
+            }
+            Hot::Result => {
+                let result: CommandResult = http::parse_json(body)?;
+                let id = result.id.clone();
+                if self.hub.post_result(&worker, result) {
+                    return Ok(Quick::json(200, &json!({"success": true})));
+                }
+                log::debug!("worker {}: ignored a result for {id}, which nobody waits for", worker.id);
+                let ignored = format!("no command {id} is waiting for a result");
+                Ok(Quick::json(200, &json!({"success": true, "ignored": ignored})))
+            }
         }
     }
 

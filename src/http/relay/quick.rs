@@ -1,0 +1,135 @@
+//! The quick lane: a request the relay holds whole (head and a body under `HOLD`) whose route
+//! is one of the server's `QuickRoutes` is served right here, on the connection's thread. The
+//! worker's poll, result and heartbeat come several times per agent step, and this spares each
+//! of them tiny_http's accept, its connection thread and the handler queue (three thread
+//! wake-ups and a Unix connection each way).
+//!
+//! What the pool does for every request is done here too: the browser guard, a panic contained
+//! to a 500, errors logged as `http::finish` logs them, the answer a JSON body. A parked poll
+//! waits on this thread, for its `Responder` (sent by whoever takes it: the event, its
+//! deadline, shutdown) or, failing that, as long as a relayed answer may take.
+
+use super::{ANSWER_WAIT_FACTOR, Ctx, Input, Stop};
+use crate::error::ApiError;
+use crate::http::guard::BrowserGuard;
+use crate::http::{Incoming, Quick, QuickRoutes};
+use std::io::Write;
+use std::net::{IpAddr, SocketAddr};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+/// A server's quick routes and the guard its pool applies.
+#[derive(Clone)]
+pub struct Lane {
+    pub routes: QuickRoutes,
+    pub guard: BrowserGuard,
+}
+
+/// A held request as a route reads it: the head as tiny_http would get it.
+struct Held<'a> {
+    head: &'a str,
+    peer: SocketAddr,
+}
+
+impl Incoming for Held<'_> {
+    fn method(&self) -> &str {
+        self.head.split(' ').next().unwrap_or("")
+    }
+
+    fn url(&self) -> &str {
+        self.head.split(' ').nth(1).unwrap_or("")
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.split("\r\n").skip(1).find_map(|line| {
+            let (field, value) = line.split_once(':')?;
+            field.eq_ignore_ascii_case(name).then(|| value.trim())
+        })
+    }
+
+    fn peer(&self) -> Option<IpAddr> {
+        Some(self.peer.ip())
+    }
+}
+
+/// Serve a held request (`held`: its head of `head_len` bytes, then its body) if its route is
+/// quick; `None` when it is not, and the request is to be relayed.
+pub(super) fn serve(
+    lane: &Lane,
+    held: &[u8],
+    head_len: usize,
+    close: bool,
+    input: &mut Input<'_>,
+    ctx: &Ctx<'_>,
+) -> Option<Result<(), Stop>> {
+    // parse_head let only ASCII through.
+    let head = std::str::from_utf8(&held[..head_len]).ok()?;
+    let request = Held { head, peer: ctx.peer };
+    let body = &held[head_len..];
+    let refused = lane.guard.refusal(request.header("Host"), request.header("Origin"));
+    let outcome = match refused {
+        Some(err) => {
+            log::warn!("{} {}: {err}", request.method(), request.url().escape_debug());
+            Err(err)
+        }
+        None => catch_unwind(AssertUnwindSafe(|| {
+            crate::http::contain::quick_test_trigger(request.url());
+            (lane.routes)(&request, body)
+        }))
+        .unwrap_or_else(|panic| {
+            Some(Err(ApiError::Internal(format!("internal error: {}", crate::util::panic::message(&*panic)))))
+        })?,
+    };
+    ctx.slot.set_busy(true);
+    Some(match outcome {
+        Ok(Quick::Json(status, body)) => write_json(input, status, &body, false, close),
+        Ok(Quick::Park(park)) => wait_parked(park, input, ctx, close),
+        Err(err) => {
+            if err.status() >= 500 {
+                log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
+            } else {
+                log::debug!("{} {} -> {err}", request.method(), request.url().escape_debug());
+            }
+            let unauthorized = matches!(err, ApiError::Unauthorized);
+            write_json(input, err.status(), err.body().as_bytes(), unauthorized, close)
+        }
+    })
+}
+
+/// Park the request and wait for its answer, as long as a relayed answer may take.
+fn wait_parked(
+    park: Box<dyn FnOnce(crate::wait::park::Responder) + Send>,
+    input: &mut Input<'_>,
+    ctx: &Ctx<'_>,
+    close: bool,
+) -> Result<(), Stop> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    park(Box::new(move |body| {
+        let _ = tx.send(body);
+    }));
+    match rx.recv_timeout(ctx.limits.idle_timeout * ANSWER_WAIT_FACTOR) {
+        Ok(body) => write_json(input, 200, &body, false, close),
+        Err(_) => Err(Stop::Answer(503, "the server did not answer in time; try again")),
+    }
+}
+
+/// One write: the head (with the date tiny_http would give) and the JSON body.
+fn write_json(input: &mut Input<'_>, status: u16, body: &[u8], unauthorized: bool, close: bool) -> Result<(), Stop> {
+    let reason = tiny_http::StatusCode(status).default_reason_phrase();
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let mut out = Vec::with_capacity(160 + body.len());
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if unauthorized {
+        out.extend_from_slice(b"WWW-Authenticate: Bearer\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    input.client.write_all(&out)?;
+    Ok(())
+}
