@@ -551,3 +551,37 @@ fn the_worker_step_requests_answered_by_the_front_keep_http_s_rules() {
     s.read_to_string(&mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200") && reply.contains("Connection: close"), "{reply}");
 }
+
+#[test]
+fn a_refused_body_is_answered_at_once_not_drained_at_the_senders_pace() {
+    let dir = TempDir::new("refusedbody");
+    let mut config = test_config(dir.path());
+    config.server.api_token = agent_controller::util::secret::Secret::new("api-token-0123456789");
+    let d = TestDaemon::idle(config);
+    let api = d.api.trim_start_matches("http://").to_string();
+    // No token; a large body declared, 100 KiB of it sent (past what the front holds back, so
+    // the route sees the request), the rest trickled.
+    let mut s = TcpStream::connect(&api).unwrap();
+    s.write_all(b"POST /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10000000\r\n\r\n").unwrap();
+    s.write_all(&vec![b' '; 100 * 1024]).unwrap();
+    let mut trickle = s.try_clone().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = std::sync::Arc::clone(&stop);
+    let trickler = std::thread::spawn(move || {
+        while !stopped.load(std::sync::atomic::Ordering::Relaxed) && trickle.write_all(b" ").is_ok() {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let t = Instant::now();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let line = status_line(&s);
+    assert!(line.starts_with("HTTP/1.1 401"), "{line:?}");
+    assert!(t.elapsed() < Duration::from_secs(2), "the refusal took {:?}", t.elapsed());
+    // Then the connection ends, with the body never read to its end.
+    let mut rest = Vec::new();
+    let _ = s.read_to_end(&mut rest);
+    assert!(t.elapsed() < Duration::from_secs(5), "the connection stayed open {:?}", t.elapsed());
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    trickler.join().unwrap();
+    assert!(d.client().get("/sessions").json().as_array().unwrap().is_empty());
+}

@@ -9,7 +9,9 @@
 //! connections have a request in flight. The head is held back until the body is complete or
 //! `HOLD` bytes of it have come, so a client that declares a body and never sends it never
 //! takes a handler thread. Bodies are forwarded by their framing (length or chunked), so the
-//! next head on the connection is read here too.
+//! next head on the connection is read here too. A handler that answers before the body has
+//! all come (a refusal) stops the forwarding: the client gets the answer at once, and the
+//! connection ends, rather than the body being drained at the client's pace.
 //!
 //! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
 //! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves plain TCP only. Buffers
@@ -139,8 +141,8 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     Ok(!head.close && !answer_closes)
 }
 
-/// The answer to a request whose body could not be forwarded to its end, passed on if one
-/// comes within `EARLY_ANSWER_WAIT`; then what the client still sends is read off for a while,
+/// The answer to a request whose body could not be forwarded to its end, or was answered
+/// before it (a refusal), passed on if one comes within `EARLY_ANSWER_WAIT`; then what the client still sends is read off for a while,
 /// so that closing with its bytes unread does not reset the connection before it has read the
 /// answer. The connection then ends (`false`): where its next request starts is unknown.
 #[cold]
@@ -321,9 +323,14 @@ fn forward_body(input: &mut Input<'_>, framing: &Framing, out: &mut Out, ctx: &C
     }
 }
 
-/// Copy exactly `n` body bytes from the client.
+/// Copy exactly `n` body bytes from the client; stopped (`Quiet`, which passes the answer on)
+/// as soon as the handler answers before the body is all there: a refusal, which the client
+/// then hears at once, and which no thread drains at the client's pace.
 fn copy_exact(input: &mut Input<'_>, mut n: u64, out: &mut Out, ctx: &Ctx<'_>) -> Result<(), Stop> {
     while n > 0 {
+        if out.answered() {
+            return Err(Stop::Quiet);
+        }
         if input.available().is_empty() {
             // Past the held part, straight from socket to socket.
             if let Out::Open(to) = out
@@ -409,6 +416,15 @@ impl Out {
 
     fn is_open(&self) -> bool {
         matches!(self, Out::Open(_))
+    }
+
+    /// Whether the handler has begun its answer (or closed), without waiting. Asked only while
+    /// body bytes remain: a handler that takes the body answers after its end.
+    fn answered(&self) -> bool {
+        let Out::Open(inner) = self else { return false };
+        let mut fd = libc::pollfd { fd: inner.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one pollfd of ours, for a descriptor `inner` keeps open.
+        unsafe { libc::poll(&mut fd, 1, 0) > 0 }
     }
 
     /// The inner connection, opened (and the held bytes sent) if it was not yet. From then
