@@ -585,3 +585,41 @@ fn a_refused_body_is_answered_at_once_not_drained_at_the_senders_pace() {
     trickler.join().unwrap();
     assert!(d.client().get("/sessions").json().as_array().unwrap().is_empty());
 }
+
+#[test]
+fn a_command_larger_than_the_socket_takes_at_once_arrives_whole() {
+    let dir = TempDir::new("bigcommand");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let (id, worker) = register_as(&d.worker_client(), json!({"hostname": "big", "capabilities": ["shell"]}));
+    let secret = worker.secret.clone().unwrap();
+    create_session(&d.client(), json!({"mode": "task", "type": "shell", "target": "big", "instruction": "x"}));
+    let (runner, _done) = test_agent.next();
+    // The poll is parked, and its client reads nothing for a while: the answer (the command,
+    // 8 MiB of it) fills the socket's buffers and the rest must wait for the reader.
+    let mut s = TcpStream::connect(d.worker.trim_start_matches("http://")).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(20))).unwrap();
+    write!(s, "GET /command?worker_id={id} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Worker-Secret: {secret}\r\n\r\n").unwrap();
+    let text = "y".repeat(8 << 20);
+    let command = format!("echo {text}");
+    let executing = std::thread::spawn(move || {
+        runner.execute("run_command", json!({"command": command}), Duration::from_secs(30)).map(|_| ())
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    let mut reader = BufReader::new(s.try_clone().unwrap());
+    let (status, _, body) = read_answer(&mut reader);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    let cmd: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(cmd["params"]["command"].as_str().map(str::len), Some(text.len() + 5), "the command came cut");
+    let result = json!({"id": cmd["id"], "success": true, "data": {"exit_code": 0, "stdout": "ok", "stderr": ""}});
+    let body = result.to_string();
+    write!(
+        s,
+        "POST /result?worker_id={id} HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Worker-Secret: {secret}\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let (status, _, _) = read_answer(&mut reader);
+    assert_eq!(status, "HTTP/1.1 200 OK");
+    executing.join().unwrap().unwrap();
+}

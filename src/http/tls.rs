@@ -94,8 +94,13 @@ impl<'a> Client<'a> {
     /// The socket, where the client's bytes are the request's own (plain TCP): splice(2) may
     /// move them.
     pub fn splice_fd(&self) -> Option<RawFd> {
+        self.plain().map(AsRawFd::as_raw_fd)
+    }
+
+    /// The socket, where what is written to it is what the client reads (plain TCP).
+    pub fn plain(&self) -> Option<&'a TcpStream> {
         match self {
-            Client::Plain(s) => Some(s.as_raw_fd()),
+            Client::Plain(s) => Some(s),
             Client::Tls(_) => None,
         }
     }

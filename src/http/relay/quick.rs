@@ -14,7 +14,8 @@ use crate::error::ApiError;
 use crate::http::guard::BrowserGuard;
 use crate::http::{Incoming, Quick, QuickRoutes};
 use std::io::Write;
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 /// A server's quick routes and the guard its pool applies.
@@ -96,24 +97,49 @@ pub(super) fn serve(
 }
 
 /// Park the request and wait for its answer, as long as a relayed answer may take.
+///
+/// On a plain connection whoever takes the `Responder` (mostly a session thread, with the
+/// worker's next command) writes the answer onto the socket itself when it goes out whole at
+/// once: the worker has it a thread wake-up sooner. What does not (TLS, a full socket buffer)
+/// is written here. The socket is a clone, so a late answer never writes to a reused one.
 fn wait_parked(
     park: Box<dyn FnOnce(crate::wait::park::Responder) + Send>,
     input: &mut Input<'_>,
     ctx: &Ctx<'_>,
     close: bool,
 ) -> Result<(), Stop> {
+    let direct = input.client.plain().and_then(|s| s.try_clone().ok());
     let (tx, rx) = crossbeam_channel::bounded(1);
     park(Box::new(move |body| {
-        let _ = tx.send(body);
+        let answer = json_answer(200, &body, false, close);
+        let left = match direct {
+            Some(socket) => send_at_once(&socket, answer),
+            None => answer,
+        };
+        let _ = tx.send(left);
     }));
     match rx.recv_timeout(ctx.limits.idle_timeout * ANSWER_WAIT_FACTOR) {
-        Ok(body) => write_json(input, 200, &body, false, close),
+        Ok(left) => Ok(input.client.write_all(&left)?),
         Err(_) => Err(Stop::Answer(503, "the server did not answer in time; try again")),
     }
 }
 
-/// One write: the head (with the date tiny_http would give) and the JSON body.
+/// Write what the socket takes without waiting; what is left of `answer`.
+fn send_at_once(socket: &TcpStream, mut answer: Vec<u8>) -> Vec<u8> {
+    // SAFETY: a buffer of ours, on a descriptor `socket` keeps open.
+    let sent = unsafe {
+        libc::send(socket.as_raw_fd(), answer.as_ptr().cast(), answer.len(), libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL)
+    };
+    answer.drain(..usize::try_from(sent).unwrap_or(0));
+    answer
+}
+
 fn write_json(input: &mut Input<'_>, status: u16, body: &[u8], unauthorized: bool, close: bool) -> Result<(), Stop> {
+    Ok(input.client.write_all(&json_answer(status, body, unauthorized, close))?)
+}
+
+/// A whole answer: the head (with the date tiny_http would give) and the JSON body.
+fn json_answer(status: u16, body: &[u8], unauthorized: bool, close: bool) -> Vec<u8> {
     let reason = tiny_http::StatusCode(status).default_reason_phrase();
     let date = httpdate::fmt_http_date(std::time::SystemTime::now());
     let mut out = Vec::with_capacity(160 + body.len());
@@ -130,6 +156,5 @@ fn write_json(input: &mut Input<'_>, status: u16, body: &[u8], unauthorized: boo
     }
     out.extend_from_slice(b"\r\n");
     out.extend_from_slice(body);
-    input.client.write_all(&out)?;
-    Ok(())
+    out
 }
