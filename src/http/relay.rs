@@ -142,9 +142,10 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
 }
 
 /// The answer to a request whose body could not be forwarded to its end, or was answered
-/// before it (a refusal), passed on if one comes within `EARLY_ANSWER_WAIT`; then what the client still sends is read off for a while,
-/// so that closing with its bytes unread does not reset the connection before it has read the
-/// answer. The connection then ends (`false`): where its next request starts is unknown.
+/// before it (a refusal), passed on if one comes within `EARLY_ANSWER_WAIT`; then what the
+/// client still sends is read off for a while, so that closing with its bytes unread does not
+/// reset the connection before it has read the answer. The connection then ends (`false`):
+/// where its next request starts is unknown.
 #[cold]
 fn early_answer(out: &mut Out, input: &mut Input<'_>) -> bool {
     let Out::Open(inner) = out else { return false };
