@@ -24,6 +24,7 @@ mod openapi;
 mod outputs;
 mod prompts;
 mod providers;
+mod quick_lane;
 mod replay;
 mod security;
 mod service;
