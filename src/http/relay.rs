@@ -132,7 +132,8 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     }
     input.deadline = None;
     input.release();
-    if let (Some(lane), Out::Held(held)) = (ctx.lane, &out)
+    // A chunked body is held as it came, framing and all: only tiny_http decodes it.
+    if let (Some(lane), Out::Held(held), Framing::Length(_)) = (ctx.lane, &out, &head.framing)
         && let Some(served) = quick::serve(lane, held, head_len, head.close, input, ctx)
     {
         return served.map(|()| !head.close);
@@ -472,6 +473,7 @@ pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
         501 => ("Not Implemented", "bad_request"),
         503 => ("Service Unavailable", "unavailable"),
         505 => ("HTTP Version Not Supported", "bad_request"),
+        500 => ("Internal Server Error", "internal"),
         _ => ("Bad Request", "bad_request"),
     };
     let body = serde_json::json!({"error": why, "code": code}).to_string();

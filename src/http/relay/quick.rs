@@ -17,6 +17,7 @@ use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// A server's quick routes and the guard its pool applies.
 #[derive(Clone)]
@@ -66,6 +67,8 @@ pub(super) fn serve(
     let head = std::str::from_utf8(&held[..head_len]).ok()?;
     let request = Held { head, peer: ctx.peer };
     let body = &held[head_len..];
+    // In flight from here (not evictable), as a relayed request is once a handler may see it.
+    ctx.slot.set_busy(true);
     let refused = lane.guard.refusal(request.header("Host"), request.header("Origin"));
     let outcome = match refused {
         Some(err) => {
@@ -80,7 +83,6 @@ pub(super) fn serve(
             Some(Err(ApiError::Internal(format!("internal error: {}", crate::util::panic::message(&*panic)))))
         })?,
     };
-    ctx.slot.set_busy(true);
     Some(match outcome {
         Ok(Quick::Json(status, body)) => write_json(input, status, &body, false, close),
         Ok(Quick::Park(park)) => wait_parked(park, input, ctx, close),
@@ -101,26 +103,43 @@ pub(super) fn serve(
 /// On a plain connection whoever takes the `Responder` (mostly a session thread, with the
 /// worker's next command) writes the answer onto the socket itself when it goes out whole at
 /// once: the worker has it a thread wake-up sooner. What does not (TLS, a full socket buffer)
-/// is written here. The socket is a clone, so a late answer never writes to a reused one.
+/// is written here. The socket is a clone, so a late answer never writes to a reused one, and
+/// it sits behind a lock this thread empties when it gives up, so a late answer never follows
+/// the 503 either.
 fn wait_parked(
     park: Box<dyn FnOnce(crate::wait::park::Responder) + Send>,
     input: &mut Input<'_>,
     ctx: &Ctx<'_>,
     close: bool,
 ) -> Result<(), Stop> {
-    let direct = input.client.plain().and_then(|s| s.try_clone().ok());
+    let direct = Arc::new(Mutex::new(input.client.plain().and_then(|s| s.try_clone().ok())));
+    let giver = Arc::clone(&direct);
     let (tx, rx) = crossbeam_channel::bounded(1);
-    park(Box::new(move |body| {
+    let respond: crate::wait::park::Responder = Box::new(move |body| {
         let answer = json_answer(200, &body, false, close);
-        let left = match direct {
-            Some(socket) => send_at_once(&socket, answer),
+        // Sent and handed on under the lock: this thread, once it has taken the lock, either
+        // finds the rest in the channel or knows nothing was sent.
+        let socket = giver.lock().unwrap_or_else(PoisonError::into_inner);
+        let left = match &*socket {
+            Some(socket) => send_at_once(socket, answer),
             None => answer,
         };
         let _ = tx.send(left);
-    }));
-    match rx.recv_timeout(ctx.limits.idle_timeout * ANSWER_WAIT_FACTOR) {
-        Ok(left) => Ok(input.client.write_all(&left)?),
-        Err(_) => Err(Stop::Answer(503, "the server did not answer in time; try again")),
+    });
+    let parked = catch_unwind(AssertUnwindSafe(|| park(respond)));
+    let left = parked.as_ref().ok().and_then(|()| rx.recv_timeout(ctx.limits.idle_timeout * ANSWER_WAIT_FACTOR).ok());
+    let left = left.or_else(|| {
+        let mut socket = direct.lock().unwrap_or_else(PoisonError::into_inner);
+        *socket = None;
+        rx.try_recv().ok()
+    });
+    match (left, parked) {
+        (Some(left), _) => Ok(input.client.write_all(&left)?),
+        (None, Ok(())) => Err(Stop::Answer(503, "the server did not answer in time; try again")),
+        (None, Err(panic)) => {
+            log::error!("parking a long poll panicked: {}", crate::util::panic::message(&*panic));
+            Err(Stop::Answer(500, "internal error"))
+        }
     }
 }
 
