@@ -1,8 +1,9 @@
-//! The quick lane: a request the relay holds whole (head and a body under `HOLD`) whose route
-//! is one of the server's `QuickRoutes` is served right here, on the connection's thread. The
-//! worker's poll, result and heartbeat come several times per agent step, and this spares each
-//! of them tiny_http's accept, its connection thread and the handler queue (three thread
-//! wake-ups and a Unix connection each way).
+//! The quick lane: a request the relay holds whole (head and a body with a length under
+//! `HOLD`; chunked bodies are left to tiny_http, which decodes them) whose route is one of the
+//! server's `QuickRoutes` is served right here, on the connection's thread. The worker's poll,
+//! result and heartbeat come several times per agent step, and this spares each of them
+//! tiny_http's accept, its connection thread and the handler queue (three thread wake-ups and
+//! a Unix connection each way).
 //!
 //! What the pool does for every request is done here too: the browser guard, a panic contained
 //! to a 500, errors logged as `http::finish` logs them, the answer a JSON body. A parked poll
