@@ -65,7 +65,8 @@ impl WorkerApi {
     pub fn quick(&self, request: &dyn Incoming, body: &[u8]) -> Option<Result<Quick, ApiError>> {
         let (segments, query) = split_url(request.url());
         let hot = Hot::of(request.method(), &segments)?;
-        Some(self.hot(hot, request, &query, body))
+        let token = http::check_bearer(request, self.config.server.worker_token.expose());
+        Some(token.and_then(|()| self.hot(hot, request, &query, body)))
     }
 
     fn route(&self, request: &mut Request) -> Result<Reply, ApiError> {
@@ -100,7 +101,7 @@ impl WorkerApi {
         }
     }
 
-    /// Poll, result, heartbeat: the token, then who the worker is, then the route.
+    /// Poll, result, heartbeat, the token checked: who the worker is, then the route.
     fn hot(
         &self,
         hot: Hot,
@@ -108,7 +109,6 @@ impl WorkerApi {
         query: &[(String, String)],
         body: &[u8],
     ) -> Result<Quick, ApiError> {
-        http::check_bearer(request, self.config.server.worker_token.expose())?;
         let secret = request.header(SECRET_HEADER).map(str::trim);
         let worker = self.worker(query_param(query, "worker_id"), secret, request.peer())?;
         match hot {
