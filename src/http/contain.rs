@@ -18,11 +18,15 @@ pub fn contained(
 ) -> Result<Reply, ApiError> {
     // Nothing the route held is used after a panic but the request itself, whose state a route
     // only advances by reading its body: answering it is still sound.
-    catch_unwind(AssertUnwindSafe(|| {
+    contain(|| {
         test_trigger(request);
         route(request)
-    }))
-    .unwrap_or_else(|panic| {
+    })
+}
+
+/// Run `route`; a panic becomes `ApiError::Internal` (the quick lane's routes run this way too).
+pub(super) fn contain<T>(route: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+    catch_unwind(AssertUnwindSafe(route)).unwrap_or_else(|panic| {
         Err(ApiError::Internal(format!("internal error: {}", crate::util::panic::message(&*panic))))
     })
 }

@@ -2,7 +2,7 @@
 //! length (413, connection abandoned), a browser page on a tokenless server (403), a streamed
 //! body on GET/HEAD/DELETE (400).
 
-use super::{error_response, header, header_value, may_stall, send_off_pool};
+use super::{Incoming, error_response, header, may_stall, send_off_pool};
 use crate::error::ApiError;
 use std::io::Write;
 use tiny_http::{Method, Request, Response};
@@ -23,19 +23,23 @@ pub struct BrowserGuard {
 
 impl BrowserGuard {
     pub(super) fn check(&self, request: Request) -> Option<Request> {
-        let Some(why) = self.refusal(header_value(&request, "Host"), header_value(&request, "Origin")) else {
-            return Some(request);
-        };
-        log::warn!("{} {}: {why}", request.method(), request.url().escape_debug());
+        let Some(why) = self.refusal(&request) else { return Some(request) };
         send_off_pool(request, error_response(&why));
         None
     }
 
-    /// Why a request with these `Host` and `Origin` headers is refused, if it is.
-    pub(super) fn refusal(&self, host: Option<&str>, origin: Option<&str>) -> Option<ApiError> {
+    /// Why `request` is refused, if it is (logged).
+    pub(super) fn refusal(&self, request: &(impl Incoming + ?Sized)) -> Option<ApiError> {
         if !self.open {
             return None;
         }
+        let refused = self.why(request.header("Host"), request.header("Origin"))?;
+        log::warn!("{} {}: {refused}", request.method(), request.url().escape_debug());
+        Some(refused)
+    }
+
+    /// Why a request with these `Host` and `Origin` headers is refused, if it is.
+    fn why(&self, host: Option<&str>, origin: Option<&str>) -> Option<ApiError> {
         let host = host.unwrap_or("");
         let why = if self.loopback && !host.is_empty() && !loopback_name(host) {
             format!("Host {host:?} is not an address of this server (DNS rebinding?)")

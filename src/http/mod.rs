@@ -233,14 +233,19 @@ pub fn finish(request: Request, result: Result<Reply, ApiError>) {
         Ok(Reply::Park(park)) => park(responder(request)),
         Ok(Reply::Stream(body)) => stream(request, body),
         Err(err) => {
-            if err.status() >= 500 {
-                log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
-            } else {
-                log::debug!("{} {} -> {err}", request.method(), request.url().escape_debug());
-            }
+            log_error(&request, &err);
             // Refused requests (bad token, too large, bad JSON) may leave their body unread.
             send_off_pool(request, error_response(&err));
         }
+    }
+}
+
+/// An error answer in the log: the server's own faults as errors, the client's as debug.
+fn log_error(request: &(impl Incoming + ?Sized), err: &ApiError) {
+    if err.status() >= 500 {
+        log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
+    } else {
+        log::debug!("{} {} -> {err}", request.method(), request.url().escape_debug());
     }
 }
 

@@ -12,8 +12,9 @@
 
 use super::{ANSWER_WAIT_FACTOR, Ctx, Input, Stop};
 use crate::error::ApiError;
+use crate::http::contain::{self, contain};
 use crate::http::guard::BrowserGuard;
-use crate::http::{Incoming, Quick, QuickRoutes};
+use crate::http::{Incoming, Quick, QuickRoutes, log_error};
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
@@ -70,29 +71,19 @@ pub(super) fn serve(
     let body = &held[head_len..];
     // In flight from here (not evictable), as a relayed request is once a handler may see it.
     ctx.slot.set_busy(true);
-    let refused = lane.guard.refusal(request.header("Host"), request.header("Origin"));
-    let outcome = match refused {
-        Some(err) => {
-            log::warn!("{} {}: {err}", request.method(), request.url().escape_debug());
-            Err(err)
-        }
-        None => catch_unwind(AssertUnwindSafe(|| {
-            crate::http::contain::quick_test_trigger(request.url());
-            (lane.routes)(&request, body)
-        }))
-        .unwrap_or_else(|panic| {
-            Some(Err(ApiError::Internal(format!("internal error: {}", crate::util::panic::message(&*panic)))))
-        })?,
+    let outcome = match lane.guard.refusal(&request) {
+        Some(err) => Err(err),
+        None => contain(|| {
+            contain::quick_test_trigger(request.url());
+            (lane.routes)(&request, body).transpose()
+        })
+        .transpose()?,
     };
     Some(match outcome {
         Ok(Quick::Json(status, body)) => write_json(input, status, &body, false, close),
         Ok(Quick::Park(park)) => wait_parked(park, input, ctx, close),
         Err(err) => {
-            if err.status() >= 500 {
-                log::error!("{} {} -> {err}", request.method(), request.url().escape_debug());
-            } else {
-                log::debug!("{} {} -> {err}", request.method(), request.url().escape_debug());
-            }
+            log_error(&request, &err);
             let unauthorized = matches!(err, ApiError::Unauthorized);
             write_json(input, err.status(), err.body().as_bytes(), unauthorized, close)
         }
