@@ -465,22 +465,35 @@ fn find(hay: &[u8], searched: usize, needle: &[u8]) -> Option<usize> {
 
 /// A JSON error for a request refused before tiny_http saw it; the connection then closes.
 pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
-    let (reason, code) = match status {
-        408 => ("Request Timeout", "timeout"),
-        413 => ("Payload Too Large", "too_large"),
-        417 => ("Expectation Failed", "bad_request"),
-        431 => ("Request Header Fields Too Large", "too_large"),
-        501 => ("Not Implemented", "bad_request"),
-        503 => ("Service Unavailable", "unavailable"),
-        505 => ("HTTP Version Not Supported", "bad_request"),
-        500 => ("Internal Server Error", "internal"),
-        _ => ("Bad Request", "bad_request"),
+    let code = match status {
+        408 => "timeout",
+        413 | 431 => "too_large",
+        500 => "internal",
+        503 => "unavailable",
+        _ => "bad_request",
     };
     let body = serde_json::json!({"error": why, "code": code}).to_string();
-    let text = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+    let _ = client.write_all(&json_answer(status, body.as_bytes(), false, true));
+    client.close();
+}
+
+/// A whole answer: the head (with the date tiny_http would give) and the JSON body.
+fn json_answer(status: u16, body: &[u8], unauthorized: bool, close: bool) -> Vec<u8> {
+    let reason = tiny_http::StatusCode(status).default_reason_phrase();
+    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
+    let mut out = Vec::with_capacity(160 + body.len());
+    let _ = write!(
+        out,
+        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
         body.len()
     );
-    let _ = client.write_all(text.as_bytes());
-    client.close();
+    if unauthorized {
+        out.extend_from_slice(b"WWW-Authenticate: Bearer\r\n");
+    }
+    if close {
+        out.extend_from_slice(b"Connection: close\r\n");
+    }
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
+    out
 }

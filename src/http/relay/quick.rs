@@ -10,12 +10,11 @@
 //! waits on this thread, for its `Responder` (sent by whoever takes it: the event, its
 //! deadline, shutdown) or, failing that, as long as a relayed answer may take.
 
-use super::{ANSWER_WAIT_FACTOR, Ctx, Input, Stop};
+use super::{ANSWER_WAIT_FACTOR, Ctx, Input, Stop, json_answer};
 use crate::error::ApiError;
 use crate::http::contain::{self, contain};
 use crate::http::guard::BrowserGuard;
 use crate::http::{Incoming, Quick, QuickRoutes, log_error};
-use std::io::Write;
 use std::net::{IpAddr, SocketAddr, TcpStream};
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -147,25 +146,4 @@ fn send_at_once(socket: &TcpStream, mut answer: Vec<u8>) -> Vec<u8> {
 
 fn write_json(input: &mut Input<'_>, status: u16, body: &[u8], unauthorized: bool, close: bool) -> Result<(), Stop> {
     Ok(input.client.write_all(&json_answer(status, body, unauthorized, close))?)
-}
-
-/// A whole answer: the head (with the date tiny_http would give) and the JSON body.
-fn json_answer(status: u16, body: &[u8], unauthorized: bool, close: bool) -> Vec<u8> {
-    let reason = tiny_http::StatusCode(status).default_reason_phrase();
-    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
-    let mut out = Vec::with_capacity(160 + body.len());
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    if unauthorized {
-        out.extend_from_slice(b"WWW-Authenticate: Bearer\r\n");
-    }
-    if close {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-    out
 }
