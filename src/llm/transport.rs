@@ -104,9 +104,6 @@ impl Transport {
     }
 
     fn attempt(&self, call: &Call<'_>, retry_count: u32, stop: &StopSignal) -> Result<Attempt, LlmError> {
-        if stop.is_raised() {
-            return Err(LlmError::Cancelled);
-        }
         let mut headers = call.headers.clone();
         headers.push(("x-stainless-retry-count", retry_count.to_string()));
         match self.attempt_here(call.url, &headers, &call.body, stop) {
