@@ -124,10 +124,8 @@ pub enum Quick {
 
 impl Quick {
     pub fn json<T: Serialize>(status: u16, value: &T) -> Quick {
-        match serde_json::to_vec(value) {
-            Ok(body) => Quick::Json(status, body),
-            Err(e) => Quick::Json(500, ApiError::Internal(format!("cannot encode response: {e}")).body().into_bytes()),
-        }
+        let (status, body) = encoded(status, value);
+        Quick::Json(status, body)
     }
 }
 
@@ -167,10 +165,16 @@ pub fn json_bytes_response(status: u16, body: Vec<u8>) -> HttpResponse {
 }
 
 pub fn json_response<T: Serialize>(status: u16, value: &T) -> HttpResponse {
-    match serde_json::to_vec(value) {
-        Ok(body) => json_bytes_response(status, body),
-        Err(e) => error_response(&ApiError::Internal(format!("cannot encode response: {e}"))),
-    }
+    let (status, body) = encoded(status, value);
+    json_bytes_response(status, body)
+}
+
+/// `value` as a JSON body for `status`; one that cannot be encoded is a 500 saying so.
+fn encoded<T: Serialize>(status: u16, value: &T) -> (u16, Vec<u8>) {
+    serde_json::to_vec(value).map(|body| (status, body)).unwrap_or_else(|e| {
+        let err = ApiError::Internal(format!("cannot encode response: {e}"));
+        (err.status(), err.body().into_bytes())
+    })
 }
 
 pub fn error_response(err: &ApiError) -> HttpResponse {
