@@ -91,15 +91,32 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     let e = cmd_err(&r, "browser_type", json!({"selector": "#hello", "text": "x"}));
     assert!(e.contains("is a button"), "{e}");
 
-    // Another page: the old refs are stale, and say what to do.
+    // Another page: a ref that names nothing there says so, and what to do.
     let missing = cmd(&r, "browser_navigate", json!({"url": format!("{}/no-such-page", site.url)}));
     assert_eq!(missing["status"], 404);
     assert!(missing["warning"].as_str().unwrap().contains("HTTP 404"), "{missing}");
     assert!(missing["snapshot"].as_str().unwrap().contains("(HTTP 404)"), "{missing}");
     let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={email}")}));
-    assert!(e.contains(&format!("ref={email} is not in the latest snapshot")) && e.contains("browser_snapshot"), "{e}");
+    assert!(
+        e.contains(&format!("ref={email} (input email \"Email\" name=user) is not on this page"))
+            && e.contains("use a ref from the latest snapshot"),
+        "{e}"
+    );
     let back = cmd(&r, "browser_back", json!({}));
-    assert!(back["snapshot"].as_str().unwrap().contains("Snapshot page"), "{back}");
+    let back = back["snapshot"].as_str().unwrap().to_string();
+    assert!(back.contains("Snapshot page"), "{back}");
+    // Back on the first page, a new document: the same elements get the refs they had.
+    assert_eq!(ref_of(&back, "input email"), email, "{back}");
+    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "max@example.test"}));
+    // A long page comes in parts: the next part holds what the first left out.
+    let first = cmd(&r, "browser_snapshot", json!({"snapshot_chars": 600}));
+    let first = first["snapshot"].as_str().unwrap();
+    assert!(first.contains(" — part 1 of ") && first.ends_with("browser_snapshot {\"page\": 2}"), "{first}");
+    let second = cmd(&r, "browser_snapshot", json!({"snapshot_chars": 600, "page": 2}));
+    let second = second["snapshot"].as_str().unwrap();
+    assert!(second.contains(" — part 2 of "), "{second}");
+    let shown: Vec<&str> = first.lines().skip(1).collect();
+    assert!(second.lines().skip(1).all(|l| !shown.contains(&l)), "no line twice: {first}\n{second}");
 
     // A download that is an HTML page says so; a PDF whose wait times out is printed anyway.
     let dl = cmd(&r, "browser_download", json!({"url": format!("{}/export/pricing.csv", site.url)}));

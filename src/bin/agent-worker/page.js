@@ -1,7 +1,7 @@
 // agent-worker page helpers: defined once per document as window.__ac, in the worker's own
 // isolated world (the page's scripts share the DOM, but cannot see or replace anything here).
-// Selectors: CSS, `text=Visible text`, `css:has-text("text")`, and `ref=e12` (a ref of the latest
-// snapshot, see snapshot.js; a ref the latest snapshot did not show is refused, never guessed).
+// Selectors: CSS, `text=Visible text`, `css:has-text("text")`, and `ref=e12` (a ref a snapshot
+// gave, see snapshot.js; one that names no live element is refused with the nearest match).
 if (!window.__ac) { window.__ac = (() => {
   const norm = s => String(s ?? "").replace(/\s+/g, " ").trim();
   const body = () => document.body || document.documentElement;
@@ -17,25 +17,43 @@ if (!window.__ac) { window.__ac = (() => {
   // Prefer the innermost match: an element none of whose children also match.
   const innermost = list => list.filter(el => !list.some(o => o !== el && el.contains(o)));
   const INTERACTIVE = "a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick]";
-  // Refs of this document: stable per element; `latest` holds those the last snapshot showed.
-  const refs = {byRef: new Map(), byEl: new WeakMap(), next: 0, latest: new Set()};
-  function refState(floor, reset) {
-    if (reset) Object.assign(refs, {byRef: new Map(), byEl: new WeakMap(), next: 0, latest: new Set()});
+  // Refs: stable per element while the document lives; across documents an element that looks
+  // the same (its kind and line, without values; the nth of its likes) gets the ref it had, from
+  // `known` (key → ref) that the worker keeps for the session. A ref of any earlier snapshot that
+  // still names a live element works; one that does not is refused with the nearest match.
+  const fresh = () => ({byRef: new Map(), byEl: new WeakMap(), next: 0, keyOf: new Map(), known: {}});
+  const refs = fresh();
+  function refState(floor, reset, known) {
+    if (reset) Object.assign(refs, fresh());
     refs.next = Math.max(refs.next, Number(floor) || 0);
-    const assign = el => {
+    refs.known = known || {};
+    const count = new Map();
+    const assign = (el, key) => {
+      const n = (count.get(key) || 0) + 1;
+      count.set(key, n);
+      const k = n > 1 ? key + " #" + n : key;
       let r = refs.byEl.get(el);
-      if (!r) { r = "e" + (++refs.next); refs.byEl.set(el, r); }
+      if (!r) {
+        const old = refs.known[k];
+        r = old && !refs.byRef.has(old) ? old : "e" + (++refs.next);
+        refs.byEl.set(el, r);
+      }
       refs.byRef.set(r, el);
+      refs.keyOf.set(r, k);
       return r;
     };
-    return {assign, shown: list => { refs.latest = new Set(list); }, next: () => refs.next};
+    return {assign, next: () => refs.next, keys: list => Object.fromEntries(list.map(r => [refs.keyOf.get(r), r]))};
   }
+  // `link "Pricing"`, `input email "Email"`: what a key says before its URL, name or value.
+  const labelOf = key => { const m = String(key || "").match(/^(\S+(?: \S+)? "[^"]*")/); return m ? m[1] : null; };
   function byRef(id) {
     const el = refs.byRef.get(id);
-    if (!el || !refs.latest.has(id))
-      throw new Error("ref=" + id + " is not in the latest snapshot of this page (the page changed, or the ref came from an earlier page): call browser_snapshot and use a ref from it");
-    if (!el.isConnected) throw new Error("ref=" + id + " is gone from the page (it changed since the snapshot): call browser_snapshot again");
-    return el;
+    if (el && el.isConnected) return el;
+    const was = Object.keys(refs.known).find(k => refs.known[k] === id) || (el ? refs.keyOf.get(id) : null);
+    const label = labelOf(was);
+    const near = label && Array.from(refs.keyOf.entries()).find(([r, k]) => r !== id && labelOf(k) === label && refs.byRef.get(r).isConnected);
+    const hint = near ? `; the same element is now ref=${near[0]}` : "; use a ref from the latest snapshot";
+    throw new Error(`ref=${id}${was ? ` (${was.slice(0, 80)})` : ""} is not on this page${hint}`);
   }
   function findAll(sel) {
     sel = String(sel || "").trim();

@@ -1,9 +1,10 @@
 // agent-worker page snapshot: what the model reads of a page, with refs it can act on.
-// Loaded after page.js; adds __ac.snapshot(max, floor) once per document.
+// Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part) once per document.
 // Invariants: hidden elements are left out; a password's value never appears; every element
-// shown gets a ref `eN` that stays the same for that element while the document lives (numbers
-// start at `floor`, so a ref from an earlier page never names an element of this one); the text
-// is at most `max` characters, and what was left out is counted.
+// shown gets a ref `eN` that stays the same for that element while the document lives, and that
+// an element looking the same on a later page of the session gets again (`known`, see page.js);
+// new numbers start at `floor`, so a ref never names two different things; the text is at most
+// `max` characters, and what is left out comes as further parts (`part` 2, 3…).
 if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   const ac = window.__ac, norm = ac.norm;
   const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "HEAD", "OPTION", "DATALIST"]);
@@ -54,15 +55,21 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     if (rows.length > ROWS) lines.push(`    … ${rows.length - ROWS} more rows (browser_scrape_table reads them all)`);
     return {head: `table ${rows.length}×${cols}`, lines};
   }
+  // An element's key across documents: its line without what changes as it is used (values,
+  // checked and selected marks).
+  const keyOf = line => line.replace(/ value=.*$/, "").replace(/ \((?:filled[^)]*|empty|checked|not checked|selected)\)/g, "");
   // One pass over a document (and the same-origin frames in it), in document order.
   function collect(doc, state, indent) {
     const items = state.items;
     let run = null;
     const flush = () => {
-      if (run && run.text.trim()) items.push({kind: "text", ref: state.ref(run.block), line: `text ${JSON.stringify(cut(norm(run.text), RUN_CHARS))}`, indent});
+      if (run && run.text.trim()) {
+        const line = `text ${JSON.stringify(cut(norm(run.text), RUN_CHARS))}`;
+        items.push({kind: "text", ref: state.ref(run.block, line), line, indent});
+      }
       run = null;
     };
-    const item = (kind, el, line, more) => { flush(); items.push({kind, ref: state.ref(el), line, more, indent}); };
+    const item = (kind, el, line, more) => { flush(); items.push({kind, ref: state.ref(el, keyOf(line)), line, more, indent}); };
     function walk(node, inTable) {
       for (let n = node.firstChild; n; n = n.nextSibling) {
         if (n.nodeType === 3) {
@@ -112,29 +119,39 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const nav = performance.getEntriesByType("navigation")[0];
     return nav && nav.responseStatus ? nav.responseStatus : null;
   }
-  function render(items, max, header) {
+  // The first part keeps what matters most within `max` (text runs go first, from the end, then
+  // whatever comes last); what it leaves out follows in order as parts 2, 3… of at most `max`.
+  function render(items, max, header, part) {
     const lineOf = it => `${it.indent}[${it.ref}] ${it.line}` + (it.more ? "\n" + it.more.map(l => it.indent + l).join("\n") : "");
     const text = items.map(lineOf);
     let total = header.length + text.reduce((a, l) => a + l.length + 1, 0);
-    const keep = items.map(() => true), left = {};
-    const drop = i => { keep[i] = false; total -= text[i].length + 1; left[items[i].kind] = (left[items[i].kind] || 0) + 1; };
-    // Over the limit: text runs go first (from the end), then whatever comes last.
+    const keep = items.map(() => true);
+    const drop = i => { keep[i] = false; total -= text[i].length + 1; };
     for (let i = items.length - 1; i >= 0 && total > max; i--) if (items[i].kind === "text") drop(i);
     for (let i = items.length - 1; i >= 0 && total > max; i--) if (keep[i]) drop(i);
-    let out = header + "\n" + text.filter((_, i) => keep[i]).join("\n");
-    const counts = Object.entries(left).map(([k, n]) => `${n} ${k}${n > 1 ? "s" : ""}`);
-    if (counts.length) out += `\n… left out to stay within ${max} characters: ${counts.join(", ")} (browser_get_text, browser_scrape_links or browser_scrape_table read more)`;
-    return {text: out, omitted: left};
+    const parts = [text.filter((_, i) => keep[i])];
+    let size = max;
+    for (let i = 0; i < items.length; i++) {
+      if (keep[i]) continue;
+      if (size + text[i].length + 1 > max && (parts.length === 1 || parts[parts.length - 1].length)) { parts.push([]); size = header.length; }
+      parts[parts.length - 1].push(text[i]);
+      size += text[i].length + 1;
+    }
+    const n = Math.min(Math.max(Number(part) || 1, 1), parts.length);
+    const head = parts.length > 1 ? `${header} — part ${n} of ${parts.length}` : header;
+    let out = head + "\n" + parts[n - 1].join("\n");
+    if (n < parts.length) out += `\n… more of this page: browser_snapshot {"page": ${n + 1}}`;
+    return {text: out};
   }
-  return function snapshot(max, floor, reset) {
-    const state = ac.refState(floor, reset);
+  return function snapshot(max, floor, reset, known, part) {
+    const state = ac.refState(floor, reset, known);
     const items = [];
     collect(document, {items, ref: state.assign}, "");
     const code = status();
     const http = code ? ` (HTTP ${code})` : "";
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
-    state.shown(items.map(i => i.ref));
-    const r = render(items, Math.max(max, 500), header);
-    return {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text, next_ref: state.next()};
+    const r = render(items, Math.max(max, 500), header, part);
+    return {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
+            next_ref: state.next(), keys: state.keys(items.map(i => i.ref))};
   };
 })(); }

@@ -54,6 +54,8 @@ pub struct Browser {
     ref_session: String,
     /// The next snapshot forgets the refs the page gave before (a new session began).
     refs_reset: bool,
+    /// Elements seen on this session's pages (their key) and the ref each had.
+    ref_keys: serde_json::Map<String, Value>,
     /// How confirm() and prompt() are answered unless the model said otherwise.
     dialogs: DialogPolicy,
 }
@@ -71,6 +73,7 @@ impl Browser {
             ref_floor: 0,
             ref_session: String::new(),
             refs_reset: false,
+            ref_keys: serde_json::Map::new(),
             dialogs: DialogPolicy::Dismiss,
         }
     }

@@ -5,10 +5,13 @@
 //! The page side is `snapshot.js`: title, URL, HTTP status, then headings, links (absolute
 //! `href`), buttons, fields (never a password's value), selects with their options, tables
 //! with their first rows, and short runs of visible text, each with a ref `eN` that any selector
-//! argument accepts as `ref=eN`. Refs grow across the pages of a session (`ref_floor`), so a ref
-//! of an earlier page is refused as stale instead of naming an element of this one; each session
-//! starts again at `e1`, so a replay meets the refs it recorded. The text is bounded by the
-//! command's `snapshot_chars` (the controller sends `agent.snapshot_chars`).
+//! argument accepts as `ref=eN`. An element keeps its ref across the snapshots of its document,
+//! and one that looks the same on a later page (the same kind and line, values aside) gets the
+//! ref it had (`ref_keys`, key → ref, kept per session); new refs grow across the pages of a
+//! session (`ref_floor`), so a ref never names two different things. Each session starts again
+//! at `e1`, so a replay meets the refs it recorded. The text is bounded by the
+//! command's `snapshot_chars` (the controller sends `agent.snapshot_chars`, less for a small
+//! context window); a longer page comes in parts, `browser_snapshot {page: 2}` and on.
 
 use super::Browser;
 use crate::error::WorkerError;
@@ -19,15 +22,30 @@ use serde_json::{Value, json};
 const DEFAULT_CHARS: u64 = 8000;
 const MIN_CHARS: u64 = 500;
 const MAX_CHARS: u64 = 100_000;
+/// Elements remembered per session for their refs on later pages (each key a short line).
+const MAX_KEYS: usize = 3000;
 
 impl Browser {
     /// The page as the model reads it.
     pub(super) fn snapshot(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let max = p["snapshot_chars"].as_u64().unwrap_or(DEFAULT_CHARS).clamp(MIN_CHARS, MAX_CHARS);
-        let v = self.eval(&format!("__ac.snapshot({max}, {}, {})", self.ref_floor, self.refs_reset))?;
+        if self.refs_reset {
+            self.ref_keys.clear();
+        }
+        let known = Value::Object(self.ref_keys.clone());
+        let part = p["page"].as_u64().unwrap_or(1).clamp(1, 1000);
+        let v =
+            self.eval(&format!("__ac.snapshot({max}, {}, {}, {known}, {part})", self.ref_floor, self.refs_reset))?;
         self.refs_reset = false;
         if let Some(next) = v["next_ref"].as_u64() {
             self.ref_floor = self.ref_floor.max(next);
+        }
+        if let Some(keys) = v["keys"].as_object() {
+            for (key, r) in keys {
+                if self.ref_keys.len() < MAX_KEYS || self.ref_keys.contains_key(key) {
+                    self.ref_keys.insert(key.clone(), r.clone());
+                }
+            }
         }
         let mut out = json!({"url": v["url"], "title": v["title"], "status": v["status"], "snapshot": v["snapshot"]});
         if let Some(code) = v["status"].as_u64().filter(|c| *c >= 400) {
