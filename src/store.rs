@@ -395,6 +395,25 @@ impl StagedFile {
         Ok(())
     }
 
+    /// Whether the staged bytes (after `finish`) equal the file at `other`'s, compared in
+    /// pieces so a large file needs no large buffer.
+    pub fn same_bytes_as(&self, other: &Path) -> bool {
+        let (Ok(mut a), Ok(mut b)) = (File::open(&self.path), File::open(other)) else { return false };
+        let (mut x, mut y) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+        loop {
+            let n = match a.read(&mut x) {
+                Ok(n) => n,
+                Err(_) => return false,
+            };
+            if b.read_exact(&mut y[..n]).is_err() || x[..n] != y[..n] {
+                return false;
+            }
+            if n == 0 {
+                return b.read(&mut y[..1]).is_ok_and(|m| m == 0);
+            }
+        }
+    }
+
     /// Bytes written so far.
     pub fn written(&self) -> u64 {
         self.written

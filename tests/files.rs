@@ -167,6 +167,26 @@ fn upload_download_and_zip() {
     f.done.send(AgentOutcome::Stopped).unwrap();
 }
 
+/// The same bytes again, under any name and by any way in, are not stored twice: the answer
+/// names the file that holds them. Equal sizes with other bytes are stored.
+#[test]
+fn a_file_with_the_bytes_of_a_stored_one_is_not_stored_again() {
+    let f = fixture("dedupe", |_| {});
+    let report: Vec<u8> = (0..70_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    assert_eq!(f.upload("report.pdf", &report).json()["stored_as"], "report.pdf");
+    assert_eq!(f.upload("report-copy.pdf", &report).json()["stored_as"], "report.pdf", "named, not copied");
+    let mut other = report.clone();
+    other[69_999] ^= 1;
+    assert_eq!(f.upload("report.pdf", &other).json()["stored_as"], "report-2.pdf", "same size, other bytes");
+    let again = f.runner.store_file("again.pdf", &report, FileKind::Generated).unwrap();
+    assert_eq!((again.filename.as_str(), again.duplicate), ("report.pdf", true));
+    let files = f.d.client().get(&format!("/sessions/{}/files", f.id)).json();
+    assert_eq!(files.as_array().unwrap().len(), 2, "{files}");
+    assert!(!files.to_string().contains("duplicate"), "listings never say duplicate: {files}");
+    f.assert_no_partials();
+    f.done.send(AgentOutcome::Stopped).unwrap();
+}
+
 #[test]
 fn hostile_filenames_are_sanitized() {
     let f = fixture("names", |_| {});
@@ -181,7 +201,7 @@ fn hostile_filenames_are_sanitized() {
         ("zip", "_zip"),
     ];
     for (raw, expected) in cases {
-        let r = f.upload(raw, b"data");
+        let r = f.upload(raw, format!("data of {raw}").as_bytes());
         assert_eq!(r.status, 200, "{raw:?}: {}", r.text());
         assert_eq!(r.json()["stored_as"], expected, "{raw:?}");
     }
@@ -224,16 +244,17 @@ fn upload_limits_answer_413_and_507_and_leave_nothing() {
     assert!(r.json()["error"].as_str().unwrap().contains("max_file_size_mb"));
     f.assert_no_partials();
     // Fill the session: two files of 0.9 MiB fit, the third would exceed 2 MiB.
-    let chunk = vec![1u8; 900 * 1024];
-    assert_eq!(f.upload("a.bin", &chunk).status, 200);
-    assert_eq!(f.upload("b.bin", &chunk).status, 200);
-    let r = f.upload("c.bin", &chunk);
+    // (Different bytes each: a file with the bytes of a stored one is not stored again.)
+    let chunk = |b: u8| vec![b; 900 * 1024];
+    assert_eq!(f.upload("a.bin", &chunk(1)).status, 200);
+    assert_eq!(f.upload("b.bin", &chunk(2)).status, 200);
+    let r = f.upload("c.bin", &chunk(3));
     assert_error(&r, 507, "storage_full");
     assert!(r.json()["error"].as_str().unwrap().contains("max_session_storage_mb"));
     f.assert_no_partials();
     // File count: one small file fits, the next is refused.
     assert_eq!(f.upload("d.txt", b"small").status, 200);
-    let r = f.upload("e.txt", b"small");
+    let r = f.upload("e.txt", b"small too");
     assert_error(&r, 507, "storage_full");
     assert!(r.json()["error"].as_str().unwrap().contains("max_files_per_session"));
     // The agent seam gets the same limits.

@@ -90,6 +90,10 @@ impl Agent {
             _ => content.as_bytes().to_vec(),
         };
         match self.runner.store_file(input["filename"].as_str().unwrap_or("file"), &bytes, FileKind::Generated) {
+            Ok(entry) if entry.duplicate => ToolOutcome::ok(json!({
+                "saved": entry.filename, "size_kb": entry.size_kb,
+                "note": format!("the same content was already saved as {}: not stored again", entry.filename),
+            })),
             Ok(entry) => ToolOutcome::ok(json!({"saved": entry.filename, "size_kb": entry.size_kb})),
             Err(e) => ToolOutcome::error(format!("could not save the file: {}", e.message())),
         }

@@ -211,7 +211,11 @@ impl WorkerApi {
         crate::util::metrics::uploaded(bytes);
         session.log(
             LogKind::System,
-            &format!("worker uploaded {} ({} KB)", entry.filename, entry.size_kb),
+            &if entry.duplicate {
+                format!("worker uploaded a file the session already holds as {}: not stored again", entry.filename)
+            } else {
+                format!("worker uploaded {} ({} KB)", entry.filename, entry.size_kb)
+            },
             Some(json!({"filename": entry.filename, "size_kb": entry.size_kb})),
         );
         Ok(Reply::json(200, &UploadResponse { success: true, stored_as: entry.filename, size_kb: entry.size_kb }))

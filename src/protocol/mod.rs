@@ -370,6 +370,9 @@ pub struct FileEntry {
     pub size_kb: u64,
     #[serde(rename = "type")]
     pub kind: FileKind,
+    /// Set when a new file held exactly the bytes of this stored one: it was not stored again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub duplicate: bool,
 }
 
 #[derive(Debug, Deserialize)]

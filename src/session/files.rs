@@ -36,7 +36,12 @@ impl Session {
             index
                 .entries
                 .iter()
-                .map(|(name, info)| FileEntry { filename: name.clone(), size_kb: size_kb(info.size), kind: info.kind })
+                .map(|(name, info)| FileEntry {
+                    filename: name.clone(),
+                    size_kb: size_kb(info.size),
+                    kind: info.kind,
+                    duplicate: false,
+                })
                 .collect()
         })
     }
@@ -103,6 +108,9 @@ impl Session {
             if index.total_bytes + size > self.config.max_session_bytes() {
                 return Err(limit_error(false, &self.config, &self.id));
             }
+            if let Some(existing) = self.same_bytes(index, &staged, kind, size) {
+                return Ok((existing, index.file_count(), true));
+            }
             let name = index.unique_name(&name);
             staged.commit(&self.dir.path_for(kind, &name))?;
             index.insert(name.clone(), kind, size);
@@ -111,12 +119,26 @@ impl Session {
                     log::error!("{}: cannot write files.json: {e}", self.id);
                 }
             }
-            Ok((name, index.file_count()))
+            Ok((name, index.file_count(), false))
         });
-        let (name, count) = count?;
+        let (name, count, duplicate) = count?;
         // Commits may finish out of order; files are never removed, so the larger count is right.
         self.update(|r| r.files = r.files.max(count));
-        Ok(FileEntry { filename: name, size_kb: size_kb(size), kind })
+        Ok(FileEntry { filename: name, size_kb: size_kb(size), kind, duplicate })
+    }
+
+    /// A stored file (not a screenshot) with exactly the staged bytes: a model that downloads or
+    /// saves the same thing again gets the name it already has, not a copy.
+    fn same_bytes(&self, index: &FileIndex, staged: &StagedFile, kind: FileKind, size: u64) -> Option<String> {
+        if kind == FileKind::Screenshot {
+            return None;
+        }
+        index
+            .entries
+            .iter()
+            .filter(|(_, info)| info.kind != FileKind::Screenshot && info.size == size)
+            .find(|(name, _)| self.dir.file_path(index, name).is_some_and(|p| staged.same_bytes_as(&p)))
+            .map(|(name, _)| name.clone())
     }
 
     /// Store bytes produced in the controller (save_file, screenshots), within the limits.
