@@ -200,8 +200,9 @@ fn a_full_disk_ends_the_session_naming_the_cause_and_refuses_new_ones_507() {
     );
     let c = Client { base: api, token: None, secret: None };
     let w = Client { base: worker, token: None, secret: None };
-    register(&w, json!({"hostname": "f", "capabilities": ["browser"]}));
-    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    // A shell target: this worker never polls, and a browser session would open its page on it first.
+    register(&w, json!({"hostname": "f", "capabilities": ["shell"]}));
+    let id = create_session(&c, json!({"mode": "explore", "type": "shell", "target": "f"}));
     let s = wait_status(&c, &id, "error");
     let error = s["error"].as_str().unwrap();
     assert!(error.starts_with("the controller's disk is full: cannot write"), "{error}");
@@ -337,10 +338,11 @@ fn a_kill_during_the_first_turn_keeps_the_conversation_and_the_progress() {
             .current_dir(dir.path()),
     );
     let c = Client::new(api, None);
-    let _w = register(&Client::new(worker, None), json!({"hostname": "k", "capabilities": ["browser"]}));
+    // A shell target: this worker never polls, and a browser session would open its page on it first.
+    let _w = register(&Client::new(worker, None), json!({"hostname": "k", "capabilities": ["shell"]}));
     let id = create_session(
         &c,
-        json!({"mode": "task", "target": "https://a.test/", "instruction": "report the year",
+        json!({"mode": "task", "type": "shell", "target": "k", "instruction": "report the year",
                "credentials": {"username": "alice", "password": password}}),
     );
     wait_until(Duration::from_secs(10), "the question", || {

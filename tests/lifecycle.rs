@@ -102,8 +102,9 @@ fn binary_binds_port_zero_and_stops_on_sigterm_within_two_seconds() {
     assert_eq!(std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap().trim(), "agent-controlle");
     let c = Client::new(api, None);
     let w = Client::new(worker, None);
-    let (worker_id, w) = register_as(&w, json!({"hostname": "h", "capabilities": ["browser"]}));
-    let id = create_session(&c, json!({"mode": "explore", "target": "https://x.test"}));
+    // A shell session: a browser one would open its page on the worker first.
+    let (worker_id, w) = register_as(&w, json!({"hostname": "h", "capabilities": ["shell"]}));
+    let id = create_session(&c, json!({"mode": "explore", "type": "shell", "target": "h"}));
     wait_status(&c, &id, "running");
     // A parked worker poll and a parked log poll must both be answered by the shutdown.
     let w2 = w.clone();

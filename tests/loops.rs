@@ -33,8 +33,16 @@ fn result_text(req: &Recorded) -> String {
 
 #[test]
 fn the_same_call_escalates_to_stuck_with_a_report() {
+    // The session opened https://a.test/ itself: the model's first navigate there already repeats it.
     let nav = || tool("browser_navigate", json!({"url": "https://a.test/"}));
-    let script = vec![nav(), nav(), nav(), nav(), nav(), text("I found the page https://a.test/ and a link Next.")];
+    let script = vec![
+        nav(),
+        nav(),
+        nav(),
+        nav(),
+        text("Nothing to save."),
+        text("I found the page https://a.test/ and a link Next."),
+    ];
     let dir = TempDir::new("loop-same");
     let (d, llm) = llm_daemon(dir.path(), script, |_| {});
     let worker = static_worker(&d);
@@ -45,13 +53,18 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 6);
     llm.assert_well_formed();
-    assert!(result_text(&reqs[2]).contains("same result as the one before"), "first repeat: a line");
-    let second = result_text(&reqs[3]);
+    assert!(result_text(&reqs[1]).contains("same result as the one before"), "first repeat: a line");
+    let second = result_text(&reqs[2]);
     assert!(
         second.contains("three times") && second.contains("[e1] link \\\"Next\\\""),
         "second: a note and the page: {second}"
     );
-    assert!(result_text(&reqs[4]).contains("Not run"), "third: held back");
+    assert!(result_text(&reqs[3]).contains("Not run"), "third: held back");
+    // Stuck: one last chance, with only the tools that deliver and the task restated.
+    let deliver = &reqs[4];
+    assert!(deliver.tool_names().contains(&"save_file".to_string()), "{:?}", deliver.tool_names());
+    assert!(!deliver.tool_names().contains(&"browser_navigate".to_string()));
+    assert!(deliver.body["messages"].to_string().contains("Deliver now"), "{}", deliver.body["messages"]);
     // Three navigations and one snapshot reached the worker; the held-back calls did not.
     assert_eq!(actions(&worker), ["browser_navigate", "browser_navigate", "browser_navigate", "browser_snapshot"]);
     assert!(reqs[5].body.get("tools").is_none(), "the report is written without tools");
@@ -59,11 +72,78 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
     assert!(report.contains("stuck:") && report.contains("a link Next"), "{report}");
 }
 
+/// Stuck, the model is asked once for the deliverable with only the tools that deliver; when it
+/// delivers, the session finishes instead of ending `error`.
+#[test]
+fn a_stuck_session_that_delivers_when_asked_finishes() {
+    let snap = || tool("browser_snapshot", json!({}));
+    let script = vec![
+        snap(),
+        snap(),
+        snap(),
+        snap(),
+        snap(),
+        tools(
+            None,
+            &[
+                ("save_file", json!({"filename": "answer.txt", "content": "Next"})),
+                ("finish_task", json!({"summary": "The link is Next."})),
+            ],
+        ),
+    ];
+    let dir = TempDir::new("loop-deliver");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "name the link"}));
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["summary"], "The link is Next.");
+    let reqs = llm.requests();
+    // After two snapshots that showed nothing new, the next turn lists only tools that act.
+    assert!(!reqs[3].tool_names().contains(&"browser_snapshot".to_string()), "{:?}", reqs[3].tool_names());
+    assert!(reqs[3].tool_names().contains(&"browser_click".to_string()));
+    assert!(reqs[3].body["messages"].to_string().contains("You already have this page"));
+    // Held back twice, the session is stuck: the last chance lists only what delivers.
+    assert_eq!(
+        reqs[5].tool_names(),
+        ["browser_download", "browser_scrape_table", "browser_save_as_pdf", "save_file", "finish_task"]
+    );
+    let files = c.get(&format!("/sessions/{id}/files")).json();
+    assert_eq!(files[0]["filename"], "answer.txt", "{files}");
+}
+
+/// An acting call repeated with the same arguments is a loop whatever it answers: a PDF printed
+/// again gets a new file name each time, and is still the same call.
+#[test]
+fn the_same_acting_call_with_new_answers_is_a_loop_too() {
+    let pdf = || tool("browser_save_as_pdf", json!({"filename": "late.pdf"}));
+    let script = vec![pdf(), pdf(), pdf(), pdf(), pdf(), text("Saved."), text("Saved the page as late.pdf.")];
+    let dir = TempDir::new("loop-acting");
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let n = std::sync::atomic::AtomicU32::new(0);
+    let worker = ScriptedWorker::start(&d.worker_client(), "pdf-box", &["browser"], false, move |cmd| {
+        match cmd["action"].as_str().unwrap() {
+            "browser_save_as_pdf" => {
+                let i = n.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                json!({"success": true, "data": {"filename": format!("late-{i}.pdf")}})
+            }
+            _ => json!({"success": true, "data": {"url": "https://a.test/", "snapshot": "Page: \"A\""}}),
+        }
+    });
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "save it"}));
+    let s = wait_status(&c, &id, "error");
+    assert!(s["error"].as_str().unwrap().contains("browser_save_as_pdf"), "{s}");
+    let printed = actions(&worker).iter().filter(|a| *a == "browser_save_as_pdf").count();
+    assert_eq!(printed, 3, "the fourth and fifth were held back: {:?}", actions(&worker));
+}
+
 #[test]
 fn an_a_b_cycle_escalates_to_stuck() {
     let a = || tool("browser_navigate", json!({"url": "https://a.test/a"}));
     let b = || tool("browser_navigate", json!({"url": "https://a.test/b"}));
-    let script = vec![a(), b(), a(), b(), a(), b(), a(), b(), text("Pages a and b look the same.")];
+    let script =
+        vec![a(), b(), a(), b(), a(), b(), a(), b(), text("Nothing to deliver."), text("Pages a and b look the same.")];
     let dir = TempDir::new("loop-cycle");
     let (d, llm) = llm_daemon(dir.path(), script, |_| {});
     let worker = static_worker(&d);
@@ -72,14 +152,14 @@ fn an_a_b_cycle_escalates_to_stuck() {
     let s = wait_status(&c, &id, "error");
     assert!(s["error"].as_str().unwrap().contains("the cycle"), "{s}");
     let reqs = llm.requests();
-    assert_eq!(reqs.len(), 9);
+    assert_eq!(reqs.len(), 10, "eight calls, the last chance, the report");
     assert!(result_text(&reqs[4]).contains("Your last 4 calls repeat the cycle"), "{}", result_text(&reqs[4]));
     assert!(result_text(&reqs[6]).contains("three times"), "{}", result_text(&reqs[6]));
     assert!(result_text(&reqs[7]).contains("Not run"), "the seventh is held back");
-    let transcript = reqs[8].body["messages"].to_string();
+    let transcript = reqs[9].body["messages"].to_string();
     assert_eq!(transcript.matches("error: Not run").count(), 2, "so is the eighth: {transcript}");
     let navs = actions(&worker).iter().filter(|a| *a == "browser_navigate").count();
-    assert_eq!(navs, 6, "the seventh and eighth were held back");
+    assert_eq!(navs, 1 + 6, "the opening and six of the model's: the seventh and eighth were held back");
 }
 
 #[test]
@@ -135,6 +215,7 @@ fn the_last_report_is_plain_text_in_json_action_mode_too() {
 fn one_tool_over_and_over_with_new_arguments_escalates_too() {
     let mut script: Vec<Step> =
         (0..10).map(|i| tool("save_note", json!({"content": format!("saved page-{i}.pdf")}))).collect();
+    script.push(text("Nothing else."));
     script.push(text("Saved the page several times."));
     let dir = TempDir::new("loop-streak");
     let (d, llm) = llm_daemon(dir.path(), script, |_| {});
@@ -147,7 +228,7 @@ fn one_tool_over_and_over_with_new_arguments_escalates_too() {
         "{s}"
     );
     let reqs = llm.requests();
-    assert_eq!(reqs.len(), 11);
+    assert_eq!(reqs.len(), 12, "ten calls, the last chance, the report");
     assert!(result_text(&reqs[5]).contains("5 times in a row") && result_text(&reqs[5]).contains("Your task: save it"));
     assert!(result_text(&reqs[9]).contains("Not run"));
     assert_eq!(c.get(&format!("/sessions/{id}/notes")).json().as_array().unwrap().len(), 8);
@@ -163,6 +244,6 @@ fn a_url_downloaded_before_is_not_fetched_again() {
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "get the guide"}));
     wait_status(&c, &id, "finished");
-    assert_eq!(actions(&worker), ["browser_download"]);
+    assert_eq!(actions(&worker), ["browser_navigate", "browser_download"], "the page opened first");
     assert!(result_text(&llm.requests()[2]).contains("already_downloaded"), "{}", result_text(&llm.requests()[2]));
 }

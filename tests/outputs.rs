@@ -26,7 +26,10 @@ fn a_large_json_output_is_stored_and_traversed() {
     ];
     let dir = TempDir::new("outputs");
     let (d, llm) = llm_daemon(dir.path(), script, |_| {});
-    let _worker = ScriptedWorker::start(&d.worker_client(), "out-box", &["browser"], false, |_| {
+    let _worker = ScriptedWorker::start(&d.worker_client(), "out-box", &["browser"], false, |cmd| {
+        if cmd["action"] == "browser_navigate" {
+            return json!({"success": true, "data": {"url": "https://reports.test/", "title": "Reports"}});
+        }
         let links: Vec<Value> = (0..3000)
             .map(|i| json!({"text": format!("Report {i}"), "url": format!("https://reports.test/files/report-{i:05}.pdf")}))
             .collect();

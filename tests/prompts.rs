@@ -32,8 +32,14 @@ fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
     assert!(asked.len() < 2000, "short: {} characters", asked.len());
     assert!(asked.contains("\"ref=e12\"") && !asked.contains("tag:has-text"), "{asked}");
     assert_eq!(asked.matches("finish_task").count(), 1, "finishing is said once: {asked}");
-    let opening = reqs[0].body["messages"][0]["content"][0]["text"].as_str().unwrap();
-    assert!(opening.ends_with("Start with browser_navigate to https://shop.test/."), "{opening}");
+    // The session opened the page itself: the opening carries it, and no navigate is asked for.
+    let opening = &reqs[0].body["messages"][0]["content"];
+    assert!(opening[0]["text"].as_str().unwrap().ends_with("You have at most 200 turns."), "{opening}");
+    assert_eq!(opening[1]["text"], "The page is open (you need not navigate to it):", "{opening}");
+    assert!(asked.contains("already open") && !asked.contains("First call browser_navigate"), "{asked}");
+    // The request ends with the task recited.
+    let last = opening.as_array().unwrap().last().unwrap()["text"].as_str().unwrap();
+    assert!(last.starts_with("(Reminder) Your task: buy socks") && last.contains("Turn 1 of 200"), "{last}");
     let click =
         reqs[0].body["tools"].as_array().unwrap().iter().find(|t| t["name"] == "browser_click").unwrap().clone();
     assert!(click.to_string().contains("ref=e12") && !click.to_string().contains("tag:has-text"), "{click}");

@@ -82,18 +82,24 @@ impl Agent {
         std::iter::once(opening).chain(self.messages[1 + replaced..].iter().cloned()).collect()
     }
 
+    /// The model's context window in tokens: `agent.context_window_tokens`, else what a probe
+    /// found, else its provider's usual one.
+    pub(super) fn context_window(&self) -> u64 {
+        match (self.runner.config().agent.context_window_tokens, self.wire) {
+            (n, _) if n > 0 => n,
+            _ if self.probed_window.is_some_and(|n| n > 0) => self.probed_window.unwrap_or_default(),
+            (_, Wire::Anthropic) => 200_000,
+            (_, Wire::OpenAi) => 128_000,
+            (_, Wire::Gemini) => 1_000_000,
+        }
+    }
+
     fn compact_threshold(&self) -> u64 {
         let agent = &self.runner.config().agent;
         if agent.compact_at_tokens > 0 {
             return agent.compact_at_tokens;
         }
-        let window = match (agent.context_window_tokens, self.wire) {
-            (n, _) if n > 0 => n,
-            (_, Wire::Anthropic) => 200_000,
-            (_, Wire::OpenAi) => 128_000,
-            (_, Wire::Gemini) => 1_000_000,
-        };
-        window * 6 / 10
+        self.context_window() * 6 / 10
     }
 
     /// Compact when the view is over the threshold. A failed summary leaves the view as it is
@@ -121,7 +127,8 @@ impl Agent {
             log.push('\n');
         }
         let messages = [Message::user(vec![Block::text(log)])];
-        let request = Request { system: SUMMARY_PROMPT, tools: &[], messages: &messages, max_tokens: 1500 };
+        let request =
+            Request { system: SUMMARY_PROMPT, tools: &[], unlisted: &[], messages: &messages, max_tokens: 1500 };
         let summary = match self.provider.complete(&request, self.runner.stop_signal()) {
             Ok(reply) => Message::assistant(reply.content).text(),
             Err(LlmError::Cancelled) => return Err(LlmError::Cancelled),

@@ -118,7 +118,7 @@ impl Agent {
 
     pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
         let Some(i) = self.offered.iter().position(|t| t.name() == name) else {
-            let known = self.tools.iter().map(|t| t.name).collect::<Vec<_>>().join(", ");
+            let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
         };
         if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
@@ -151,7 +151,7 @@ impl Agent {
             params["screenshot"] = self.screenshot_settings();
         }
         if tool.spec().runs == Runs::Target(SessionType::Browser) {
-            params["snapshot_chars"] = self.runner.config().agent.snapshot_chars.into();
+            params["snapshot_chars"] = self.snapshot_chars().into();
         }
         if tool.spec().timeout == Timeout::Asked && input["timeout_s"].is_u64() {
             params["timeout_s"] = asked_timeout(input, task.command_timeout_s).into();

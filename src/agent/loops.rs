@@ -48,6 +48,8 @@ pub(super) struct LoopGuard {
     last_held: Option<u64>,
     /// Why the session cannot go on, once it is stuck.
     stuck: Option<String>,
+    /// The same, kept after the model was given its last chance (`unstick`).
+    was_stuck: Option<String>,
     /// The tool of the newest calls and how many times in a row it was called (any arguments).
     streak: (String, usize),
     /// URLs downloaded so far, and the file each was stored as.
@@ -107,6 +109,30 @@ impl LoopGuard {
     pub(super) fn stuck(&self) -> Option<&str> {
         self.stuck.as_deref()
     }
+
+    /// Give the model one more chance (a constrained call) after it was found stuck.
+    pub(super) fn unstick(&mut self) {
+        self.was_stuck = self.stuck.take();
+    }
+
+    /// Why the session was found stuck before its last chance.
+    pub(super) fn last_stuck(&self) -> Option<String> {
+        self.was_stuck.clone()
+    }
+}
+
+/// Calls whose exact repeat is a loop whatever they answer: the same download, PDF, file, form,
+/// command or navigation again (each answer differs only by a new file name or a time). Clicks
+/// and keys are judged by their results: a "Next" button clicked page after page is progress.
+fn repeat_is_loop(name: &str) -> bool {
+    use Tool::*;
+    Tool::from_name(name).is_some_and(|t| {
+        let input_only = matches!(
+            t,
+            BrowserClick | BrowserPressKey | BrowserBack | BrowserForward | Click | RightClick | DoubleClick
+        );
+        (t.spec().acts && !input_only) || matches!(t, BrowserSaveAsPdf | SaveFile)
+    })
 }
 
 /// A result's identity: its text and whether it failed (images left out). Ref numbers do not
@@ -123,7 +149,7 @@ fn result_hash(outcome: &ToolOutcome) -> u64 {
 }
 
 /// `text` with every ref `e123` (after `[` or `=`) written as `e`.
-fn without_ref_numbers(text: &str) -> String {
+pub(super) fn without_ref_numbers(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(i) = rest.find(['[', '=']) {
@@ -157,16 +183,19 @@ impl Agent {
             return self
                 .hold_back(&format!("{name} ({n} calls in a row)"), "so many calls of one tool bring nothing new");
         }
+        self.focus.before_call();
         let mut outcome = self.dispatch(name, input);
         if outcome.stopped {
             return outcome;
         }
+        self.focus.after_call(Tool::from_name(name), &super::context::first_text(&outcome.content));
         self.loops.streak = match std::mem::take(&mut self.loops.streak) {
             (tool, n) if tool == name => (tool, n + 1),
             _ => (name.to_string(), 1),
         };
         self.note_download(name, input, &outcome);
-        self.loops.push(call, result_hash(&outcome));
+        let result = if repeat_is_loop(name) { 0 } else { result_hash(&outcome) };
+        self.loops.push(call, result);
         // After the result is remembered: the note is not part of it.
         if self.loops.streak.1 == STREAK_NOTE {
             outcome.content.push(Block::text(format!(
@@ -237,7 +266,7 @@ impl Agent {
     }
 
     /// The session's task (or goal) again: small models lose it in long contexts.
-    fn task_line(&self) -> String {
+    pub(super) fn task_line(&self) -> String {
         match (&self.record.instruction, &self.record.goal) {
             (Some(task), _) => format!("Your task: {task}"),
             (None, Some(goal)) => format!("Your goal: {goal}"),

@@ -14,6 +14,7 @@ mod compaction;
 mod context;
 mod dispatch;
 mod dry_run;
+mod focus;
 mod history;
 mod local;
 mod loops;
@@ -79,6 +80,8 @@ pub struct Agent {
     /// The tools offered, and their definitions for the model (same order).
     offered: Vec<Tool>,
     tools: Vec<ToolDef>,
+    /// Offered tools the model is not shown (they run when called by name): `focus::lists`.
+    hidden: Vec<Tool>,
     messages: Vec<Message>,
     turn: u32,
     /// Tool calls so far (the step log's index).
@@ -90,6 +93,8 @@ pub struct Agent {
     summary: Option<(usize, String)>,
     /// The endpoint's wire format (for its usual context window).
     wire: Wire,
+    /// The context window `agent-controller probe` found, if it was asked.
+    probed_window: Option<u64>,
     /// The endpoint's reply budget (`providers.<name>.max_tokens`, else `api.max_tokens`).
     max_tokens: u32,
     /// Repeated calls and cycles, noted and held back (`loops.rs`).
@@ -101,6 +106,8 @@ pub struct Agent {
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
+    /// What the next turn offers, and what the model has already seen (`focus.rs`).
+    focus: focus::FocusState,
 }
 
 /// What one turn decided.
@@ -117,8 +124,14 @@ impl Agent {
         endpoint: &Endpoint,
     ) -> Agent {
         let record = runner.record();
-        let vision = endpoint.vision;
-        let mut system = prompts::system_prompt(&record);
+        // What `agent-controller probe` found settles `vision: auto` and the context window.
+        let probed = llm::probe::cached(endpoint, runner.config());
+        let vision = match (endpoint.vision, &probed) {
+            (crate::config::Vision::Auto, Some(found)) if !found.vision => crate::config::Vision::Off,
+            (v, _) => v,
+        };
+        let opened = focus::opens_target(&record);
+        let mut system = prompts::system_prompt(&record, opened);
         if vision == crate::config::Vision::Off {
             system = format!("{system}\n\n{}", vision::TEXT_ONLY);
         }
@@ -130,7 +143,8 @@ impl Agent {
                 ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema.to_value() }
             })
             .collect();
-        let mut opening = prompts::opening_message(&record);
+        let hidden = offered.iter().copied().filter(|t| !focus::lists(*t, &record, vision)).collect();
+        let mut opening = prompts::opening_message(&record, opened);
         if let Some(briefing) = runner.briefing() {
             opening.push_str(&format!("\n\n{briefing}"));
         }
@@ -143,6 +157,7 @@ impl Agent {
             system,
             offered,
             tools,
+            hidden,
             messages: vec![opening],
             turn: 0,
             step: 0,
@@ -150,23 +165,28 @@ impl Agent {
             nudged: false,
             summary: None,
             wire: endpoint.wire,
+            probed_window: probed.and_then(|f| f.context_tokens),
             max_tokens: endpoint.max_tokens,
             loops: Default::default(),
             vision,
             last_page: None,
             journaled: Default::default(),
             replaying: false,
+            focus: focus::FocusState::new(opened),
         }
     }
 
     pub fn run(mut self) -> AgentOutcome {
         let outcome = match self.replay() {
             Some(replayed) => replayed,
-            None => loop {
-                if let Turn::End(outcome) = self.turn() {
-                    break outcome;
+            None => {
+                self.open_target();
+                loop {
+                    if let Turn::End(outcome) = self.turn() {
+                        break outcome;
+                    }
                 }
-            },
+            }
         };
         self.journal_conversation();
         self.save_conversation();
@@ -182,14 +202,21 @@ impl Agent {
         if self.runner.stop_requested() {
             return Turn::End(AgentOutcome::Stopped);
         }
-        if let Some(reason) = self.loops.stuck() {
-            return self.end_stuck(reason.to_string());
+        // Stuck: one constrained call that asks for the deliverable; stuck again, the end.
+        let stuck = self.loops.stuck().map(str::to_string);
+        if let Some(reason) = &stuck {
+            if self.focus.delivery_tried {
+                return self.end_stuck(reason.clone());
+            }
+            self.focus.delivery_tried = true;
+            self.loops.unstick();
         }
         if self.turn >= self.record.max_turns {
             return self.end_at_limit();
         }
         self.turn += 1;
         self.runner.set_turn(self.turn);
+        self.choose_focus(stuck.as_deref());
         self.journal_conversation();
         trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
         let reply = match self.call_model_seeing() {
@@ -224,14 +251,27 @@ impl Agent {
                 _ => None,
             })
             .collect();
+        if calls.is_empty() && self.focus.delivery_tried && self.focus.turn == focus::Focus::Deliver {
+            // Asked for the deliverable after getting stuck, it answered in words: the end.
+            if let Some(reason) = self.loops.last_stuck() {
+                return self.end_stuck(reason);
+            }
+        }
         if calls.is_empty() { self.no_tool_calls(&reply) } else { self.run_calls(calls) }
     }
 
     fn call_model(&mut self) -> Result<Reply, LlmError> {
         self.compact_if_needed()?;
         let max_tokens = self.max_tokens;
-        let messages = self.context();
-        let request = Request { system: &self.system, tools: &self.tools, messages: &messages, max_tokens };
+        let mut messages = self.context().into_owned();
+        // The recital closes the view (never the journal): the task is what the model reads last.
+        match messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(Block::text(self.recital())),
+            _ => messages.push(Message::user(vec![Block::text(self.recital())])),
+        }
+        let (tools, unlisted) = self.turn_tools();
+        let request =
+            Request { system: &self.system, tools: &tools, unlisted: &unlisted, messages: &messages, max_tokens };
         self.provider.complete(&request, self.runner.stop_signal())
     }
 

@@ -13,7 +13,7 @@ const PAGES: &str = "Pages come back as a snapshot: one line per element, each w
 [e15] button \"Sign in\"\n\
 To act on an element pass its ref as the selector: {\"selector\": \"ref=e12\"}. CSS selectors also work \
 (\"#email\", \"input[name=q]\"), and so does text=Sign in. Links in a snapshot are absolute URLs: use them as \
-they are. browser_snapshot shows the page again after it changed.";
+they are. A click or navigation answers with the new page, so you rarely need browser_snapshot.";
 
 const ON_FAILURE: &str = "If a call fails, read the error: it says what is on the page. Try something \
 different; the same call again gets the same answer.";
@@ -23,7 +23,7 @@ fn login_line(record: &SessionRecord) -> &'static str {
         (true, _) => {
             "Credentials are stored for this site: call perform_login when you need to log in. You never see the password.\n"
         }
-        (false, Mode::Task) => "No credentials were given: if a login blocks the task, finish and say so.\n",
+        (false, Mode::Task) => "",
         (false, Mode::Explore) => "No credentials were given: stay on pages that need no login.\n",
     }
 }
@@ -38,15 +38,26 @@ if it is denied, do not do it.\n"
     }
 }
 
-pub fn system_prompt(record: &SessionRecord) -> String {
+/// The first step of a browser session: the page is open already (`opened`), or open it.
+fn first_browser_step(opened: bool) -> &'static str {
+    if opened {
+        "The website is already open: its snapshot is in the first message."
+    } else {
+        "First call browser_navigate with the website's URL: its answer is the page's snapshot."
+    }
+}
+
+/// The system prompt; `opened`: the session opened its browser target before the first turn.
+pub fn system_prompt(record: &SessionRecord, opened: bool) -> String {
     match (record.mode, record.session_type) {
         (Mode::Explore, SessionType::Browser) => format!(
             "You explore a website in a browser and write a report about it. You only observe: never submit \
 forms, buy, delete, change settings or download files.\n\n\
-First call browser_navigate with the website's URL. Then follow the main links; note what each important \
+{first} Then follow the main links; note what each important \
 page holds with save_note. {login}\
 When you have seen enough, call finish_exploration once, with a summary and a markdown report \
 (overview, structure, notable pages, forms, issues).\n\n{PAGES}\n\n{ON_FAILURE}",
+            first = first_browser_step(opened),
             login = login_line(record)
         ),
         (Mode::Explore, SessionType::App) => format!(
@@ -63,13 +74,14 @@ finish_exploration once, with a summary and a markdown report.\n\n{ON_FAILURE}"
         ),
         (Mode::Task, SessionType::Browser) => format!(
             "You carry out a task in a web browser for the user.\n\n\
-First call browser_navigate with the website's URL: its answer is the page's snapshot.\n\
+{first}\n\
 Then act on what the snapshot shows: browser_click, browser_type, browser_fill_form, browser_select_option.\n\
 - A file: browser_download with the link's URL from the snapshot. A table: browser_scrape_table. \
-Save what you collect with save_file (CSV or JSON).\n\
+Save what you are asked to save with save_file.\n\
 {login}{confirm}\
-When the task is done (for a question: as soon as you see the answer), or cannot be done, call finish_task \
+When the task is done (for a question: as soon as you see the answer, saved if asked), or cannot be done, call finish_task \
 once with the answer or what you did (values, file names) and what failed.\n\n{PAGES}\n\n{ON_FAILURE}",
+            first = first_browser_step(opened),
             login = login_line(record),
             confirm = confirm_line(record)
         ),
@@ -91,14 +103,16 @@ was done and what failed.\n\n{ON_FAILURE}",
     }
 }
 
-/// The first user message: the target, what to do, and the first step.
-pub fn opening_message(record: &SessionRecord) -> String {
+/// The first user message: the target, what to do, and the first step (none when the session
+/// opened the page itself: its snapshot follows).
+pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
     let (target, first) = match record.session_type {
+        SessionType::Browser if opened => (format!("Website: {}", record.target), String::new()),
         SessionType::Browser => {
-            (format!("Website: {}", record.target), format!("Start with browser_navigate to {}.", record.target))
+            (format!("Website: {}", record.target), format!(" Start with browser_navigate to {}.", record.target))
         }
-        SessionType::App => (format!("Application window: {}", record.target), "Start with get_ui_tree.".to_string()),
-        SessionType::Shell => (format!("Machine: {}", record.target), "Start with a read-only command.".to_string()),
+        SessionType::App => (format!("Application window: {}", record.target), " Start with get_ui_tree.".to_string()),
+        SessionType::Shell => (format!("Machine: {}", record.target), " Start with a read-only command.".to_string()),
     };
     let what = match record.mode {
         Mode::Task => format!("Task: {}", record.instruction.as_deref().unwrap_or("")),
@@ -107,7 +121,7 @@ pub fn opening_message(record: &SessionRecord) -> String {
             None => "Exploration goal: understand what this is and how it works.".to_string(),
         },
     };
-    format!("{target}\n{what}\n\nYou have at most {} turns. {first}", record.max_turns)
+    format!("{target}\n{what}\n\nYou have at most {} turns.{first}", record.max_turns)
 }
 
 /// Said once when the model answers without calling a tool.

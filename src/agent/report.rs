@@ -32,7 +32,7 @@ impl Agent {
     /// a new compaction. O(what changed), never the whole conversation.
     pub(super) fn journal_conversation(&mut self) {
         if !self.journaled.started {
-            let tools: Vec<&str> = self.tools.iter().map(|t| t.name).collect();
+            let tools = self.listed_names();
             let start = json!({"session_id": self.runner.session_id(), "system": self.system, "tools": tools});
             self.runner.journal(&json!({ "start": start }));
             self.journaled.started = true;
@@ -64,7 +64,7 @@ impl Agent {
         self.runner.write_conversation(&json!({
             "session_id": self.runner.session_id(),
             "system": self.system,
-            "tools": self.tools.iter().map(|t| t.name).collect::<Vec<_>>(),
+            "tools": self.listed_names(),
             "messages": messages,
             // The model's working context replaces the first `replaced_messages` after the
             // opening with this summary; `messages` above is the whole record.

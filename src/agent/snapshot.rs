@@ -11,6 +11,9 @@ use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
 use std::time::Duration;
 
+/// The shortest snapshot part, whatever the window (the worker's own minimum is 500).
+const MIN_SNAPSHOT_CHARS: usize = 1500;
+
 /// Take the snapshot text out of a worker result, if it has one.
 pub(super) fn take(data: &mut Value) -> Option<String> {
     match data.as_object_mut()?.remove("snapshot")? {
@@ -44,9 +47,18 @@ pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
 }
 
 impl Agent {
+    /// The longest snapshot part for this session's model: `agent.snapshot_chars`, and at most
+    /// half its context window in characters (about a seventh of it in tokens), so a long page
+    /// comes in parts instead of flooding a small window.
+    pub(super) fn snapshot_chars(&self) -> usize {
+        let window_half = usize::try_from(self.context_window() / 2).unwrap_or(usize::MAX);
+        self.runner.config().agent.snapshot_chars.min(window_half.max(MIN_SNAPSHOT_CHARS))
+    }
+
     /// Take the snapshot out of a worker result, remembering it as the latest page seen.
     pub(super) fn take_page(&mut self, data: &mut Value) -> Option<String> {
         let page = take(data)?;
+        self.focus.saw_page(&page);
         self.last_page = Some(page.clone());
         Some(page)
     }
@@ -62,7 +74,7 @@ impl Agent {
         if self.record.session_type != SessionType::Browser {
             return None;
         }
-        let params = json!({"snapshot_chars": self.runner.config().agent.snapshot_chars});
+        let params = json!({"snapshot_chars": self.snapshot_chars()});
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
         let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
         self.runner.scrub_json(&mut data);

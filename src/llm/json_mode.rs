@@ -121,11 +121,17 @@ impl Provider for JsonActions {
         let mut usage = TokenUsage::default();
         let mut last_error = String::new();
         for attempt in 0..2 {
-            let plain = Request { system: &system, tools: &[], messages: &messages, max_tokens: request.max_tokens };
+            let plain = Request {
+                system: &system,
+                tools: &[],
+                unlisted: &[],
+                messages: &messages,
+                max_tokens: request.max_tokens,
+            };
             let reply = self.inner.complete(&plain, stop)?;
             usage = add(usage, reply.usage);
             let text = super::joined_text(&reply.content, "\n");
-            match actions::parse(&text, request.tools).and_then(|a| to_call(a, request.tools)) {
+            match actions::parse(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {
                 Ok((name, args)) => {
                     let id = format!("json_{}_{attempt}", request.messages.len());
                     let mut content = vec![Block::tool_use(id, name, args)];

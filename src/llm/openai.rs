@@ -169,7 +169,7 @@ pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError>
     let mut content = tool_calls(message, &turn_tag);
     if content.is_empty() && !request.tools.is_empty() {
         // A call written as text (a template that is not tool-aware): read it, don't nudge.
-        if let Ok(actions::Action::Tool { tool, args }) = actions::parse(&text, request.tools) {
+        if let Ok(actions::Action::Tool { tool, args }) = actions::parse(&text, &request.known_tools()) {
             content.push(Block::tool_use(format!("call_{turn_tag}_text"), tool, args));
         }
     }
@@ -223,7 +223,7 @@ mod tests {
     use crate::llm::ToolDef;
 
     fn request<'a>(messages: &'a [Message], tools: &'a [ToolDef]) -> Request<'a> {
-        Request { system: "sys", tools, messages, max_tokens: 100 }
+        Request { system: "sys", tools, unlisted: &[], messages, max_tokens: 100 }
     }
 
     #[test]

@@ -73,6 +73,9 @@ pub struct Spec {
     /// It changes something (clicks, typing, navigation, downloads, commands): a dry run only
     /// says what it would do.
     pub acts: bool,
+    /// Not shown to the model (a short catalog serves small models); it still runs when called
+    /// by name.
+    pub unlisted: bool,
 }
 
 macro_rules! tools {
@@ -152,13 +155,6 @@ tools! {
     ToolOutputsSample = "tool_outputs_sample",
 }
 
-/// The description of a `selector` argument (quoted JSON text): the forms that name an element.
-macro_rules! selector_help {
-    () => {
-        r##""A ref from the latest snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`""##
-    };
-}
-
 /// A tool's input: an object with these properties (JSON text, parsed only when the schema is
 /// sent or checked, so looking an entry up allocates nothing) and these required.
 #[derive(Debug, Clone, Copy)]
@@ -181,7 +177,11 @@ fn obj(properties: &'static str, required: &'static [&'static str]) -> Schema {
 }
 
 fn selector_only() -> Schema {
-    obj(concat!(r#"{"selector": {"type": "string", "description": "#, selector_help!(), r#"}}"#), &["selector"])
+    // The forms that name an element, with real examples (the click's schema says it once).
+    obj(
+        r##"{"selector": {"type": "string", "description": "A ref from a snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`"}}"##,
+        &["selector"],
+    )
 }
 
 fn no_input() -> Schema {
@@ -198,7 +198,16 @@ fn finish_input() -> Schema {
 
 /// An entry with the common defaults: the command timeout, no credentials needed.
 fn entry(runs: Runs, sets: Sets, description: &'static str, input_schema: Schema) -> Spec {
-    Spec { description, input_schema, runs, sets, timeout: Timeout::Command, needs_credentials: false, acts: false }
+    Spec {
+        description,
+        input_schema,
+        runs,
+        sets,
+        timeout: Timeout::Command,
+        needs_credentials: false,
+        acts: false,
+        unlisted: false,
+    }
 }
 
 fn browser(sets: Sets, description: &'static str, input_schema: Schema) -> Spec {
@@ -224,6 +233,10 @@ impl Spec {
 
     fn acting(self) -> Spec {
         Spec { acts: true, ..self }
+    }
+
+    fn unlisted(self) -> Spec {
+        Spec { unlisted: true, ..self }
     }
 }
 
@@ -251,53 +264,54 @@ impl Tool {
             // ----- browser, observe -----
             BrowserNavigate => browser(
                 BROWSER_ALL,
-                "Open a URL in the current tab and wait for it to load. Returns the page's snapshot.",
-                obj(r#"{"url": {"type": "string", "description": "Absolute http(s) URL"}}"#, &["url"]),
+                "Open a URL. Answers with the page's snapshot.",
+                obj(r#"{"url": {"type": "string"}}"#, &["url"]),
             ).acting(),
             BrowserSnapshot => browser(
                 BROWSER_ALL,
-                "The current page as text: HTTP status, title, headings, links with their URLs, buttons, fields, tables and text, each with a ref (e12) to act on with selector `ref=e12`.",
-                no_input(),
+                "The current page as text, each element with a ref to act on; a long page comes in parts (page 2…).",
+                obj(r#"{"page": {"type": "integer"}}"#, &[]),
             ),
             BrowserScreenshot => browser(
                 BROWSER_ALL,
                 "Take a screenshot of the current page (viewport, or the whole page).",
                 obj(r#"{"full_page": {"type": "boolean"}}"#, &[]),
-            ),
+            )
+            .unlisted(),
             BrowserGetDom => browser(
                 BROWSER_ALL,
                 "A compact outline of the page: headings, links, buttons, form fields and tables, each with a selector that works. Read this before acting.",
                 obj(r#"{"selector": {"type": "string", "description": "Only the part under this element"}}"#, &[]),
-            ),
+            )
+            .unlisted(),
             BrowserGetText => browser(
                 BROWSER_ALL,
                 "The visible text of the page or of one element.",
                 obj(r#"{"selector": {"type": "string"}}"#, &[]),
-            ),
-            BrowserClick => browser(BROWSER_ALL, "Click an element. Returns the page's snapshot after the click.", selector_only()).acting(),
+            )
+            .unlisted(),
+            BrowserClick => browser(BROWSER_ALL, "Click an element. Answers with the page after the click.", selector_only()).acting(),
             BrowserType => browser(
                 BROWSER_ALL,
-                "Type text into an input field (clears it first unless clear is false).",
-                obj(concat!(r#"{"selector": {"type": "string", "description": "#, selector_help!(),
-                            r#"}, "text": {"type": "string"}, "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}"#),
+                "Type text into a field (cleared first unless clear is false).",
+                obj(r#"{"selector": {"type": "string"}, "text": {"type": "string"}, "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}"#,
                     &["selector", "text"]),
             ).acting(),
             BrowserPressKey => browser(
                 BROWSER_ALL,
-                "Press a key or combination, e.g. Enter, Escape, Tab, Control+A.",
+                "Press a key, e.g. Enter, Tab, Control+A.",
                 obj(r#"{"key": {"type": "string"}}"#, &["key"]),
             ).acting(),
             BrowserScroll => browser(
                 BROWSER_ALL,
-                "Scroll the page or an element.",
+                "Scroll the page (a screen down by default), or an element into view.",
                 obj(concat!(r#"{"direction": {"type": "string", "enum": ["up", "down", "left", "right"]},"#,
-                            r#" "amount": {"type": "integer", "description": "Pixels (default: one screen)"},"#,
-                            r#" "selector": {"type": "string", "description": "Scroll this element into view instead"}}"#), &[]),
+                            r#" "amount": {"type": "integer"}, "selector": {"type": "string"}}"#), &[]),
             ),
-            BrowserHover => browser(BROWSER_ALL, "Move the mouse over an element.", selector_only()),
+            BrowserHover => browser(BROWSER_ALL, "Move the mouse over an element.", selector_only()).unlisted(),
             BrowserSelectOption => browser(
                 BROWSER_ALL,
-                "Choose an option of a <select> by value or visible label.",
+                "Choose an option of a select, by value or label.",
                 obj(r#"{"selector": {"type": "string"}, "value": {"type": "string"}}"#, &["selector", "value"]),
             ).acting(),
             BrowserWaitFor => browser(
@@ -306,23 +320,25 @@ impl Tool {
                 obj(concat!(r#"{"selector": {"type": "string"}, "text": {"type": "string"},"#,
                             r#" "timeout_s": {"type": "integer", "description": "Default 30"}}"#), &[]),
             )
-            .timeout(Timeout::Asked),
-            BrowserBack => browser(BROWSER_ALL, "Go back in history.", no_input()).acting(),
-            BrowserForward => browser(BROWSER_ALL, "Go forward in history.", no_input()).acting(),
+            .timeout(Timeout::Asked)
+            .unlisted(),
+            BrowserBack => browser(BROWSER_ALL, "Go back.", no_input()).acting(),
+            BrowserForward => browser(BROWSER_ALL, "Go forward in history.", no_input()).acting().unlisted(),
             BrowserGetPageInfo => {
-                browser(BROWSER_ALL, "URL, title, open tabs and scroll position of the current page.", no_input())
+                browser(BROWSER_ALL, "URL, title, open tabs and scroll position of the current page.", no_input()).unlisted()
             }
             BrowserSwitchTab => browser(
                 BROWSER_ALL,
                 "Switch to another open tab by index or by part of its URL.",
                 obj(r#"{"index": {"type": "integer"}, "url_contains": {"type": "string"}}"#, &[]),
-            ),
+            )
+            .unlisted(),
             PerformLogin => Spec {
                 needs_credentials: true,
                 acts: true,
                 ..local(
                     BROWSER_ALL,
-                    "Log in with the credentials stored for this session. You never see them; the controller types them.",
+                    "Log in with the stored credentials (typed for you; you never see them).",
                     no_input(),
                 )
             },
@@ -400,7 +416,7 @@ impl Tool {
             // ----- every session -----
             SaveNote => local(
                 EVERY,
-                "Record a finding or progress note; notes go into the report.",
+                "Note a finding; notes go into the report.",
                 obj(r#"{"content": {"type": "string"}, "title": {"type": "string"}}"#, &["content"]),
             ),
             FinishExploration => local(
@@ -411,28 +427,29 @@ impl Tool {
             // ----- browser, act -----
             BrowserDownload => browser(
                 BROWSER_TASK,
-                "Download one file with the page's cookies; it is stored in the session's files.",
+                "Download a file by its URL into the session's files.",
                 obj(r#"{"url": {"type": "string"}, "filename": {"type": "string"}}"#, &["url"]),
             )
             .timeout(Timeout::Download).acting(),
             BrowserDownloadBatch => browser(
                 BROWSER_TASK,
-                "Download several files; each is stored in the session's files. Ask request_confirmation first.",
+                "Download several files by URL into the session's files.",
                 obj(concat!(r#"{"urls": {"type": "array", "items": {"type": "object","#,
                             r#" "properties": {"url": {"type": "string"}, "filename": {"type": "string"}},"#,
                             r#" "required": ["url"]}}}"#), &["urls"]),
             )
-            .timeout(Timeout::Download).acting(),
+            .timeout(Timeout::Download).acting().unlisted(),
             BrowserScrapeLinks => browser(
                 BROWSER_TASK,
                 "List links (text and absolute URL), optionally under a selector and matching a regex.",
                 obj(concat!(r#"{"selector": {"type": "string"},"#,
                             r#" "pattern": {"type": "string", "description": "Regular expression on the URL"},"#,
                             r#" "attribute": {"type": "string", "description": "Attribute to read (default href)"}}"#), &[]),
-            ),
+            )
+            .unlisted(),
             BrowserScrapeTable => browser(
                 BROWSER_TASK,
-                "Read an HTML table as rows (csv or json).",
+                "Read a table as rows (csv or json).",
                 obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}}"#, &["selector"]),
             ),
             BrowserScrapeText => browser(
@@ -441,48 +458,48 @@ impl Tool {
                 obj(concat!(r#"{"selectors": {"type": "array", "items": {"type": "object","#,
                             r#" "properties": {"name": {"type": "string"}, "selector": {"type": "string"}},"#,
                             r#" "required": ["name", "selector"]}}}"#), &["selectors"]),
-            ),
+            )
+            .unlisted(),
             BrowserFillForm => browser(
                 BROWSER_TASK,
                 "Fill several form fields (text, select, checkbox, radio).",
                 obj(concat!(r#"{"fields": {"type": "array", "items": {"type": "object","#,
-                            r#" "properties": {"selector": {"type": "string"}, "value": {"type": "string"},"#,
-                            r#" "type": {"type": "string", "enum": ["text", "select", "checkbox", "radio"]}},"#,
+                            r#" "properties": {"selector": {"type": "string"}, "value": {"type": "string"}, "type": {"type": "string"}},"#,
                             r#" "required": ["selector", "value"]}}}"#), &["fields"]),
             ).acting(),
             BrowserSubmitForm => browser(
                 BROWSER_TASK,
                 "Submit a form (by its selector or by clicking its submit button). Ask request_confirmation first.",
                 obj(r#"{"selector": {"type": "string"}, "submit_selector": {"type": "string"}}"#, &[]),
-            ).acting(),
+            ).acting().unlisted(),
             BrowserAnswerDialog => browser(
                 BROWSER_TASK,
                 "How to answer the page's next confirm() or prompt() (otherwise the configured default, usually dismiss). Call it before the click that opens the dialog.",
                 obj(r#"{"accept": {"type": "boolean"}, "text": {"type": "string", "description": "What to type into a prompt()"}}"#, &["accept"]),
-            ),
+            )
+            .unlisted(),
             BrowserSaveAsPdf => browser(
                 BROWSER_TASK,
-                "Print the current page to a PDF stored in the session's files.",
-                obj(r#"{"filename": {"type": "string"}, "wait_for_selector": {"type": "string"}}"#, &["filename"]),
+                "Print the current page to a PDF in the session's files.",
+                obj(r#"{"filename": {"type": "string"}}"#, &["filename"]),
             )
             .timeout(Timeout::Download),
             // ----- every task -----
             RequestConfirmation => local(
                 TASK_ALL,
-                "Ask the user to approve a risky action (batch downloads, submitting forms, deleting). Returns {approved}.",
-                obj(concat!(r#"{"action": {"type": "string", "description": "Short slug, e.g. batch_download"},"#,
+                "Ask the user to approve a risky step. Answers {approved}.",
+                obj(concat!(r#"{"action": {"type": "string", "description": "A short slug"},"#,
                             r#" "description": {"type": "string"}, "details": {"type": "array", "items": {"type": "string"}},"#,
                             r#" "risk_level": {"type": "string", "enum": ["low", "medium", "high"]}}"#), &["action", "description"]),
             ),
             AskUser => local(
                 TASK_ALL,
-                "Ask the user a question and wait for the answer (text). Use it when the task is unclear or a \
-                 choice is theirs to make, not for permission (use request_confirmation for that).",
+                "Ask the user a question when the task is unclear or the choice is theirs; waits for the answer.",
                 obj(r#"{"question": {"type": "string"}}"#, &["question"]),
             ),
             SaveFile => local(
                 TASK_ALL,
-                "Save text (CSV, JSON, markdown…) or base64 bytes as a file in the session's files.",
+                "Save text (or base64 bytes) as a file in the session's files.",
                 obj(concat!(r#"{"filename": {"type": "string"}, "content": {"type": "string"},"#,
                             r#" "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#), &["filename", "content"]),
             ),
@@ -492,7 +509,7 @@ impl Tool {
                 obj(r#"{"message": {"type": "string"}, "include_files": {"type": "boolean"}}"#, &["message"]),
             ).acting(),
             FinishTask => {
-                local(TASK_ALL, "End the task with a summary (and optionally a full markdown report).", finish_input())
+                local(TASK_ALL, "End the task: the answer or what was done, and what failed.", finish_input())
             }
             // ----- stored tool outputs (added to a session once it stores one) -----
             ToolOutputsList | ToolOutputsStats | ToolOutputsExtract | ToolOutputsCount | ToolOutputsSample => {

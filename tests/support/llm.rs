@@ -101,9 +101,11 @@ impl Recorded {
         count(&self.body["messages"])
     }
     /// The tool_result blocks of the last user message.
+    /// The tool results of the last message (the recital and any note after them left out).
     pub fn last_results(&self) -> Vec<Value> {
         let msgs = self.body["messages"].as_array().unwrap();
-        msgs.last().unwrap()["content"].as_array().cloned().unwrap_or_default()
+        let content = msgs.last().unwrap()["content"].as_array().cloned().unwrap_or_default();
+        content.into_iter().filter(|b| b["type"] == "tool_result").collect()
     }
 }
 

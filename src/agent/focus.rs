@@ -1,0 +1,245 @@
+//! Keeping a small model on the job. Small models lose the thread in long contexts, observe the
+//! same page again and again instead of acting, and end in a loop although what they need is in
+//! front of them. So:
+//!
+//! - A browser session opens its target before the first turn; the opening message carries the
+//!   page (no turn spent on a navigate the session can do itself).
+//! - Every request ends with a short recital: the task, the files saved so far, the turn. It
+//!   is part of the view only (never journaled), so compaction keeps it word for word.
+//! - After two observations in a row that brought nothing new, the next turn offers only the
+//!   tools that act or deliver.
+//! - When the loop guard finds the session stuck, and on the last turn, one constrained call
+//!   offers only the tools that deliver, with the task restated; only if the model still does
+//!   not deliver does a stuck session end `error`.
+//!
+//! Invariant: a focus note is a real user message (journaled like any other); only the recital
+//! lives in the view alone.
+
+use super::Agent;
+use crate::config::Vision;
+use crate::llm::{Block, Message, Role, ToolDef};
+use crate::protocol::tools::Tool;
+use crate::protocol::{Mode, SessionRecord, SessionType};
+use serde_json::json;
+use std::collections::HashSet;
+use std::hash::{Hash, Hasher};
+
+/// Observations in a row that returned what the model already had before only acting tools
+/// are offered.
+const STALE_LIMIT: u32 = 2;
+
+/// What one turn offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(super) enum Focus {
+    /// Every tool of the session.
+    #[default]
+    Open,
+    /// Acting and delivering tools only: the model keeps looking at what it has.
+    Act,
+    /// Delivering tools only: stuck, or the last turn.
+    Deliver,
+}
+
+#[derive(Default)]
+pub(super) struct FocusState {
+    /// The session opened its browser target before the first turn.
+    pub opened: bool,
+    /// Observations in a row that brought nothing new.
+    stale: u32,
+    /// What observations returned so far (pages without ref numbers, other results whole).
+    seen: HashSet<u64>,
+    /// Whether the page returned by the call now running was new (set by `saw_page`).
+    page_was_new: Option<bool>,
+    /// Sign-in forms pointed out so far (`with_login_hint`).
+    login_hints: u32,
+    /// The constrained call after the session got stuck was made.
+    pub delivery_tried: bool,
+    /// The focus of the turn being made.
+    pub turn: Focus,
+}
+
+/// Tools that produce what a task asks for, or end the session: all a `Deliver` turn offers.
+fn delivers(tool: Tool) -> bool {
+    use Tool::*;
+    matches!(
+        tool,
+        SaveFile
+            | SaveNote
+            | BrowserDownload
+            | BrowserDownloadBatch
+            | BrowserSaveAsPdf
+            | BrowserScrapeTable
+            | WriteFile
+            | FinishTask
+            | FinishExploration
+    )
+}
+
+fn hash_of(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    super::loops::without_ref_numbers(text).hash(&mut h);
+    h.finish()
+}
+
+/// Whether the model is shown `tool` (else it runs only when called by name): the table's short
+/// catalog, the screenshot for a model known to see, and what asks a person only where one
+/// answers (not under `auto_confirm`) and notifications only where the session has a target.
+pub(super) fn lists(tool: Tool, record: &SessionRecord, vision: Vision) -> bool {
+    match tool {
+        Tool::BrowserScreenshot => vision == Vision::On,
+        Tool::RequestConfirmation | Tool::AskUser => !record.options.auto_confirm,
+        Tool::SendNotification => record.notifications.telegram || record.notifications.webhook,
+        // A task's deliverable is its files and its answer; notes serve explorations.
+        Tool::SaveNote => record.mode == Mode::Explore,
+        _ => !tool.spec().unlisted,
+    }
+}
+
+/// Whether a session opens its target itself: a browser session on an http(s) URL that is
+/// neither a replay (its steps do) nor a dry run (where a navigation does nothing).
+pub(super) fn opens_target(record: &SessionRecord) -> bool {
+    let url = record.target.to_ascii_lowercase();
+    record.session_type == SessionType::Browser
+        && (url.starts_with("http://") || url.starts_with("https://"))
+        && record.replay.is_none()
+        && !record.options.dry_run
+}
+
+impl FocusState {
+    pub(super) fn new(opened: bool) -> FocusState {
+        FocusState { opened, ..FocusState::default() }
+    }
+
+    /// A page came back from the call now running; remembered.
+    pub(super) fn saw_page(&mut self, page: &str) {
+        self.page_was_new = Some(self.seen.insert(hash_of(page)));
+    }
+
+    /// Before a call runs.
+    pub(super) fn before_call(&mut self) {
+        self.page_was_new = None;
+    }
+
+    /// After a call ran: an observation that brought nothing new counts; anything else resets.
+    pub(super) fn after_call(&mut self, tool: Option<Tool>, result: &str) {
+        let new = match self.page_was_new.take() {
+            Some(new) => new,
+            None => self.seen.insert(hash_of(result)),
+        };
+        let observes = tool.is_some_and(|t| !t.spec().acts && !delivers(t));
+        self.stale = if observes && !new { self.stale + 1 } else { 0 };
+    }
+}
+
+impl Agent {
+    /// Open the browser target before the first turn; the opening message gets the page.
+    pub(super) fn open_target(&mut self) {
+        if !self.focus.opened {
+            return;
+        }
+        let input = json!({"url": self.record.target});
+        let outcome = self.run_tool(Tool::BrowserNavigate.name(), &input);
+        if outcome.stopped {
+            return;
+        }
+        let label = if outcome.is_error {
+            format!("Opening {} failed:", self.record.target)
+        } else {
+            "The page is open (you need not navigate to it):".to_string()
+        };
+        let opening = &mut self.messages[0].content;
+        opening.push(Block::text(label));
+        opening.extend(outcome.content);
+    }
+
+    /// A page with a password field, in a session with stored credentials: say that
+    /// perform_login is the way in (small models submit the empty form instead). Twice at most.
+    pub(super) fn with_login_hint(&mut self, page: String) -> String {
+        let sign_in = page.lines().any(|l| l.contains("] input password "));
+        if !self.record.has_credentials || !sign_in || self.focus.login_hints >= 2 {
+            return page;
+        }
+        self.focus.login_hints += 1;
+        format!(
+            "{page}\nA sign-in form is on this page: call perform_login, which fills and submits it with the stored credentials."
+        )
+    }
+
+    /// The task, what is saved so far and the turn: said again at the end of every request.
+    pub(super) fn recital(&self) -> String {
+        let what = match (self.record.mode, &self.record.instruction, &self.record.goal) {
+            (Mode::Task, Some(task), _) => format!("Your task: {task}"),
+            (_, _, Some(goal)) => format!("Your goal: {goal}"),
+            _ => "Your goal: understand what this is and how it works.".to_string(),
+        };
+        let files: Vec<String> = self.runner.deliverable_files().into_iter().map(|f| f.filename).collect();
+        let saved = if files.is_empty() { "none yet".to_string() } else { files.join(", ") };
+        let finish = match self.record.mode {
+            Mode::Task => "finish_task",
+            Mode::Explore => "finish_exploration",
+        };
+        format!(
+            "(Reminder) {what}\nFiles saved so far: {saved}.\nTurn {} of {}. When the task is done, call {finish}.",
+            self.turn, self.record.max_turns
+        )
+    }
+
+    /// The focus of the turn about to be made; a note saying why goes into the conversation.
+    pub(super) fn choose_focus(&mut self, stuck: Option<&str>) {
+        let last_turn = self.turn >= self.record.max_turns && self.record.max_turns > 1;
+        let focus = if stuck.is_some() || last_turn {
+            Focus::Deliver
+        } else if self.focus.stale >= STALE_LIMIT {
+            Focus::Act
+        } else {
+            Focus::Open
+        };
+        self.focus.turn = focus;
+        let task = self.task_line();
+        let note = match (focus, stuck) {
+            (Focus::Open, _) => return,
+            (Focus::Act, _) => format!(
+                "You already have this page: looking at it again shows nothing new. Act on it now (click, type, \
+                 download, save_file) or finish. Only tools that act are offered this turn. {task}"
+            ),
+            (Focus::Deliver, Some(_)) => format!(
+                "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
+                 Deliver now: save what the task asks for with save_file, get a file with browser_download or \
+                 browser_save_as_pdf, or call finish_task with the answer. Only those tools are offered."
+            ),
+            (Focus::Deliver, None) => format!(
+                "This is your last turn. {task}\nDeliver now: save what the task asks for with save_file, get a \
+                 file with browser_download or browser_save_as_pdf, or call finish_task with the answer."
+            ),
+        };
+        self.focus.stale = 0;
+        self.push_user_text(note);
+    }
+
+    /// A text for the model: added to our last message when it is ours (turns must alternate).
+    pub(super) fn push_user_text(&mut self, text: String) {
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(Block::text(text)),
+            _ => self.messages.push(Message::user(vec![Block::text(text)])),
+        }
+        self.journal_conversation();
+    }
+
+    /// The tools this turn lists, and the session's others (which still run when called).
+    pub(super) fn turn_tools(&self) -> (Vec<ToolDef>, Vec<ToolDef>) {
+        let keep = |t: Tool| match self.focus.turn {
+            Focus::Open => true,
+            Focus::Act => t.spec().acts || delivers(t),
+            Focus::Deliver => delivers(t),
+        };
+        let (listed, unlisted): (Vec<_>, Vec<_>) =
+            self.offered.iter().zip(&self.tools).partition(|(t, _)| !self.hidden.contains(t) && keep(**t));
+        let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
+        (defs(listed), defs(unlisted))
+    }
+
+    /// The names of the tools the model is shown (for the conversation files).
+    pub(super) fn listed_names(&self) -> Vec<&'static str> {
+        self.offered.iter().filter(|t| !self.hidden.contains(t)).map(|t| t.name()).collect()
+    }
+}
