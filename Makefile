@@ -11,7 +11,7 @@ TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
 RELEASE_BIN := $(TARGET_DIR)/$(TARGET)/release/agent-controller
 WORKER_BIN  := $(TARGET_DIR)/$(TARGET)/release/agent-worker
 
-.PHONY: build run test fuzz deps lint bench release install install-files clean
+.PHONY: build run test fuzz deps lint bench eval release install install-files clean
 
 build:
 	$(CARGO) build --release
@@ -35,6 +35,12 @@ deps:
 lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --all-targets -- -D warnings
+
+# The eval's tasks on the local model of ../shared/tools/real-llm, in both wire formats and JSON
+# mode (needs Chromium; builds and starts the model server the first time). EVAL_ARGS passes
+# options on, e.g. EVAL_ARGS="--tasks price,search --repeat 3".
+eval: build
+	scripts/eval.sh target/release -- $(EVAL_ARGS)
 
 # Benchmarks print figures (they are not pass/fail); README.md lists them.
 bench: release

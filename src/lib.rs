@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod error;
+pub mod eval;
 pub mod exec;
 pub mod http;
 pub mod hub;

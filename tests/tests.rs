@@ -14,6 +14,7 @@ mod console;
 mod desktop;
 mod desktop_atspi;
 mod durability;
+mod eval;
 mod files;
 mod fuzz;
 mod lifecycle;

@@ -23,6 +23,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("http", &["config", "error", "hub", "protocol", "session", "store", "util", "wait"]),
     ("cli", &["protocol", "util"]),
     ("daemon", &["config", "http", "hub", "session", "store", "wait"]),
+    ("eval", &["agent", "cli", "config", "daemon", "store", "util"]),
 ];
 
 /// Functions that are tables (one arm per tool), exempt from the length limit.
@@ -171,8 +172,10 @@ fn the_allowed_imports_have_no_cycles() {
 
 #[test]
 fn only_the_http_layer_names_tiny_http() {
+    // The eval's fixture website is a test site the eval serves, not the daemon's HTTP.
     let offenders: Vec<String> = files_under("src")
         .into_iter()
+        .filter(|(rel, _)| rel != "src/eval/site.rs")
         .filter(|(rel, text)| !rel.starts_with("src/http/") && without_tests(text).contains("tiny_http::"))
         .map(|(rel, _)| rel)
         .collect();

@@ -235,6 +235,43 @@ pub const COMMANDS: &[Cmd] = &[
         1,
         1,
     ),
+    local(
+        cmd(
+            "eval",
+            "[--llm NAME] [--model M] [--tool-mode native|json] [--tasks a,b] [--repeat N] [--min-pass PCT] [OPTIONS]",
+            "run the eval's tasks on a model through the whole system and print how many it finished",
+            &[
+                opt(&["--config"], "FILE", "config file with the model endpoints (default ./config.yaml)"),
+                opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:; default api)"),
+                opt(&["--model"], "MODEL", "another model on that endpoint"),
+                opt(&["--tool-mode"], "MODE", "native, json or auto (default: the endpoint's)"),
+                opt(&["--tasks"], "NAMES", "only these tasks, comma-separated (default: all)"),
+                opt(&["--repeat"], "N", "run each task N times (default 1)"),
+                opt(&["--max-turns"], "N", "turns per session (default 20)"),
+                opt(&["--min-pass"], "PCT", "exit 1 when fewer than PCT % of the runs pass"),
+                opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
+                opt(&["--list"], "", "list the tasks and exit"),
+                opt(&["--json"], "", "one JSON object with every run"),
+            ],
+        ),
+        "Starts a daemon, the eval's website and an agent-worker (browser, shell; needs Chromium) on loopback, \
+         runs each task as a session and judges it by what landed on disk or on the site. Exit codes: 0, 1 \
+         below --min-pass, 2 usage or config error.",
+    ),
+    local(
+        cmd(
+            "probe",
+            "[--config FILE] [--llm NAME]",
+            "ask a model endpoint what it can do: tool calls, JSON mode, images, context length",
+            &[
+                opt(&["--config"], "FILE", "config file with the model endpoints (default ./config.yaml)"),
+                opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:; default api)"),
+                opt(&["--json"], "", "what was found as JSON"),
+            ],
+        ),
+        "Keeps the answers in the output directory (probes.json), where `tool_mode: auto`, `vision: auto` and \
+         the context window use them and `config check` shows them. Exit codes: 0, 1 endpoint unusable, 2 usage.",
+    ),
     args(
         local(cmd("completions", "bash | zsh | fish", "print a shell completion script", &[]), COMPLETIONS_MORE),
         1,

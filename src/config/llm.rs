@@ -151,11 +151,13 @@ impl Wire {
     }
 }
 
-/// How tools reach the model: its own tool calling, or one flat JSON action per reply.
+/// How tools reach the model: its own tool calling, or one flat JSON action per reply; `Auto`
+/// is what `agent-controller probe` found for the endpoint (native until it was probed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolMode {
     Native,
     Json,
+    Auto,
 }
 
 /// One endpoint with every default applied: what a session runs on.
@@ -175,6 +177,7 @@ fn tool_mode(s: &str) -> Option<ToolMode> {
     match s {
         "" | "native" => Some(ToolMode::Native),
         "json" => Some(ToolMode::Json),
+        "auto" => Some(ToolMode::Auto),
         _ => None,
     }
 }
@@ -270,7 +273,7 @@ fn check_endpoint(at: &str, provider: &str, base_url: &str, model: &str, mode: &
     if tool_mode(mode).is_none() {
         return Err(ConfigError::key(
             &format!("{at}.tool_mode"),
-            format!("unknown mode {mode:?}; expected native or json"),
+            format!("unknown mode {mode:?}; expected native, json or auto"),
         ));
     }
     Ok(())

@@ -213,7 +213,27 @@ impl Config {
             let key = if e.api_key.is_empty() { "no key" } else { "key set" };
             let default = if name == DEFAULT_LLM { " (default)" } else { "" };
             let _ = writeln!(out, "#   {name}{default}: {} {} at {}, {key}", e.wire.name(), e.model, e.base_url);
+            if let Some(found) = self.probed(&name, &e) {
+                let _ = writeln!(out, "#     probed: {found}");
+            }
         }
+    }
+
+    /// What `agent-controller probe` found for this endpoint (kept in the output directory),
+    /// in words; `tool_mode: auto`, `vision: auto` and the context window use it.
+    fn probed(&self, name: &str, e: &super::Endpoint) -> Option<String> {
+        let text = std::fs::read_to_string(self.output.dir.join("probes.json")).ok()?;
+        let all: serde_json::Value = serde_json::from_str(&text).ok()?;
+        let v = all.get(name).filter(|v| v["base_url"] == e.base_url.as_str() && v["model"] == e.model.as_str())?;
+        let yes = |k: &str| if v[k] == true { "yes" } else { "no" };
+        let context = v["context_tokens"].as_u64().map_or("unknown".to_string(), |n| n.to_string());
+        Some(format!(
+            "native tools {}, JSON mode {}, images {}, context {context} tokens ({})",
+            yes("native_tools"),
+            yes("json_mode"),
+            yes("vision"),
+            v["probed_at"].as_str().unwrap_or("?")
+        ))
     }
 }
 

@@ -16,6 +16,7 @@ mod callers;
 pub mod gemini;
 mod json_mode;
 pub mod openai;
+pub mod probe;
 pub mod transport;
 
 use crate::config::{Config, Endpoint, ToolMode, Wire};
@@ -98,8 +99,17 @@ pub struct ToolDef {
 pub struct Request<'a> {
     pub system: &'a str,
     pub tools: &'a [ToolDef],
+    /// Tools the model is not shown but may call by name (JSON action mode accepts them too).
+    pub unlisted: &'a [ToolDef],
     pub messages: &'a [Message],
     pub max_tokens: u32,
+}
+
+impl Request<'_> {
+    /// Every tool a reply may call: those listed, then the unlisted ones.
+    pub fn known_tools(&self) -> Vec<ToolDef> {
+        self.tools.iter().chain(self.unlisted).cloned().collect()
+    }
 }
 
 /// Why the model stopped, in terms every wire format maps onto.
@@ -217,8 +227,12 @@ pub fn provider_for(endpoint: &Endpoint, config: &Config) -> Result<Arc<dyn Prov
         Wire::OpenAi => Arc::new(openai::OpenAi::new(transport, url, key, model)),
         Wire::Gemini => Arc::new(gemini::Gemini::new(transport, url, key, model)),
     };
-    Ok(match endpoint.tool_mode {
-        ToolMode::Native => native,
+    let mode = match endpoint.tool_mode {
+        ToolMode::Auto => probe::cached(endpoint, config).map_or(ToolMode::Native, |found| found.tool_mode()),
+        mode => mode,
+    };
+    Ok(match mode {
         ToolMode::Json => Arc::new(json_mode::JsonActions::new(native)),
+        ToolMode::Native | ToolMode::Auto => native,
     })
 }

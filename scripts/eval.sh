@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# `make eval`: the eval's tasks on the local model of ../shared/tools/real-llm (Qwen2.5-Coder-1.5B
+# behind llama-server), in the modes a small-model user meets: the Anthropic wire format, the
+# OpenAI-compatible one, and JSON action mode. Builds and starts the model server when it is not
+# there (the first build takes about 6 minutes and 1.2 GB; never in CI).
+# Usage: scripts/eval.sh [BIN_DIR] [-- extra eval options, e.g. --tasks price,search --repeat 3]
+# EVAL_MODES picks the modes (default "anthropic openai json"); REAL_LLM_DIR the model's folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:-target/release}; shift || true
+[ "${1:-}" = "--" ] && shift
+tool=../shared/tools/real-llm
+dir=${REAL_LLM_DIR:-$HOME/.cache/real-llm}
+port=${REAL_LLM_PORT:-18080}
+if ! curl -sf "http://127.0.0.1:$port/health" >/dev/null; then
+  [ -x "$dir/build/bin/llama-server" ] || "$tool/setup.sh" "$dir"
+  "$tool/serve.sh" "$dir" "$port" >"$dir/server.log" 2>&1 &
+  for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$port/health" >/dev/null && break; sleep 1; done
+fi
+config=$(mktemp --suffix=.yaml)
+trap 'rm -f "$config"' EXIT
+cat >"$config" <<YAML
+api: {provider: anthropic, base_url: "http://127.0.0.1:$port", api_key: local, model: qwen2.5-coder-1.5b, max_tokens: 1024, timeout_s: 300}
+providers:
+  local-openai: {provider: openai, base_url: "http://127.0.0.1:$port", model: qwen2.5-coder-1.5b, api_key: local}
+agent: {context_window_tokens: 8192}
+YAML
+for mode in ${EVAL_MODES:-anthropic openai json}; do
+  case $mode in
+    anthropic) args=(--llm api --tool-mode native) ;;
+    openai) args=(--llm local-openai --tool-mode native) ;;
+    json) args=(--llm local-openai --tool-mode json) ;;
+    *) echo "unknown mode $mode (anthropic, openai, json)" >&2; exit 2 ;;
+  esac
+  echo "== $mode"
+  "$bin/agent-controller" eval --config "$config" --worker "$bin/agent-worker" "${args[@]}" "$@"
+done

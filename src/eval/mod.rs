@@ -1,0 +1,360 @@
+//! `agent-controller eval`: how often a model finishes real tasks through the whole system.
+//!
+//! It starts everything on loopback in one process — the daemon (output in a private temporary
+//! folder), the eval's website (`site.rs`) and a real `agent-worker` (browser and shell) — then
+//! runs each task of `tasks.rs` as a session on the chosen endpoint, one at a time, and judges
+//! it by what landed on disk or on the site. It prints a row per run (pass, turns, tokens,
+//! seconds, why it failed) and the totals, or JSON lines with `--json`. Nothing of it runs in
+//! the daemon; `make eval` points it at the local model of `../shared/tools/real-llm/`.
+
+mod report;
+pub mod site;
+pub mod tasks;
+
+use crate::cli::client::ApiClient;
+use crate::config::Config;
+use crate::daemon::Daemon;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tasks::{Evidence, Kind, Setup, TASKS};
+
+pub use report::{Report, Row};
+
+/// The worker's hostname; shell tasks target it.
+pub const HOSTNAME: &str = "eval-box";
+/// The account the sign-in task uses; its password is made per run.
+pub const USERNAME: &str = "eval-user";
+
+/// The sign-in task's password: random per process, the same for the site and the session.
+fn password() -> String {
+    static PASSWORD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PASSWORD.get_or_init(|| format!("pw-{:012x}", crate::util::clock::random_u64() & 0xffff_ffff_ffff)).clone()
+}
+
+/// What shows a row as soon as it is judged.
+pub type ShowRow = Box<dyn Fn(&Row)>;
+
+/// How the eval is run (from the command line).
+pub struct Options {
+    pub llm: String,
+    pub model: Option<String>,
+    pub tool_mode: Option<String>,
+    /// Task names; empty = all.
+    pub tasks: Vec<String>,
+    pub repeat: u32,
+    pub max_turns: u32,
+    /// The worker binary (default: `agent-worker` beside this one).
+    pub worker: Option<PathBuf>,
+    /// The longest one session may take.
+    pub session_timeout: Duration,
+    /// Called with each row as it is judged (the console prints it).
+    pub on_row: Option<ShowRow>,
+}
+
+/// The tasks named (all when none), or the first unknown name.
+pub fn select(names: &[String]) -> Result<Vec<&'static tasks::Task>, String> {
+    if names.is_empty() {
+        return Ok(TASKS.iter().collect());
+    }
+    names
+        .iter()
+        .map(|n| {
+            TASKS.iter().find(|t| t.name == n).ok_or_else(|| {
+                let known: Vec<&str> = TASKS.iter().map(|t| t.name).collect();
+                format!("no eval task {n:?}; the tasks are: {}", known.join(", "))
+            })
+        })
+        .collect()
+}
+
+/// Run the eval: start the stack, run every selected task `repeat` times, judge each.
+pub fn run(mut config: Config, opts: &Options) -> Result<Report, String> {
+    let chosen = select(&opts.tasks)?;
+    let endpoint =
+        config.endpoint(&opts.llm).ok_or_else(|| format!("no model endpoint {:?} in the config", opts.llm))?;
+    if let Some(mode) = &opts.tool_mode {
+        set_tool_mode(&mut config, &opts.llm, mode)?;
+    }
+    let scratch =
+        crate::util::private_temp_dir("agent-controller-eval-").map_err(|e| format!("temporary folder: {e}"))?;
+    let stack = Stack::start(config, &scratch, opts)?;
+    let mut report = Report {
+        llm: opts.llm.clone(),
+        model: opts.model.clone().unwrap_or(endpoint.model),
+        tool_mode: opts.tool_mode.clone().unwrap_or_else(|| mode_name(endpoint.tool_mode).into()),
+        rows: Vec::new(),
+    };
+    for run in 1..=opts.repeat.max(1) {
+        for task in &chosen {
+            let row = stack.run_task(task, run, opts);
+            if let Some(show) = &opts.on_row {
+                show(&row);
+            }
+            report.rows.push(row);
+        }
+    }
+    drop(stack);
+    let _ = std::fs::remove_dir_all(&scratch);
+    Ok(report)
+}
+
+fn mode_name(mode: crate::config::ToolMode) -> &'static str {
+    match mode {
+        crate::config::ToolMode::Native => "native",
+        crate::config::ToolMode::Json => "json",
+        crate::config::ToolMode::Auto => "auto",
+    }
+}
+
+fn set_tool_mode(config: &mut Config, llm: &str, mode: &str) -> Result<(), String> {
+    if !matches!(mode, "native" | "json" | "auto") {
+        return Err(format!("--tool-mode {mode:?}: say native, json or auto"));
+    }
+    match config.providers.get_mut(llm) {
+        Some(p) => p.tool_mode = mode.to_string(),
+        None => config.api.tool_mode = mode.to_string(),
+    }
+    Ok(())
+}
+
+/// The daemon, the site and the worker, alive while the eval runs.
+struct Stack {
+    daemon: Option<Daemon>,
+    client: ApiClient,
+    site: site::Site,
+    worker: Child,
+    scratch: PathBuf,
+    output: PathBuf,
+}
+
+impl Stack {
+    fn start(mut config: Config, scratch: &Path, opts: &Options) -> Result<Stack, String> {
+        let output = scratch.join("output");
+        config.output.dir = output.clone();
+        config.server.host = "127.0.0.1".into();
+        (config.server.api_port, config.server.worker_port) = (0, 0);
+        config.server.api_token = Default::default();
+        config.server.worker_token = Default::default();
+        config.validate().map_err(|e| e.to_string())?;
+        let agent = crate::agent::llm_agent(&config);
+        let daemon = Daemon::start(config, agent).map_err(|e| format!("the daemon did not start: {}", e.0))?;
+        let api = format!("http://{}", daemon.api_addr());
+        let client = ApiClient::new(Some(api), None, None)?;
+        let site = site::Site::start(USERNAME, &password()).map_err(|e| format!("the eval site did not start: {e}"))?;
+        let worker = start_worker(opts, &daemon, scratch)?;
+        let stack = Stack { daemon: Some(daemon), client, site, worker, scratch: scratch.to_path_buf(), output };
+        stack.wait_for_worker()?;
+        Ok(stack)
+    }
+
+    fn wait_for_worker(&self) -> Result<(), String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            let workers = self.client.get("/workers").map_err(|e| e.to_string())?;
+            let ready = workers.as_array().into_iter().flatten().any(|w| {
+                let caps = w["capabilities"].to_string();
+                w["status"] != "disconnected" && caps.contains("browser") && caps.contains("shell")
+            });
+            if ready {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err("agent-worker did not register with browser and shell within 30 s (is Chromium installed?)".into())
+    }
+
+    fn run_task(&self, task: &tasks::Task, run: u32, opts: &Options) -> Row {
+        let dir = self.scratch.join("box").join(format!("{}-{run}", task.name));
+        let _ = std::fs::create_dir_all(&dir);
+        self.site.clear_posts();
+        let prepared = task.prepare(&Setup { site: &self.site, dir });
+        let started = Instant::now();
+        let mut row = Row::new(task.name, task.kind.name(), run);
+        let id = match self.create(task.kind, &prepared, opts) {
+            Ok(id) => id,
+            Err(e) => {
+                row.why = e;
+                return row;
+            }
+        };
+        let session = self.wait_until_ended(&id, opts.session_timeout);
+        row.seconds = started.elapsed().as_secs_f64();
+        row.fill_from(&session, first_request_tokens(&self.output.join(&id)));
+        let evidence = Evidence { files: self.files(&id), posts: self.site.posts(), site: &self.site };
+        match tasks::judge(&prepared.expect, &evidence) {
+            Ok(()) => row.pass = true,
+            Err(why) => row.why = why,
+        }
+        row.session = id;
+        row
+    }
+
+    fn create(&self, kind: Kind, p: &tasks::Prepared, opts: &Options) -> Result<String, String> {
+        let mut body = json!({
+            "mode": "task", "type": kind.name(), "target": p.target, "instruction": p.instruction,
+            "llm": opts.llm,
+            "options": {"max_turns": opts.max_turns, "auto_confirm": true, "approval": "auto"},
+        });
+        if let Some(model) = &opts.model {
+            body["model"] = json!(model);
+        }
+        if let Some((username, password)) = &p.credentials {
+            body["credentials"] = json!({"username": username, "password": password});
+        }
+        let session = self.client.post("/sessions", &body).map_err(|e| format!("not created: {e}"))?;
+        session["session_id"].as_str().map(str::to_string).ok_or_else(|| "not created: no session_id".to_string())
+    }
+
+    /// The session once it ended (stopped when it runs past `timeout`).
+    fn wait_until_ended(&self, id: &str, timeout: Duration) -> Value {
+        let deadline = Instant::now() + timeout;
+        let path = format!("/sessions/{id}");
+        loop {
+            let session = self.client.get(&path).unwrap_or(Value::Null);
+            if !crate::cli::client::is_active(&session) && !session.is_null() {
+                return session;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.client.delete(&path);
+                std::thread::sleep(Duration::from_secs(2));
+                return self.client.get(&path).unwrap_or(session);
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The session's files but screenshots, with their bytes.
+    fn files(&self, id: &str) -> Vec<(String, Vec<u8>)> {
+        let listed = self.client.get(&format!("/sessions/{id}/files")).unwrap_or(Value::Null);
+        listed
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|f| f["type"] != "screenshot")
+            .filter_map(|f| f["filename"].as_str())
+            .filter_map(|name| {
+                let path = format!("/sessions/{id}/files/{}", crate::util::percent_encode(name));
+                let (bytes, _) = self.client.get_bytes(&path, 64 << 20).ok()?;
+                Some((name.to_string(), bytes))
+            })
+            .collect()
+    }
+}
+
+impl Drop for Stack {
+    fn drop(&mut self) {
+        let _ = self.worker.kill();
+        let _ = self.worker.wait();
+        if let Some(d) = self.daemon.take() {
+            d.shutdown();
+        }
+    }
+}
+
+fn start_worker(opts: &Options, daemon: &Daemon, scratch: &Path) -> Result<Child, String> {
+    let bin = match &opts.worker {
+        Some(b) => b.clone(),
+        None => std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("agent-worker"),
+    };
+    let downloads = scratch.join("downloads");
+    let _ = std::fs::create_dir_all(&downloads);
+    let mut command = Command::new(&bin);
+    // SAFETY: prctl is async-signal-safe; it only asks the kernel to signal the child when we die.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        // An eval stopped by Ctrl-C or a kill takes its worker (and the worker's browser) along.
+        command.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            Ok(())
+        });
+    }
+    command
+        .args(["--controller", &format!("http://{}", daemon.worker_addr())])
+        .args(["--capabilities", "browser,shell", "--headless", "--hostname", HOSTNAME])
+        .arg("--download-dir")
+        .arg(&downloads)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start {}: {e} (build it, or name it with --worker)", bin.display()))
+}
+
+/// The input tokens of the session's first model request, from its journal's first `progress`
+/// line with usage: system, tools and the opening message, as the endpoint counted them.
+fn first_request_tokens(session_dir: &Path) -> Option<u64> {
+    let text = std::fs::read_to_string(session_dir.join(crate::store::CONVERSATION_JSONL)).ok()?;
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["progress"]["usage"]["input_tokens"].as_u64())
+        .find(|&n| n > 0)
+}
+
+/// `text` cut to `max` characters.
+fn excerpt(text: &str, max: usize) -> String {
+    let cut: String = text.chars().take(max).collect();
+    if cut.len() < text.len() { format!("{cut}…") } else { cut }
+}
+
+/// The tasks, one line each (`eval --list`).
+pub fn task_list() -> String {
+    TASKS.iter().map(|t| format!("{:<14} {}\n", t.name, t.kind.name())).collect()
+}
+
+/// `agent-controller eval`: the options from the command line, the rows as they come, the
+/// totals; the exit code (0, 1 below `--min-pass`, 2 for a usage or start-up error).
+pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
+    let json = parsed.options.iter().any(|(n, _)| *n == "--json");
+    let number = |name: &str, default: u32| -> Result<u32, String> {
+        parsed.value(name).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{name} {v:?} is not a number")))
+    };
+    let parsed_opts = (|| -> Result<(Options, Option<u32>), String> {
+        let opts = Options {
+            llm: parsed.value("--llm").unwrap_or(crate::config::DEFAULT_LLM).to_string(),
+            model: parsed.value("--model").map(str::to_string),
+            tool_mode: parsed.value("--tool-mode").map(str::to_string),
+            tasks: parsed
+                .value("--tasks")
+                .map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
+                .unwrap_or_default(),
+            repeat: number("--repeat", 1)?.max(1),
+            max_turns: number("--max-turns", 20)?.max(1),
+            worker: parsed.value("--worker").map(PathBuf::from),
+            session_timeout: Duration::from_secs(900),
+            on_row: (!json).then(|| Box::new(|row: &Row| println!("{}", row.line())) as ShowRow),
+        };
+        let min_pass = parsed
+            .value("--min-pass")
+            .map(|v| v.parse().map_err(|_| format!("--min-pass {v:?} is not a number")))
+            .transpose()?;
+        Ok((opts, min_pass))
+    })();
+    let (opts, min_pass) = match parsed_opts {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("agent-controller: {e}");
+            return 2;
+        }
+    };
+    if !json {
+        println!("{}", report::HEADER);
+    }
+    let report = match run(config, &opts) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("agent-controller: eval: {e}");
+            return 2;
+        }
+    };
+    if json {
+        println!("{}", report.to_json());
+    } else {
+        println!("{}", report.totals());
+    }
+    match min_pass {
+        Some(min) if report.pass_percent() < f64::from(min) => 1,
+        _ => 0,
+    }
+}

@@ -1,0 +1,258 @@
+//! The eval's website on loopback: the pages under `site/` (compiled in), PDFs of random bytes
+//! made at start, a catalogue search, and forms whose posts are recorded, so a task is judged
+//! by what reached the site, never by what the model says it did. The account pages need the
+//! cookie that a sign-in with this run's password sets.
+
+use crate::util::clock::random_u64;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+const PAGES: &[(&str, &str)] = &[
+    ("/", include_str!("site/index.html")),
+    ("/index.html", include_str!("site/index.html")),
+    ("/pricing.html", include_str!("site/pricing.html")),
+    ("/docs.html", include_str!("site/docs.html")),
+    ("/staff.html", include_str!("site/staff.html")),
+    ("/about.html", include_str!("site/about.html")),
+    ("/contact.html", include_str!("site/contact.html")),
+    ("/order.html", include_str!("site/order.html")),
+    ("/changelog.html", include_str!("site/changelog.html")),
+    ("/login.html", include_str!("site/login.html")),
+];
+const ACCOUNT: &str = include_str!("site/account.html");
+
+/// The public documents, then the invoice behind the sign-in.
+pub const PDFS: &[&str] = &["user-guide.pdf", "safety-sheet.pdf", "annual-report-2025.pdf", "invoice-0042.pdf"];
+
+/// The catalogue: (name, price in euros), in the order results are listed.
+const PRODUCTS: &[(&str, u32)] =
+    &[("Desk lamp", 34), ("Notebook", 5), ("Floor lamp", 89), ("Mug", 8), ("Lamp shade", 12), ("Pencil case", 7)];
+
+/// A form posted to the site: its path and its fields.
+#[derive(Debug, Clone)]
+pub struct Post {
+    pub path: String,
+    pub fields: HashMap<String, String>,
+}
+
+struct State {
+    posts: Mutex<Vec<Post>>,
+    pdfs: HashMap<&'static str, Vec<u8>>,
+    username: String,
+    password: String,
+    session_cookie: String,
+}
+
+pub struct Site {
+    pub url: String,
+    state: Arc<State>,
+    server: Arc<tiny_http::Server>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Site {
+    /// Serve on a free loopback port; `username`/`password` open the account pages.
+    pub fn start(username: &str, password: &str) -> std::io::Result<Site> {
+        let server = tiny_http::Server::http("127.0.0.1:0").map_err(std::io::Error::other)?;
+        let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or_default();
+        let pdfs = PDFS.iter().map(|n| (*n, random_pdf(n))).collect();
+        let state = Arc::new(State {
+            posts: Mutex::new(Vec::new()),
+            pdfs,
+            username: username.to_string(),
+            password: password.to_string(),
+            session_cookie: format!("{:016x}{:016x}", random_u64(), random_u64()),
+        });
+        let server = Arc::new(server);
+        let (srv, st) = (Arc::clone(&server), Arc::clone(&state));
+        let thread = std::thread::Builder::new().name("eval-site".into()).spawn(move || {
+            for request in srv.incoming_requests() {
+                handle(&st, request);
+            }
+        })?;
+        Ok(Site { url: format!("http://127.0.0.1:{port}"), state, server, thread: Some(thread) })
+    }
+
+    /// The bytes the site serves for a PDF of `PDFS`.
+    pub fn pdf(&self, name: &str) -> &[u8] {
+        self.state.pdfs.get(name).map(Vec::as_slice).unwrap_or_default()
+    }
+
+    /// Every form posted so far.
+    pub fn posts(&self) -> Vec<Post> {
+        self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Forget the posts (before the next task).
+    pub fn clear_posts(&self) {
+        self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}
+
+impl Drop for Site {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A PDF header and trailer around random bytes: content that does not compress or repeat.
+fn random_pdf(name: &str) -> Vec<u8> {
+    let mut body = vec![0u8; 6000];
+    for chunk in body.chunks_mut(8) {
+        chunk.copy_from_slice(&random_u64().to_le_bytes()[..chunk.len()]);
+    }
+    let mut v = format!("%PDF-1.4\n% {name}\n").into_bytes();
+    v.extend(body);
+    v.extend(b"\n%%EOF\n");
+    v
+}
+
+fn handle(state: &State, mut request: tiny_http::Request) {
+    let url = request.url().to_string();
+    let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
+    let signed_in = request
+        .headers()
+        .iter()
+        .any(|h| h.field.equiv("Cookie") && h.value.as_str().contains(&format!("sid={}", state.session_cookie)));
+    let mut body = String::new();
+    if *request.method() == tiny_http::Method::Post {
+        use std::io::Read;
+        let _ = request.as_reader().take(64 * 1024).read_to_string(&mut body);
+    }
+    let answer = route(state, request.method(), path, query, &body, signed_in);
+    let _ = request.respond(answer.into_response());
+}
+
+/// What a route answers: a status, headers and a body.
+struct Answer {
+    status: u16,
+    headers: Vec<(&'static str, String)>,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn html(status: u16, html: String) -> Answer {
+        Answer { status, headers: vec![("Content-Type", "text/html; charset=utf-8".into())], body: html.into_bytes() }
+    }
+
+    fn bytes(kind: &str, body: Vec<u8>) -> Answer {
+        Answer { status: 200, headers: vec![("Content-Type", kind.to_string())], body }
+    }
+
+    fn redirect(to: &str) -> Answer {
+        Answer { status: 303, headers: vec![("Location", to.to_string())], body: Vec::new() }
+    }
+
+    fn into_response(self) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
+        let mut r = tiny_http::Response::from_data(self.body).with_status_code(self.status);
+        for (k, v) in self.headers {
+            if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
+                r.add_header(h);
+            }
+        }
+        r
+    }
+}
+
+fn route(state: &State, method: &tiny_http::Method, path: &str, query: &str, body: &str, signed_in: bool) -> Answer {
+    use tiny_http::Method::{Get, Post as PostMethod};
+    match (method, path) {
+        (Get, "/catalogue.html") => Answer::html(200, catalogue(&form_value(query, "q"))),
+        (Get, "/account.html") if signed_in => Answer::html(200, ACCOUNT.to_string()),
+        (Get, "/account/invoice-0042.pdf") if signed_in => {
+            Answer::bytes("application/pdf", state.pdfs.get("invoice-0042.pdf").cloned().unwrap_or_default())
+        }
+        (Get, "/account.html" | "/account/invoice-0042.pdf") => Answer::redirect("/login.html"),
+        (Get, "/files/release-notes.txt") => Answer::bytes("text/plain", b"3.2: faster search\n".to_vec()),
+        (Get, p) if p.starts_with("/files/") => match state.pdfs.get(&p["/files/".len()..]) {
+            Some(pdf) if !p.ends_with("invoice-0042.pdf") => Answer::bytes("application/pdf", pdf.clone()),
+            _ => not_found(),
+        },
+        (Get, p) => match PAGES.iter().find(|(at, _)| *at == p) {
+            Some((_, html)) => Answer::html(200, html.to_string()),
+            None => not_found(),
+        },
+        (PostMethod, "/login") => {
+            if form_value(body, "username") == state.username && form_value(body, "password") == state.password {
+                let mut a = Answer::redirect("/account.html");
+                a.headers.push(("Set-Cookie", format!("sid={}; Path=/; HttpOnly", state.session_cookie)));
+                a
+            } else {
+                Answer::html(
+                    401,
+                    page(
+                        "Sign in failed",
+                        "<h1>Sign in failed</h1><p>Wrong username or password. <a href=\"/login.html\">Try again</a></p>",
+                    ),
+                )
+            }
+        }
+        (PostMethod, "/contact" | "/order") => {
+            let fields: HashMap<String, String> = body
+                .split('&')
+                .filter_map(|kv| kv.split_once('='))
+                .map(|(k, _)| (k.to_string(), form_value(body, k)))
+                .collect();
+            state.posts.lock().unwrap_or_else(|p| p.into_inner()).push(Post { path: path.to_string(), fields });
+            let what = if path == "/order" { "Your order was placed." } else { "Your message was sent." };
+            Answer::html(
+                200,
+                page("Thank you", &format!("<h1>Thank you</h1><p>{what}</p><p><a href=\"/\">Home</a></p>")),
+            )
+        }
+        _ => Answer::html(405, page("Not allowed", "<h1>Method not allowed</h1>")),
+    }
+}
+
+fn not_found() -> Answer {
+    Answer::html(404, page("Not found", "<h1>Not found</h1><p><a href=\"/\">Home</a></p>"))
+}
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title></head><body>{body}</body></html>"
+    )
+}
+
+/// The catalogue with its search form, and the products whose name holds `q` (all without one).
+fn catalogue(q: &str) -> String {
+    let q = q.trim().to_lowercase();
+    let rows: String = PRODUCTS
+        .iter()
+        .filter(|(name, _)| name.to_lowercase().contains(&q))
+        .map(|(name, price)| {
+            format!(
+                "<li class=\"result\"><span class=\"name\">{name}</span> — <span class=\"price\">€{price}</span></li>"
+            )
+        })
+        .collect();
+    let results = if rows.is_empty() { "<p>No products found.</p>".to_string() } else { format!("<ol>{rows}</ol>") };
+    let heading =
+        if q.is_empty() { "All products".to_string() } else { format!("Results for “{}”", html_text(&q)) };
+    page(
+        "Catalogue — Acme Tools",
+        &format!(
+            "<nav><a href=\"/\">Home</a> · <a href=\"/order.html\">Order</a></nav><h1>Catalogue</h1>\
+             <form method=\"get\" action=\"/catalogue.html\"><label for=\"q\">Search</label> <input id=\"q\" name=\"q\" type=\"search\">\
+             <button type=\"submit\">Search</button></form><h2>{heading}</h2>{results}"
+        ),
+    )
+}
+
+fn html_text(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// One field of a URL-encoded form or query (`+` is a space).
+pub fn form_value(encoded: &str, key: &str) -> String {
+    encoded
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| percent_encoding::percent_decode_str(&v.replace('+', " ")).decode_utf8_lossy().into_owned())
+        .unwrap_or_default()
+}
