@@ -10,6 +10,7 @@ STATIC_RUSTFLAGS := -C target-feature=+crt-static
 TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
 RELEASE_BIN := $(TARGET_DIR)/$(TARGET)/release/agent-controller
 WORKER_BIN  := $(TARGET_DIR)/$(TARGET)/release/agent-worker
+EVAL_BIN    := $(TARGET_DIR)/$(TARGET)/release/agent-eval
 
 .PHONY: build run test fuzz deps lint bench eval release install install-files clean
 
@@ -48,14 +49,14 @@ bench: release
 
 release:
 	RUSTFLAGS="$(STATIC_RUSTFLAGS)" $(CARGO) build --release --target $(TARGET)
-	@ls -l $(RELEASE_BIN) $(WORKER_BIN)
+	@ls -l $(RELEASE_BIN) $(WORKER_BIN) $(EVAL_BIN)
 
 install: release install-files
 
 # The copying alone (tests run it on debug binaries): an existing /etc config is never
 # overwritten (the new default goes beside it as config.yaml.new); every file is listed.
 install-files:
-	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh $(RELEASE_BIN) $(WORKER_BIN)
+	@DESTDIR="$(DESTDIR)" PREFIX="$(PREFIX)" scripts/install.sh $(RELEASE_BIN) $(WORKER_BIN) $(EVAL_BIN)
 
 clean:
 	$(CARGO) clean

@@ -2,7 +2,8 @@
 # Install the built binaries, the default config and the systemd units (what `make install`
 # does after building). Never overwrites an existing config: the new default goes beside it as
 # config.yaml.new. Prints every file it installed.
-#   usage: scripts/install.sh CONTROLLER_BIN WORKER_BIN   (DESTDIR and PREFIX from the environment)
+#   usage: scripts/install.sh CONTROLLER_BIN WORKER_BIN [EVAL_BIN]   (DESTDIR and PREFIX from the environment)
+# EVAL_BIN is agent-eval, which `agent-controller eval` and `probe` run.
 set -euo pipefail
 
 controller=${1:?usage: scripts/install.sh CONTROLLER_BIN WORKER_BIN}
@@ -18,6 +19,9 @@ put() { # put MODE SOURCE TARGET
 
 put 0755 "$controller" "$prefix/bin/agent-controller"
 put 0755 "$worker" "$prefix/bin/agent-worker"
+if [ -n "${3:-}" ]; then
+  put 0755 "$3" "$prefix/bin/agent-eval"
+fi
 config=/etc/agent-controller/config.yaml
 if [ -e "$destdir$config" ]; then
   put 0644 "$root/config.yaml" "$config.new"

@@ -49,8 +49,7 @@ fn main() -> ExitCode {
         },
         "config" => config_check(&parsed),
         "mcp" => mcp(&parsed),
-        "eval" => eval(&parsed),
-        "probe" => probe(&parsed),
+        "eval" | "probe" => forward_to_eval_binary(),
         _ => ExitCode::from(console::run(name, parsed.arguments())),
     }
 }
@@ -125,49 +124,13 @@ fn mcp(parsed: &Parsed) -> ExitCode {
     ExitCode::from(agent_controller::cli::mcp::serve(client, files))
 }
 
-/// `eval`: the eval's tasks on a model, through a daemon, site and worker of its own.
-fn eval(parsed: &Parsed) -> ExitCode {
-    if parsed.value("--list").is_some() || parsed.options.iter().any(|(n, _)| *n == "--list") {
-        print!("{}", agent_controller::eval::task_list());
-        return ExitCode::SUCCESS;
-    }
-    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
-    match loaded {
-        Ok(config) => ExitCode::from(agent_controller::eval::command(parsed, config)),
-        Err(e) => usage(&format!("{}: {e}", path.display())),
-    }
-}
-
-/// `probe`: what an endpoint's model can do, kept for `tool_mode: auto` and `vision: auto`.
-fn probe(parsed: &Parsed) -> ExitCode {
-    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
-    let config = match loaded {
-        Ok(c) => c,
-        Err(e) => return usage(&format!("{}: {e}", path.display())),
-    };
-    let name = parsed.value("--llm").unwrap_or(agent_controller::config::DEFAULT_LLM);
-    let Some(endpoint) = config.endpoint(name) else {
-        return usage(&format!("no model endpoint {name:?} in {}", path.display()));
-    };
-    let found = agent_controller::llm::probe::probe(&endpoint, &config);
-    if let Err(e) = agent_controller::llm::probe::save(&endpoint, &config, &found) {
-        eprintln!("agent-controller: warning: could not keep the result in {}: {e}", config.output.dir.display());
-    }
-    if parsed.options.iter().any(|(n, _)| *n == "--json") {
-        println!("{}", found.to_json(&endpoint));
-    } else {
-        let yes = |b: bool| if b { "yes" } else { "no" };
-        println!("{name}: {} {} at {}", endpoint.wire.name(), endpoint.model, endpoint.base_url);
-        println!("  native tool calls: {}", yes(found.native_tools));
-        println!("  JSON action mode:  {}", yes(found.json_mode));
-        println!("  images:            {}", yes(found.vision));
-        let context = found.context_tokens.map_or("unknown".to_string(), |n| format!("{n} tokens"));
-        println!("  context:           {context}");
-        for note in &found.notes {
-            println!("  note: {note}");
-        }
-    }
-    if found.native_tools || found.json_mode { ExitCode::SUCCESS } else { ExitCode::FAILURE }
+/// `eval` and `probe` live in `agent-eval` beside this binary (they are not part of the daemon,
+/// which stays small): run it with the same arguments.
+fn forward_to_eval_binary() -> ExitCode {
+    use std::os::unix::process::CommandExt;
+    let bin = std::env::current_exe().map(|p| p.with_file_name("agent-eval")).unwrap_or_default();
+    let err = std::process::Command::new(&bin).args(std::env::args_os().skip(1)).exec();
+    usage(&format!("{} did not start ({err}): `make install` puts agent-eval beside agent-controller", bin.display()))
 }
 
 fn run_daemon(args: pico_args::Arguments) -> ExitCode {

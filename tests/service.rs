@@ -131,6 +131,7 @@ fn make_install_never_overwrites_a_config_and_says_what_it_installed() {
             .arg(format!("DESTDIR={}", dest.path().display()))
             .arg(format!("RELEASE_BIN={}", binary().display()))
             .arg(concat!("WORKER_BIN=", env!("CARGO_BIN_EXE_agent-worker")))
+            .arg(concat!("EVAL_BIN=", env!("CARGO_BIN_EXE_agent-eval")))
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -138,8 +139,12 @@ fn make_install_never_overwrites_a_config_and_says_what_it_installed() {
     };
     let config = dest.path().join("etc/agent-controller/config.yaml");
     let first = install();
-    for file in ["/usr/local/bin/agent-controller", "/usr/local/bin/agent-worker", "/etc/agent-controller/config.yaml"]
-    {
+    for file in [
+        "/usr/local/bin/agent-controller",
+        "/usr/local/bin/agent-worker",
+        "/usr/local/bin/agent-eval",
+        "/etc/agent-controller/config.yaml",
+    ] {
         assert!(first.contains(&format!("installed {}{file}\n", dest.path().display())), "{first}");
     }
     assert!(first.contains("agent-worker.service"), "{first}");

@@ -11,6 +11,9 @@
 //! - When the loop guard finds the session stuck, and on the last turn, one constrained call
 //!   offers only the tools that deliver, with the task restated; only if the model still does
 //!   not deliver does a stuck session end `error`.
+//! - A focused turn says so in a note, requires a tool call (the provider's tool choice) and
+//!   refuses calls outside its set; the tool list itself never changes, since a local server
+//!   would have to read the whole prompt again (90 s on two cores) for a new one.
 //!
 //! Invariant: a focus note is a real user message (journaled like any other); only the recital
 //! lives in the view alone.
@@ -121,13 +124,13 @@ impl FocusState {
     }
 
     /// After a call ran: an observation that brought nothing new counts; anything else resets.
-    pub(super) fn after_call(&mut self, tool: Option<Tool>, result: &str) {
-        let new = match self.page_was_new.take() {
-            Some(new) => new,
-            None => self.seen.insert(hash_of(result)),
-        };
+    /// Whether the call brought a page not seen before.
+    pub(super) fn after_call(&mut self, tool: Option<Tool>, result: &str) -> bool {
+        let page = self.page_was_new.take();
+        let new = page.unwrap_or_else(|| self.seen.insert(hash_of(result)));
         let observes = tool.is_some_and(|t| !t.spec().acts && !delivers(t));
         self.stale = if observes && !new { self.stale + 1 } else { 0 };
+        page == Some(true)
     }
 }
 
@@ -200,12 +203,12 @@ impl Agent {
             (Focus::Open, _) => return,
             (Focus::Act, _) => format!(
                 "You already have this page: looking at it again shows nothing new. Act on it now (click, type, \
-                 download, save_file) or finish. Only tools that act are offered this turn. {task}"
+                 download, save_file) or finish. This turn only tools that act will run. {task}"
             ),
             (Focus::Deliver, Some(_)) => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
                  Deliver now: save what the task asks for with save_file, get a file with browser_download or \
-                 browser_save_as_pdf, or call finish_task with the answer. Only those tools are offered."
+                 browser_save_as_pdf, or call finish_task with the answer. This turn only those will run."
             ),
             (Focus::Deliver, None) => format!(
                 "This is your last turn. {task}\nDeliver now: save what the task asks for with save_file, get a \
@@ -225,17 +228,38 @@ impl Agent {
         self.journal_conversation();
     }
 
-    /// The tools this turn lists, and the session's others (which still run when called).
+    /// The tools the model is shown, and the session's others (which still run when called). The
+    /// list is the same every turn, so a local server keeps its prompt cache; a focused turn
+    /// requires a tool call and refuses the calls outside its set (`refused`).
     pub(super) fn turn_tools(&self) -> (Vec<ToolDef>, Vec<ToolDef>) {
-        let keep = |t: Tool| match self.focus.turn {
-            Focus::Open => true,
-            Focus::Act => t.spec().acts || delivers(t),
-            Focus::Deliver => delivers(t),
-        };
         let (listed, unlisted): (Vec<_>, Vec<_>) =
-            self.offered.iter().zip(&self.tools).partition(|(t, _)| !self.hidden.contains(t) && keep(**t));
+            self.offered.iter().zip(&self.tools).partition(|(t, _)| !self.hidden.contains(t));
         let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
         (defs(listed), defs(unlisted))
+    }
+
+    /// A call this turn's focus does not offer: not run, and the model is told what is.
+    pub(super) fn refused(&self, name: &str) -> Option<super::dispatch::ToolOutcome> {
+        let tool = Tool::from_name(name)?;
+        let offered = match self.focus.turn {
+            Focus::Open => return None,
+            Focus::Act => tool.spec().acts || delivers(tool),
+            Focus::Deliver => delivers(tool),
+        };
+        if offered {
+            return None;
+        }
+        self.runner.log(
+            crate::protocol::LogKind::System,
+            &format!("{name} not run: this turn asks to act or deliver"),
+            None,
+        );
+        let what = if self.focus.turn == Focus::Act {
+            "you already have this page: act on it (click, type, download, save_file) or finish"
+        } else {
+            "deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer"
+        };
+        Some(super::dispatch::ToolOutcome::error(format!("Not run: {what}.")))
     }
 
     /// The names of the tools the model is shown (for the conversation files).

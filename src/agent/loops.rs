@@ -9,7 +9,9 @@
 //! after the first marks the session stuck, which ends it `error` with "stuck: …" (the report
 //! is still written, see `wrapup.rs`). One tool called over and over with new arguments (the
 //! same page saved under ever new names) gets a note at five calls in a row and is held back
-//! past eight. Invariant: a held-back call is answered like any other call, so the
+//! past eight; a call that failed twice (in a row or not) is not run a third time until a page not
+//! seen before comes back. Invariant: a
+//! held-back call is answered like any other call, so the
 //! conversation stays complete. A URL downloaded before is not fetched again: the answer names
 //! the file it is already stored as.
 
@@ -34,6 +36,8 @@ const SHOWN: usize = 120;
 /// it is held back (a small model saving the same page under ever new names, say).
 const STREAK_NOTE: usize = 5;
 const STREAK_HOLD: usize = 8;
+/// A call that failed this often (in a row or not) is not run again.
+const FAILED_HOLD: u32 = 2;
 
 #[derive(Clone, PartialEq)]
 struct Entry {
@@ -54,6 +58,8 @@ pub(super) struct LoopGuard {
     streak: (String, usize),
     /// URLs downloaded so far, and the file each was stored as.
     downloaded: std::collections::HashMap<String, String>,
+    /// Calls that failed, and how often (anywhere in the session, not only in a row).
+    failed: std::collections::HashMap<String, u32>,
 }
 
 impl LoopGuard {
@@ -178,6 +184,11 @@ impl Agent {
         if let Some(done) = self.downloaded_before(name, input) {
             return done;
         }
+        // The same call failed twice already (small models retry between other calls too).
+        if self.loops.failed.get(&call).is_some_and(|n| *n >= FAILED_HOLD) {
+            let what = format!("`{}`", super::context::excerpt(&call, SHOWN));
+            return self.hold_back(&what, "it failed the same way twice before");
+        }
         let (tool, n) = &self.loops.streak;
         if tool == name && *n >= STREAK_HOLD {
             return self
@@ -188,12 +199,18 @@ impl Agent {
         if outcome.stopped {
             return outcome;
         }
-        self.focus.after_call(Tool::from_name(name), &super::context::first_text(&outcome.content));
+        if self.focus.after_call(Tool::from_name(name), &super::context::first_text(&outcome.content)) {
+            // A page not seen before: what failed on the earlier ones may work here.
+            self.loops.failed.clear();
+        }
         self.loops.streak = match std::mem::take(&mut self.loops.streak) {
             (tool, n) if tool == name => (tool, n + 1),
             _ => (name.to_string(), 1),
         };
         self.note_download(name, input, &outcome);
+        if outcome.is_error {
+            *self.loops.failed.entry(call.clone()).or_default() += 1;
+        }
         let result = if repeat_is_loop(name) { 0 } else { result_hash(&outcome) };
         self.loops.push(call, result);
         // After the result is remembered: the note is not part of it.

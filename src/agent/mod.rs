@@ -270,9 +270,24 @@ impl Agent {
             _ => messages.push(Message::user(vec![Block::text(self.recital())])),
         }
         let (tools, unlisted) = self.turn_tools();
-        let request =
-            Request { system: &self.system, tools: &tools, unlisted: &unlisted, messages: &messages, max_tokens };
-        self.provider.complete(&request, self.runner.stop_signal())
+        let require_tool = self.focus.turn != focus::Focus::Open;
+        let mut request = Request {
+            system: &self.system,
+            tools: &tools,
+            unlisted: &unlisted,
+            require_tool,
+            messages: &messages,
+            max_tokens,
+        };
+        match self.provider.complete(&request, self.runner.stop_signal()) {
+            // A server that refuses to be made to call a tool is asked again without it.
+            Err(LlmError::Rejected(m)) if require_tool => {
+                self.runner.log(LogKind::System, &format!("the endpoint refused a required tool call: {m}"), None);
+                request.require_tool = false;
+                self.provider.complete(&request, self.runner.stop_signal())
+            }
+            other => other,
+        }
     }
 
     /// A reply without tool calls gets one nudge; the second ends the session with its text.
@@ -306,6 +321,8 @@ impl Agent {
                 ToolOutcome::stopped()
             } else if let Some(held) = self.hold_finish(&name, failed.as_deref()) {
                 held
+            } else if let Some(refused) = self.refused(&name) {
+                refused
             } else {
                 self.run_tool(&name, &input)
             };

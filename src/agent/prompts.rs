@@ -76,8 +76,9 @@ finish_exploration once, with a summary and a markdown report.\n\n{ON_FAILURE}"
             "You carry out a task in a web browser for the user.\n\n\
 {first}\n\
 Then act on what the snapshot shows: browser_click, browser_type, browser_fill_form, browser_select_option.\n\
-- A file: browser_download with the link's URL from the snapshot. A table: browser_scrape_table. \
-Save what you are asked to save with save_file.\n\
+- Text in a snapshot is already yours: to save a value, call save_file with it (never click or type on text).\n\
+- A file: browser_download with the link's URL. A table: browser_scrape_table, then save_file. This page as a PDF: \
+browser_save_as_pdf.\n\
 {login}{confirm}\
 When the task is done (for a question: as soon as you see the answer, saved if asked), or cannot be done, call finish_task \
 once with the answer or what you did (values, file names) and what failed.\n\n{PAGES}\n\n{ON_FAILURE}",

@@ -251,6 +251,7 @@ pub const COMMANDS: &[Cmd] = &[
                 opt(&["--min-pass"], "PCT", "exit 1 when fewer than PCT % of the runs pass"),
                 opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
                 opt(&["--list"], "", "list the tasks and exit"),
+                opt(&["--keep"], "", "keep the sessions' folders (logs, steps, files) and say where"),
                 opt(&["--json"], "", "one JSON object with every run"),
             ],
         ),

@@ -49,6 +49,8 @@ pub struct Options {
     pub worker: Option<PathBuf>,
     /// The longest one session may take.
     pub session_timeout: Duration,
+    /// Keep the sessions' folders instead of deleting them at the end.
+    pub keep: bool,
     /// Called with each row as it is judged (the console prints it).
     pub on_row: Option<ShowRow>,
 }
@@ -96,7 +98,11 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, String> {
         }
     }
     drop(stack);
-    let _ = std::fs::remove_dir_all(&scratch);
+    if opts.keep {
+        eprintln!("agent-controller: the sessions are kept in {}", scratch.join("output").display());
+    } else {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
     Ok(report)
 }
 
@@ -288,7 +294,14 @@ fn first_request_tokens(session_dir: &Path) -> Option<u64> {
     let text = std::fs::read_to_string(session_dir.join(crate::store::CONVERSATION_JSONL)).ok()?;
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter_map(|v| v["progress"]["usage"]["input_tokens"].as_u64())
+        .map(|v| {
+            // A server that reuses a cached prefix counts it apart: the request is all three.
+            let u = &v["progress"]["usage"];
+            ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
+                .iter()
+                .map(|k| u[*k].as_u64().unwrap_or(0))
+                .sum::<u64>()
+        })
         .find(|&n| n > 0)
 }
 
@@ -323,6 +336,7 @@ pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
             max_turns: number("--max-turns", 20)?.max(1),
             worker: parsed.value("--worker").map(PathBuf::from),
             session_timeout: Duration::from_secs(900),
+            keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),
             on_row: (!json).then(|| Box::new(|row: &Row| println!("{}", row.line())) as ShowRow),
         };
         let min_pass = parsed

@@ -68,6 +68,9 @@ impl Anthropic {
                 out.push(b'}');
             }
         }
+        if request.require_tool && !request.tools.is_empty() {
+            out.extend_from_slice(b",\"tool_choice\":{\"type\":\"any\"}");
+        }
         out.push(b'}');
         out
     }
@@ -220,7 +223,14 @@ mod tests {
                 is_error: true,
             }]),
         ];
-        let request = Request { system: "sys", tools: &tools, unlisted: &[], messages: &messages, max_tokens: 7 };
+        let request = Request {
+            system: "sys",
+            tools: &tools,
+            unlisted: &[],
+            require_tool: false,
+            messages: &messages,
+            max_tokens: 7,
+        };
         let body = anthropic.body(&request);
         assert_eq!(body["model"], "m");
         assert_eq!(body["max_tokens"], 7);
@@ -241,7 +251,14 @@ mod tests {
             body["messages"][2]["content"][0],
             json!({"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}], "is_error": true})
         );
-        let no_tools = Request { system: "s", tools: &[], unlisted: &[], messages: &messages[..1], max_tokens: 1 };
+        let no_tools = Request {
+            system: "s",
+            tools: &[],
+            unlisted: &[],
+            require_tool: false,
+            messages: &messages[..1],
+            max_tokens: 1,
+        };
         assert!(anthropic.body(&no_tools).get("tools").is_none());
     }
 

@@ -47,6 +47,9 @@ impl Gemini {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.input_schema)}))
                 .collect();
             body["tools"] = json!([{"functionDeclarations": declarations}]);
+            if request.require_tool {
+                body["toolConfig"] = json!({"functionCallingConfig": {"mode": "ANY"}});
+            }
         }
         body
     }

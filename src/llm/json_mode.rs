@@ -125,6 +125,7 @@ impl Provider for JsonActions {
                 system: &system,
                 tools: &[],
                 unlisted: &[],
+                require_tool: false,
                 messages: &messages,
                 max_tokens: request.max_tokens,
             };

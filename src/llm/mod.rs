@@ -101,6 +101,9 @@ pub struct Request<'a> {
     pub tools: &'a [ToolDef],
     /// Tools the model is not shown but may call by name (JSON action mode accepts them too).
     pub unlisted: &'a [ToolDef],
+    /// The reply must call one of `tools` (Anthropic `tool_choice: any`, OpenAI `required`,
+    /// Gemini `ANY`): the turns that ask the model to act or deliver.
+    pub require_tool: bool,
     pub messages: &'a [Message],
     pub max_tokens: u32,
 }

@@ -53,6 +53,9 @@ impl OpenAi {
                 })
                 .collect();
             body["tools"] = Value::Array(tools);
+            if request.require_tool {
+                body["tool_choice"] = json!("required");
+            }
         }
         body
     }
@@ -223,7 +226,7 @@ mod tests {
     use crate::llm::ToolDef;
 
     fn request<'a>(messages: &'a [Message], tools: &'a [ToolDef]) -> Request<'a> {
-        Request { system: "sys", tools, unlisted: &[], messages, max_tokens: 100 }
+        Request { system: "sys", tools, unlisted: &[], require_tool: false, messages, max_tokens: 100 }
     }
 
     #[test]

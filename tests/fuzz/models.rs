@@ -131,7 +131,14 @@ fn has_calls(r: &Reply) -> bool {
 fn fuzz_model_replies() {
     let tools = tool_defs();
     let messages = [Message::user(vec![Block::text("go")])];
-    let request = Request { system: "s", tools: &tools, unlisted: &[], messages: &messages, max_tokens: 100 };
+    let request = Request {
+        system: "s",
+        tools: &tools,
+        unlisted: &[],
+        require_tool: false,
+        messages: &messages,
+        max_tokens: 100,
+    };
     let input = json_body(REPLY_KEYS, REPLY_WORDS, &reply_examples());
     fuzz("model replies (openai, anthropic and gemini parse_reply)", input, |body| {
         let body = String::from_utf8_lossy(&body);

@@ -188,7 +188,7 @@ if (!window.__ac) { window.__ac = (() => {
     else if (tag === "select") { what = "select"; tool = "browser_select_option"; }
     else if (tag === "input" && (type === "checkbox" || type === "radio")) { what = type; tool = "browser_fill_form with type " + type + " (or browser_click)"; }
     else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
-    else tool = "browser_get_text to read it, or browser_click";
+    else tool = "nothing: its text is already in the snapshot (to keep a value, save_file it)";
     const text = textOf(el).slice(0, 60);
     return "`" + sel + "` is a " + what + (text ? ' "' + text + '"' : "") + ", not " + wanted + ": use " + tool;
   }
