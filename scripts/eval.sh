@@ -20,7 +20,7 @@ fi
 config=$(mktemp --suffix=.yaml)
 trap 'rm -f "$config"' EXIT
 cat >"$config" <<YAML
-api: {provider: anthropic, base_url: "http://127.0.0.1:$port", api_key: local, model: qwen2.5-coder-1.5b, max_tokens: 1024, timeout_s: 300}
+api: {provider: anthropic, base_url: "http://127.0.0.1:$port", api_key: local, model: qwen2.5-coder-1.5b, max_tokens: 1024, timeout_s: 300, temperature: 0}
 providers:
   local-openai: {provider: openai, base_url: "http://127.0.0.1:$port", model: qwen2.5-coder-1.5b, api_key: local}
 agent: {context_window_tokens: 8192}

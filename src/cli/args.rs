@@ -247,7 +247,7 @@ pub const COMMANDS: &[Cmd] = &[
                 opt(&["--tool-mode"], "MODE", "native, json or auto (default: the endpoint's)"),
                 opt(&["--tasks"], "NAMES", "only these tasks, comma-separated (default: all)"),
                 opt(&["--repeat"], "N", "run each task N times (default 1)"),
-                opt(&["--max-turns"], "N", "turns per session (default 20)"),
+                opt(&["--max-turns"], "N", "turns per session (default 15)"),
                 opt(&["--min-pass"], "PCT", "exit 1 when fewer than PCT % of the runs pass"),
                 opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
                 opt(&["--list"], "", "list the tasks and exit"),

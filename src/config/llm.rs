@@ -28,6 +28,8 @@ pub struct ApiConfig {
     pub timeout_s: u64,
     pub max_retries: u32,
     pub vision: Vision,
+    /// Sampling temperature; unset = the provider's own default.
+    pub temperature: Option<f32>,
 }
 
 /// Whether an endpoint's model reads images: `auto` finds out (an error saying images are
@@ -76,6 +78,7 @@ impl Default for ApiConfig {
             timeout_s: 120,
             max_retries: 5,
             vision: Vision::Auto,
+            temperature: None,
         }
     }
 }
@@ -92,6 +95,7 @@ pub struct ProviderConfig {
     pub tool_mode: String,
     pub max_tokens: Option<u32>,
     pub vision: Option<Vision>,
+    pub temperature: Option<f32>,
 }
 
 /// Which wire format an endpoint speaks.
@@ -171,6 +175,7 @@ pub struct Endpoint {
     pub tool_mode: ToolMode,
     pub max_tokens: u32,
     pub vision: Vision,
+    pub temperature: Option<f32>,
 }
 
 fn tool_mode(s: &str) -> Option<ToolMode> {
@@ -217,6 +222,7 @@ impl super::Config {
             tool_mode: tool_mode(mode)?,
             max_tokens,
             vision: self.providers.get(name).and_then(|p| p.vision).unwrap_or(api.vision),
+            temperature: self.providers.get(name).and_then(|p| p.temperature).or(api.temperature),
         })
     }
 
@@ -236,6 +242,7 @@ impl super::Config {
         if api.max_retries > 20 {
             return Err(ConfigError::key("api.max_retries", "must be at most 20"));
         }
+        check_temperature("api.temperature", api.temperature)?;
         for (name, p) in &self.providers {
             let at = format!("providers.{name}");
             if name == DEFAULT_LLM
@@ -249,8 +256,16 @@ impl super::Config {
             if let Some(n) = p.max_tokens {
                 positive(&format!("{at}.max_tokens"), n.into())?;
             }
+            check_temperature(&format!("{at}.temperature"), p.temperature)?;
         }
         Ok(())
+    }
+}
+
+fn check_temperature(at: &str, t: Option<f32>) -> Result<(), ConfigError> {
+    match t {
+        Some(t) if !(0.0..=2.0).contains(&t) => Err(ConfigError::key(at, "must be between 0 and 2")),
+        _ => Ok(()),
     }
 }
 
@@ -320,6 +335,8 @@ mod tests {
         for (yaml, key) in [
             ("api:\n  provider: mistral\n", "api.provider"),
             ("api:\n  tool_mode: xml\n", "api.tool_mode"),
+            ("api:\n  temperature: 3\n", "api.temperature"),
+            ("providers:\n  x: {temperature: -1}\n", "providers.x.temperature"),
             ("providers:\n  x: {base_url: 'ftp://a'}\n", "providers.x.base_url"),
             ("providers:\n  api: {provider: openai}\n", "providers.api"),
             // Found by tests/fuzz: a line break would end `config check`'s endpoint comment.

@@ -46,6 +46,7 @@ impl Config {
                 ("model", quoted(&a.model)),
                 ("tool_mode", quoted(&a.tool_mode)),
                 ("vision", vision(a.vision)),
+                ("temperature", a.temperature.map_or("null".to_string(), |t| t.to_string())),
                 ("max_tokens", a.max_tokens.to_string()),
                 ("timeout_s", a.timeout_s.to_string()),
                 ("max_retries", a.max_retries.to_string()),
@@ -75,6 +76,7 @@ impl Config {
                 ("api_key_env", quoted(&p.api_key_env)),
                 ("tool_mode", quoted(&p.tool_mode)),
                 ("vision", p.vision.map_or("null".to_string(), vision)),
+                ("temperature", p.temperature.map_or("null".to_string(), |t| t.to_string())),
                 ("max_tokens", max_tokens),
             ] {
                 let _ = writeln!(out, "    {key}: {value}");

@@ -333,7 +333,7 @@ pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
                 .map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
                 .unwrap_or_default(),
             repeat: number("--repeat", 1)?.max(1),
-            max_turns: number("--max-turns", 20)?.max(1),
+            max_turns: number("--max-turns", 15)?.max(1),
             worker: parsed.value("--worker").map(PathBuf::from),
             session_timeout: Duration::from_secs(900),
             keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),

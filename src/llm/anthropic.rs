@@ -19,6 +19,7 @@ pub struct Anthropic {
     url: String,
     key: Secret,
     model: String,
+    temperature: Option<f32>,
 }
 
 impl Anthropic {
@@ -28,7 +29,14 @@ impl Anthropic {
             url: format!("{}/v1/messages", base_url.trim_end_matches('/')),
             key,
             model: model.to_string(),
+            temperature: None,
         }
+    }
+
+    /// Sample at this temperature (unset: the provider's default).
+    pub fn with_temperature(mut self, temperature: Option<f32>) -> Self {
+        self.temperature = temperature;
+        self
     }
 
     /// The JSON body for a request, as a value (public for tests of the wire shape).
@@ -44,6 +52,9 @@ impl Anthropic {
         out.extend_from_slice(b"{\"model\":");
         put(&mut out, &self.model);
         out.extend_from_slice(format!(",\"max_tokens\":{}", request.max_tokens).as_bytes());
+        if let Some(t) = self.temperature {
+            out.extend_from_slice(format!(",\"temperature\":{t}").as_bytes());
+        }
         out.extend_from_slice(b",\"system\":[{\"type\":\"text\",\"text\":");
         put(&mut out, request.system);
         out.extend_from_slice(b",\"cache_control\":{\"type\":\"ephemeral\"}}],\"messages\":[");

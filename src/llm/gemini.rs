@@ -22,13 +22,20 @@ pub struct Gemini {
     transport: Transport,
     url: String,
     key: Secret,
+    temperature: Option<f32>,
 }
 
 impl Gemini {
     pub fn new(transport: Transport, base_url: &str, key: Secret, model: &str) -> Gemini {
         let base = base_url.trim_end_matches('/');
         let model = model.trim_start_matches("models/");
-        Gemini { transport, url: format!("{base}/v1beta/models/{model}:generateContent"), key }
+        Gemini { transport, url: format!("{base}/v1beta/models/{model}:generateContent"), key, temperature: None }
+    }
+
+    /// Sample at this temperature (unset: the provider's default).
+    pub fn with_temperature(mut self, temperature: Option<f32>) -> Self {
+        self.temperature = temperature;
+        self
     }
 
     /// The JSON body for a request (public for tests of the wire shape).
@@ -50,6 +57,9 @@ impl Gemini {
             if request.require_tool {
                 body["toolConfig"] = json!({"functionCallingConfig": {"mode": "ANY"}});
             }
+        }
+        if let Some(t) = self.temperature {
+            body["generationConfig"]["temperature"] = json!(t);
         }
         body
     }

@@ -224,11 +224,11 @@ pub fn provider_for(endpoint: &Endpoint, config: &Config) -> Result<Arc<dyn Prov
         ));
     }
     let transport = transport::Transport::new(Duration::from_secs(config.api.timeout_s), config.api.max_retries);
-    let (url, key, model) = (&endpoint.base_url, endpoint.api_key.clone(), &endpoint.model);
+    let (url, key, model, t) = (&endpoint.base_url, endpoint.api_key.clone(), &endpoint.model, endpoint.temperature);
     let native: Arc<dyn Provider> = match endpoint.wire {
-        Wire::Anthropic => Arc::new(anthropic::Anthropic::new(transport, url, key, model)),
-        Wire::OpenAi => Arc::new(openai::OpenAi::new(transport, url, key, model)),
-        Wire::Gemini => Arc::new(gemini::Gemini::new(transport, url, key, model)),
+        Wire::Anthropic => Arc::new(anthropic::Anthropic::new(transport, url, key, model).with_temperature(t)),
+        Wire::OpenAi => Arc::new(openai::OpenAi::new(transport, url, key, model).with_temperature(t)),
+        Wire::Gemini => Arc::new(gemini::Gemini::new(transport, url, key, model).with_temperature(t)),
     };
     let mode = match endpoint.tool_mode {
         ToolMode::Auto => probe::cached(endpoint, config).map_or(ToolMode::Native, |found| found.tool_mode()),

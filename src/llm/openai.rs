@@ -23,6 +23,7 @@ pub struct OpenAi {
     url: String,
     key: Secret,
     model: String,
+    temperature: Option<f32>,
 }
 
 impl OpenAi {
@@ -30,7 +31,19 @@ impl OpenAi {
     pub fn new(transport: Transport, base_url: &str, key: Secret, model: &str) -> OpenAi {
         let base = base_url.trim_end_matches('/');
         let base = base.strip_suffix("/v1").unwrap_or(base);
-        OpenAi { transport, url: format!("{base}/v1/chat/completions"), key, model: model.to_string() }
+        OpenAi {
+            transport,
+            url: format!("{base}/v1/chat/completions"),
+            key,
+            model: model.to_string(),
+            temperature: None,
+        }
+    }
+
+    /// Sample at this temperature (unset: the provider's default).
+    pub fn with_temperature(mut self, temperature: Option<f32>) -> Self {
+        self.temperature = temperature;
+        self
     }
 
     /// The JSON body for a request (public for tests of the wire shape).
@@ -44,6 +57,9 @@ impl OpenAi {
         }
         let mut body =
             json!({"model": self.model, "messages": messages, "max_tokens": request.max_tokens, "stream": false});
+        if let Some(t) = self.temperature {
+            body["temperature"] = json!(t);
+        }
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -271,5 +287,17 @@ mod tests {
         assert!(r.content.iter().any(|b| matches!(b, Block::ToolUse { input, .. } if input["url"] == "https://c/")));
         // No choices at all.
         assert!(matches!(parse_reply("{}", &req), Err(LlmError::BadReply(_))));
+    }
+
+    #[test]
+    fn temperature_and_a_required_call_reach_the_body_only_when_asked() {
+        let transport = || crate::llm::transport::Transport::new(std::time::Duration::from_secs(1), 0);
+        let tools = [ToolDef { name: "t", description: "", input_schema: json!({"type": "object"}) }];
+        let msgs = [Message::user(vec![Block::text("go")])];
+        let plain = OpenAi::new(transport(), "http://x", Secret::default(), "m").body(&request(&msgs, &tools));
+        assert!(plain.get("temperature").is_none() && plain.get("tool_choice").is_none(), "{plain}");
+        let req = Request { require_tool: true, ..request(&msgs, &tools) };
+        let body = OpenAi::new(transport(), "http://x", Secret::default(), "m").with_temperature(Some(0.0)).body(&req);
+        assert_eq!((body["temperature"].clone(), body["tool_choice"].clone()), (json!(0.0), json!("required")));
     }
 }
