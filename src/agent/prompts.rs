@@ -7,7 +7,7 @@
 
 use crate::protocol::{Mode, SessionRecord, SessionType};
 
-const PAGES: &str = "Pages come back as a snapshot: one line per element, each with a ref, e.g.\n\
+const PAGES: &str = "Pages come back as a snapshot: one line per element, a ref on each you can act on, e.g.\n\
 [e7] link \"Pricing\" → https://example.com/pricing\n\
 [e12] input email \"Email\" name=email\n\
 [e15] button \"Sign in\"\n\

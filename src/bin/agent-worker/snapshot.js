@@ -1,7 +1,7 @@
 // agent-worker page snapshot: what the model reads of a page, with refs it can act on.
 // Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part) once per document.
 // Invariants: hidden elements are left out; a password's value never appears; every element
-// shown gets a ref `eN` that stays the same for that element while the document lives, and that
+// shown gets a ref `eN` (text only where a click does something there) that stays the same for that element while the document lives, and that
 // an element looking the same on a later page of the session gets again (`known`, see page.js);
 // new numbers start at `floor`, so a ref never names two different things; the text is at most
 // `max` characters, and what is left out comes as further parts (`part` 2, 3…).
@@ -55,7 +55,9 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     if (rows.length > ROWS) lines.push(`    … ${rows.length - ROWS} more rows (browser_scrape_table reads them all)`);
     return {head: `table ${rows.length}×${cols}`, lines};
   }
-  // An element's key across documents: its line without what changes as it is used (values,
+  const CLICKABLE = "[onclick],[role=button],[role=link],[role=tab],[role=menuitem],[tabindex]";
+  const clickable = el => !!el && (!!el.closest(CLICKABLE) || getComputedStyle(el).cursor === "pointer");
+    // An element's key across documents: its line without what changes as it is used (values,
   // checked and selected marks).
   const keyOf = line => line.replace(/ value=.*$/, "").replace(/ \((?:filled[^)]*|empty|checked|not checked|selected)\)/g, "");
   // One pass over a document (and the same-origin frames in it), in document order.
@@ -63,9 +65,11 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const items = state.items;
     let run = null;
     const flush = () => {
-      if (run && run.text.trim()) {
+      // Text without a letter or digit (a "·" between links) is left out; text gets a ref only
+      // where something on it reacts to a click (small models click paragraphs otherwise).
+      if (run && /[\p{L}\p{N}]/u.test(run.text)) {
         const line = `text ${JSON.stringify(cut(norm(run.text), RUN_CHARS))}`;
-        items.push({kind: "text", ref: state.ref(run.block, line), line, indent});
+        items.push({kind: "text", ref: clickable(run.block) ? state.ref(run.block, line) : null, line, indent});
       }
       run = null;
     };
@@ -122,7 +126,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   // The first part keeps what matters most within `max` (text runs go first, from the end, then
   // whatever comes last); what it leaves out follows in order as parts 2, 3… of at most `max`.
   function render(items, max, header, part) {
-    const lineOf = it => `${it.indent}[${it.ref}] ${it.line}` + (it.more ? "\n" + it.more.map(l => it.indent + l).join("\n") : "");
+    const lineOf = it => `${it.indent}${it.ref ? `[${it.ref}] ` : ""}${it.line}` + (it.more ? "\n" + it.more.map(l => it.indent + l).join("\n") : "");
     const text = items.map(lineOf);
     let total = header.length + text.reduce((a, l) => a + l.length + 1, 0);
     const keep = items.map(() => true);
@@ -152,6 +156,6 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
     const r = render(items, Math.max(max, 500), header, part);
     return {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
-            next_ref: state.next(), keys: state.keys(items.map(i => i.ref))};
+            next_ref: state.next(), keys: state.keys(items.map(i => i.ref).filter(Boolean))};
   };
 })(); }
