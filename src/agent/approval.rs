@@ -82,14 +82,7 @@ impl Agent {
             self.last_reason()
         );
         let messages = [Message::user(vec![Block::text(question)])];
-        let request = Request {
-            system: VALIDATOR_PROMPT,
-            tools: &[],
-            unlisted: &[],
-            require_tool: false,
-            messages: &messages,
-            max_tokens: 200,
-        };
+        let request = Request::plain(VALIDATOR_PROMPT, &messages, 200);
         let verdict = match self.provider.complete(&request, self.runner.stop_signal()) {
             Ok(reply) => Message::assistant(reply.content).text(),
             Err(e) => {

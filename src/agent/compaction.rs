@@ -127,14 +127,7 @@ impl Agent {
             log.push('\n');
         }
         let messages = [Message::user(vec![Block::text(log)])];
-        let request = Request {
-            system: SUMMARY_PROMPT,
-            tools: &[],
-            unlisted: &[],
-            require_tool: false,
-            messages: &messages,
-            max_tokens: 1500,
-        };
+        let request = Request::plain(SUMMARY_PROMPT, &messages, 1500);
         let summary = match self.provider.complete(&request, self.runner.stop_signal()) {
             Ok(reply) => Message::assistant(reply.content).text(),
             Err(LlmError::Cancelled) => return Err(LlmError::Cancelled),

@@ -91,14 +91,7 @@ impl Agent {
         let scrub = self.runner.scrubber();
         let spawned = std::thread::Builder::new().name("report-after-stop".into()).spawn(move || {
             let messages = [Message::user(vec![Block::text(prompt)])];
-            let request = Request {
-                system: LAST_WORD_SYSTEM,
-                tools: &[],
-                unlisted: &[],
-                require_tool: false,
-                messages: &messages,
-                max_tokens,
-            };
+            let request = Request::plain(LAST_WORD_SYSTEM, &messages, max_tokens);
             // The session's own stop is raised: this call has a signal of its own.
             let unstopped = StopSignal::default();
             if let Ok(reply) = provider.complete(&request, &unstopped) {
@@ -121,14 +114,7 @@ impl Agent {
         let prompt = self.last_word_prompt(situation);
         let messages = [Message::user(vec![Block::text(prompt)])];
         let max_tokens = self.max_tokens;
-        let request = Request {
-            system: LAST_WORD_SYSTEM,
-            tools: &[],
-            unlisted: &[],
-            require_tool: false,
-            messages: &messages,
-            max_tokens,
-        };
+        let request = Request::plain(LAST_WORD_SYSTEM, &messages, max_tokens);
         match self.provider.complete(&request, self.runner.stop_signal()) {
             Ok(reply) => {
                 self.runner.add_usage(&super::record_usage(reply.usage));

@@ -262,14 +262,7 @@ mod tests {
             body["messages"][2]["content"][0],
             json!({"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "ok"}], "is_error": true})
         );
-        let no_tools = Request {
-            system: "s",
-            tools: &[],
-            unlisted: &[],
-            require_tool: false,
-            messages: &messages[..1],
-            max_tokens: 1,
-        };
+        let no_tools = Request::plain("s", &messages[..1], 1);
         assert!(anthropic.body(&no_tools).get("tools").is_none());
     }
 

@@ -121,14 +121,7 @@ impl Provider for JsonActions {
         let mut usage = TokenUsage::default();
         let mut last_error = String::new();
         for attempt in 0..2 {
-            let plain = Request {
-                system: &system,
-                tools: &[],
-                unlisted: &[],
-                require_tool: false,
-                messages: &messages,
-                max_tokens: request.max_tokens,
-            };
+            let plain = Request::plain(&system, &messages, request.max_tokens);
             let reply = self.inner.complete(&plain, stop)?;
             usage = add(usage, reply.usage);
             let text = super::joined_text(&reply.content, "\n");

@@ -108,7 +108,12 @@ pub struct Request<'a> {
     pub max_tokens: u32,
 }
 
-impl Request<'_> {
+impl<'a> Request<'a> {
+    /// A request without tools: a report, a summary, a validator's verdict.
+    pub fn plain(system: &'a str, messages: &'a [Message], max_tokens: u32) -> Request<'a> {
+        Request { system, tools: &[], unlisted: &[], require_tool: false, messages, max_tokens }
+    }
+
     /// Every tool a reply may call: those listed, then the unlisted ones.
     pub fn known_tools(&self) -> Vec<ToolDef> {
         self.tools.iter().chain(self.unlisted).cloned().collect()

@@ -109,14 +109,7 @@ fn sees_red(endpoint: &Endpoint, config: &Config, notes: &mut Vec<String>) -> bo
     };
     let image = Block::Image { media_type: "image/png".into(), data: RED_PNG.into() };
     let ask = [Message::user(vec![image, Block::text("What colour is this picture? Answer with one word.")])];
-    let request = Request {
-        system: "You describe pictures.",
-        tools: &[],
-        unlisted: &[],
-        require_tool: false,
-        messages: &ask,
-        max_tokens: 20,
-    };
+    let request = Request::plain("You describe pictures.", &ask, 20);
     match provider.complete(&request, &StopSignal::default()) {
         Ok(reply) => super::joined_text(&reply.content, " ").to_lowercase().contains("red"),
         Err(e) => {
