@@ -62,7 +62,11 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
     assert!(result_text(&reqs[3]).contains("Not run"), "third: held back");
     // Stuck: one last chance, asking for the deliverable with the task restated.
     let deliver = &reqs[4];
-    assert_eq!(deliver.body["tool_choice"], json!({"type": "any"}));
+    assert_eq!(
+        deliver.body["tool_choice"],
+        json!({"type": "tool", "name": "finish_task"}),
+        "nothing to save: the finish"
+    );
     assert!(deliver.body["messages"].to_string().contains("Deliver now"), "{}", deliver.body["messages"]);
     // Three navigations and one snapshot reached the worker; the held-back calls did not.
     assert_eq!(actions(&worker), ["browser_navigate", "browser_navigate", "browser_navigate", "browser_snapshot"]);
@@ -90,7 +94,10 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     let (d, llm) = llm_daemon(dir.path(), script, |_| {});
     let _worker = static_worker(&d);
     let c = d.client();
-    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "name the link"}));
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"}),
+    );
     let s = wait_status(&c, &id, "finished");
     assert_eq!(s["summary"], "The link is Next.");
     let reqs = llm.requests();
@@ -102,8 +109,8 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     assert_eq!(reqs[3].tool_names(), reqs[0].tool_names(), "the same list: the prompt cache holds");
     assert!(result_text(&reqs[4]).contains("Not run: you already have this page"), "{}", result_text(&reqs[4]));
     // Held back twice, the session is stuck: the last chance asks for the deliverable.
-    assert!(reqs[6].body["messages"].to_string().contains("Deliver now"));
-    assert_eq!(reqs[6].body["tool_choice"], json!({"type": "any"}));
+    assert!(reqs[6].body["messages"].to_string().contains("Deliver now: call save_file"));
+    assert_eq!(reqs[6].body["tool_choice"], json!({"type": "tool", "name": "save_file"}), "the task names a file");
     let files = c.get(&format!("/sessions/{id}/files")).json();
     assert_eq!(files[0]["filename"], "answer.txt", "{files}");
 }

@@ -20,7 +20,7 @@
 
 use super::Agent;
 use crate::config::Vision;
-use crate::llm::{Block, Message, Role, ToolDef};
+use crate::llm::{Block, Message, Required, Role, ToolDef};
 use crate::protocol::tools::Tool;
 use crate::protocol::{Mode, SessionRecord, SessionType};
 use serde_json::json;
@@ -207,13 +207,15 @@ impl Agent {
             ),
             (Focus::Deliver, Some(_)) => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
-                 Deliver now: save what the task asks for with save_file, get a file with browser_download or \
-                 browser_save_as_pdf, or call finish_task with the answer. This turn only those will run."
+                 Deliver now: call {} with what the task asks for.",
+                self.deliverable().name()
             ),
-            (Focus::Deliver, None) => format!(
-                "This is your last turn. {task}\nDeliver now: save what the task asks for with save_file, get a \
-                 file with browser_download or browser_save_as_pdf, or call finish_task with the answer."
-            ),
+            (Focus::Deliver, None) => {
+                format!(
+                    "This is your last turn. {task}\nDeliver now: call {} with what the task asks for.",
+                    self.deliverable().name()
+                )
+            }
         };
         self.focus.stale = 0;
         self.push_user_text(note);
@@ -236,6 +238,40 @@ impl Agent {
             self.offered.iter().zip(&self.tools).partition(|(t, _)| !self.hidden.contains(t));
         let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
         (defs(listed), defs(unlisted))
+    }
+
+    /// What this turn requires: nothing (open), a call (act), or on the last chance the call of
+    /// the one tool that delivers what the task asks for.
+    pub(super) fn required_call(&self) -> Required {
+        match self.focus.turn {
+            Focus::Open => Required::No,
+            Focus::Act => Required::Any,
+            Focus::Deliver => Required::Tool(self.deliverable().name()),
+        }
+    }
+
+    /// The tool that delivers what the task asks for, from its words: with files saved (or in
+    /// an exploration) the finish; else a file written on the host, a page printed, a download,
+    /// text saved; else the finish.
+    fn deliverable(&self) -> Tool {
+        let finish = if self.record.mode == Mode::Explore { Tool::FinishExploration } else { Tool::FinishTask };
+        if self.record.mode == Mode::Explore || !self.runner.deliverable_files().is_empty() {
+            return finish;
+        }
+        let task = self.record.instruction.as_deref().unwrap_or("").to_lowercase();
+        let names_file = task.split_whitespace().any(|w| {
+            let w = w.trim_end_matches(|c: char| !c.is_alphanumeric());
+            [".txt", ".csv", ".json", ".md"].iter().any(|e| w.ends_with(e))
+        });
+        let shell = self.record.session_type == SessionType::Shell;
+        let candidates = [
+            (shell && (task.contains("create") || task.contains("write")), Tool::WriteFile),
+            (task.contains("pdf") && !task.contains("download"), Tool::BrowserSaveAsPdf),
+            (task.contains("download"), Tool::BrowserDownload),
+            (names_file || task.contains("save"), Tool::SaveFile),
+        ];
+        let listed = |t: Tool| self.offered.contains(&t) && !self.hidden.contains(&t);
+        candidates.into_iter().find(|(yes, t)| *yes && listed(*t)).map_or(finish, |(_, t)| t)
     }
 
     /// A call this turn's focus does not offer: not run, and the model is told what is.

@@ -270,7 +270,7 @@ impl Agent {
             _ => messages.push(Message::user(vec![Block::text(self.recital())])),
         }
         let (tools, unlisted) = self.turn_tools();
-        let require_tool = self.focus.turn != focus::Focus::Open;
+        let require_tool = self.required_call();
         let mut request = Request {
             system: &self.system,
             tools: &tools,
@@ -281,9 +281,9 @@ impl Agent {
         };
         match self.provider.complete(&request, self.runner.stop_signal()) {
             // A server that refuses to be made to call a tool is asked again without it.
-            Err(LlmError::Rejected(m)) if require_tool => {
+            Err(LlmError::Rejected(m)) if require_tool != llm::Required::No => {
                 self.runner.log(LogKind::System, &format!("the endpoint refused a required tool call: {m}"), None);
-                request.require_tool = false;
+                request.require_tool = llm::Required::No;
                 self.provider.complete(&request, self.runner.stop_signal())
             }
             other => other,

@@ -11,9 +11,8 @@ const PAGES: &str = "Pages come back as a snapshot: one line per element, a ref 
 [e7] link \"Pricing\" → https://example.com/pricing\n\
 [e12] input email \"Email\" name=email\n\
 [e15] button \"Sign in\"\n\
-To act on an element pass its ref as the selector: {\"selector\": \"ref=e12\"}. CSS selectors also work \
-(\"#email\", \"input[name=q]\"), and so does text=Sign in. Links in a snapshot are absolute URLs: use them as \
-they are. A click or navigation answers with the new page, so you rarely need browser_snapshot.";
+To act on an element pass its ref as the selector: {\"selector\": \"ref=e12\"}. Links are absolute URLs: use \
+them as they are. A click or navigation answers with the new page.";
 
 const ON_FAILURE: &str = "If a call fails, read the error: it says what is on the page. Try something \
 different; the same call again gets the same answer.";

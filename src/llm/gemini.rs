@@ -54,8 +54,13 @@ impl Gemini {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.input_schema)}))
                 .collect();
             body["tools"] = json!([{"functionDeclarations": declarations}]);
-            if request.require_tool {
-                body["toolConfig"] = json!({"functionCallingConfig": {"mode": "ANY"}});
+            match request.require_tool {
+                super::Required::No => {}
+                super::Required::Any => body["toolConfig"] = json!({"functionCallingConfig": {"mode": "ANY"}}),
+                super::Required::Tool(name) => {
+                    body["toolConfig"] =
+                        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}});
+                }
             }
         }
         if let Some(t) = self.temperature {

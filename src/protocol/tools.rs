@@ -179,7 +179,7 @@ fn obj(properties: &'static str, required: &'static [&'static str]) -> Schema {
 fn selector_only() -> Schema {
     // The forms that name an element, with real examples (the click's schema says it once).
     obj(
-        r##"{"selector": {"type": "string", "description": "A ref from a snapshot (`ref=e12`), a CSS selector (`#email`, `input[name=q]`), or `text=Sign in`"}}"##,
+        r##"{"selector": {"type": "string", "description": "A ref (`ref=e12`), a CSS selector or `text=Sign in`"}}"##,
         &["selector"],
     )
 }
