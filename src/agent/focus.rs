@@ -303,3 +303,37 @@ impl Agent {
         self.offered.iter().filter(|t| !self.hidden.contains(t)).map(|t| t.name()).collect()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One call: the page it brought back (if any), then its end; whether that page was new.
+    fn call(f: &mut FocusState, tool: Tool, page: Option<&str>, result: &str) -> bool {
+        f.before_call();
+        if let Some(p) = page {
+            f.saw_page(p);
+        }
+        f.after_call(Some(tool), result)
+    }
+
+    #[test]
+    fn observations_that_bring_nothing_new_are_counted_until_something_acts() {
+        let mut f = FocusState::new(true);
+        assert!(call(&mut f, Tool::BrowserNavigate, Some("[e1] link \"A\""), "{}"), "a new page");
+        assert_eq!(f.stale, 0, "an acting call never counts");
+        assert!(!call(&mut f, Tool::BrowserSnapshot, Some("[e1] link \"A\""), "{}"));
+        // The same page with other ref numbers is still the same page.
+        assert!(!call(&mut f, Tool::BrowserSnapshot, Some("[e9] link \"A\""), "{}"));
+        assert_eq!(f.stale, 2);
+        call(&mut f, Tool::BrowserClick, Some("[e1] link \"A\""), "{}");
+        assert_eq!(f.stale, 0, "a click resets the count");
+        // Without a page, the result itself is what is compared.
+        call(&mut f, Tool::ReadFile, None, "x");
+        call(&mut f, Tool::ReadFile, None, "x");
+        assert_eq!(f.stale, 1);
+        call(&mut f, Tool::ReadFile, None, "y");
+        assert_eq!(f.stale, 0, "something new");
+        assert!(call(&mut f, Tool::BrowserSnapshot, Some("[e2] link \"B\""), "{}"), "a page not seen before");
+    }
+}

@@ -245,7 +245,7 @@ mod tests {
             system: "sys",
             tools: &tools,
             unlisted: &[],
-            require_tool: super::Required::No,
+            require_tool: crate::llm::Required::No,
             messages: &messages,
             max_tokens: 7,
         };
