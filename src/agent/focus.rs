@@ -12,8 +12,10 @@
 //!   offers only the tools that deliver, with the task restated; only if the model still does
 //!   not deliver does a stuck session end `error`.
 //! - A focused turn says so in a note, requires a tool call (the provider's tool choice) and
-//!   refuses calls outside its set; the tool list itself never changes, since a local server
-//!   would have to read the whole prompt again (90 s on two cores) for a new one.
+//!   refuses calls outside its set; the tool list itself does not change, since a local server
+//!   would have to read the whole prompt again (90 s on two cores) for a new one — but for the
+//!   last chance, which lists only the tool that delivers (llama.cpp honours "a call is
+//!   required" but not "this tool").
 //!
 //! Invariant: a focus note is a real user message (journaled like any other); only the recital
 //! lives in the view alone.
@@ -231,11 +233,15 @@ impl Agent {
     }
 
     /// The tools the model is shown, and the session's others (which still run when called). The
-    /// list is the same every turn, so a local server keeps its prompt cache; a focused turn
-    /// requires a tool call and refuses the calls outside its set (`refused`).
+    /// list is the same every turn but the last chance, so a local server keeps its prompt cache;
+    /// a focused turn requires a tool call and refuses the calls outside its set (`refused`).
     pub(super) fn turn_tools(&self) -> (Vec<ToolDef>, Vec<ToolDef>) {
+        // The last chance lists the one tool that delivers: servers that honour no named tool
+        // choice (llama.cpp) still must call it, since a call is required.
+        let deliver = (self.focus.turn == Focus::Deliver).then(|| self.deliverable());
+        let listed_now = |t: &Tool| deliver.map_or(!self.hidden.contains(t), |d| *t == d);
         let (listed, unlisted): (Vec<_>, Vec<_>) =
-            self.offered.iter().zip(&self.tools).partition(|(t, _)| !self.hidden.contains(t));
+            self.offered.iter().zip(&self.tools).partition(|(t, _)| listed_now(t));
         let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
         (defs(listed), defs(unlisted))
     }
