@@ -67,6 +67,7 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
         json!({"type": "tool", "name": "finish_task"}),
         "nothing to save: the finish"
     );
+    assert_eq!(deliver.tool_names(), ["finish_task"]);
     assert!(deliver.body["messages"].to_string().contains("Deliver now"), "{}", deliver.body["messages"]);
     // Three navigations and one snapshot reached the worker; the held-back calls did not.
     assert_eq!(actions(&worker), ["browser_navigate", "browser_navigate", "browser_navigate", "browser_snapshot"]);
@@ -111,6 +112,7 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     // Held back twice, the session is stuck: the last chance asks for the deliverable.
     assert!(reqs[6].body["messages"].to_string().contains("Deliver now: call save_file"));
     assert_eq!(reqs[6].body["tool_choice"], json!({"type": "tool", "name": "save_file"}), "the task names a file");
+    assert_eq!(reqs[6].tool_names(), ["save_file"], "the last chance lists only the tool that delivers");
     let files = c.get(&format!("/sessions/{id}/files")).json();
     assert_eq!(files[0]["filename"], "answer.txt", "{files}");
 }
