@@ -252,3 +252,30 @@ fn a_url_downloaded_before_is_not_fetched_again() {
     assert_eq!(actions(&worker), ["browser_navigate", "browser_download"], "the page opened first");
     assert!(result_text(&llm.requests()[2]).contains("already_downloaded"), "{}", result_text(&llm.requests()[2]));
 }
+
+/// A finish before anything the task asks to keep is saved is answered once with what to call
+/// first (the answer was known; answer.txt was never written); the second finish is honoured.
+#[test]
+fn a_finish_before_the_deliverable_is_sent_back_once() {
+    let script = vec![
+        tool("finish_task", json!({"summary": "The link is Next."})),
+        tools(
+            None,
+            &[
+                ("save_file", json!({"filename": "answer.txt", "content": "Next"})),
+                ("finish_task", json!({"summary": "Saved it."})),
+            ],
+        ),
+    ];
+    let dir = TempDir::new("finish-early");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let body =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"});
+    let id = create_session(&c, body);
+    assert_eq!(wait_status(&c, &id, "finished")["summary"], "Saved it.");
+    let first = result_text(&llm.requests()[1]);
+    assert!(first.contains("Not finished") && first.contains("save_file"), "{first}");
+    assert_eq!(c.get(&format!("/sessions/{id}/files")).json()[0]["filename"], "answer.txt");
+}

@@ -57,6 +57,8 @@ pub(super) struct FocusState {
     page_was_new: Option<bool>,
     /// Sign-in forms pointed out so far (`with_login_hint`).
     login_hints: u32,
+    /// A finish before the deliverable existed was answered once (`premature_finish`).
+    finish_held: bool,
     /// The constrained call after the session got stuck was made.
     pub delivery_tried: bool,
     /// The focus of the turn being made.
@@ -264,6 +266,11 @@ impl Agent {
         if self.record.mode == Mode::Explore || !self.runner.deliverable_files().is_empty() {
             return finish;
         }
+        self.task_deliverable().unwrap_or(finish)
+    }
+
+    /// The tool the task's words point at for what it asks to keep, if any.
+    fn task_deliverable(&self) -> Option<Tool> {
         let task = self.record.instruction.as_deref().unwrap_or("").to_lowercase();
         let names_file = task.split_whitespace().any(|w| {
             let w = w.trim_end_matches(|c: char| !c.is_alphanumeric());
@@ -277,7 +284,27 @@ impl Agent {
             (names_file || task.contains("save"), Tool::SaveFile),
         ];
         let listed = |t: Tool| self.offered.contains(&t) && !self.hidden.contains(&t);
-        candidates.into_iter().find(|(yes, t)| *yes && listed(*t)).map_or(finish, |(_, t)| t)
+        candidates.into_iter().find(|(yes, t)| *yes && listed(*t)).map(|(_, t)| t)
+    }
+
+    /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`
+    /// never written): not run, once; the model is told what to call first.
+    pub(super) fn premature_finish(&mut self, name: &str) -> Option<super::dispatch::ToolOutcome> {
+        if name != Tool::FinishTask.name() || self.focus.finish_held || !self.runner.deliverable_files().is_empty() {
+            return None;
+        }
+        let needed = self.task_deliverable().filter(|t| *t != Tool::WriteFile)?;
+        self.focus.finish_held = true;
+        self.runner.log(
+            crate::protocol::LogKind::System,
+            "finish_task not run: nothing the task asks for is saved",
+            None,
+        );
+        Some(super::dispatch::ToolOutcome::error(format!(
+            "Not finished: the task asks you to keep something, and no file is saved yet. Call {} first with what \
+             you found, then finish_task.",
+            needed.name()
+        )))
     }
 
     /// A call this turn's focus does not offer: not run, and the model is told what is.

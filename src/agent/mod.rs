@@ -323,6 +323,8 @@ impl Agent {
                 held
             } else if let Some(refused) = self.refused(&name) {
                 refused
+            } else if let Some(held) = self.premature_finish(&name) {
+                held
             } else {
                 self.run_tool(&name, &input)
             };

@@ -122,8 +122,12 @@ pub fn parse(text: &str, tools: &[ToolDef]) -> Result<Action, String> {
             check_call(&tool, &args, tools)?;
             Ok(Action::Tool { tool, args })
         }
+        // A small model's `complete` may carry its words in `thinking` only: ending on that beats
+        // ending the session on a missing field.
         "complete" | "respond" => Ok(Action::Complete {
-            message: text_field(map, "message").ok_or("`complete` needs a non-empty `message`")?,
+            message: text_field(map, "message")
+                .or_else(|| map.get("thinking").and_then(Value::as_object).and_then(|t| text_field(t, "observation")))
+                .unwrap_or_else(|| "Done.".to_string()),
         }),
         "ask_user" => Ok(Action::AskUser {
             question: text_field(map, "question").ok_or("`ask_user` needs a non-empty `question`")?,
@@ -193,6 +197,10 @@ mod tests {
         assert!(parse(r#"{"action":"next_step","message":"hi"}"#, &t).unwrap_err().contains("needs a `tool`"));
         assert!(parse(r#"{"action":"dance"}"#, &t).unwrap_err().contains("unknown action"));
         assert!(parse(r#"{"thinking":{}}"#, &t).unwrap_err().contains("no `action`"));
-        assert!(parse(r#"{"action":"complete","message":"  "}"#, &t).unwrap_err().contains("non-empty"));
+        assert!(
+            matches!(parse(r#"{"action":"complete","message":"  "}"#, &t), Ok(Action::Complete { message }) if message == "Done.")
+        );
+        let said = r#"{"action":"complete","thinking":{"observation":"It is Lyon."}}"#;
+        assert!(matches!(parse(said, &t), Ok(Action::Complete { message }) if message == "It is Lyon."));
     }
 }
