@@ -245,7 +245,9 @@ impl Agent {
         let (listed, unlisted): (Vec<_>, Vec<_>) =
             self.offered.iter().zip(&self.tools).partition(|(t, _)| listed_now(t));
         let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
-        (defs(listed), defs(unlisted))
+        // On the last chance nothing else is accepted either (JSON mode then corrects the reply).
+        let unlisted = if deliver.is_some() { Vec::new() } else { defs(unlisted) };
+        (defs(listed), unlisted)
     }
 
     /// What this turn requires: nothing (open), a call (act), or on the last chance the call of
