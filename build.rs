@@ -1,9 +1,29 @@
 //! Build script: embeds the git commit the binaries are built from as `AC_GIT_COMMIT` (for
 //! `agent-controller --version`), from `$AC_GIT_COMMIT` when set (source tarballs, CI) or
 //! `git rev-parse`. No git, no repository: the version says "commit unknown". Reruns only when
-//! HEAD or the branch it points to moves.
+//! HEAD or the branch it points to moves. Also writes the web page's text files into `OUT_DIR`
+//! as the binary carries them: without indentation, blank lines and whole-line `//` comments
+//! (the sources stay readable; the daemon's binary is 5.6 KB smaller).
 
+use std::path::{Path, PathBuf};
 use std::process::Command;
+
+/// The web page's text files (`src/http/web/assets/`), trimmed into `OUT_DIR`. None has a
+/// multi-line string or `<pre>`, where leading spaces would matter.
+fn trim_web_assets() {
+    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
+    for name in ["index.html", "dom.js", "app.js", "app.css"] {
+        let src = Path::new("src/http/web/assets").join(name);
+        println!("cargo:rerun-if-changed={}", src.display());
+        let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));
+        let js = name.ends_with(".js");
+        let kept: Vec<&str> =
+            text.lines().map(str::trim_start).filter(|l| !(l.is_empty() || js && l.starts_with("//"))).collect();
+        if let Err(e) = std::fs::write(out.join(name), kept.join("\n") + "\n") {
+            panic!("{name}: {e}");
+        }
+    }
+}
 
 fn git(args: &[&str]) -> Option<String> {
     let out = Command::new("git").args(args).output().ok()?;
@@ -12,6 +32,7 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 fn main() {
+    trim_web_assets();
     println!("cargo:rerun-if-env-changed=AC_GIT_COMMIT");
     let commit = std::env::var("AC_GIT_COMMIT")
         .ok()

@@ -22,7 +22,7 @@
 
 use super::Agent;
 use crate::config::Vision;
-use crate::llm::{Block, Message, Required, Role, ToolDef};
+use crate::llm::{Block, Message, Role, ToolDef};
 use crate::protocol::tools::Tool;
 use crate::protocol::{Mode, SessionRecord, SessionType};
 use serde_json::json;
@@ -250,14 +250,10 @@ impl Agent {
         (defs(listed), unlisted)
     }
 
-    /// What this turn requires: nothing (open), a call (act), or on the last chance the call of
-    /// the one tool that delivers what the task asks for.
-    pub(super) fn required_call(&self) -> Required {
-        match self.focus.turn {
-            Focus::Open => Required::No,
-            Focus::Act => Required::Any,
-            Focus::Deliver => Required::Tool(self.deliverable().name()),
-        }
+    /// Whether this turn requires a tool call: a focused one does (on the last chance the one
+    /// tool listed, the one that delivers what the task asks for).
+    pub(super) fn required_call(&self) -> bool {
+        self.focus.turn != Focus::Open
     }
 
     /// The tool that delivers what the task asks for, from its words: with files saved (or in

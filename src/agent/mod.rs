@@ -281,9 +281,9 @@ impl Agent {
         };
         match self.provider.complete(&request, self.runner.stop_signal()) {
             // A server that refuses to be made to call a tool is asked again without it.
-            Err(LlmError::Rejected(m)) if require_tool != llm::Required::No => {
+            Err(LlmError::Rejected(m)) if require_tool => {
                 self.runner.log(LogKind::System, &format!("the endpoint refused a required tool call: {m}"), None);
-                request.require_tool = llm::Required::No;
+                request.require_tool = false;
                 self.provider.complete(&request, self.runner.stop_signal())
             }
             other => other,

@@ -79,15 +79,8 @@ impl Anthropic {
                 out.push(b'}');
             }
         }
-        match request.require_tool {
-            _ if request.tools.is_empty() => {}
-            super::Required::No => {}
-            super::Required::Any => out.extend_from_slice(b",\"tool_choice\":{\"type\":\"any\"}"),
-            super::Required::Tool(name) => {
-                out.extend_from_slice(b",\"tool_choice\":{\"type\":\"tool\",\"name\":");
-                put(&mut out, name);
-                out.push(b'}');
-            }
+        if request.require_tool && !request.tools.is_empty() {
+            out.extend_from_slice(b",\"tool_choice\":{\"type\":\"any\"}");
         }
         out.push(b'}');
         out
@@ -245,7 +238,7 @@ mod tests {
             system: "sys",
             tools: &tools,
             unlisted: &[],
-            require_tool: crate::llm::Required::No,
+            require_tool: false,
             messages: &messages,
             max_tokens: 7,
         };

@@ -54,13 +54,8 @@ impl Gemini {
                 .map(|t| json!({"name": t.name, "description": t.description, "parameters": gemini_schema(&t.input_schema)}))
                 .collect();
             body["tools"] = json!([{"functionDeclarations": declarations}]);
-            match request.require_tool {
-                super::Required::No => {}
-                super::Required::Any => body["toolConfig"] = json!({"functionCallingConfig": {"mode": "ANY"}}),
-                super::Required::Tool(name) => {
-                    body["toolConfig"] =
-                        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": [name]}});
-                }
+            if request.require_tool {
+                body["toolConfig"] = json!({"functionCallingConfig": {"mode": "ANY"}});
             }
         }
         if let Some(t) = self.temperature {

@@ -101,9 +101,9 @@ pub struct Request<'a> {
     pub tools: &'a [ToolDef],
     /// Tools the model is not shown but may call by name (JSON action mode accepts them too).
     pub unlisted: &'a [ToolDef],
-    /// The reply must call a tool (the provider's tool choice): the turns that ask the model to
-    /// act or deliver.
-    pub require_tool: Required,
+    /// The reply must call one of `tools` (Anthropic `tool_choice: any`, OpenAI `required`,
+    /// Gemini `ANY`): the turns that ask the model to act or deliver.
+    pub require_tool: bool,
     pub messages: &'a [Message],
     pub max_tokens: u32,
 }
@@ -111,22 +111,13 @@ pub struct Request<'a> {
 impl<'a> Request<'a> {
     /// A request without tools: a report, a summary, a validator's verdict.
     pub fn plain(system: &'a str, messages: &'a [Message], max_tokens: u32) -> Request<'a> {
-        Request { system, tools: &[], unlisted: &[], require_tool: Required::No, messages, max_tokens }
+        Request { system, tools: &[], unlisted: &[], require_tool: false, messages, max_tokens }
     }
 
     /// Every tool a reply may call: those listed, then the unlisted ones.
     pub fn known_tools(&self) -> Vec<ToolDef> {
         self.tools.iter().chain(self.unlisted).cloned().collect()
     }
-}
-
-/// Whether a reply must call a tool: no, any of the listed ones (Anthropic `tool_choice: any`,
-/// OpenAI `required`, Gemini `ANY`), or this one (by name).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Required {
-    No,
-    Any,
-    Tool(&'static str),
 }
 
 /// Why the model stopped, in terms every wire format maps onto.

@@ -69,12 +69,8 @@ impl OpenAi {
                 })
                 .collect();
             body["tools"] = Value::Array(tools);
-            match request.require_tool {
-                super::Required::No => {}
-                super::Required::Any => body["tool_choice"] = json!("required"),
-                super::Required::Tool(name) => {
-                    body["tool_choice"] = json!({"type": "function", "function": {"name": name}});
-                }
+            if request.require_tool {
+                body["tool_choice"] = json!("required");
             }
         }
         body
@@ -246,14 +242,7 @@ mod tests {
     use crate::llm::ToolDef;
 
     fn request<'a>(messages: &'a [Message], tools: &'a [ToolDef]) -> Request<'a> {
-        Request {
-            system: "sys",
-            tools,
-            unlisted: &[],
-            require_tool: crate::llm::Required::No,
-            messages,
-            max_tokens: 100,
-        }
+        Request { system: "sys", tools, unlisted: &[], require_tool: false, messages, max_tokens: 100 }
     }
 
     #[test]
@@ -307,7 +296,7 @@ mod tests {
         let msgs = [Message::user(vec![Block::text("go")])];
         let plain = OpenAi::new(transport(), "http://x", Secret::default(), "m").body(&request(&msgs, &tools));
         assert!(plain.get("temperature").is_none() && plain.get("tool_choice").is_none(), "{plain}");
-        let req = Request { require_tool: crate::llm::Required::Any, ..request(&msgs, &tools) };
+        let req = Request { require_tool: true, ..request(&msgs, &tools) };
         let body = OpenAi::new(transport(), "http://x", Secret::default(), "m").with_temperature(Some(0.0)).body(&req);
         assert_eq!((body["temperature"].clone(), body["tool_choice"].clone()), (json!(0.0), json!("required")));
     }

@@ -74,7 +74,7 @@ pub fn probe(endpoint: &Endpoint, config: &Config) -> Found {
         system: "You answer by calling tools.",
         tools: &tools,
         unlisted: &[],
-        require_tool: super::Required::No,
+        require_tool: false,
         messages: &ask,
         max_tokens: 200,
     };

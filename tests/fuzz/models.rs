@@ -135,7 +135,7 @@ fn fuzz_model_replies() {
         system: "s",
         tools: &tools,
         unlisted: &[],
-        require_tool: agent_controller::llm::Required::No,
+        require_tool: false,
         messages: &messages,
         max_tokens: 100,
     };

@@ -21,12 +21,13 @@ pub const CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; 
 connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'; \
 require-trusted-types-for 'script'";
 
-/// (name under `/web/`, content type, contents); `index.html` is also `/`.
+/// (name under `/web/`, content type, contents); `index.html` is also `/`. The text files are
+/// carried as `build.rs` trims them (no indentation, blank lines or whole-line `//` comments).
 const ASSETS: &[(&str, &str, &str)] = &[
-    ("index.html", "text/html; charset=utf-8", include_str!("assets/index.html")),
-    ("dom.js", "text/javascript; charset=utf-8", include_str!("assets/dom.js")),
-    ("app.js", "text/javascript; charset=utf-8", include_str!("assets/app.js")),
-    ("app.css", "text/css; charset=utf-8", include_str!("assets/app.css")),
+    ("index.html", "text/html; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/index.html"))),
+    ("dom.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/dom.js"))),
+    ("app.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.js"))),
+    ("app.css", "text/css; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.css"))),
     ("icon.svg", "image/svg+xml", include_str!("assets/icon.svg")),
 ];
 
