@@ -81,20 +81,12 @@ fn help(parsed: &Parsed) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The file named by `--config` (which must exist), else `config.yaml` if there is one.
-fn load_config(named: Option<PathBuf>) -> (PathBuf, Result<Config, agent_controller::config::ConfigError>) {
-    let required = named.is_some();
-    let path = named.unwrap_or_else(|| PathBuf::from("config.yaml"));
-    let loaded = Config::load(&path, required);
-    (path, loaded)
-}
-
 /// `config check [--config FILE]`: validate, then print the effective values, secrets masked.
 fn config_check(parsed: &Parsed) -> ExitCode {
     if parsed.free[0] != "check" {
         return usage(&format!("unknown config command {:?}; say `config check`", parsed.free[0]));
     }
-    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
+    let (path, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
     let config = match loaded.and_then(|c| c.validate().map(|()| c)) {
         Ok(c) => c,
         Err(e) => return usage(&format!("{}: {e}", path.display())),
@@ -164,7 +156,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
         return Err(Failure::Usage(format!("unexpected arguments: {rest:?} (see --help)")));
     }
 
-    let (_, loaded) = load_config(config_path);
+    let (_, loaded) = Config::load_named(config_path);
     let mut config = loaded.map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(h) = host {
         config.server.host = h;

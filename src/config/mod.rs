@@ -333,6 +333,15 @@ impl Config {
         })
     }
 
+    /// The file `--config` named (which must exist), else `config.yaml` if there is one: its
+    /// path and what `load` made of it.
+    pub fn load_named(named: Option<PathBuf>) -> (PathBuf, Result<Config, ConfigError>) {
+        let required = named.is_some();
+        let path = named.unwrap_or_else(|| PathBuf::from("config.yaml"));
+        let loaded = Config::load(&path, required);
+        (path, loaded)
+    }
+
     /// Read the file (a missing file is an error when it was asked for by name) and apply the
     /// environment. The caller validates once command-line overrides are in.
     pub fn load(path: &Path, required: bool) -> Result<Config, ConfigError> {

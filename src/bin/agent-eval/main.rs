@@ -28,21 +28,13 @@ fn usage(message: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
-/// The file named by `--config` (which must exist), else `config.yaml` if there is one.
-fn load_config(named: Option<PathBuf>) -> (PathBuf, Result<Config, agent_controller::config::ConfigError>) {
-    let required = named.is_some();
-    let path = named.unwrap_or_else(|| PathBuf::from("config.yaml"));
-    let loaded = Config::load(&path, required);
-    (path, loaded)
-}
-
 /// `eval`: the eval's tasks on a model, through a daemon, site and worker of its own.
 fn eval(parsed: &Parsed) -> ExitCode {
     if parsed.value("--list").is_some() || parsed.options.iter().any(|(n, _)| *n == "--list") {
         print!("{}", agent_controller::eval::task_list());
         return ExitCode::SUCCESS;
     }
-    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
+    let (path, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
     match loaded {
         Ok(config) => ExitCode::from(agent_controller::eval::command(parsed, config)),
         Err(e) => usage(&format!("{}: {e}", path.display())),
@@ -51,7 +43,7 @@ fn eval(parsed: &Parsed) -> ExitCode {
 
 /// `probe`: what an endpoint's model can do, kept for `tool_mode: auto` and `vision: auto`.
 fn probe(parsed: &Parsed) -> ExitCode {
-    let (path, loaded) = load_config(parsed.value("--config").map(PathBuf::from));
+    let (path, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
     let config = match loaded {
         Ok(c) => c,
         Err(e) => return usage(&format!("{}: {e}", path.display())),
