@@ -262,13 +262,28 @@ impl Agent {
 
     fn call_model(&mut self) -> Result<Reply, LlmError> {
         self.compact_if_needed()?;
-        let max_tokens = self.max_tokens;
-        let mut messages = self.context().into_owned();
-        // The recital closes the view (never the journal): the task is what the model reads last.
-        match messages.last_mut() {
-            Some(last) if last.role == Role::User => last.content.push(Block::text(self.recital())),
-            _ => messages.push(Message::user(vec![Block::text(self.recital())])),
+        // The recital closes the view, never the journal: added to our last message (always ours
+        // before a call) for this call only, so the conversation is not copied each turn.
+        let recital = Block::text(self.recital());
+        let added = match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => {
+                last.content.push(recital);
+                true
+            }
+            _ => false,
+        };
+        let reply = self.send_view();
+        if added {
+            if let Some(last) = self.messages.last_mut() {
+                last.content.pop();
+            }
         }
+        reply
+    }
+
+    /// One model call over the current view, with this turn's tools.
+    fn send_view(&self) -> Result<Reply, LlmError> {
+        let messages = self.context();
         let (tools, unlisted) = self.turn_tools();
         let require_tool = self.required_call();
         let mut request = Request {
@@ -277,7 +292,7 @@ impl Agent {
             unlisted: &unlisted,
             require_tool,
             messages: &messages,
-            max_tokens,
+            max_tokens: self.max_tokens,
         };
         match self.provider.complete(&request, self.runner.stop_signal()) {
             // A server that refuses to be made to call a tool is asked again without it.
