@@ -333,13 +333,10 @@ impl Config {
         })
     }
 
-    /// The file `--config` named (which must exist), else `config.yaml` if there is one: its
-    /// path and what `load` made of it.
+    /// The file `--config` named (which must exist), else `config.yaml`, and what `load` made of it.
     pub fn load_named(named: Option<PathBuf>) -> (PathBuf, Result<Config, ConfigError>) {
-        let required = named.is_some();
-        let path = named.unwrap_or_else(|| PathBuf::from("config.yaml"));
-        let loaded = Config::load(&path, required);
-        (path, loaded)
+        let path = named.clone().unwrap_or_else(|| PathBuf::from("config.yaml"));
+        (path.clone(), Config::load(&path, named.is_some()))
     }
 
     /// Read the file (a missing file is an error when it was asked for by name) and apply the
