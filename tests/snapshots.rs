@@ -1,7 +1,8 @@
 //! Page snapshots and honest tool results, through the real controller, agent-worker and
 //! headless Chromium on a site served on loopback: what a snapshot shows and hides, acting by
 //! `ref=`, stale refs, a 404, a wrong selector answered with the page, the wrong kind of
-//! element, a download that is an HTML page, and a PDF printed after a wait that timed out.
+//! element, a download that is an HTML page, a PDF printed after a wait that timed out, and
+//! clicks that cannot do what a model expects (a select, a form the browser will not send).
 
 use crate::support::site::Site;
 use crate::support::worker::{RealWorker, have_chromium};
@@ -127,4 +128,41 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(pdf["warning"].as_str().unwrap().contains("printed as it was"), "{pdf}");
     assert!(t.elapsed() < Duration::from_secs(25), "{:?}", t.elapsed());
     assert!(d.client().get(&format!("/sessions/{id}/files/snap.pdf")).body.starts_with(b"%PDF"));
+}
+
+/// A click that would do nothing a model expects says why: a select does not choose, a form the
+/// browser will not send names the fields in the way (by ref), a text field says how to type.
+#[test]
+fn clicks_say_what_they_cannot_do() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("clicks");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "click-box", "browser");
+    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "send"}));
+    let (r, _done) = test_agent.next();
+
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    let (name, email, send) =
+        (ref_of(&snap, "\"Your name\""), ref_of(&snap, "input email"), ref_of(&snap, "button \"Send\""));
+    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    assert!(e.contains("the form was not sent") && e.contains(&format!("[{name}] \"Your name\"")), "{e}");
+    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "select"))}));
+    assert!(e.contains("a click does not choose") && e.contains("browser_select_option") && e.contains("Green"), "{e}");
+    let clicked = cmd(&r, "browser_click", json!({"selector": format!("ref={name}")}));
+    assert!(clicked["next"].as_str().unwrap().contains("browser_type"), "{clicked}");
+    // A field's name where a ref was meant still finds it.
+    cmd(&r, "browser_fill_form", json!({"fields": [{"selector": "ref=name", "value": "Zoe"}]}));
+    let e = cmd_err(&r, "browser_fill_form", json!({"fields": [{"selector": "ref=phone", "value": "1"}]}));
+    assert!(e.contains("no element has the ref, name or id `phone`"), "{e}");
+    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "not an address"}));
+    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    assert!(e.contains(&format!("[{email}] \"Email\"")) && !e.contains("Your name"), "{e}");
+    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
+    let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
 }

@@ -194,6 +194,14 @@ impl Site {
                             form_value(&body, "gift")
                         ),
                     )),
+                    // A form the browser will not send while a required field is empty.
+                    ("GET", "/required") => html(page(
+                        "Contact",
+                        r#"<form method="post" action="/submit"><label>Your name <input name="name" required></label>
+                        <label>Email <input type="email" name="email"></label>
+                        <select name="color"><option value="r">Red</option><option value="g">Green</option></select>
+                        <button>Send</button></form>"#,
+                    )),
                     // The order form, changed: its first field is another one (for replays).
                     ("GET", "/form2") => html(page(
                         "Order",

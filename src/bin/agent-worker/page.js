@@ -60,6 +60,13 @@ if (!window.__ac) { window.__ac = (() => {
     if (!sel) throw new Error("empty selector");
     let m = sel.match(/^\[?(?:ref\s*=\s*)?(e\d+)\]?$/i);
     if (m && (/ref/i.test(sel) || refs.byRef.has(m[1].toLowerCase()) || !document.querySelector(m[1]))) return [byRef(m[1].toLowerCase())];
+    // A field's name or id where a ref was meant (the snapshot shows `name=email` beside the ref).
+    m = sel.match(/^(?:ref|name)\s*=\s*["']?([\w.:-]+)["']?$/i);
+    if (m) {
+      const named = Array.from(document.getElementsByName(m[1])), byId = document.getElementById(m[1]);
+      if (named.length || byId) return named.length ? named : [byId];
+      throw new Error("no element has the ref, name or id `" + m[1] + "`" + hint(sel));
+    }
     m = sel.match(/^text=(.*)$/s);
     if (m) {
       let want = norm(m[1].replace(/^["']|["']$/g, ""));
@@ -177,6 +184,31 @@ if (!window.__ac) { window.__ac = (() => {
     }
     return {x, y, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
   }
+  // A click on `sel`, aimed; refused where it would do nothing a model expects: on a select (a
+  // click does not choose) or on a submit button whose form the browser will not send (a
+  // required field empty, an email that is not one), naming those fields by ref.
+  function aim(sel) {
+    const el = find(sel);
+    if (el.tagName === "SELECT") {
+      const opts = Array.from(el.options).slice(0, 12).map(o => norm(o.text)).join(", ");
+      throw new Error("`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + opts);
+    }
+    const bad = unsent(el);
+    if (bad.length) throw new Error("the form was not sent: " + bad.join("; ") + ". Fill these first (browser_fill_form or browser_type), then click `" + sel + "` again");
+    const at = center(el);
+    if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
+    return at;
+  }
+  function unsent(el) {
+    const b = el.closest("button,input");
+    const form = b && b.form;
+    const submits = form && (b.tagName === "BUTTON" ? b.type === "submit" : b.type === "submit" || b.type === "image");
+    if (!submits || form.noValidate || b.formNoValidate) return [];
+    return Array.from(form.elements).filter(f => f.willValidate && !f.checkValidity()).slice(0, 8).map(f => {
+      const r = refs.byEl.get(f);
+      return (r ? "[" + r + "] " : "") + JSON.stringify(labelFor(f) || f.name || f.type) + ": " + f.validationMessage;
+    });
+  }
   const BUTTONISH = new Set(["submit", "button", "reset", "image", "checkbox", "radio", "file", "hidden", "range", "color"]);
   const takesText = el => el.isContentEditable || el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && !BUTTONISH.has(el.type));
   // What an element is, and which tool acts on it: for a call that used the wrong kind.
@@ -288,7 +320,7 @@ if (!window.__ac) { window.__ac = (() => {
     return {url: location.href, title: String(document.title || ""), ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {find, findAll, glance, outline, center, focusForTyping, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
+  return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
           norm, visible, labelFor, refState,
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

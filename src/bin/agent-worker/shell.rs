@@ -173,11 +173,25 @@ fn command_result(
     result
 }
 
+/// A path that cannot be opened; where it does not exist, how to look for it (models guess paths).
+fn not_found(path: &str, e: std::io::Error) -> WorkerError {
+    let missing = e.kind() == std::io::ErrorKind::NotFound;
+    let err = WorkerError::io(format!("cannot open `{path}`"), e);
+    let name = std::path::Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned());
+    let dir = std::path::Path::new(path).ancestors().skip(1).find(|d| d.is_dir());
+    match (missing, name, dir) {
+        (true, Some(name), Some(dir)) => {
+            err.noted(format!("to look for it: run_command `find {} -name '{name}'`", dir.display()))
+        }
+        _ => err,
+    }
+}
+
 fn read_file(p: &Value) -> Result<Value, WorkerError> {
     let path = required_str(p, "path")?;
     let cap = p["max_bytes"].as_u64().unwrap_or(READ_CAP).clamp(1, 4 * READ_CAP);
     // Only regular files: a FIFO or a device would block or never end.
-    let meta = std::fs::metadata(path).map_err(|e| WorkerError::io(format!("cannot open `{path}`"), e))?;
+    let meta = std::fs::metadata(path).map_err(|e| not_found(path, e))?;
     if !meta.is_file() {
         return Err(WorkerError::bad(format!("`{path}` is not a regular file")));
     }

@@ -194,13 +194,17 @@ impl Browser {
     }
 
     pub(super) fn click(&mut self, selector: &str) -> Result<Value, WorkerError> {
-        let c = self.eval(&format!("__ac.center(__ac.find({}))", js(selector)))?;
+        let c = self.eval(&format!("__ac.aim({})", js(selector)))?;
         self.mouse("mouseMoved", &c, 0)?;
         self.mouse("mousePressed", &c, 1)?;
         self.mouse("mouseReleased", &c, 1)?;
         self.settle()?;
         let info = self.eval("__ac.info()")?;
-        Ok(json!({"clicked": c["tag"], "text": c["text"], "url": info["url"], "title": info["title"]}))
+        let mut done = json!({"clicked": c["tag"], "text": c["text"], "url": info["url"], "title": info["title"]});
+        if let Some(next) = c["next"].as_str() {
+            done["next"] = next.into();
+        }
+        Ok(done)
     }
 
     /// Poll until `selector` matches or `text` is on the page, up to `timeout`.
