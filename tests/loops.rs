@@ -104,7 +104,7 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     assert_eq!(reqs[3].body["tool_choice"], json!({"type": "any"}), "a tool call is required");
     assert!(reqs[0].body.get("tool_choice").is_none());
     assert_eq!(reqs[3].tool_names(), reqs[0].tool_names(), "the same list: the prompt cache holds");
-    assert!(result_text(&reqs[4]).contains("Not run: you already have this page"), "{}", result_text(&reqs[4]));
+    assert!(result_text(&reqs[4]).contains("Not run. You already have this page"), "{}", result_text(&reqs[4]));
     // Held back twice, the session is stuck: the last chance asks for the deliverable.
     assert!(reqs[6].body["messages"].to_string().contains("Deliver now: call save_file"));
     assert_eq!(reqs[6].body["tool_choice"], json!({"type": "any"}), "a call is required");

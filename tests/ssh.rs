@@ -252,6 +252,41 @@ fn compaction_keeps_recent_steps_and_the_record_and_history_finds_what_was_compa
     assert!(log.contains("context compacted"), "{log}");
 }
 
+/// A request the server refuses as longer than the model's context is compacted down to the
+/// last step and sent once more: the session goes on instead of ending with the API's error.
+#[test]
+fn a_request_too_long_for_the_context_is_compacted_and_sent_again() {
+    let dir = TempDir::new("overflow");
+    let mut script: Vec<Step> =
+        (1..=3).map(|n| tool("run_command", json!({"command": format!("report {n}")}))).collect();
+    script.push(Step::error(400, "invalid_request_error", "prompt is too long: 9379 tokens > 8192 maximum"));
+    script.push(tool("finish_task", json!({"summary": "read three reports"})));
+    let llm = ScriptedLlm::start_full(Wire::Anthropic, "", script, Some(text("Ran reports 1 to 3; all fine.")));
+    let mut config = test_config(dir.path());
+    config.api.base_url = llm.url.clone();
+    config.api.api_key = agent_controller::util::secret::Secret::new("sk-test");
+    let d = TestDaemon::start(config.clone(), agent_controller::agent::llm_agent(&config));
+    let _worker = ScriptedWorker::start(&d.worker_client(), "box", &["shell"], false, |cmd| {
+        let n = cmd["params"]["command"].as_str().unwrap().trim_start_matches("report ").to_string();
+        json!({"success": true, "data": {"exit_code": 0, "stdout": format!("FACT-{n}\n"), "stderr": ""}})
+    });
+    let c = d.client();
+    let id =
+        create_session(&c, json!({"mode": "task", "type": "shell", "target": "box", "instruction": "read reports"}));
+    assert_eq!(ended(&c, &id)["status"], "finished");
+    llm.assert_well_formed();
+    let reqs = llm.requests();
+    let with_tools: Vec<&Recorded> = reqs.iter().filter(|r| r.body.get("tools").is_some()).collect();
+    assert_eq!(reqs.len() - with_tools.len(), 1, "one summary");
+    let (refused, again) = (with_tools[with_tools.len() - 2], with_tools[with_tools.len() - 1]);
+    let msgs = again.body["messages"].as_array().unwrap();
+    assert!(msgs[0].to_string().contains("Summary of the earlier steps"), "{}", msgs[0]);
+    assert_eq!(msgs.iter().filter(|m| m["role"] == "assistant").count(), 1, "only the last step stays");
+    assert!(msgs.len() < refused.body["messages"].as_array().unwrap().len());
+    let log = c.get(&format!("/sessions/{id}/log")).json().to_string();
+    assert!(log.contains("too long for the model's context") && log.contains("context compacted"), "{log}");
+}
+
 /// The `ssh` processes of the master connection to this test's server (our executor's child).
 fn kill_master(port: u16) {
     let pattern = format!("-p {port} .*-T -M -N");

@@ -335,7 +335,7 @@ fn shell_tools_including_killing_a_process_tree() {
     let names: Vec<&str> = list["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["a.txt", "bg.pid"]);
     let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/missing")}));
-    assert!(e.contains("cannot open") && e.contains("missing"), "{e}");
+    assert!(e.contains("cannot open") && e.contains(&format!("run_command `find {w} -name 'missing'`")), "{e}");
     // A browser command to a shell-only worker is an error, not a crash.
     let e = cmd_err(&r, "browser_navigate", json!({"url": "http://x.test"}));
     assert!(e.contains("without the browser capability"), "{e}");

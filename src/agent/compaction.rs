@@ -7,10 +7,16 @@
 //! before an assistant turn, so a call is never separated from its result and turns still
 //! alternate. Each compaction is logged with its summary; `search_history` searches the full
 //! record, so what was compacted away can be found again.
+//!
+//! The size that counts is the whole request's (system prompt, tools, messages), estimated at
+//! 4 characters a token and scaled by what the server counted for the last request: a
+//! tokenizer cuts digits, code and non-English text much finer, and a small window overflows
+//! on exactly such output. A request the server still refuses as too long is compacted down
+//! to the last step and sent once more.
 
 use super::Agent;
 use crate::config::Wire;
-use crate::llm::{Block, LlmError, Message, Request, Role};
+use crate::llm::{Block, LlmError, Message, Request, Role, TokenUsage};
 use crate::protocol::LogKind;
 use serde_json::json;
 
@@ -21,6 +27,13 @@ repetition. Write plain short lines, at most 400 words.";
 
 /// The characters of a tool result shown to the summarizer.
 const RESULT_CHARS: usize = 2000;
+
+/// What the server counted for the last request, beside our estimate of the same request.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Measured {
+    counted: u64,
+    estimated: u64,
+}
 
 /// Tokens of a message, roughly: 4 characters each, an image about 1 600.
 fn estimate(messages: &[Message]) -> u64 {
@@ -94,29 +107,69 @@ impl Agent {
         }
     }
 
+    /// The whole request's size the compaction keeps under: `agent.compact_at_tokens`, else
+    /// 70 % of the window (the rest is the reply's and the estimate's margin).
     fn compact_threshold(&self) -> u64 {
         let agent = &self.runner.config().agent;
         if agent.compact_at_tokens > 0 {
             return agent.compact_at_tokens;
         }
-        self.context_window() * 6 / 10
+        self.context_window() * 7 / 10
     }
 
-    /// Compact when the view is over the threshold. A failed summary leaves the view as it is
-    /// (the next turn tries again); only a stop is an error.
+    /// Our estimate of a request over `view`: system prompt, tool definitions and messages.
+    pub(super) fn estimate_request(&self, view: &[Message]) -> u64 {
+        let tools: usize =
+            self.tools.iter().map(|t| t.name.len() + t.description.len() + json_len(&t.input_schema)).sum();
+        estimate(view) + (self.system.len() + tools) as u64 / 4
+    }
+
+    /// The estimate scaled by the server's last count (never below 0.8 or above 4 times it).
+    fn projected(&self, view: &[Message]) -> u64 {
+        let estimate = self.estimate_request(view);
+        let Measured { counted, estimated } = self.measured;
+        if counted == 0 || estimated == 0 {
+            return estimate;
+        }
+        (estimate as f64 * (counted as f64 / estimated as f64).clamp(0.8, 4.0)) as u64
+    }
+
+    /// Remember what the server counted for a request whose estimate was `estimated`.
+    pub(super) fn calibrate(&mut self, usage: TokenUsage, estimated: u64) {
+        let counted = usage.input + usage.cache_read + usage.cache_write;
+        if counted > 0 && estimated > 0 {
+            self.measured = Measured { counted, estimated };
+        }
+    }
+
+    /// Compact when the request would pass the threshold. A failed summary leaves the view as
+    /// it is (the next turn tries again); only a stop is an error.
     pub(super) fn compact_if_needed(&mut self) -> Result<(), LlmError> {
-        let view = self.context();
-        if estimate(&view) <= self.compact_threshold() {
+        if self.projected(&self.context()) <= self.compact_threshold() {
             return Ok(());
         }
-        let replaced = self.summary.as_ref().map_or(0, |(n, _)| *n);
         let keep = self.runner.config().agent.keep_recent_steps.max(1);
+        self.compact(keep).map(|_| ())
+    }
+
+    /// The server refused a request as too long: everything but the last step goes into the
+    /// summary. Whether anything was compacted (else sending again cannot help).
+    pub(super) fn compact_after_overflow(&mut self) -> Result<bool, LlmError> {
+        self.runner.log(LogKind::System, "the request was too long for the model's context: compacting", None);
+        self.compact(1)
+    }
+
+    /// Replace everything before the `keep`-th last step by a summary. Whether it did.
+    fn compact(&mut self, keep: usize) -> Result<bool, LlmError> {
+        let replaced = self.summary.as_ref().map_or(0, |(n, _)| *n);
         // Cut before the keep-th last assistant turn of the record.
         let assistants: Vec<usize> =
             (1 + replaced..self.messages.len()).filter(|&i| self.messages[i].role == Role::Assistant).collect();
-        let Some(&cut) = assistants.len().checked_sub(keep).and_then(|i| assistants.get(i)) else { return Ok(()) };
+        let Some(&cut) = assistants.len().checked_sub(keep).and_then(|i| assistants.get(i)) else {
+            return Ok(false);
+        };
         if cut <= 1 + replaced {
-            return Ok(());
+            return Ok(false);
         }
         let mut log = String::new();
         if let Some((_, earlier)) = &self.summary {
@@ -137,7 +190,7 @@ impl Agent {
                     &format!("context compaction failed, the context stays whole: {e}"),
                     None,
                 );
-                return Ok(());
+                return Ok(false);
             }
         };
         let count = cut - 1 - replaced;
@@ -150,7 +203,7 @@ impl Agent {
             Some(json!({"summary": summary, "replaced_messages": count, "kept_steps": keep})),
         );
         self.summary = Some((cut - 1, summary));
-        Ok(())
+        Ok(true)
     }
 }
 

@@ -205,10 +205,9 @@ impl Agent {
         let task = self.task_line();
         let note = match (focus, stuck) {
             (Focus::Open, _) => return,
-            (Focus::Act, _) => format!(
-                "You already have this page: looking at it again shows nothing new. Act on it now (click, type, \
-                 download, save_file) or finish. This turn only tools that act will run. {task}"
-            ),
+            (Focus::Act, _) => {
+                format!("{}. This turn only tools that act will run. {task}", self.act_now())
+            }
             (Focus::Deliver, Some(_)) => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
                  Deliver now: call {} with what the task asks for.",
@@ -322,11 +321,30 @@ impl Agent {
             None,
         );
         let what = if self.focus.turn == Focus::Act {
-            "you already have this page: act on it (click, type, download, save_file) or finish"
+            self.act_now()
         } else {
-            "deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer"
+            "Deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer"
         };
-        Some(super::dispatch::ToolOutcome::error(format!("Not run: {what}.")))
+        Some(super::dispatch::ToolOutcome::error(format!("Not run. {what}.")))
+    }
+
+    /// What acting means in this session's kind of target (a shell's acting is a command that
+    /// computes what reading cannot: small models read a file again and again to count in it).
+    fn act_now(&self) -> &'static str {
+        match self.record.session_type {
+            SessionType::Browser => {
+                "You already have this page: looking at it again shows nothing new. Act on it now (click, type, \
+                 download, save_file) or finish"
+            }
+            SessionType::Shell => {
+                "You already have this output: reading it again shows nothing new. Act now: run_command to \
+                 compute what you need (grep -c, wc -l, awk, find), save_file the answer, or finish"
+            }
+            SessionType::App => {
+                "You already have this screen: looking at it again shows nothing new. Act on it now (click, \
+                 type_text, press_key, save_file) or finish"
+            }
+        }
     }
 
     /// The names of the tools the model is shown (for the conversation files).

@@ -226,11 +226,14 @@ impl Agent {
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
                  output first and try something different.",
             )),
-            Some((1, 1)) => outcome.content.push(Block::text(format!(
-                "This exact call gave the same result as the one before: repeating it brings nothing new. \
-                 If what you need is in it, use it now. {}",
-                self.task_line()
-            ))),
+            // The same result again is not shown again: it would only fill a small context.
+            Some((1, 1)) => {
+                outcome.content = vec![Block::text(format!(
+                    "This exact call gave the same result as the one before (not shown again): repeating it \
+                     brings nothing new. If what you need is in it, use it now. {}",
+                    self.task_line()
+                ))]
+            }
             Some((p, 1)) => outcome.content.push(Block::text(format!(
                 "Your last {} calls repeat {} with the same results.",
                 2 * p,

@@ -101,6 +101,8 @@ pub struct Agent {
     loops: loops::LoopGuard,
     /// Whether the model reads images (`vision.rs`); `auto` may turn `Off` mid-session.
     vision: crate::config::Vision,
+    /// What the server counted for the last request, to scale size estimates (`compaction.rs`).
+    measured: compaction::Measured,
     /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
     last_page: Option<String>,
     /// How much of the conversation is in the journal (`report.rs`).
@@ -164,6 +166,7 @@ impl Agent {
             last_frame: None,
             nudged: false,
             summary: None,
+            measured: compaction::Measured::default(),
             wire: endpoint.wire,
             probed_window: probed.and_then(|f| f.context_tokens),
             max_tokens: endpoint.max_tokens,
@@ -260,10 +263,21 @@ impl Agent {
         if calls.is_empty() { self.no_tool_calls(&reply) } else { self.run_calls(calls) }
     }
 
+    /// One model call; a request the server refuses as too long for its context is compacted
+    /// down to the last step and sent once more.
     fn call_model(&mut self) -> Result<Reply, LlmError> {
         self.compact_if_needed()?;
-        // The recital closes the view, never the journal: added to our last message (always ours
-        // before a call) for this call only, so the conversation is not copied each turn.
+        match self.call_with_recital() {
+            Err(LlmError::Rejected(m)) if llm::context_exceeded(&m) && self.compact_after_overflow()? => {
+                self.call_with_recital()
+            }
+            other => other,
+        }
+    }
+
+    /// The recital closes the view, never the journal: added to our last message (always ours
+    /// before a call) for this call only, so the conversation is not copied each turn.
+    fn call_with_recital(&mut self) -> Result<Reply, LlmError> {
         let recital = Block::text(self.recital());
         let added = match self.messages.last_mut() {
             Some(last) if last.role == Role::User => {
@@ -273,6 +287,10 @@ impl Agent {
             _ => false,
         };
         let reply = self.send_view();
+        if let Ok(r) = &reply {
+            let estimated = self.estimate_request(&self.context());
+            self.calibrate(r.usage, estimated);
+        }
         if added {
             if let Some(last) = self.messages.last_mut() {
                 last.content.pop();
@@ -296,7 +314,7 @@ impl Agent {
         };
         match self.provider.complete(&request, self.runner.stop_signal()) {
             // A server that refuses to be made to call a tool is asked again without it.
-            Err(LlmError::Rejected(m)) if require_tool => {
+            Err(LlmError::Rejected(m)) if require_tool && !llm::context_exceeded(&m) => {
                 self.runner.log(LogKind::System, &format!("the endpoint refused a required tool call: {m}"), None);
                 request.require_tool = false;
                 self.provider.complete(&request, self.runner.stop_signal())

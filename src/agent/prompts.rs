@@ -95,7 +95,8 @@ was done and what failed.\n\n{ON_FAILURE}",
         (Mode::Task, SessionType::Shell) => format!(
             "You carry out a task on a machine through a shell for the user.\n\n\
 First look with read-only commands (ls, cat, uname). Keep commands non-interactive (add -y, no pagers or \
-editors); set timeout_s for long ones.\n\
+editors); set timeout_s for long ones. Let commands count, add up and search for you (grep -c, wc -l, awk, \
+find) instead of reading whole files: their output is exact.\n\
 {confirm}Save results with save_file. When done, or when it cannot be done, call finish_task once with what \
 was done and what failed.\n\n{ON_FAILURE}",
             confirm = confirm_line(record)

@@ -175,6 +175,16 @@ impl fmt::Display for LlmError {
     }
 }
 
+/// Whether an API's error says the request is longer than the model's context (llama.cpp's
+/// "exceeds the available context size", OpenAI's "maximum context length", Anthropic's
+/// "prompt is too long"…): compacting can help, sending it again as it is cannot.
+pub fn context_exceeded(message: &str) -> bool {
+    let m = message.to_ascii_lowercase();
+    ["context size", "context length", "context window", "prompt is too long", "too many tokens", "input is too long"]
+        .iter()
+        .any(|w| m.contains(w))
+}
+
 /// Whether an API's error says the model cannot take images (llama.cpp's "image input is not
 /// supported", OpenAI's "image_url is only supported by certain models", "not a multimodal
 /// model"…): retrying the same request cannot help, dropping its images can.
@@ -243,4 +253,19 @@ pub fn provider_for(endpoint: &Endpoint, config: &Config) -> Result<Arc<dyn Prov
         ToolMode::Json => Arc::new(json_mode::JsonActions::new(native)),
         ToolMode::Native | ToolMode::Auto => native,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn context_overflow_is_recognized_in_each_servers_words() {
+        for m in [
+            "request (9379 tokens) exceeds the available context size (8192 tokens), try increasing it",
+            "This model's maximum context length is 8192 tokens. However, your messages resulted in 9000 tokens.",
+            "prompt is too long: 210000 tokens > 200000 maximum",
+        ] {
+            assert!(super::context_exceeded(m), "{m}");
+        }
+        assert!(!super::context_exceeded("invalid x-api-key"));
+    }
 }

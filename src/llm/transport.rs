@@ -83,7 +83,10 @@ impl Transport {
                 Attempt::Done(200, _, text) => return Ok(text),
                 Attempt::Done(status, headers, text) => {
                     let message = (call.describe)(status, &text);
-                    let final_ = (call.is_final)(status, &text) || super::images_unsupported(&text);
+                    // Sent again as it is, a request a model cannot take fails the same way.
+                    let final_ = (call.is_final)(status, &text)
+                        || super::images_unsupported(&text)
+                        || super::context_exceeded(&text);
                     if final_ || !should_retry(status, &headers) {
                         return Err(LlmError::Rejected(message));
                     }
