@@ -92,8 +92,8 @@ pub struct AgentConfig {
     pub max_tool_output_chars: usize,
     /// The longest page snapshot the worker returns, in characters.
     pub snapshot_chars: usize,
-    /// Compact the model's working context past this many (estimated) tokens; 0 = 60 % of
-    /// the context window.
+    /// Compact the model's working context when a request would pass this many tokens
+    /// (estimated, scaled by the server's last count); 0 = 70 % of the context window.
     pub compact_at_tokens: u64,
     /// The model's context window; 0 = its provider's usual (Anthropic 200 000, OpenAI-compatible
     /// 128 000, Gemini 1 000 000).
