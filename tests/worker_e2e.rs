@@ -94,6 +94,14 @@ fn every_browser_tool_through_controller_and_worker() {
     assert_eq!(table["csv"], "Plan,Price\nBasic,10\n\"Pro, yearly\",99\n");
     let table = cmd(&r, "browser_scrape_table", json!({"selector": "#prices", "format": "json"}));
     assert_eq!(table["data"][1], json!({"Plan": "Pro, yearly", "Price": "99"}));
+    // With a filename the table becomes the session's file, not a result to copy.
+    let saved = cmd(&r, "browser_scrape_table", json!({"selector": "#prices", "filename": "prices"}));
+    assert_eq!((saved["rows"].as_u64(), saved["columns"].as_u64()), (Some(3), Some(2)), "{saved}");
+    assert!(saved.get("csv").is_none(), "{saved}");
+    assert_eq!(
+        d.client().get(&format!("/sessions/{id}/files/prices.csv")).body,
+        b"Plan,Price\nBasic,10\n\"Pro, yearly\",99\n"
+    );
     let texts = cmd(
         &r,
         "browser_scrape_text",

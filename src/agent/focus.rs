@@ -278,6 +278,7 @@ impl Agent {
             (shell && (task.contains("create") || task.contains("write")), Tool::WriteFile),
             (task.contains("pdf") && !task.contains("download"), Tool::BrowserSaveAsPdf),
             (task.contains("download"), Tool::BrowserDownload),
+            (names_file && task.contains("table"), Tool::BrowserScrapeTable),
             (names_file || task.contains("save"), Tool::SaveFile),
         ];
         let listed = |t: Tool| self.offered.contains(&t) && !self.hidden.contains(&t);

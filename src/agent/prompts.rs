@@ -76,7 +76,7 @@ finish_exploration once, with a summary and a markdown report.\n\n{ON_FAILURE}"
 {first}\n\
 Then act on what the snapshot shows: browser_click, browser_type, browser_fill_form, browser_select_option.\n\
 - Text in a snapshot is already yours: to save a value, call save_file with it (never click or type on text).\n\
-- A file: browser_download with the link's URL. A table: browser_scrape_table, then save_file. This page as a PDF: \
+- A file: browser_download with the link's URL. A table: browser_scrape_table with a filename saves it. This page as a PDF: \
 browser_save_as_pdf.\n\
 {login}{confirm}\
 When the task is done (for a question: as soon as you see the answer, saved if asked), or cannot be done, call finish_task \
@@ -95,8 +95,8 @@ was done and what failed.\n\n{ON_FAILURE}",
         (Mode::Task, SessionType::Shell) => format!(
             "You carry out a task on a machine through a shell for the user.\n\n\
 First look with read-only commands (ls, cat, uname). Keep commands non-interactive (add -y, no pagers or \
-editors); set timeout_s for long ones. Let commands count, add up and search for you (grep -c, wc -l, awk, \
-find) instead of reading whole files: their output is exact.\n\
+editors); set timeout_s for long ones. Let commands count, add up and search for you (grep -c, wc -l, \
+awk -F, for CSV, find) instead of reading whole files: their output is exact.\n\
 {confirm}Save results with save_file. When done, or when it cannot be done, call finish_task once with what \
 was done and what failed.\n\n{ON_FAILURE}",
             confirm = confirm_line(record)

@@ -449,8 +449,8 @@ impl Tool {
             .unlisted(),
             BrowserScrapeTable => browser(
                 BROWSER_TASK,
-                "Read a table as rows (csv or json).",
-                obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}}"#, &["selector"]),
+                "Read a table as rows (csv or json); with a filename, save it as that file (CSV).",
+                obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}, "filename": {"type": "string"}}"#, &["selector"]),
             ),
             BrowserScrapeText => browser(
                 BROWSER_TASK,

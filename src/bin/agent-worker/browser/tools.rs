@@ -45,7 +45,10 @@ impl Browser {
             Tool::BrowserHover => self.hover(p),
             Tool::BrowserSelectOption => {
                 let value = any_str(p, "value")?;
-                self.eval(&format!("__ac.selectOption({}, {})", js(required_str(p, "selector")?), js(value)))
+                let chosen =
+                    self.eval(&format!("__ac.selectOption({}, {})", js(required_str(p, "selector")?), js(value)))?;
+                // The form as it is now: what is chosen and what is left (models re-click to see).
+                self.then_snapshot(chosen, p)
             }
             Tool::BrowserWaitFor => {
                 let timeout = Duration::from_secs(p["timeout_s"].as_u64().unwrap_or(30).clamp(1, 600));
@@ -69,7 +72,7 @@ impl Browser {
             }
             Tool::BrowserDownloadBatch => self.download_batch(p, ctx),
             Tool::BrowserScrapeLinks => self.scrape_links(p),
-            Tool::BrowserScrapeTable => self.scrape_table(p),
+            Tool::BrowserScrapeTable => self.scrape_table(p, ctx),
             Tool::BrowserScrapeText => {
                 let selectors = array(p, "selectors")?;
                 self.eval(&format!("__ac.texts({})", Value::Array(selectors.clone())))
@@ -77,7 +80,7 @@ impl Browser {
             Tool::BrowserFillForm => {
                 let fields = array(p, "fields")?;
                 let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
-                Ok(json!({"filled": done}))
+                self.then_snapshot(json!({"filled": done}), p)
             }
             Tool::BrowserSubmitForm => {
                 let done = self.submit_form(p)?;
@@ -172,11 +175,17 @@ impl Browser {
     }
 
     /// A table as CSV, or as one object per row keyed by the header row (`format: json`).
-    fn scrape_table(&mut self, p: &Value) -> Result<Value, WorkerError> {
+    /// A table as CSV or JSON rows; with a `filename`, saved as that file instead (a small
+    /// model copying the rows into save_file loses some on the way).
+    fn scrape_table(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let rows = self.eval(&format!("__ac.table({})", js(required_str(p, "selector")?)))?;
         let rows: Vec<Vec<String>> =
             serde_json::from_value(rows).map_err(|e| WorkerError::Page(format!("unreadable table: {e}")))?;
         let columns = rows.first().map(Vec::len).unwrap_or(0);
+        if let Some(filename) = p["filename"].as_str().filter(|f| !f.trim().is_empty()) {
+            let saved = self.save_text(filename, "csv", &to_csv(&rows), ctx)?;
+            return Ok(with(with(saved, "rows", json!(rows.len())), "columns", json!(columns)));
+        }
         if p["format"].as_str() != Some("json") {
             return Ok(json!({"rows": rows.len(), "columns": columns, "csv": to_csv(&rows)}));
         }
