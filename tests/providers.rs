@@ -234,6 +234,7 @@ fn json_mode_reads_fences_aliases_and_nesting() {
     assert_eq!(reqs.len(), 4);
     for r in &reqs {
         assert!(r.body.get("tools").is_none(), "JSON mode sends no tools");
+        assert_eq!(r.body["response_format"], json!({"type": "json_object"}), "the reply is kept to JSON");
     }
     let system = reqs[0].body["messages"][0]["content"].as_str().unwrap();
     assert!(system.contains("## Tools") && system.contains("- browser_navigate:"), "{system}");
@@ -263,6 +264,24 @@ fn json_mode_corrects_one_bad_reply_and_ends_on_two() {
     assert_eq!(s["status"], "error", "{s}");
     assert!(s["error"].as_str().unwrap().contains("unknown tool \"teleport\""), "{s}");
     assert_eq!(llm.requests().len(), 4, "two bad replies end the session: no loop");
+}
+
+/// A server that refuses `response_format` is asked again without it, and not asked again.
+#[test]
+fn json_mode_asks_without_a_json_format_where_the_server_refuses_it() {
+    let dir = TempDir::new("json-format");
+    let script = vec![
+        Step::error(400, "invalid_request_error", "response_format is not supported by this model"),
+        openai_text(r#"{"action": "next_step", "tool": "browser_get_text", "args": {}}"#),
+        openai_text(r#"{"action": "complete", "message": "read it"}"#),
+    ];
+    let (d, llm) = json_daemon(&dir, script);
+    let _worker = ok_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "read"}));
+    assert_eq!(ended(&c, &id)["status"], "finished");
+    let formats: Vec<bool> = llm.requests().iter().map(|r| r.body.get("response_format").is_some()).collect();
+    assert_eq!(formats, [true, false, false]);
 }
 
 #[test]

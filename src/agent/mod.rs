@@ -309,6 +309,7 @@ impl Agent {
             tools: &tools,
             unlisted: &unlisted,
             require_tool,
+            json_reply: false,
             messages: &messages,
             max_tokens: self.max_tokens,
         };

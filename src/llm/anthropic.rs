@@ -239,6 +239,7 @@ mod tests {
             tools: &tools,
             unlisted: &[],
             require_tool: false,
+            json_reply: false,
             messages: &messages,
             max_tokens: 7,
         };

@@ -61,6 +61,9 @@ impl Gemini {
         if let Some(t) = self.temperature {
             body["generationConfig"]["temperature"] = json!(t);
         }
+        if request.json_reply {
+            body["generationConfig"]["responseMimeType"] = json!("application/json");
+        }
         body
     }
 }

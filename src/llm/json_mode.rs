@@ -15,14 +15,33 @@ use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct JsonActions {
     inner: Arc<dyn Provider>,
+    /// The server refused a reply constrained to JSON (`Request::json_reply`): not asked again.
+    json_refused: AtomicBool,
 }
 
 impl JsonActions {
     pub fn new(inner: Arc<dyn Provider>) -> JsonActions {
-        JsonActions { inner }
+        JsonActions { inner, json_refused: AtomicBool::new(false) }
+    }
+
+    /// One plain call whose reply the server is asked to keep to one JSON object (a small model
+    /// then cannot answer in prose or half an object); a server that refuses is asked without.
+    fn complete_json(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
+        if self.json_refused.load(Ordering::Relaxed) {
+            return self.inner.complete(request, stop);
+        }
+        match self.inner.complete(&Request { json_reply: true, ..*request }, stop) {
+            Err(LlmError::Rejected(m)) if !super::context_exceeded(&m) => {
+                log::info!("the endpoint refused a JSON-only reply ({m}); asking without");
+                self.json_refused.store(true, Ordering::Relaxed);
+                self.inner.complete(request, stop)
+            }
+            other => other,
+        }
     }
 }
 
@@ -122,7 +141,7 @@ impl Provider for JsonActions {
         let mut last_error = String::new();
         for attempt in 0..2 {
             let plain = Request::plain(&system, &messages, request.max_tokens);
-            let reply = self.inner.complete(&plain, stop)?;
+            let reply = self.complete_json(&plain, stop)?;
             usage = add(usage, reply.usage);
             let text = super::joined_text(&reply.content, "\n");
             match actions::parse(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {

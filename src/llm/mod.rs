@@ -104,6 +104,9 @@ pub struct Request<'a> {
     /// The reply must call one of `tools` (Anthropic `tool_choice: any`, OpenAI `required`,
     /// Gemini `ANY`): the turns that ask the model to act or deliver.
     pub require_tool: bool,
+    /// The reply must be one JSON object (JSON action mode): OpenAI-compatible
+    /// `response_format: json_object`, Gemini's JSON MIME type; the Anthropic format has none.
+    pub json_reply: bool,
     pub messages: &'a [Message],
     pub max_tokens: u32,
 }
@@ -111,7 +114,7 @@ pub struct Request<'a> {
 impl<'a> Request<'a> {
     /// A request without tools: a report, a summary, a validator's verdict.
     pub fn plain(system: &'a str, messages: &'a [Message], max_tokens: u32) -> Request<'a> {
-        Request { system, tools: &[], unlisted: &[], require_tool: false, messages, max_tokens }
+        Request { system, tools: &[], unlisted: &[], require_tool: false, json_reply: false, messages, max_tokens }
     }
 
     /// Every tool a reply may call: those listed, then the unlisted ones.

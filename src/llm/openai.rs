@@ -60,6 +60,9 @@ impl OpenAi {
         if let Some(t) = self.temperature {
             body["temperature"] = json!(t);
         }
+        if request.json_reply {
+            body["response_format"] = json!({"type": "json_object"});
+        }
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
                 .tools
@@ -242,7 +245,15 @@ mod tests {
     use crate::llm::ToolDef;
 
     fn request<'a>(messages: &'a [Message], tools: &'a [ToolDef]) -> Request<'a> {
-        Request { system: "sys", tools, unlisted: &[], require_tool: false, messages, max_tokens: 100 }
+        Request {
+            system: "sys",
+            tools,
+            unlisted: &[],
+            require_tool: false,
+            json_reply: false,
+            messages,
+            max_tokens: 100,
+        }
     }
 
     #[test]
@@ -296,6 +307,10 @@ mod tests {
         let msgs = [Message::user(vec![Block::text("go")])];
         let plain = OpenAi::new(transport(), "http://x", Secret::default(), "m").body(&request(&msgs, &tools));
         assert!(plain.get("temperature").is_none() && plain.get("tool_choice").is_none(), "{plain}");
+        assert!(plain.get("response_format").is_none(), "{plain}");
+        let json_only = Request { json_reply: true, ..request(&msgs, &[]) };
+        let body = OpenAi::new(transport(), "http://x", Secret::default(), "m").body(&json_only);
+        assert_eq!(body["response_format"], json!({"type": "json_object"}));
         let req = Request { require_tool: true, ..request(&msgs, &tools) };
         let body = OpenAi::new(transport(), "http://x", Secret::default(), "m").with_temperature(Some(0.0)).body(&req);
         assert_eq!((body["temperature"].clone(), body["tool_choice"].clone()), (json!(0.0), json!("required")));

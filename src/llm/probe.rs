@@ -75,6 +75,7 @@ pub fn probe(endpoint: &Endpoint, config: &Config) -> Found {
         tools: &tools,
         unlisted: &[],
         require_tool: false,
+        json_reply: false,
         messages: &ask,
         max_tokens: 200,
     };

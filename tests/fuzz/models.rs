@@ -136,6 +136,7 @@ fn fuzz_model_replies() {
         tools: &tools,
         unlisted: &[],
         require_tool: false,
+        json_reply: false,
         messages: &messages,
         max_tokens: 100,
     };
