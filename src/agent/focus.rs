@@ -298,9 +298,11 @@ impl Agent {
             "finish_task not run: nothing the task asks for is saved",
             None,
         );
+        let with =
+            if needed == Tool::BrowserScrapeTable { "the table's selector and a filename" } else { "what you found" };
         Some(super::dispatch::ToolOutcome::error(format!(
-            "Not finished: the task asks you to keep something, and no file is saved yet. Call {} first with what \
-             you found, then finish_task.",
+            "Not finished: the task asks you to keep something, and no file is saved yet. Call {} first with {with}, \
+             then finish_task.",
             needed.name()
         )))
     }

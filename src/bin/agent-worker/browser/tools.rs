@@ -187,7 +187,8 @@ impl Browser {
             return Ok(with(with(saved, "rows", json!(rows.len())), "columns", json!(columns)));
         }
         if p["format"].as_str() != Some("json") {
-            return Ok(json!({"rows": rows.len(), "columns": columns, "csv": to_csv(&rows)}));
+            let to_save = "to keep it as a file, call browser_scrape_table again with a filename";
+            return Ok(json!({"rows": rows.len(), "columns": columns, "csv": to_csv(&rows), "to_save": to_save}));
         }
         let header = rows.first().cloned().unwrap_or_default();
         let data: Vec<Value> = rows
