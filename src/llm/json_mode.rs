@@ -57,12 +57,34 @@ fn instructions(tools: &[ToolDef]) -> String {
          the next message. `complete` ends the session.\n\n## Tools\n",
     );
     for t in tools {
-        let schema = serde_json::to_string(&t.input_schema["properties"]).unwrap_or_default();
-        let required = t.input_schema["required"].as_array().map(|r| r.len()).unwrap_or(0);
-        let req = if required > 0 { format!(" required: {}", t.input_schema["required"]) } else { String::new() };
-        out.push_str(&format!("- {}: {} args: {schema}{req}\n", t.name, t.description));
+        out.push_str(&format!("- {}: {} args: {}\n", t.name, t.description, shape(&t.input_schema)));
     }
     out
+}
+
+/// A schema as a short signature, `{selector: string, clear?: boolean}`: a small model shown
+/// the JSON Schema itself copies it into `args`.
+fn shape(schema: &Value) -> String {
+    if let Some(values) = schema["enum"].as_array() {
+        return values.iter().map(Value::to_string).collect::<Vec<_>>().join("|");
+    }
+    match schema["type"].as_str() {
+        Some("array") => format!("[{}]", shape(&schema["items"])),
+        Some("object") | None if schema["properties"].is_object() => {
+            let required: Vec<&str> =
+                schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+            let props = schema["properties"].as_object().into_iter().flatten();
+            // The required ones first (in their order), then the optional ones.
+            let (mut first, rest): (Vec<_>, Vec<_>) = props.partition(|(name, _)| required.contains(&name.as_str()));
+            first.sort_by_key(|(name, _)| required.iter().position(|r| r == name));
+            let field = |(name, s): (&String, &Value), mark: &str| format!("{name}{mark}: {}", shape(s));
+            let fields: Vec<String> =
+                first.into_iter().map(|f| field(f, "")).chain(rest.into_iter().map(|f| field(f, "?"))).collect();
+            format!("{{{}}}", fields.join(", "))
+        }
+        Some(t) => t.to_string(),
+        None => "any".to_string(),
+    }
 }
 
 /// The conversation as plain text turns (tool calls as their JSON, results as user text).
@@ -163,5 +185,24 @@ impl Provider for JsonActions {
             messages.push(Message::user(vec![Block::text(quoted)]));
         }
         Err(LlmError::BadReply(format!("the model's reply was not a valid action twice in a row: {last_error}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn schemas_are_shown_as_short_signatures() {
+        let schema = json!({"type": "object", "properties": {
+            "selector": {"type": "string"}, "clear": {"type": "boolean"},
+            "format": {"type": "string", "enum": ["csv", "json"]},
+            "fields": {"type": "array", "items": {"type": "object",
+                "properties": {"selector": {"type": "string"}, "value": {"type": "string"}}, "required": ["selector"]}}},
+            "required": ["selector"]});
+        assert_eq!(
+            super::shape(&schema),
+            r#"{selector: string, clear?: boolean, fields?: [{selector: string, value?: string}], format?: "csv"|"json"}"#
+        );
     }
 }
