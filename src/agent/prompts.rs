@@ -80,7 +80,7 @@ Then act on what the snapshot shows: browser_click, browser_type, browser_fill_f
 browser_save_as_pdf.\n\
 {login}{confirm}\
 When the task is done (for a question: as soon as you see the answer, saved if asked), or cannot be done, call finish_task \
-once with the answer or what you did (values, file names) and what failed.\n\n{PAGES}\n\n{ON_FAILURE}",
+once with the answer or what you did and what failed.\n\n{PAGES}\n\n{ON_FAILURE}",
             first = first_browser_step(opened),
             login = login_line(record),
             confirm = confirm_line(record)

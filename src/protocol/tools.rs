@@ -269,7 +269,7 @@ impl Tool {
             ).acting(),
             BrowserSnapshot => browser(
                 BROWSER_ALL,
-                "The current page as text, each element with a ref to act on; a long page comes in parts (page 2…).",
+                "The current page as text with refs to act on; a long page comes in parts (page 2…).",
                 obj(r#"{"page": {"type": "integer"}}"#, &[]),
             ),
             BrowserScreenshot => browser(
@@ -293,7 +293,7 @@ impl Tool {
             BrowserClick => browser(BROWSER_ALL, "Click an element. Answers with the page after the click.", selector_only()).acting(),
             BrowserType => browser(
                 BROWSER_ALL,
-                "Type text into a field (cleared first unless clear is false).",
+                "Type text into a field.",
                 obj(r#"{"selector": {"type": "string"}, "text": {"type": "string"}, "clear": {"type": "boolean"}, "press_enter": {"type": "boolean"}}"#,
                     &["selector", "text"]),
             ).acting(),
@@ -449,7 +449,7 @@ impl Tool {
             .unlisted(),
             BrowserScrapeTable => browser(
                 BROWSER_TASK,
-                "Read a table as rows (csv or json); with a filename, save it as that file (CSV).",
+                "Read a table as CSV; with a filename, save it as that file.",
                 obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}, "filename": {"type": "string"}}"#, &["selector"]),
             ),
             BrowserScrapeText => browser(
@@ -462,7 +462,7 @@ impl Tool {
             .unlisted(),
             BrowserFillForm => browser(
                 BROWSER_TASK,
-                "Fill several form fields (text, select, checkbox, radio).",
+                "Fill several form fields at once.",
                 obj(concat!(r#"{"fields": {"type": "array", "items": {"type": "object","#,
                             r#" "properties": {"selector": {"type": "string"}, "value": {"type": "string"}, "type": {"type": "string"}},"#,
                             r#" "required": ["selector", "value"]}}}"#), &["fields"]),
@@ -499,7 +499,7 @@ impl Tool {
             ),
             SaveFile => local(
                 TASK_ALL,
-                "Save text (or base64 bytes) as a file in the session's files.",
+                "Save text (or base64 bytes) as a session file.",
                 obj(concat!(r#"{"filename": {"type": "string"}, "content": {"type": "string"},"#,
                             r#" "encoding": {"type": "string", "enum": ["utf8", "base64"]}}"#), &["filename", "content"]),
             ),
