@@ -194,7 +194,7 @@ if (!window.__ac) { window.__ac = (() => {
       throw new Error("`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + opts);
     }
     const bad = unsent(el);
-    if (bad.length) throw new Error("the form was not sent: " + bad.join("; ") + ". Fill these first (browser_fill_form or browser_type), then click `" + sel + "` again");
+    if (bad.length) throw new Error("the form was not sent: " + bad.join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again");
     const at = center(el);
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
