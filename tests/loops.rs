@@ -106,7 +106,8 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     assert_eq!(reqs[3].tool_names(), reqs[0].tool_names(), "the same list: the prompt cache holds");
     assert!(result_text(&reqs[4]).contains("Not run. You already have this page"), "{}", result_text(&reqs[4]));
     // Held back twice, the session is stuck: the last chance asks for the deliverable.
-    assert!(reqs[6].body["messages"].to_string().contains("Deliver now: call save_file"));
+    let deliver = reqs[6].body["messages"].to_string();
+    assert!(deliver.contains(r#"Deliver now: call save_file with filename \"answer.txt\""#), "{deliver}");
     assert_eq!(reqs[6].body["tool_choice"], json!({"type": "any"}), "a call is required");
     assert_eq!(reqs[6].tool_names(), ["save_file"], "the last chance lists only the tool that delivers");
     let files = c.get(&format!("/sessions/{id}/files")).json();

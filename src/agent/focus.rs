@@ -210,14 +210,11 @@ impl Agent {
             }
             (Focus::Deliver, Some(_)) => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
-                 Deliver now: call {} with what the task asks for.",
-                self.deliverable().name()
+                 Deliver now: call {}.",
+                self.deliver_call()
             ),
             (Focus::Deliver, None) => {
-                format!(
-                    "This is your last turn. {task}\nDeliver now: call {} with what the task asks for.",
-                    self.deliverable().name()
-                )
+                format!("This is your last turn. {task}\nDeliver now: call {}.", self.deliver_call())
             }
         };
         self.focus.stale = 0;
@@ -266,13 +263,34 @@ impl Agent {
         self.task_deliverable().unwrap_or(finish)
     }
 
+    /// The deliverable's call in words, with the file the task names (`save_file with filename
+    /// "answer.txt" and the content`): a small model fills in what it is told by name.
+    fn deliver_call(&self) -> String {
+        let tool = self.deliverable();
+        let args = match (tool, self.named_file()) {
+            (Tool::SaveFile, Some(f)) => format!(" with filename \"{f}\" and the content the task asks for"),
+            (Tool::BrowserScrapeTable, Some(f)) => format!(" with the table's selector and filename \"{f}\""),
+            (Tool::BrowserSaveAsPdf, Some(f)) => format!(" with filename \"{f}\""),
+            (Tool::FinishTask | Tool::FinishExploration, _) => " with the answer or what was done".to_string(),
+            _ => " with what the task asks for".to_string(),
+        };
+        format!("{}{args}", tool.name())
+    }
+
+    /// The file the task names (`answer.txt`, `staff.csv`), as written.
+    fn named_file(&self) -> Option<String> {
+        let task = self.record.instruction.as_deref().unwrap_or("");
+        task.split_whitespace()
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_'))
+            .map(|w| w.trim_end_matches('.'))
+            .find(|w| [".txt", ".csv", ".json", ".md", ".pdf"].iter().any(|e| w.to_lowercase().ends_with(e)))
+            .map(str::to_string)
+    }
+
     /// The tool the task's words point at for what it asks to keep, if any.
     fn task_deliverable(&self) -> Option<Tool> {
         let task = self.record.instruction.as_deref().unwrap_or("").to_lowercase();
-        let names_file = task.split_whitespace().any(|w| {
-            let w = w.trim_end_matches(|c: char| !c.is_alphanumeric());
-            [".txt", ".csv", ".json", ".md"].iter().any(|e| w.ends_with(e))
-        });
+        let names_file = self.named_file().is_some_and(|f| !f.to_lowercase().ends_with(".pdf"));
         let shell = self.record.session_type == SessionType::Shell;
         let candidates = [
             (shell && (task.contains("create") || task.contains("write")), Tool::WriteFile),
@@ -298,12 +316,10 @@ impl Agent {
             "finish_task not run: nothing the task asks for is saved",
             None,
         );
-        let with =
-            if needed == Tool::BrowserScrapeTable { "the table's selector and a filename" } else { "what you found" };
+        let call = if needed == self.deliverable() { self.deliver_call() } else { needed.name().to_string() };
         Some(super::dispatch::ToolOutcome::error(format!(
-            "Not finished: the task asks you to keep something, and no file is saved yet. Call {} first with {with}, \
-             then finish_task.",
-            needed.name()
+            "Not finished: the task asks you to keep something, and no file is saved yet. Call {call} first, then \
+             finish_task."
         )))
     }
 

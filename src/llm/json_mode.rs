@@ -4,8 +4,8 @@
 //! action (`actions.rs`). The conversation goes out as plain text: an earlier call as the JSON
 //! it came from, its result as a user message ("Result of browser_navigate: …", screenshots
 //! beside it). A reply that is not a valid action is answered once, quoting the exact error;
-//! a second bad reply in a row fails the call (`LlmError::BadReply`) and so ends the session
-//! with that reason. Nothing is ever synthesized: no default step, no context-free "think".
+//! a second bad reply in a row is passed on as the model's words, as a native model's text is
+//! (the session nudges once, then ends with them). Nothing is ever synthesized: no default step, no context-free "think".
 //! A call with no tools at all (a validator, a summary, the report asked for at the end) is
 //! passed through as plain text.
 
@@ -184,7 +184,15 @@ impl Provider for JsonActions {
             messages.push(Message { role: Role::Assistant, content: vec![Block::text(said)] });
             messages.push(Message::user(vec![Block::text(quoted)]));
         }
-        Err(LlmError::BadReply(format!("the model's reply was not a valid action twice in a row: {last_error}")))
+        // Twice not an action: the reply counts as words, as a native model's text does (the
+        // session nudges once, then ends with them) rather than ending the session here.
+        log::info!("the model's reply was not a valid action twice in a row: {last_error}");
+        let said = match messages.iter().rev().nth(1) {
+            Some(m) if m.role == Role::Assistant => m.text(),
+            _ => String::new(),
+        };
+        let content = if said.trim().is_empty() { Vec::new() } else { vec![Block::text(said)] };
+        Ok(Reply { content, stop_reason: StopReason::EndTurn, usage })
     }
 }
 
