@@ -24,6 +24,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod appends;
 mod lock;
 mod retention;
+mod schedules;
 mod sniff;
 mod sync;
 pub use lock::{DirLock, LOCK_FILE};

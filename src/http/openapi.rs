@@ -71,7 +71,8 @@ const OPERATIONS: &[Op] = &[
     op("get", "/workers", "workers", (200, List("Worker")), &[401], "Workers and their leases"),
     op("post", "/sessions", "sessions", (201, Json("Session")), &[400, 401, 413, 503, 507], "Create a session")
         .body("CreateSession"),
-    op("get", "/sessions", "sessions", (200, List("SessionSummary")), &[401], "Sessions, newest first"),
+    op("get", "/sessions", "sessions", (200, List("SessionSummary")), &[401], "Sessions, newest first")
+        .query(&[("schedule", "Only the runs of this schedule")]),
     op("get", "/sessions/{id}", "sessions", (200, Json("Session")), SESSION_ERRORS, "One session"),
     op(
         "delete",
@@ -151,6 +152,26 @@ const OPERATIONS: &[Op] = &[
         "Re-run a finished session's steps without the model (it takes over where the page changed)",
     )
     .body("Replay"),
+    op("post", "/schedules", "schedules", (201, Json("Schedule")), &[400, 401, 409, 413], "Create a schedule")
+        .body("CreateSchedule"),
+    op("get", "/schedules", "schedules", (200, List("Schedule")), &[401], "Schedules with their last and next run"),
+    op("get", "/schedules/{name}", "schedules", (200, Json("Schedule")), &[401, 404], "One schedule"),
+    op(
+        "delete",
+        "/schedules/{name}",
+        "schedules",
+        (200, Json("Deleted")),
+        &[401, 404, 409],
+        "Delete a schedule (409 for one from config.yaml); a run going on goes on",
+    ),
+    op(
+        "post",
+        "/schedules/{name}/run",
+        "schedules",
+        (201, Json("Session")),
+        &[401, 404, 409, 503, 507],
+        "Run it now (409 while its previous run goes on)",
+    ),
 ];
 
 /// The whole document.
@@ -160,8 +181,10 @@ pub fn document() -> Value {
         let item = paths.entry(op.path).or_insert_with(|| json!({}));
         item[op.method] = operation(op);
     }
-    let tags: Vec<Value> =
-        ["sessions", "files", "confirmations", "workers", "meta", "page"].iter().map(|t| json!({"name": t})).collect();
+    let tags: Vec<Value> = ["sessions", "schedules", "files", "confirmations", "workers", "meta", "page"]
+        .iter()
+        .map(|t| json!({"name": t}))
+        .collect();
     json!({
         "openapi": "3.1.0",
         "info": {

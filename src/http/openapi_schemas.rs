@@ -135,6 +135,7 @@ fn sessions() -> Value {
         "SessionSummary": object(json!({
             "session_id": string(), "status": reference("Status"), "mode": reference("Mode"),
             "type": reference("SessionType"), "target": string(), "created_at": string(), "turn": count(),
+            "schedule": reference("ScheduleMark"),
         }), &["session_id", "status", "mode", "type", "target", "created_at", "turn"]),
         "Session": object(json!({
             "session_id": string(), "status": reference("Status"), "mode": reference("Mode"),
@@ -153,7 +154,9 @@ fn sessions() -> Value {
             "turn": count(), "max_turns": count(), "created_at": string(), "finished_at": maybe(string()),
             "confirmation_pending": maybe(reference("Confirmation")),
             "question_pending": object(json!({"question_id": string(), "question": string()}), &["question_id", "question"]),
-            "replay": object(json!({"source": string(), "params": {"type": "array", "items": string()}}), &["source"]),
+            "replay": object(json!({"source": string(), "params": {"type": "array", "items": string()},
+                "diverged": {"type": "string", "description": "where the replay stopped matching; the model took over"}}), &["source"]),
+            "schedule": reference("ScheduleMark"),
             "files": count(),
             "usage": object(json!({
                 "input_tokens": count(), "output_tokens": count(),
@@ -210,7 +213,32 @@ fn records() -> Value {
 }
 
 fn others() -> Value {
+    let when = "the next or last run, RFC 3339 UTC";
     json!({
+        "ScheduleMark": object(json!({"name": string(), "run": count()}), &["name", "run"]),
+        "CreateSchedule": closed(json!({
+            "name": {"type": "string", "description": "1 to 64 letters, digits, '-', '_', '.' (a file name)"},
+            "every": {"type": "string", "description": "30s, 15m, 1h, 1d"},
+            "cron": {"type": "string", "description": "five fields: minute hour day-of-month month day-of-week"},
+            "tz": {"type": "string", "description": "for cron: an IANA zone (the host's when absent)"},
+            "session": {"type": "object", "description": "a POST /sessions body: each run is a new session"},
+            "replay_of": {"type": "string", "description": "a finished session: each run replays it"},
+            "params": {"type": "object", "additionalProperties": {"type": "string"}},
+            "catch_up": {"type": "boolean", "description": "one run at start for runs missed while down"},
+            "notify": {"type": "object", "description": "where an error or a diverged replay is reported"},
+        }), &["name"]),
+        "Schedule": object(json!({
+            "name": string(), "from": {"type": "string", "enum": ["api", "config"]},
+            "every": string(), "cron": string(), "tz": string(), "session": {"type": "object"},
+            "replay_of": string(), "catch_up": {"type": "boolean"}, "created_at": string(),
+            "runs": count(), "skipped": count(), "running": {"type": "boolean"},
+            "next_run": {"anyOf": [{"type": "string", "description": when}, {"type": "null"}]},
+            "last_run": maybe(object(json!({
+                "run": count(), "session_id": maybe(string()), "status": string(),
+                "at": {"type": "string", "description": when}, "error": maybe(string()),
+            }), &["run", "session_id", "status", "at"])),
+        }), &["name", "from", "catch_up", "runs", "skipped", "running", "next_run", "last_run"]),
+        "Deleted": object(json!({"deleted": {"const": true}}), &["deleted"]),
         "Worker": object(json!({
             "worker_id": string(), "hostname": string(),
             "capabilities": {"type": "array", "items": string()},
