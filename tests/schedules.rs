@@ -180,6 +180,35 @@ fn a_schedule_outlives_a_restart_and_config_schedules_are_read_only() {
 }
 
 #[test]
+fn runs_missed_while_down_are_made_up_once_only_with_catch_up() {
+    let dir = TempDir::new("sched-catch-up");
+    let mut d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let c = d.client();
+    for (name, catch_up) in [("caught", true), ("dropped", false)] {
+        let body = json!({"name": name, "every": "1h", "session": task(), "catch_up": catch_up});
+        assert_eq!(c.post("/schedules", &body).status, 201);
+    }
+    d.shutdown();
+    // As if the daemon had been down for two and a half hours: two runs missed.
+    let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as i64;
+    for name in ["caught", "dropped"] {
+        let path = dir.path().join(format!("schedules/{name}.json"));
+        let mut kept: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        kept["created_ms"] = json!(now_ms - 9_000_000);
+        std::fs::write(&path, serde_json::to_vec(&kept).unwrap()).unwrap();
+    }
+    let d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let _w = worker(&d);
+    let c = d.client();
+    wait_runs(&c, "caught", 1);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(runs_of(&c, "caught").len(), 1, "one catch-up run, not one per missed run");
+    assert!(runs_of(&c, "dropped").is_empty(), "without catch_up the missed runs are dropped");
+    let dropped = c.get("/schedules/dropped").json();
+    assert!(dropped["next_run"].as_str().unwrap() > dropped["created_at"].as_str().unwrap(), "{dropped}");
+}
+
+#[test]
 fn a_run_still_going_makes_the_next_one_skip() {
     let dir = TempDir::new("sched-overlap");
     // The idle agent holds its session until it is stopped.

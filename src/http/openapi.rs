@@ -5,7 +5,7 @@
 //! drift unnoticed: `tests/openapi.rs` reads the router's match arms in `api.rs` and fails
 //! when a route is missing here (or described here but not routed), validates the document
 //! with a standard validator, and checks real responses against the schemas. The schemas
-//! themselves are in `openapi_schemas.rs`.
+//! themselves are JSON text read by `openapi_schemas.rs`.
 
 use super::openapi_schemas::{components, error_codes};
 use serde_json::{Map, Value, json};
@@ -208,8 +208,12 @@ fn operation(op: &Op) -> Value {
         .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
         .collect();
     params.extend(op.query.iter().map(|(name, description)| {
-        json!({"name": name, "in": "query", "required": false, "description": description,
-               "schema": {"type": "integer", "minimum": 0}})
+        let schema = if matches!(*name, "after" | "wait") {
+            json!({"type": "integer", "minimum": 0})
+        } else {
+            json!({"type": "string"})
+        };
+        json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
     }));
     let mut responses = Map::new();
     let content = match &op.ok.1 {
