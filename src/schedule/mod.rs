@@ -80,8 +80,19 @@ struct Entry {
     last_due_ms: Option<i64>,
     last: Option<LastRun>,
     running: Running,
-    /// Runs by outcome since the start (for `/metrics`).
-    outcomes: BTreeMap<&'static str, u64>,
+    /// Runs by outcome since the start (for `/metrics`), in the order of `OUTCOMES`.
+    outcomes: [u64; OUTCOMES.len()],
+}
+
+/// How a run ended, as `/metrics` counts it.
+const OUTCOMES: [&str; 6] = ["finished", "diverged", "error", "stopped", "skipped", "failed"];
+
+impl Entry {
+    fn count(&mut self, outcome: &str) {
+        if let Some(i) = OUTCOMES.iter().position(|o| *o == outcome) {
+            self.outcomes[i] += 1;
+        }
+    }
 }
 
 #[derive(Default)]
@@ -167,7 +178,9 @@ impl Scheduler {
     /// Runs by schedule and outcome since the start, for `/metrics`.
     pub fn counts(&self) -> Vec<(String, &'static str, u64)> {
         let book = lock(&self.inner.book);
-        let each = book.entries.iter().flat_map(|(n, e)| e.outcomes.iter().map(move |(o, c)| (n.clone(), *o, *c)));
+        let each = book.entries.iter().flat_map(|(n, e)| {
+            OUTCOMES.iter().zip(e.outcomes).filter(|(_, c)| *c > 0).map(move |(o, c)| (n.clone(), *o, c))
+        });
         each.collect()
     }
 
@@ -282,7 +295,7 @@ impl Entry {
             last_due_ms: None,
             last: None,
             running: Running::Idle,
-            outcomes: BTreeMap::new(),
+            outcomes: [0; OUTCOMES.len()],
         }
     }
 }

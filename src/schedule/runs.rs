@@ -52,7 +52,7 @@ impl Inner {
                 e.running = session_id.clone().map_or(Running::Idle, Running::Session);
                 e.last = Some(LastRun { run, session_id, status, at_ms: clock::unix_ms(), error });
                 if made.is_err() {
-                    *e.outcomes.entry("failed").or_default() += 1;
+                    e.count("failed");
                 }
             }
         }
@@ -78,7 +78,7 @@ impl Inner {
         if let Some(why) = going {
             if due_ms.is_some() {
                 e.skipped += 1;
-                *e.outcomes.entry("skipped").or_default() += 1;
+                e.count("skipped");
             }
             return Err(ScheduleError::Busy(why));
         }
@@ -128,7 +128,7 @@ impl Inner {
                 last.status = record.status.as_str().to_string();
                 last.error = record.error.clone();
             }
-            *e.outcomes.entry(outcome).or_default() += 1;
+            e.count(outcome);
             (Arc::clone(&e.spec), stopping)
         };
         if let Err(e) = self.persist(name) {
