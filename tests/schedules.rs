@@ -293,3 +293,45 @@ fn a_replay_schedule_fetches_the_file_again_without_the_model() {
     let message = hit.2["message"].as_str().unwrap();
     assert!(message.contains("Schedule monthly") && message.contains("404 Not Found"), "{message}");
 }
+
+#[test]
+fn the_console_adds_lists_runs_and_removes_a_schedule() {
+    let dir = TempDir::new("sched-console");
+    let d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let _w = worker(&d);
+    let run = |args: &[&str]| {
+        let o = std::process::Command::new(binary())
+            .args(args)
+            .env("AGENT_CONTROLLER_API", &d.api)
+            .env_remove("AGENT_CONTROLLER_TOKEN")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
+    let session = task().to_string();
+    let (code, out) = run(&["schedule", "add", "nightly", "--cron", "0 2 * * *", "--tz", "UTC", "--session", &session]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("schedule nightly added; next run ") && out.contains("T02:00:00Z"), "{out}");
+    let (code, out) = run(&["schedule", "run", "nightly"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("run 1 of nightly started: session sess_"), "{out}");
+    let (_, out) = run(&["schedule", "list"]);
+    assert!(
+        out.contains("NAME") && out.contains("nightly") && out.contains("0 2 * * *") && out.contains("#1 "),
+        "{out}"
+    );
+    let (code, out) = run(&["schedule", "add", "bad", "--every", "0s", "--session", &session]);
+    assert_eq!(code, Some(5), "an API error: {out}");
+    assert!(out.contains("longer than zero"), "{out}");
+    let (code, out) = run(&["schedule", "rm", "nightly"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("schedule nightly removed"), "{out}");
+    assert!(no_schedules(&d.client()));
+    let (code, out) = run(&["schedule", "frobnicate"]);
+    assert_eq!(code, Some(2), "{out}");
+}
+
+fn no_schedules(c: &Client) -> bool {
+    c.get("/schedules").json().as_array().unwrap().is_empty()
+}
