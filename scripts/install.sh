@@ -3,7 +3,8 @@
 # does after building). Never overwrites an existing config: the new default goes beside it as
 # config.yaml.new. Prints every file it installed.
 #   usage: scripts/install.sh CONTROLLER_BIN WORKER_BIN [EVAL_BIN]   (DESTDIR and PREFIX from the environment)
-# EVAL_BIN is agent-eval, which `agent-controller eval` and `probe` run.
+# EVAL_BIN is agent-eval, which runs every client command of `agent-controller` (the console,
+# mcp, completions, config check, eval, probe).
 set -euo pipefail
 
 controller=${1:?usage: scripts/install.sh CONTROLLER_BIN WORKER_BIN}

@@ -1,5 +1,5 @@
-//! Start and stop the whole controller: the store, the session manager, the worker hub, both
-//! HTTP servers, the long-poll reaper and the liveness monitor.
+//! Start and stop the whole controller: the store, the session manager, the scheduler, the
+//! worker hub, both HTTP servers, the long-poll reaper and the liveness monitor.
 //!
 //! `Daemon::start` returns once both servers listen (port 0 picks free ports; the bound
 //! addresses are logged and returned). `Daemon::shutdown` stops accepting, marks active
@@ -10,6 +10,7 @@ use crate::http::api::Api;
 use crate::http::worker_api::WorkerApi;
 use crate::http::{ConnLimits, HttpServer, ServerSpec, TlsConfig};
 use crate::hub::{HubSettings, WorkerHub};
+use crate::schedule::Scheduler;
 use crate::session::{AgentFn, SessionManager};
 use crate::store::{DirLock, Store};
 use crate::wait::park::Parker;
@@ -39,6 +40,7 @@ pub struct Daemon {
     parker: Arc<Parker>,
     hub: Arc<WorkerHub>,
     sessions: Arc<SessionManager>,
+    schedules: Arc<Scheduler>,
     reaper: Option<JoinHandle<()>>,
     monitors: Vec<JoinHandle<()>>,
     monitor_stop: Arc<(Mutex<bool>, Condvar)>,
@@ -71,17 +73,19 @@ impl Daemon {
             },
             Arc::clone(&parker),
         ));
+        let schedule_store = store.clone();
         let sessions = Arc::new(
             SessionManager::open(Arc::clone(&config), store, Arc::clone(&hub), Arc::clone(&parker), agent)
                 .map_err(|e| StartError(format!("cannot load sessions from {}: {e}", config.output.dir.display())))?,
         );
 
         sessions.prune();
+        let schedules = Arc::new(Scheduler::start(&config, schedule_store, Arc::clone(&sessions)).map_err(StartError)?);
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
         let monitors = spawn_monitor(&hub, &sessions, &monitor_stop)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let (api, worker) = start_servers(&config, &sessions, &hub, &stopping, tls)?;
+        let (api, worker) = start_servers(&config, &sessions, &hub, &schedules, &stopping, tls)?;
         let (api_addr, worker_addr) = (api.addr, worker.addr);
         let scheme = config.scheme();
         log::info!("API server listening on {scheme}://{api_addr}");
@@ -97,6 +101,7 @@ impl Daemon {
             parker,
             hub,
             sessions,
+            schedules,
             reaper: Some(reaper),
             monitors,
             monitor_stop,
@@ -128,6 +133,8 @@ impl Daemon {
         let deadline = Instant::now() + Duration::from_millis(1800);
         log::info!("shutting down");
         self.stopping.store(true, Ordering::Release);
+        // No run starts after this, and runs the shutdown interrupts report nothing.
+        self.schedules.shutdown();
         self.hub.shutdown();
         self.sessions.shutdown(Duration::from_millis(1000));
         self.parker.close();
@@ -155,12 +162,18 @@ fn start_servers(
     config: &Arc<Config>,
     sessions: &Arc<SessionManager>,
     hub: &Arc<WorkerHub>,
+    schedules: &Arc<Scheduler>,
     stopping: &Arc<AtomicBool>,
     tls: Option<TlsConfig>,
 ) -> Result<(HttpServer, HttpServer), StartError> {
     let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
     let loopback = config.binds_loopback();
-    let api_routes = Api { config: Arc::clone(config), sessions: Arc::clone(sessions), hub: Arc::clone(hub) };
+    let api_routes = Api {
+        config: Arc::clone(config),
+        sessions: Arc::clone(sessions),
+        hub: Arc::clone(hub),
+        schedules: Arc::clone(schedules),
+    };
     let api = HttpServer::start(
         ServerSpec {
             name: "api",

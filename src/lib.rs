@@ -17,6 +17,7 @@ pub mod hub;
 pub mod llm;
 pub mod notify;
 pub mod protocol;
+pub mod schedule;
 pub mod session;
 pub mod store;
 pub mod util;

@@ -1,13 +1,14 @@
 //! The `agent-controller` binary: the daemon (`serve`, the default: load the config, run until
-//! SIGINT/SIGTERM), the console commands (`console.rs`), the MCP server (`mcp`), and `help`,
-//! `version`, `config check`, `completions`. The command line is parsed strictly by
-//! `cli::args` first: a mistake is one line naming it and exit 2.
+//! SIGINT/SIGTERM), `help` and `version`. The command line is parsed strictly by `cli::args`
+//! first: a mistake is one line naming it and exit 2. Every other command (the console, the MCP
+//! server, `completions`, `config check`, `eval`, `probe`) runs `agent-eval` beside this binary
+//! with the same arguments: clients are not part of the daemon, whose static binary stays small.
 //!
 //! Daemon exit codes: 0 clean stop, 1 runtime failure, 2 usage or configuration error; the
 //! console adds 3 stopped, 4 denied, 5 unreachable (see `console::exit`).
 
 use agent_controller::cli::args::{self, Parsed};
-use agent_controller::cli::{completions, console};
+use agent_controller::cli::console;
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
 use agent_controller::util::sd_notify;
@@ -23,9 +24,6 @@ fn main() -> ExitCode {
         }
     };
     let name = parsed.command.name;
-    if name != "serve" {
-        quiet_broken_pipe();
-    }
     if parsed.version || name == "version" {
         println!("{}", args::version());
         return ExitCode::SUCCESS;
@@ -40,33 +38,14 @@ fn main() -> ExitCode {
             run_daemon(parsed.arguments())
         }
         "help" => help(&parsed),
-        "completions" => match completions::script(&parsed.free[0]) {
-            Some(script) => {
-                print!("{script}");
-                ExitCode::SUCCESS
-            }
-            None => usage(&format!("no completions for {:?}; say bash, zsh or fish", parsed.free[0])),
-        },
-        "config" => config_check(&parsed),
-        "mcp" => mcp(&parsed),
-        "eval" | "probe" => forward_to_eval_binary(),
-        _ => ExitCode::from(console::run(name, parsed.arguments())),
+        // The console, the MCP server, completions, `config check`, eval and probe.
+        _ => forward_to_client_binary(),
     }
 }
 
 fn usage(message: &str) -> ExitCode {
     eprintln!("agent-controller: {message}");
     ExitCode::from(console::exit::USAGE)
-}
-
-/// Client commands end quietly when their reader goes away (`… | head`): the default action of
-/// SIGPIPE, as for any Unix filter, instead of a panic on the failed write. The daemon keeps
-/// Rust's default (ignored; its sockets report EPIPE as an error).
-fn quiet_broken_pipe() {
-    // SAFETY: resetting a signal's disposition to the default has no preconditions.
-    unsafe {
-        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
-    }
 }
 
 /// `help [COMMAND]`.
@@ -81,44 +60,9 @@ fn help(parsed: &Parsed) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// `config check [--config FILE]`: validate, then print the effective values, secrets masked.
-fn config_check(parsed: &Parsed) -> ExitCode {
-    if parsed.free[0] != "check" {
-        return usage(&format!("unknown config command {:?}; say `config check`", parsed.free[0]));
-    }
-    let (path, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
-    let config = match loaded.and_then(|c| c.validate().map(|()| c)) {
-        Ok(c) => c,
-        Err(e) => return usage(&format!("{}: {e}", path.display())),
-    };
-    print!("{}", config.effective_yaml());
-    if let Err(e) = config.check_exposure(false) {
-        eprintln!("agent-controller: warning: {e}");
-    }
-    ExitCode::SUCCESS
-}
-
-/// `mcp`: the MCP server on stdio.
-fn mcp(parsed: &Parsed) -> ExitCode {
-    let api = parsed.value("--api").map(str::to_string);
-    let token = parsed.value("--token").map(str::to_string);
-    // Per user: /tmp is shared, and another user's folder (or symlink) there must not receive
-    // our downloads.
-    let files = parsed.value("--files-dir").map(PathBuf::from).unwrap_or_else(|| {
-        // SAFETY: getuid has no preconditions and cannot fail.
-        std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
-    });
-    let ca_file = parsed.value("--ca-file").map(PathBuf::from);
-    let client = match agent_controller::cli::client::ApiClient::new(api, token, ca_file) {
-        Ok(c) => c,
-        Err(e) => return usage(&e),
-    };
-    ExitCode::from(agent_controller::cli::mcp::serve(client, files))
-}
-
-/// `eval` and `probe` live in `agent-eval` beside this binary (they are not part of the daemon,
-/// which stays small): run it with the same arguments.
-fn forward_to_eval_binary() -> ExitCode {
+/// The client commands live in `agent-eval` beside this binary (they are not part of the
+/// daemon, which stays small): run it with the same arguments, in this process.
+fn forward_to_client_binary() -> ExitCode {
     use std::os::unix::process::CommandExt;
     let bin = std::env::current_exe().map(|p| p.with_file_name("agent-eval")).unwrap_or_default();
     let err = std::process::Command::new(&bin).args(std::env::args_os().skip(1)).exec();

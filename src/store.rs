@@ -4,7 +4,8 @@
 //! `notes.json`, `report.md`, `conversation_log.json` (written whole at the end), `files.json`
 //! (which file is a download, which generated),
 //! `screenshots/`, `files/`, `tool_outputs/` (tool outputs too long for the model's context,
-//! one `<id>.txt` each, ids `out_NNN_<tool>`). Invariants: JSON state is replaced atomically (temp file, fsync,
+//! one `<id>.txt` each, ids `out_NNN_<tool>`); beside the session folders, `schedules/<name>.json`
+//! (`store/schedules.rs`). Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
 //! when complete, so a failed upload leaves nothing; names are sanitized and never overwrite.
 //! No other module builds paths inside the output directory. Folders are created 0700 and
@@ -24,6 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 mod appends;
 mod lock;
 mod retention;
+mod schedules;
 mod sniff;
 mod sync;
 pub use lock::{DirLock, LOCK_FILE};

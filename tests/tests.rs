@@ -27,6 +27,7 @@ mod prompts;
 mod providers;
 mod quick_lane;
 mod replay;
+mod schedules;
 mod security;
 mod service;
 mod snapshots;

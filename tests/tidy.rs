@@ -20,9 +20,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("hub", &["exec", "protocol", "util", "wait"]),
     ("session", &["config", "error", "exec", "hub", "protocol", "store", "util", "vault", "wait"]),
     ("agent", &["config", "exec", "llm", "notify", "protocol", "session", "util", "vault", "wait"]),
-    ("http", &["config", "error", "hub", "protocol", "session", "store", "util", "wait"]),
+    ("schedule", &["config", "error", "notify", "protocol", "session", "store", "util", "vault"]),
+    ("http", &["config", "error", "hub", "protocol", "schedule", "session", "store", "util", "wait"]),
     ("cli", &["protocol", "util"]),
-    ("daemon", &["config", "http", "hub", "session", "store", "wait"]),
+    ("daemon", &["config", "http", "hub", "schedule", "session", "store", "wait"]),
     ("eval", &["agent", "cli", "config", "daemon", "store", "util"]),
 ];
 

@@ -315,3 +315,30 @@ fn without_a_token_the_page_stops_sessions_and_links_downloads() {
     );
     assert_eq!(b.errors(), Vec::<String>::new(), "the page logged errors");
 }
+
+#[test]
+fn the_page_lists_schedules_and_runs_one_now() {
+    if !have_chromium() {
+        return;
+    }
+    let dir = TempDir::new("web-schedules");
+    let agent: agent_controller::session::AgentFn =
+        Arc::new(|_| agent_controller::session::AgentOutcome::Finished { summary: "done".into() });
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _w = ScriptedWorker::start(&d.worker_client(), "sched-web", &["browser"], true, |_| json!({"success": true}));
+    let c = d.client();
+    let body = json!({"name": "yearly", "cron": "0 3 1 1 *",
+                      "session": {"mode": "task", "target": "https://x.test/", "instruction": "fetch it"}});
+    assert_eq!(c.post("/schedules", &body).status, 201);
+    let mut b = Browser::launch(1100, 800);
+    b.navigate(&format!("{}/", d.api));
+    b.wait_for("!document.getElementById('schedules-panel').hidden", LONG);
+    let row = "document.querySelector('#schedules li[data-name=\"yearly\"]').textContent";
+    b.wait_for(&format!("{row}.includes('not run yet') && {row}.includes('next: ')"), LONG);
+    b.click("#schedules li[data-name=\"yearly\"] button.run-now");
+    b.wait_for(&format!("{row}.includes('last: run 1')"), LONG);
+    let run = &c.get("/sessions?schedule=yearly").json()[0];
+    assert_eq!(run["schedule"], json!({"name": "yearly", "run": 1}));
+    b.wait_for(&format!("location.hash.includes('{}')", run["session_id"].as_str().unwrap()), LONG);
+    assert_eq!(b.errors(), Vec::<String>::new(), "the page logged errors");
+}

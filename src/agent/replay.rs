@@ -124,6 +124,7 @@ impl Agent {
         let step = &info.steps[at];
         let line = format!("replay stopped at step {} of {} ({}): {why}", at + 1, info.steps.len(), step.tool);
         self.runner.log(LogKind::System, &format!("{line}; the model takes over"), None);
+        self.runner.mark_replay_diverged(&self.runner.scrub(&line));
         let done: Vec<String> = info.steps[..at]
             .iter()
             .enumerate()

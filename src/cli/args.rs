@@ -208,6 +208,28 @@ pub const COMMANDS: &[Cmd] = &[
     args(cmd("answer", "ID TEXT…", "answer the question a session's agent asks", &[]), 2, MANY),
     args(cmd("stop", "ID", "stop a session", &[]), ID, ID),
     cmd("workers", "", "list the workers and what they serve", &[]),
+    args(
+        more(
+            cmd(
+                "schedule",
+                "list | add NAME (--every D | --cron EXPR) (--replay ID | --session JSON) [OPTIONS] | rm NAME | run NAME",
+                "scheduled sessions: list, add, remove, run now",
+                &[
+                    opt(&["--every"], "DURATION", "run every 30s, 15m, 1h, 1d…"),
+                    opt(&["--cron"], "EXPR", "run on a five-field cron expression"),
+                    opt(&["--tz"], "ZONE", "the cron expression's time zone (default: the daemon host's)"),
+                    opt(&["--replay"], "ID", "each run replays this finished session (no model call)"),
+                    opt(&["--param"], "NAME=VALUE", "a replay parameter (repeatable)"),
+                    opt(&["--session"], "JSON", "each run is a new session from this POST /sessions body"),
+                    opt(&["--catch-up"], "", "one run at start for the runs missed while the daemon was down"),
+                ],
+            ),
+            "A run still going when the next is due makes that one skip. Errors and diverged replays are reported \
+             to the session's (or the schedule's) notification targets.",
+        ),
+        1,
+        2,
+    ),
     cmd("health", "", "check that the daemon answers", &[]),
     more(
         cmd(

@@ -114,6 +114,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
         }
         "sessions" => client.get("/sessions").map(|v| print_table(&v, &out, SESSION_COLUMNS)),
         "workers" => client.get("/workers").map(|v| print_table(&v, &out, WORKER_COLUMNS)),
+        "schedule" => return super::schedule::run(&client, &out, args),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");
@@ -201,9 +202,9 @@ fn print_list(v: &Value, out: &Out, line: fn(&Value)) {
 }
 
 /// A column of a table: its header, alignment, and the cell of one item.
-type Column = (&'static str, Align, fn(&Value) -> String);
+pub(super) type Column = (&'static str, Align, fn(&Value) -> String);
 
-fn text_of(v: &Value) -> String {
+pub(super) fn text_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -237,7 +238,7 @@ const FILE_COLUMNS: &[Column] = &[
 ];
 
 /// A JSON array: as JSON, or as a table with a header.
-fn print_table(v: &Value, out: &Out, columns: &[Column]) {
+pub(super) fn print_table(v: &Value, out: &Out, columns: &[Column]) {
     if out.json {
         println!("{v}");
         return;

@@ -311,6 +311,24 @@ pub fn tool_list() -> Vec<Value> {
         ),
         tool("stop_session", "Stop a session", "Stop a running session.", sid(), false, true, true),
         tool(
+            "list_schedules",
+            "List schedules",
+            "Scheduled sessions: each with its definition, runs, last run (session, status, when) and next run.",
+            obj(r#"{}"#, &[]),
+            true,
+            false,
+            true,
+        ),
+        tool(
+            "run_schedule",
+            "Run a schedule now",
+            "Start a run of a schedule now (refused while its previous run goes on). Follow it with wait_for_session.",
+            obj(r#"{"name": {"type": "string"}}"#, &["name"]),
+            false,
+            false,
+            false,
+        ),
+        tool(
             "list_workers",
             "List workers",
             "Workers, their capabilities and which session each serves.",
@@ -383,6 +401,14 @@ fn call(shared: &Shared, name: &str, args: &Value, cancelled: &AtomicBool) -> Va
         "get_notes" => c.get(&format!("/sessions/{id}/notes")).map(|v| text_result(pretty(&v))),
         "list_files" => c.get(&format!("/sessions/{id}/files")).map(|v| text_result(pretty(&v))),
         "list_workers" => c.get("/workers").map(|v| text_result(pretty(&v))),
+        "list_schedules" => c.get("/schedules").map(|v| text_result(pretty(&v))),
+        "run_schedule" => {
+            let name = args["name"].as_str().map(path_segment).unwrap_or_default();
+            c.post(&format!("/schedules/{name}/run"), &json!({})).map(|s| {
+                let new = s["session_id"].as_str().unwrap_or("");
+                text_result(format!("Run of {name} started as session {new}. Call wait_for_session to follow it."))
+            })
+        }
         "stop_session" => c.delete(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
         "respond_confirmation" => respond(c, &id, args),
         "replay_session" => c

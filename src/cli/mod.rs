@@ -12,4 +12,5 @@ mod follow;
 pub mod mcp;
 mod progress;
 mod replay;
+mod schedule;
 mod table;

@@ -2,7 +2,11 @@
 //! beyond loopback, unless `--insecure`), token lengths, the TLS key pair, whether bare (legacy)
 //! worker requests are accepted, the socket send timeout.
 
-use super::{Config, ConfigError, ENV_API_TOKEN, ENV_WORKER_TOKEN};
+use super::{Config, ConfigError};
+
+/// Where the environment may override a secret (the model keys: see `llm.rs`).
+pub const ENV_API_TOKEN: &str = "AGENT_CONTROLLER_TOKEN";
+pub const ENV_WORKER_TOKEN: &str = "AGENT_CONTROLLER_WORKER_TOKEN";
 
 /// The shortest token accepted on a non-loopback bind.
 pub const MIN_TOKEN_CHARS: usize = 16;

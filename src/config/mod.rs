@@ -8,7 +8,7 @@ mod access;
 mod llm;
 mod show;
 
-pub use access::MIN_TOKEN_CHARS;
+pub use access::{ENV_API_TOKEN, ENV_WORKER_TOKEN, MIN_TOKEN_CHARS};
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Vision, Wire};
 
 use crate::util::secret::Secret;
@@ -33,6 +33,8 @@ pub struct Config {
     pub output: OutputConfig,
     pub logging: LoggingConfig,
     pub notifications: NotificationsConfig,
+    /// Scheduled sessions, each in `POST /schedules`'s shape (checked at start by `schedule/`).
+    pub schedules: Vec<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -311,10 +313,6 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
-
-/// Where the environment may override a secret (the model keys: see `llm.rs`).
-pub const ENV_API_TOKEN: &str = "AGENT_CONTROLLER_TOKEN";
-pub const ENV_WORKER_TOKEN: &str = "AGENT_CONTROLLER_WORKER_TOKEN";
 
 impl Config {
     /// Parse YAML text. An empty document is all defaults.

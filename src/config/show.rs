@@ -55,6 +55,10 @@ impl Config {
         self.write_providers(&mut out);
         self.write_server(&mut out);
         self.write_the_rest(&mut out);
+        // JSON is YAML: each schedule as given, its secrets masked.
+        let mut schedules = serde_json::Value::from(self.schedules.clone());
+        mask_secrets(&mut schedules);
+        out.push_str(&format!("schedules: {schedules}\n\n"));
         self.write_endpoints(&mut out);
         out
     }
@@ -240,6 +244,23 @@ impl Config {
 }
 
 /// How `vision` is written in config.yaml.
+/// Passwords, bot tokens and webhook URLs (which carry tokens) inside a schedule.
+fn mask_secrets(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (key, value) in map.iter_mut() {
+                if matches!(key.as_str(), "password" | "bot_token") || (key == "url" && value.is_string()) {
+                    *value = serde_json::json!("********");
+                } else {
+                    mask_secrets(value);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(mask_secrets),
+        _ => {}
+    }
+}
+
 fn vision(v: super::llm::Vision) -> String {
     match v {
         super::llm::Vision::Auto => "auto",

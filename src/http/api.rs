@@ -12,6 +12,7 @@ use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
 use crate::hub::WorkerHub;
 use crate::protocol::{AnswerRequest, ConfirmationAnswer, CreateSessionRequest};
+use crate::schedule::Scheduler;
 use crate::session::{LOG_WAIT_MAX, Session, SessionManager};
 use serde_json::json;
 use std::sync::Arc;
@@ -24,6 +25,7 @@ pub struct Api {
     pub config: Arc<Config>,
     pub sessions: Arc<SessionManager>,
     pub hub: Arc<WorkerHub>,
+    pub schedules: Arc<Scheduler>,
 }
 
 impl Api {
@@ -49,10 +51,10 @@ impl Api {
             (Get, ["web", name]) => web::asset(name, request),
             (Get, ["llms"]) => Ok(web::llms(&self.config)),
             (Get, ["openapi.json"]) => Ok(Reply::json(200, &openapi::document())),
-            (Get, ["metrics"]) => Ok(metrics::reply(&self.sessions, &self.hub)),
+            (Get, ["metrics"]) => Ok(metrics::reply(&self.sessions, &self.hub, &self.schedules.counts())),
             (Get, ["workers"]) => Ok(Reply::json(200, &self.hub.workers())),
             (Post, ["sessions"]) => self.create_session(request),
-            (Get, ["sessions"]) => Ok(Reply::json(200, &self.sessions.list())),
+            (Get, ["sessions"]) => Ok(self.list_sessions(&query)),
             (Get, ["sessions", id]) => Ok(Reply::json(200, &self.sessions.get(id)?.record())),
             (Delete, ["sessions", id]) if query_param(&query, "purge") == Some("true") => {
                 self.sessions.purge(id)?;
@@ -76,6 +78,17 @@ impl Api {
             (Post, ["sessions", id, "replay"]) => self.replay(id, request),
             (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
             (Post, ["sessions", id, "answer"]) => self.answer(id, request),
+            (Post, ["schedules"]) => {
+                let body: serde_json::Value = http::read_json(request, JSON_LIMIT)?;
+                Ok(Reply::json(201, &self.schedules.add(body)?))
+            }
+            (Get, ["schedules"]) => Ok(Reply::json(200, &self.schedules.list())),
+            (Get, ["schedules", name]) => Ok(Reply::json(200, &self.schedules.get(name)?)),
+            (Delete, ["schedules", name]) => {
+                self.schedules.delete(name)?;
+                Ok(Reply::json(200, &json!({"deleted": true})))
+            }
+            (Post, ["schedules", name, "run"]) => Ok(Reply::json(201, &self.schedules.run_now(name)?)),
             (_, ["health" | "workers" | "sessions"])
             | (_, [] | ["llms" | "openapi.json" | "metrics"] | ["web", _])
             | (_, ["sessions", _])
@@ -83,13 +96,21 @@ impl Api {
                 _,
                 ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer" | "replay"],
             )
-            | (_, ["sessions", _, "files", _]) => Err(ApiError::MethodNotAllowed(format!(
-                "{} is not allowed on {}",
-                request.method(),
-                request.url().escape_debug()
-            ))),
+            | (_, ["sessions", _, "files", _])
+            | (_, ["schedules"] | ["schedules", _] | ["schedules", _, "run"]) => Err(ApiError::MethodNotAllowed(
+                format!("{} is not allowed on {}", request.method(), request.url().escape_debug()),
+            )),
             _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
+    }
+
+    /// `GET /sessions`, newest first; `?schedule=NAME` keeps that schedule's runs.
+    fn list_sessions(&self, query: &[(String, String)]) -> Reply {
+        let mut list = self.sessions.list();
+        if let Some(name) = query_param(query, "schedule") {
+            list.retain(|s| s.schedule.as_ref().is_some_and(|m| m.name == name));
+        }
+        Reply::json(200, &list)
     }
 
     fn confirmation(&self, id: &str) -> Result<Reply, ApiError> {

@@ -41,8 +41,8 @@ fn family<'a>(out: &'a mut String, name: &'static str, kind: &str, help: &str) -
 }
 
 /// The route's answer.
-pub fn reply(sessions: &SessionManager, hub: &WorkerHub) -> Reply {
-    let body = render(sessions, hub).into_bytes();
+pub fn reply(sessions: &SessionManager, hub: &WorkerHub, schedules: &[(String, &str, u64)]) -> Reply {
+    let body = render(sessions, hub, schedules).into_bytes();
     let len = body.len();
     let response = Response::new(
         200.into(),
@@ -56,10 +56,19 @@ pub fn reply(sessions: &SessionManager, hub: &WorkerHub) -> Reply {
 }
 
 /// The whole exposition.
-pub fn render(sessions: &SessionManager, hub: &WorkerHub) -> String {
+pub fn render(sessions: &SessionManager, hub: &WorkerHub, schedules: &[(String, &str, u64)]) -> String {
     let mut out = String::with_capacity(8 * 1024);
     render_sessions(&mut out, sessions);
     render_workers(&mut out, hub);
+    let mut f = family(
+        &mut out,
+        "agent_controller_schedule_runs_total",
+        "counter",
+        "Runs of each schedule since the start, by outcome (finished, diverged, error, stopped, skipped, failed).",
+    );
+    for (name, outcome, n) in schedules {
+        f.sample("", &[("schedule", name), ("outcome", outcome)], *n as f64);
+    }
     render_events(&mut out, &metrics::global().snapshot());
     render_process(&mut out);
     out

@@ -5,7 +5,7 @@
 //! drift unnoticed: `tests/openapi.rs` reads the router's match arms in `api.rs` and fails
 //! when a route is missing here (or described here but not routed), validates the document
 //! with a standard validator, and checks real responses against the schemas. The schemas
-//! themselves are in `openapi_schemas.rs`.
+//! themselves are JSON text read by `openapi_schemas.rs`.
 
 use super::openapi_schemas::{components, error_codes};
 use serde_json::{Map, Value, json};
@@ -71,7 +71,8 @@ const OPERATIONS: &[Op] = &[
     op("get", "/workers", "workers", (200, List("Worker")), &[401], "Workers and their leases"),
     op("post", "/sessions", "sessions", (201, Json("Session")), &[400, 401, 413, 503, 507], "Create a session")
         .body("CreateSession"),
-    op("get", "/sessions", "sessions", (200, List("SessionSummary")), &[401], "Sessions, newest first"),
+    op("get", "/sessions", "sessions", (200, List("SessionSummary")), &[401], "Sessions, newest first")
+        .query(&[("schedule", "Only the runs of this schedule")]),
     op("get", "/sessions/{id}", "sessions", (200, Json("Session")), SESSION_ERRORS, "One session"),
     op(
         "delete",
@@ -151,6 +152,26 @@ const OPERATIONS: &[Op] = &[
         "Re-run a finished session's steps without the model (it takes over where the page changed)",
     )
     .body("Replay"),
+    op("post", "/schedules", "schedules", (201, Json("Schedule")), &[400, 401, 409, 413], "Create a schedule")
+        .body("CreateSchedule"),
+    op("get", "/schedules", "schedules", (200, List("Schedule")), &[401], "Schedules with their last and next run"),
+    op("get", "/schedules/{name}", "schedules", (200, Json("Schedule")), &[401, 404], "One schedule"),
+    op(
+        "delete",
+        "/schedules/{name}",
+        "schedules",
+        (200, Json("Deleted")),
+        &[401, 404, 409],
+        "Delete a schedule (409 for one from config.yaml); a run going on goes on",
+    ),
+    op(
+        "post",
+        "/schedules/{name}/run",
+        "schedules",
+        (201, Json("Session")),
+        &[401, 404, 409, 503, 507],
+        "Run it now (409 while its previous run goes on)",
+    ),
 ];
 
 /// The whole document.
@@ -160,8 +181,10 @@ pub fn document() -> Value {
         let item = paths.entry(op.path).or_insert_with(|| json!({}));
         item[op.method] = operation(op);
     }
-    let tags: Vec<Value> =
-        ["sessions", "files", "confirmations", "workers", "meta", "page"].iter().map(|t| json!({"name": t})).collect();
+    let tags: Vec<Value> = ["sessions", "schedules", "files", "confirmations", "workers", "meta", "page"]
+        .iter()
+        .map(|t| json!({"name": t}))
+        .collect();
     json!({
         "openapi": "3.1.0",
         "info": {
@@ -185,8 +208,12 @@ fn operation(op: &Op) -> Value {
         .map(|name| json!({"name": name, "in": "path", "required": true, "schema": {"type": "string"}}))
         .collect();
     params.extend(op.query.iter().map(|(name, description)| {
-        json!({"name": name, "in": "query", "required": false, "description": description,
-               "schema": {"type": "integer", "minimum": 0}})
+        let schema = if matches!(*name, "after" | "wait") {
+            json!({"type": "integer", "minimum": 0})
+        } else {
+            json!({"type": "string"})
+        };
+        json!({"name": name, "in": "query", "required": false, "description": description, "schema": schema})
     }));
     let mut responses = Map::new();
     let content = match &op.ok.1 {

@@ -6,6 +6,7 @@
 //! Only this module and `vault` (which may only deserialize) derive serde for the wire.
 
 pub mod replay;
+pub mod schedule;
 pub mod tools;
 
 use crate::vault::{Credentials, Notifications};
@@ -271,6 +272,9 @@ pub struct SessionRecord {
     /// Set on a session that replays another one's steps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<replay::ReplayInfo>,
+    /// Set on a session a schedule made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<schedule::ScheduleMark>,
 }
 
 #[derive(Debug, Serialize)]
@@ -283,6 +287,8 @@ pub struct SessionSummary {
     pub target: String,
     pub created_at: String,
     pub turn: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<schedule::ScheduleMark>,
 }
 
 impl SessionRecord {
@@ -316,6 +322,7 @@ impl From<&SessionRecord> for SessionSummary {
             target: r.target.clone(),
             created_at: r.created_at.clone(),
             turn: r.turn,
+            schedule: r.schedule.clone(),
         }
     }
 }

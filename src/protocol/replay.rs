@@ -35,6 +35,9 @@ pub struct ReplayInfo {
     pub replayed_steps: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub model_steps: u64,
+    /// Where the replay stopped matching and handed over to the model, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diverged: Option<String>,
     /// The steps to replay (memory only).
     #[serde(skip)]
     pub steps: Vec<ReplayStep>,

@@ -113,7 +113,7 @@ impl SessionManager {
         if self.shutting_down.load(Ordering::Acquire) {
             return Err(ApiError::Unavailable("the controller is shutting down".into()));
         }
-        let NewSession { mut record, vault } = new;
+        let NewSession { mut record, vault, on_end } = new;
         let now = clock::now();
         let mut sessions = self.lock();
         let max = self.config.server.max_sessions;
@@ -143,6 +143,7 @@ impl SessionManager {
             return Err(super::disk::create_failed(e));
         }
         let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
+        *lock(&session.on_end) = on_end;
         session.unlock_and_save(session.lock());
         sessions.insert(id.clone(), Arc::clone(&session));
         drop(sessions);

@@ -39,7 +39,7 @@ pub use log::LOG_WAIT_MAX;
 pub use manager::SessionManager;
 pub use replay::plan as plan_replay;
 pub use runner::{AgentFn, AgentOutcome, SessionRunner};
-pub use validate::{NewSession, validate};
+pub use validate::{NewSession, check_secrets, validate};
 
 use crate::config::Config;
 use crate::protocol::{Note, SessionRecord, Status};
@@ -70,7 +70,12 @@ pub struct Session {
     steps: Mutex<Option<u64>>,
     /// Version of the record last written to session.json.
     record_written: Mutex<u64>,
+    /// Told the final record once the thread has recorded the end (a schedule's run).
+    on_end: Mutex<Option<EndHook>>,
 }
+
+/// What a session's creator is told when it ends: its final record.
+pub type EndHook = Box<dyn FnOnce(&SessionRecord) + Send>;
 
 struct SessionState {
     record: SessionRecord,
@@ -124,6 +129,15 @@ impl Session {
             notes: Mutex::new(fresh.then(Vec::new)),
             steps: Mutex::new(fresh.then_some(0)),
             record_written: Mutex::new(0),
+            on_end: Mutex::new(None),
+        }
+    }
+
+    /// Tell the creator the session ended (once; `thread.rs` calls it last).
+    fn run_end_hook(&self) {
+        let hook = lock(&self.on_end).take();
+        if let Some(hook) = hook {
+            hook(&self.record());
         }
     }
 

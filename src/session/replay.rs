@@ -7,7 +7,7 @@
 //! placeholder is a recorded value to replace. A placeholder without a value, or a parameter
 //! that matches nothing, is refused (400) before anything starts.
 
-use super::{Session, SessionManager};
+use super::{NewSession, Session, SessionManager};
 use crate::error::ApiError;
 use crate::protocol::replay::{ReplayInfo, ReplayRequest, ReplayStep};
 use crate::protocol::tools::{Runs, Tool};
@@ -19,6 +19,11 @@ use std::sync::Arc;
 impl SessionManager {
     /// `POST /sessions/:id/replay`: the new session, started.
     pub fn replay(&self, source: &str, req: ReplayRequest) -> Result<Arc<Session>, ApiError> {
+        self.create(self.prepare_replay(source, req)?)
+    }
+
+    /// A replay of `source`, checked and ready for `create` (a schedule marks it first).
+    pub fn prepare_replay(&self, source: &str, req: ReplayRequest) -> Result<NewSession, ApiError> {
         let src = self.get(source)?;
         let record = src.record();
         if record.status.is_active() {
@@ -49,7 +54,7 @@ impl SessionManager {
         let mut new = self.validate(create)?;
         let params = req.params.keys().cloned().collect();
         new.record.replay = Some(ReplayInfo { source: source.to_string(), params, steps, ..Default::default() });
-        self.create(new)
+        Ok(new)
     }
 }
 

@@ -174,6 +174,15 @@ impl SessionRunner {
         })
     }
 
+    /// Record where a replay stopped matching (the model takes over from there).
+    pub fn mark_replay_diverged(&self, why: &str) {
+        self.session.update(|r| {
+            if let Some(replay) = r.replay.as_mut() {
+                replay.diverged = Some(why.to_string());
+            }
+        })
+    }
+
     /// Count a screenshot shown to the model (`sent`) or replaced by "unchanged" (not sent).
     pub fn count_image(&self, sent: bool, bytes: u64, width: u64, height: u64) {
         self.session.update(|r| {

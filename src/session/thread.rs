@@ -145,4 +145,5 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
     session.vault().clear();
     session.end_log_waiters();
     log::info!("{}: ended ({})", session.id, status.as_str());
+    session.run_end_hook();
 }

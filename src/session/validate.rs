@@ -11,6 +11,8 @@ use crate::vault::{Credentials, MIN_SECRET_CHARS, Notifications, Vault};
 pub struct NewSession {
     pub record: SessionRecord,
     pub vault: Vault,
+    /// Called once with the final record when the session's thread has recorded its end.
+    pub on_end: Option<super::EndHook>,
 }
 
 /// Check a `POST /sessions` body and split it into a record and a vault.
@@ -90,12 +92,13 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         error: None,
         summary: None,
         replay: None,
+        schedule: None,
     };
-    Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications) })
+    Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications), on_end: None })
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
-fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&Notifications>) -> Result<(), ApiError> {
+pub fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&Notifications>) -> Result<(), ApiError> {
     let bad = |m: &str| ApiError::BadRequest(m.to_string());
     if let Some(c) = credentials {
         if c.username.is_empty() || c.password.is_empty() {

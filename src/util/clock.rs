@@ -34,6 +34,16 @@ pub fn now_rfc3339() -> String {
     rfc3339(now())
 }
 
+/// Milliseconds since the Unix epoch, now.
+pub fn unix_ms() -> i64 {
+    i64::try_from(now().unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+/// A time in milliseconds since the Unix epoch as `rfc3339` (empty when out of range).
+pub fn rfc3339_from_ms(ms: i64) -> String {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).map(rfc3339).unwrap_or_default()
+}
+
 /// 64 random bits from the OS.
 pub fn random_u64() -> u64 {
     getrandom::u64().unwrap_or_else(|_| {

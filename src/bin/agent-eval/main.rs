@@ -1,8 +1,11 @@
-//! agent-eval: `agent-controller eval` and `agent-controller probe`, which run this binary with
-//! their arguments. They measure models and ask endpoints; they are not part of the daemon, and
-//! living here keeps the daemon's binary small.
+//! agent-eval: every `agent-controller` command but the daemon's (`serve`, `help`, `version`):
+//! the console, the MCP server (`mcp`), `completions`, `config check`, and `eval` and `probe`,
+//! which measure models and ask endpoints. `agent-controller` runs this binary with its
+//! arguments; none of these is part of the daemon, and living here keeps the daemon's static
+//! binary small.
 
 use agent_controller::cli::args::{self, Parsed};
+use agent_controller::cli::{completions, console};
 use agent_controller::config::Config;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -19,8 +22,72 @@ fn main() -> ExitCode {
     match parsed.command.name {
         "eval" => eval(&parsed),
         "probe" => probe(&parsed),
-        other => usage(&format!("agent-eval runs `eval` and `probe`, not {other:?}")),
+        "serve" | "help" | "version" => usage("`serve`, `help` and `version` are agent-controller's own commands"),
+        other => {
+            quiet_broken_pipe();
+            client(other, &parsed)
+        }
     }
+}
+
+/// A client command: the console's, `mcp`, `completions`, `config check`.
+fn client(name: &str, parsed: &Parsed) -> ExitCode {
+    match name {
+        "completions" => match completions::script(&parsed.free[0]) {
+            Some(script) => {
+                print!("{script}");
+                ExitCode::SUCCESS
+            }
+            None => usage(&format!("no completions for {:?}; say bash, zsh or fish", parsed.free[0])),
+        },
+        "config" => config_check(parsed),
+        "mcp" => mcp(parsed),
+        _ => ExitCode::from(console::run(name, parsed.arguments())),
+    }
+}
+
+/// Client commands end quietly when their reader goes away (`… | head`): the default action of
+/// SIGPIPE, as for any Unix filter, instead of a panic on the failed write.
+fn quiet_broken_pipe() {
+    // SAFETY: resetting a signal's disposition to the default has no preconditions.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
+/// `config check [--config FILE]`: validate, then print the effective values, secrets masked.
+fn config_check(parsed: &Parsed) -> ExitCode {
+    if parsed.free[0] != "check" {
+        return usage(&format!("unknown config command {:?}; say `config check`", parsed.free[0]));
+    }
+    let (path, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
+    let config = match loaded.and_then(|c| c.validate().map(|()| c)) {
+        Ok(c) => c,
+        Err(e) => return usage(&format!("{}: {e}", path.display())),
+    };
+    print!("{}", config.effective_yaml());
+    if let Err(e) = config.check_exposure(false) {
+        eprintln!("agent-controller: warning: {e}");
+    }
+    ExitCode::SUCCESS
+}
+
+/// `mcp`: the MCP server on stdio.
+fn mcp(parsed: &Parsed) -> ExitCode {
+    let api = parsed.value("--api").map(str::to_string);
+    let token = parsed.value("--token").map(str::to_string);
+    // Per user: /tmp is shared, and another user's folder (or symlink) there must not receive
+    // our downloads.
+    let files = parsed.value("--files-dir").map(PathBuf::from).unwrap_or_else(|| {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        std::env::temp_dir().join(format!("agent-controller-files-{}", unsafe { libc::getuid() }))
+    });
+    let ca_file = parsed.value("--ca-file").map(PathBuf::from);
+    let client = match agent_controller::cli::client::ApiClient::new(api, token, ca_file) {
+        Ok(c) => c,
+        Err(e) => return usage(&e),
+    };
+    ExitCode::from(agent_controller::cli::mcp::serve(client, files))
 }
 
 fn usage(message: &str) -> ExitCode {

@@ -133,6 +133,37 @@ async function refreshList() {
   show($('no-sessions'), list.length === 0);
 }
 
+// Schedules: each with its last and next run and a "run now" button (hidden when there are none).
+async function refreshSchedules() {
+  const list = await apiJson('/schedules');
+  $('schedules').replaceChildren(
+    ...list.map((s) => {
+      const l = s.last_run;
+      const last = l ? `last: run ${l.run} ${l.status} ${l.at}` : 'not run yet';
+      return el(
+        'li',
+        { class: 'schedule', 'data-name': s.name },
+        el('span', { class: 'sid', text: s.name }),
+        ' ',
+        el('span', { class: 'muted', text: s.every ? `every ${s.every}` : s.cron }),
+        el('span', { class: 'tgt', text: `${last} · next: ${s.next_run || 'none'}` }),
+        el('button', { type: 'button', class: 'run-now', onclick: () => runSchedule(s.name) }, 'run now'),
+      );
+    }),
+  );
+  show($('schedules-panel'), list.length > 0);
+}
+
+async function runSchedule(name) {
+  try {
+    const created = await apiJson(`/schedules/${enc(name)}/run`, { method: 'POST', json: {} });
+    await Promise.all([refreshList(), refreshSchedules()]);
+    go(created.session_id);
+  } catch (e) {
+    $('health').textContent = e.message;
+  }
+}
+
 async function loadLlms() {
   const llms = await apiJson('/llms');
   state.llms = llms;
@@ -546,7 +577,7 @@ async function tick() {
   state.tick += 1;
   const cur = state.cur;
   try {
-    if (state.tick % 2 === 0) await Promise.all([refreshList(), refreshHealth()]);
+    if (state.tick % 2 === 0) await Promise.all([refreshList(), refreshHealth(), refreshSchedules()]);
     if (cur && (!cur.final || isActive(cur.record))) await refreshSession(cur);
   } catch (_) {
     // Shown where it matters; the next tick tries again.
@@ -561,7 +592,7 @@ async function start() {
       askForToken('');
       return;
     }
-    await Promise.all([refreshList(), loadLlms()]);
+    await Promise.all([refreshList(), loadLlms(), refreshSchedules()]);
   } catch (e) {
     if (e.status !== 401) $('health').textContent = e.message;
     return;

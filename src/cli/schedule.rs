@@ -1,0 +1,107 @@
+//! `agent-controller schedule add|list|rm|run`: the console's side of `/schedules`.
+//!
+//! `add NAME` takes `--every D` or `--cron EXPR` (with `--tz`), and `--replay ID` (with
+//! `--param name=value`…) or `--session JSON` (a `POST /sessions` body); the daemon checks the
+//! rest and its error is printed as it comes.
+
+use super::client::{ApiClient, path_segment};
+use super::console::{Column, Out, exit, fail, print_table, text_of};
+use super::table::Align;
+use serde_json::{Map, Value, json};
+
+const COLUMNS: &[Column] = &[
+    ("NAME", Align::Left, |s| text_of(&s["name"])),
+    ("WHEN", Align::Left, |s| {
+        if s["every"].is_string() { format!("every {}", text_of(&s["every"])) } else { text_of(&s["cron"]) }
+    }),
+    ("RUNS", Align::Right, |s| text_of(&s["runs"])),
+    ("LAST", Align::Left, |s| match s["last_run"].as_object() {
+        Some(l) => format!("#{} {} {}", text_of(&l["run"]), text_of(&l["status"]), text_of(&l["session_id"])),
+        None => "-".into(),
+    }),
+    ("NEXT", Align::Left, |s| text_of(&s["next_run"])),
+    ("WHAT", Align::Left, |s| match s["replay_of"].as_str() {
+        Some(id) => format!("replay {id}"),
+        None => text_of(&s["session"]["target"]),
+    }),
+];
+
+/// Run `schedule SUBCOMMAND`; the exit code.
+pub(super) fn run(client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
+    let body = options(&mut args);
+    let free: Vec<String> = args.finish().into_iter().filter_map(|s| s.into_string().ok()).collect();
+    let name = free.get(1).map(|n| path_segment(n));
+    let result = match (free.first().map(String::as_str), name) {
+        (Some("list"), None) => client.get("/schedules").map(|v| print_table(&v, out, COLUMNS)),
+        (Some("add"), Some(_)) => match body {
+            Ok(mut body) => {
+                body["name"] = json!(free[1]);
+                client.post("/schedules", &body).map(|v| {
+                    said(out, &v, &format!("schedule {} added; next run {}", free[1], text_of(&v["next_run"])))
+                })
+            }
+            Err(e) => return usage(&e),
+        },
+        (Some("rm"), Some(n)) => {
+            client.delete(&format!("/schedules/{n}")).map(|v| said(out, &v, &format!("schedule {} removed", free[1])))
+        }
+        (Some("run"), Some(n)) => client.post(&format!("/schedules/{n}/run"), &json!({})).map(|v| {
+            said(
+                out,
+                &v,
+                &format!(
+                    "run {} of {} started: session {}",
+                    text_of(&v["schedule"]["run"]),
+                    free[1],
+                    text_of(&v["session_id"])
+                ),
+            )
+        }),
+        _ => return usage("give list, add NAME, rm NAME or run NAME"),
+    };
+    match result {
+        Ok(()) => exit::FINISHED,
+        Err(e) => fail(e),
+    }
+}
+
+fn usage(why: &str) -> u8 {
+    eprintln!("agent-controller schedule: {why} (agent-controller help schedule)");
+    exit::USAGE
+}
+
+fn said(out: &Out, v: &Value, line: &str) {
+    if out.json { println!("{v}") } else { println!("{line}") }
+}
+
+/// The `add` body from the options (all are read, so `finish` sees only the free arguments).
+fn options(args: &mut pico_args::Arguments) -> Result<Value, String> {
+    let text = |args: &mut pico_args::Arguments, key: &'static str| -> Result<Option<String>, String> {
+        args.opt_value_from_str(key).map_err(|e| e.to_string())
+    };
+    let mut body = json!({});
+    for (key, option) in [("every", "--every"), ("cron", "--cron"), ("tz", "--tz")] {
+        if let Some(v) = text(args, option)? {
+            body[key] = json!(v);
+        }
+    }
+    if let Some(id) = text(args, "--replay")? {
+        body["replay_of"] = json!(id);
+    }
+    if let Some(session) = text(args, "--session")? {
+        body["session"] = serde_json::from_str(&session).map_err(|e| format!("--session is not JSON: {e}"))?;
+    }
+    if args.contains("--catch-up") {
+        body["catch_up"] = json!(true);
+    }
+    let params: Vec<String> = args.values_from_str("--param").map_err(|e| e.to_string())?;
+    if !params.is_empty() {
+        let mut map = Map::new();
+        for p in params {
+            let (k, v) = p.split_once('=').ok_or_else(|| format!("--param {p:?} is not name=value"))?;
+            map.insert(k.to_string(), json!(v));
+        }
+        body["params"] = Value::Object(map);
+    }
+    Ok(body)
+}
