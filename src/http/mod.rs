@@ -186,9 +186,11 @@ pub fn error_response(err: &ApiError) -> HttpResponse {
 }
 
 /// The client's IP address, as the front acceptor passed it on (tiny_http itself sees only
-/// its private Unix socket). The relay drops any such header a client sends.
+/// its private Unix socket). The relay drops any such header a client sends and writes its own
+/// last, so the last one is taken.
 pub fn peer_ip(request: &Request) -> Option<std::net::IpAddr> {
-    header_value(request, relay::PEER_HEADER)?.parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
+    let field = request.headers().iter().rev().find(|h| h.field.equiv(relay::PEER_HEADER))?;
+    field.value.as_str().parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
 }
 
 /// Answer a request, ignoring a client that already went away.

@@ -47,8 +47,9 @@ pub struct ServerSpec<'a> {
     pub host: &'a str,
     pub port: u16,
     pub threads: usize,
-    /// Whether the server has no token (then browser pages are refused), and binds loopback.
-    pub tokenless: bool,
+    /// The server's bearer token (empty: none, and then browser pages are refused), and
+    /// whether it binds loopback.
+    pub token: crate::util::secret::Secret,
     pub loopback: bool,
     /// What bounds each connection.
     pub limits: Limits,
@@ -61,7 +62,7 @@ pub struct ServerSpec<'a> {
 impl HttpServer {
     /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
     pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
-        let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
+        let guard = BrowserGuard { open: spec.token.is_empty(), loopback: spec.loopback };
         let (front, inner, addr) = listen(&spec, guard)?;
         let server = Server::from_listener(inner, None)
             .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
@@ -219,8 +220,9 @@ fn listen(
     raise_descriptor_limit();
     let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
     let lane = spec.quick.clone().map(|routes| super::relay::Lane { routes, guard });
-    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), lane)
-        .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
+    let (front, inner) =
+        Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), lane, spec.token.clone())
+            .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
     Ok((front, inner, bound))
 }
 

@@ -10,12 +10,13 @@
 //! waits on this thread, for its `Responder` (sent by whoever takes it: the event, its
 //! deadline, shutdown) or, failing that, as long as a relayed answer may take.
 
+use super::head::Head;
 use super::{ANSWER_WAIT_FACTOR, Ctx, Input, Stop, json_answer};
 use crate::error::ApiError;
 use crate::http::contain::{self, contain};
 use crate::http::guard::BrowserGuard;
 use crate::http::{Incoming, Quick, QuickRoutes, log_error};
-use std::net::{IpAddr, SocketAddr, TcpStream};
+use std::net::TcpStream;
 use std::os::fd::AsRawFd;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,54 +28,23 @@ pub struct Lane {
     pub guard: BrowserGuard,
 }
 
-/// A held request as a route reads it: the head as tiny_http would get it.
-struct Held<'a> {
-    head: &'a str,
-    peer: SocketAddr,
-}
-
-impl Incoming for Held<'_> {
-    fn method(&self) -> &str {
-        self.head.split(' ').next().unwrap_or("")
-    }
-
-    fn url(&self) -> &str {
-        self.head.split(' ').nth(1).unwrap_or("")
-    }
-
-    fn header(&self, name: &str) -> Option<&str> {
-        self.head.split("\r\n").skip(1).find_map(|line| {
-            let (field, value) = line.split_once(':')?;
-            field.eq_ignore_ascii_case(name).then(|| value.trim())
-        })
-    }
-
-    fn peer(&self) -> Option<IpAddr> {
-        Some(self.peer.ip())
-    }
-}
-
-/// Serve a held request (`held`: its head of `head_len` bytes, then its body) if its route is
-/// quick; `None` when it is not, and the request is to be relayed.
+/// Serve a held request (`head` as the front read it, then its `body`) if its route is quick;
+/// `None` when it is not, and the request is to be relayed.
 pub(super) fn serve(
     lane: &Lane,
-    held: &[u8],
-    head_len: usize,
-    close: bool,
+    request: &Head,
+    body: &[u8],
     input: &mut Input<'_>,
     ctx: &Ctx<'_>,
 ) -> Option<Result<(), Stop>> {
-    // parse_head let only ASCII through.
-    let head = std::str::from_utf8(&held[..head_len]).ok()?;
-    let request = Held { head, peer: ctx.peer };
-    let body = &held[head_len..];
+    let close = request.close;
     // In flight from here (not evictable), as a relayed request is once a handler may see it.
     ctx.slot.set_busy(true);
-    let outcome = match lane.guard.refusal(&request) {
+    let outcome = match lane.guard.refusal(request) {
         Some(err) => Err(err),
         None => contain(|| {
             contain::quick_test_trigger(request.url());
-            (lane.routes)(&request, body).transpose()
+            (lane.routes)(request, body).transpose()
         })
         .transpose()?,
     };
@@ -82,7 +52,7 @@ pub(super) fn serve(
         Ok(Quick::Json(status, body)) => write_json(input, status, &body, false, close),
         Ok(Quick::Park(park)) => wait_parked(park, input, ctx, close),
         Err(err) => {
-            log_error(&request, &err);
+            log_error(request, &err);
             let unauthorized = matches!(err, ApiError::Unauthorized);
             write_json(input, err.status(), err.body().as_bytes(), unauthorized, close)
         }
