@@ -213,6 +213,22 @@ fn register_refuses_control_characters() {
     assert!(d.client().get("/workers").json().as_array().unwrap().is_empty());
 }
 
+/// `HOSTA` and `hostA ` are one worker: the second is refused while the first holds its secret,
+/// and with the secret it resumes the same id, so `/workers` never lists two look-alikes.
+#[test]
+fn worker_names_are_one_whatever_their_case_and_spaces() {
+    let dir = TempDir::new("regcase");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let w = d.worker_client();
+    let (id, owner) = register_as(&w, json!({"hostname": "HOSTA", "capabilities": ["shell"], "use_secret": true}));
+    let again = json!({"hostname": "hostA ", "capabilities": ["shell"], "use_secret": true});
+    assert_error(&w.post("/register", &again), 409, "conflict");
+    let (resumed, _) = register_as(&owner, again);
+    assert_eq!(resumed, id);
+    let workers = d.client().get("/workers").json();
+    assert_eq!(workers.as_array().unwrap().len(), 1, "{workers}");
+}
+
 /// Folders 0700 and files 0600 even under a permissive umask.
 #[test]
 fn session_folders_and_files_are_private() {

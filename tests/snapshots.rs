@@ -58,7 +58,7 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.contains(&format!("iframe {}/frame:", site.url)) && snap.contains("  [e"), "{snap}");
     assert!(snap.contains("text \"Inside the frame\""), "the frame's content: {snap}");
 
-    // A page nested 100 000 deep: the walk stops at its depth bound, the rest of the page shows.
+    // A page nested 1 000 deep: the walk stops at its depth bound, the rest of the page shows.
     let deep = cmd(&r, "browser_navigate", json!({"url": format!("{}/deep", site.url)}));
     let deep = deep["snapshot"].as_str().unwrap();
     assert!(deep.contains("heading 1 \"Deep page\"") && deep.contains("After the depths"), "{deep}");

@@ -28,6 +28,7 @@ pub use body::{
 };
 pub use contain::contained;
 pub use front::Limits as ConnLimits;
+pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
 pub use tls::{TlsConfig, load as load_tls};
 

@@ -65,6 +65,17 @@ pub const PEER_HEADER: &str = "X-Agent-Controller-Peer";
 /// What a request without the server's token hears (as `ApiError::Unauthorized` says it).
 const UNAUTHORIZED: &str = "missing or invalid bearer token";
 
+/// The front's reading of a request head (up to and including its blank line), as the fuzz
+/// tests see it: the head tiny_http would get, or the status and reason of the refusal.
+pub fn reread_head(raw: &[u8], peer: SocketAddr) -> Result<Vec<u8>, (u16, &'static str)> {
+    head::parse_head(raw, peer, u64::MAX).map(|h| h.inner()).map_err(|r| (r.status(), r.why()))
+}
+
+/// A chunk-size line's size (the line without its CRLF), as the relay reads it.
+pub fn chunk_size(line: &[u8]) -> Result<u64, (u16, &'static str)> {
+    head::chunk_size(line).map_err(|r| (r.status(), r.why()))
+}
+
 /// Why a connection ends early: an answer for the client, or none (it went away or timed out
 /// between requests).
 enum Stop {
