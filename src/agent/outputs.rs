@@ -248,8 +248,7 @@ fn select(text: &str, path: Option<&str>) -> Result<Selection, String> {
 fn as_text(nodes: &[&Value], cap: usize) -> (String, bool) {
     match nodes {
         [Value::String(s)] => (s.clone(), false),
-        [one] => bounds::json_text(one, true, cap),
-        many => bounds::json_text(&many, true, cap),
+        nodes => bounds::json_text(nodes, true, cap),
     }
 }
 
@@ -279,7 +278,7 @@ fn lines_of(text: &str, range: Option<&str>, needle: Option<&str>) -> Result<Vec
 fn bounded(items: &[&Value], max: usize) -> Value {
     let (mut kept, mut used, mut cut) = (Vec::new(), 2, false);
     for item in items {
-        let (text, long) = bounds::json_text(item, false, max.saturating_sub(used).max(1));
+        let (text, long) = bounds::json_text(&[item], false, max.saturating_sub(used).max(1));
         if long {
             if kept.is_empty() {
                 kept.push(Value::String(format!("{text}…")));

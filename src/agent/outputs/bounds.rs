@@ -8,7 +8,7 @@
 //! buffer: past the cap the answer says how much matched and where it was cut.
 
 use serde_json::Value;
-use std::io::{self, Write};
+use std::fmt::{self, Write};
 
 /// The longest path accepted, in bytes.
 pub(super) const MAX_PATH_BYTES: usize = 1000;
@@ -98,35 +98,48 @@ fn size(doc: &Value) -> (u64, u64) {
     (nodes, deepest)
 }
 
-/// A buffer that takes at most `cap` bytes; a write past that fails, so a serializer stops.
+/// Text of at most `cap` bytes; a write past that fails, so a formatter stops there.
 struct Capped {
-    buf: Vec<u8>,
+    text: String,
     cap: usize,
     cut: bool,
 }
 
-impl Write for Capped {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        let room = self.cap - self.buf.len();
-        if data.len() > room {
-            self.buf.extend_from_slice(&data[..room]);
+impl fmt::Write for Capped {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let room = self.cap - self.text.len();
+        if s.len() > room {
+            let mut end = room;
+            while !s.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.text.push_str(&s[..end]);
             self.cut = true;
-            return Err(io::Error::other("cut"));
+            return Err(fmt::Error);
         }
-        self.buf.extend_from_slice(data);
-        Ok(data.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
+        self.text.push_str(s);
         Ok(())
     }
 }
 
-/// `value` as JSON text of at most `cap` bytes, and whether it was cut there.
-pub(super) fn json_text(value: &impl serde::Serialize, pretty: bool, cap: usize) -> (String, bool) {
-    let mut out = Capped { buf: Vec::new(), cap, cut: false };
-    let _ = if pretty { serde_json::to_writer_pretty(&mut out, value) } else { serde_json::to_writer(&mut out, value) };
-    (String::from_utf8_lossy(&out.buf).into_owned(), out.cut)
+/// The nodes as JSON text of at most `cap` bytes (through `Value`'s own `Display`, compact or
+/// pretty, so no serializer is built for this), and whether it was cut there. Several nodes
+/// are written as an array.
+pub(super) fn json_text(nodes: &[&Value], pretty: bool, cap: usize) -> (String, bool) {
+    let mut out = Capped { text: String::new(), cap, cut: false };
+    let one = |out: &mut Capped, v: &Value| if pretty { write!(out, "{v:#}") } else { write!(out, "{v}") };
+    let _ = match nodes {
+        [single] => one(&mut out, single),
+        many => (|| {
+            out.write_str("[")?;
+            for (i, v) in many.iter().enumerate() {
+                out.write_str(if i == 0 { "\n" } else { ",\n" })?;
+                one(&mut out, v)?;
+            }
+            out.write_str("\n]")
+        })(),
+    };
+    (out.text, out.cut)
 }
 
 /// The most text the line tools make of a selection from an output of `len` bytes.
