@@ -172,7 +172,6 @@ fn start_servers(
             loopback,
             limits: conn_limits(config),
             tls: tls.clone(),
-            quick: None,
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
@@ -180,7 +179,6 @@ fn start_servers(
     .map_err(StartError)?;
     let worker_routes =
         Arc::new(WorkerApi { config: Arc::clone(config), hub: Arc::clone(hub), sessions: Arc::clone(sessions) });
-    let quick_routes = Arc::clone(&worker_routes);
     let worker = HttpServer::start(
         ServerSpec {
             name: "worker-api",
@@ -192,7 +190,6 @@ fn start_servers(
             loopback,
             limits: conn_limits(config),
             tls,
-            quick: Some(Arc::new(move |r, body| quick_routes.quick(r, body))),
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),

@@ -55,7 +55,6 @@ impl Front {
         name: &str,
         limits: Limits,
         tls: Option<TlsConfig>,
-        lane: Option<relay::Lane>,
         token: Secret,
     ) -> std::io::Result<(Front, UnixListener)> {
         // 0700: only this user can reach tiny_http behind the limits (and forge the peer header).
@@ -64,8 +63,7 @@ impl Front {
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
         let token = (!token.is_empty()).then_some(token);
-        let registry =
-            Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls, lane, token });
+        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls, token });
         let accept_from = listener.try_clone()?;
         let stop = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
@@ -159,8 +157,6 @@ struct Registry {
     next_id: AtomicU64,
     /// The port's TLS, if it speaks HTTPS.
     tls: Option<TlsConfig>,
-    /// The routes its relays serve themselves.
-    lane: Option<relay::Lane>,
     /// The port's bearer token, if it has one: checked before a `100 Continue`.
     token: Option<Secret>,
 }
@@ -202,10 +198,6 @@ pub struct Slot {
 impl Slot {
     pub fn tls(&self) -> Option<&TlsConfig> {
         self.registry.tls.as_ref()
-    }
-
-    pub fn lane(&self) -> Option<&relay::Lane> {
-        self.registry.lane.as_ref()
     }
 
     pub fn token(&self) -> Option<&Secret> {

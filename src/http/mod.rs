@@ -37,7 +37,6 @@ use crate::wait::park::Responder;
 use serde::Serialize;
 use std::io::Read;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tiny_http::{Header, Request, Response};
 
@@ -89,8 +88,8 @@ impl Reply {
     }
 }
 
-/// What a route that may run without tiny_http reads of its request: from tiny_http, or from
-/// the head the front holds (`relay/quick.rs`).
+/// What the guards and the token check read of a request: from tiny_http, or from the head
+/// the front read (`relay/head.rs`, for the token before a `100 Continue`).
 pub trait Incoming {
     fn method(&self) -> &str;
     fn url(&self) -> &str;
@@ -116,34 +115,6 @@ impl Incoming for Request {
         peer_ip(self)
     }
 }
-
-/// What a quick route hands back: JSON now, or the request parked for a later answer.
-pub enum Quick {
-    Json(u16, Vec<u8>),
-    Park(Box<dyn FnOnce(Responder) + Send>),
-}
-
-impl Quick {
-    pub fn json<T: Serialize>(status: u16, value: &T) -> Quick {
-        let (status, body) = encoded(status, value);
-        Quick::Json(status, body)
-    }
-}
-
-impl From<Quick> for Reply {
-    fn from(quick: Quick) -> Reply {
-        match quick {
-            Quick::Json(status, body) => Reply::Response(json_bytes_response(status, body)),
-            Quick::Park(park) => Reply::Park(park),
-        }
-    }
-}
-
-/// A server's routes the front runs itself, on the connection's own thread, for a request it
-/// holds whole (a head and a body under `relay::HOLD`): the worker's poll, result and heartbeat,
-/// several per agent step, then skip tiny_http's accept, its connection thread and the handler
-/// queue. `None` from it: not such a route, and the request goes to tiny_http as any other.
-pub type QuickRoutes = Arc<dyn Fn(&dyn Incoming, &[u8]) -> Option<Result<Quick, ApiError>> + Send + Sync>;
 
 /// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
 #[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above

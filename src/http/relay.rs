@@ -30,13 +30,10 @@ use std::time::{Duration, Instant};
 
 mod head;
 mod input;
-mod quick;
 #[cfg(test)]
 mod tests;
 
 use head::{Framing, Refused};
-
-pub use quick::Lane;
 
 /// The longest request head accepted (request line and headers together).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -97,7 +94,7 @@ impl From<io::Error> for Stop {
 
 /// Serve one client connection until it closes, fails a limit or is evicted.
 pub(super) fn serve(socket: &TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, slot: &Slot) {
-    let ctx = Ctx { peer, inner, limits, slot, lane: slot.lane(), token: slot.token() };
+    let ctx = Ctx { peer, inner, limits, slot, token: slot.token() };
     let Ok(client) = Client::new(socket, slot.tls()) else { return };
     let mut input = Input::new(client, limits.read_timeout);
     let mut first = Some(slot.accepted);
@@ -123,8 +120,6 @@ struct Ctx<'a> {
     inner: &'a Path,
     limits: &'a Limits,
     slot: &'a Slot,
-    /// The server's quick routes, if it has any.
-    lane: Option<&'a Lane>,
     /// The server's token, if it has one.
     token: Option<&'a Secret>,
 }
@@ -144,9 +139,7 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
         }
         input.client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
-    let inner = head.inner();
-    let head_len = inner.len();
-    let mut out = Out::Held(inner);
+    let mut out = Out::Held(head.inner());
     match forward_body(input, &head.framing, &mut out, ctx) {
         // Still held: no handler saw it, so the client hears why.
         Err(Stop::Quiet) if input.timed_out && !out.is_open() => {
@@ -159,12 +152,6 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     }
     input.deadline = None;
     input.release();
-    // A chunked body is held as it came, framing and all: only tiny_http decodes it.
-    if let (Some(lane), Out::Held(held), Framing::Length(_)) = (ctx.lane, &out, &head.framing)
-        && let Some(served) = quick::serve(lane, &head, &held[head_len..], input, ctx)
-    {
-        return served.map(|()| !head.close);
-    }
     let answer_closes = copy_response(out.open(ctx)?, &mut input.client)?;
     Ok(!head.close && !answer_closes)
 }
@@ -411,7 +398,8 @@ fn find(hay: &[u8], searched: usize, needle: &[u8]) -> Option<usize> {
     hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|at| at + from)
 }
 
-/// A JSON error for a request refused before tiny_http saw it; the connection then closes.
+/// A JSON error for a request refused before tiny_http saw it (with the date tiny_http would
+/// give); the connection then closes.
 pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
     let code = match status {
         401 => "unauthorized",
@@ -422,27 +410,13 @@ pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
         _ => "bad_request",
     };
     let body = serde_json::json!({"error": why, "code": code}).to_string();
-    let _ = client.write_all(&json_answer(status, body.as_bytes(), status == 401, true));
-    client.close();
-}
-
-/// A whole answer: the head (with the date tiny_http would give) and the JSON body.
-fn json_answer(status: u16, body: &[u8], unauthorized: bool, close: bool) -> Vec<u8> {
     let reason = tiny_http::StatusCode(status).default_reason_phrase();
     let date = httpdate::fmt_http_date(std::time::SystemTime::now());
-    let mut out = Vec::with_capacity(160 + body.len());
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+    let auth = if status == 401 { "WWW-Authenticate: Bearer\r\n" } else { "" };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}Connection: close\r\n\r\n",
         body.len()
     );
-    if unauthorized {
-        out.extend_from_slice(b"WWW-Authenticate: Bearer\r\n");
-    }
-    if close {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-    out
+    let _ = client.write_all(&[head.as_bytes(), body.as_bytes()].concat());
+    client.close();
 }

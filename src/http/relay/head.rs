@@ -309,8 +309,8 @@ impl Head {
     }
 }
 
-/// A body the front will not take: declared beyond any limit, or on a method without one (as
-/// the pool's guard `refuse_body_on_bodiless` would, but before such a body is waited for).
+/// A body the front will not take: declared beyond what tiny_http may drain
+/// (`guard::safe_drain_bytes`), or more than a small one on a method that takes none.
 fn check_body(head: &Head, drain_cap: u64) -> Result<(), Refused> {
     let bodiless = ["GET", "HEAD", "DELETE"].contains(&head.method.as_str());
     match head.framing {

@@ -136,7 +136,7 @@ impl Rig {
         let addr = listener.local_addr().unwrap();
         let second = Duration::from_secs(2);
         let limits = Limits { max_connections: 16, header_timeout: second, read_timeout: second, idle_timeout: second };
-        let (front, inner) = Front::start(listener, "table", limits, None, None, Secret::new(token)).unwrap();
+        let (front, inner) = Front::start(listener, "table", limits, None, Secret::new(token)).unwrap();
         let server = Arc::new(tiny_http::Server::from_listener(inner, None).unwrap());
         Rig { front, addr, server }
     }
