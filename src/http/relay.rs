@@ -2,6 +2,8 @@
 //! (see `front.rs`). Each request head is read here first: at most `MAX_HEAD` bytes, within
 //! `header_timeout` of its first byte (of the accept, for the first request), or the connection
 //! is answered 431/408 and closed. Every read from the client is bounded by `read_timeout`.
+//! The head is read once, strictly (`head.rs`), and tiny_http gets the head written again from
+//! that reading, never the client's lines; chunked bodies are written again as well.
 //!
 //! A request reaches tiny_http on an inner connection of its own, with `Connection: close` and
 //! the client's address in `PEER_HEADER` (any such header from the client is dropped), so the
@@ -14,8 +16,9 @@
 //! connection ends, rather than the body being drained at the client's pace.
 //!
 //! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
-//! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves plain TCP only. Buffers
-//! stay small on an idle connection: 4 KiB to read, and nothing for answers between requests.
+//! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves
+//! plain TCP only. Buffers stay small on an idle connection: 4 KiB to read, and nothing for
+//! answers between requests.
 
 use super::front::{Limits, Slot};
 use super::tls::Client;
