@@ -181,11 +181,10 @@ fn start_servers(
             host,
             port: config.server.api_port,
             threads: config.server.api_threads,
-            tokenless: config.server.api_token.is_empty(),
+            token: config.server.api_token.clone(),
             loopback,
             limits: conn_limits(config),
             tls: tls.clone(),
-            quick: None,
         },
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
@@ -193,7 +192,6 @@ fn start_servers(
     .map_err(StartError)?;
     let worker_routes =
         Arc::new(WorkerApi { config: Arc::clone(config), hub: Arc::clone(hub), sessions: Arc::clone(sessions) });
-    let quick_routes = Arc::clone(&worker_routes);
     let worker = HttpServer::start(
         ServerSpec {
             name: "worker-api",
@@ -201,11 +199,10 @@ fn start_servers(
             host,
             port: config.server.worker_port,
             threads: config.server.worker_threads,
-            tokenless: config.server.worker_token.is_empty(),
+            token: config.server.worker_token.clone(),
             loopback,
             limits: conn_limits(config),
             tls,
-            quick: Some(Arc::new(move |r, body| quick_routes.quick(r, body))),
         },
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),

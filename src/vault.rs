@@ -6,7 +6,9 @@
 //! emptied when the session ends. `Vault::scrub` is the last line of defence: every text the
 //! session writes to disk passes through it, so a secret the model or a worker echoes back is
 //! replaced before it lands. Each secret is also hunted in the forms it travels in: URL- and
-//! form-encoded (`+` for a space), base64 (standard and URL-safe) and JSON-escaped.
+//! form-encoded (`+` for a space) once or twice, hex, base64 (standard and URL-safe, alone or
+//! inside a longer encoded text, and the Basic-auth pair `user:password`), base32, HTML
+//! entities and JSON-escaped.
 //! Secrets under `MIN_SECRET_CHARS` are refused at session create: they cannot be scrubbed.
 
 use crate::util::secret::Secret;
@@ -94,23 +96,25 @@ impl Vault {
     /// The secret strings worth hunting for in output. Very short values are skipped: replacing
     /// every "a" in a report would destroy it and protect nothing.
     fn build_secrets(&self) -> Vec<String> {
-        let mut out = Vec::new();
+        let mut out: Vec<String> = Vec::new();
         if let Some(c) = &self.credentials {
-            out.push(c.password.expose());
+            out.push(c.password.expose().to_string());
+            // As HTTP Basic auth carries it (base64 of the pair, among the forms below).
+            out.push(format!("{}:{}", c.username, c.password.expose()));
         }
         if let Some(n) = &self.notifications {
             if let Some(t) = &n.telegram {
-                out.push(t.bot_token.expose());
+                out.push(t.bot_token.expose().to_string());
             }
             if let Some(w) = &n.webhook {
-                out.push(w.url.expose());
+                out.push(w.url.expose().to_string());
                 if let Some((_, query)) = w.url.expose().split_once('?') {
-                    out.push(query);
+                    out.push(query.to_string());
                 }
             }
         }
         out.retain(|s| s.len() >= MIN_SECRET_CHARS);
-        let mut all: Vec<String> = out.into_iter().flat_map(encodings).collect();
+        let mut all: Vec<String> = out.iter().flat_map(|s| encodings(s)).collect();
         // Longest first, so a URL is replaced whole before its query string is looked for.
         all.sort_by_key(|s| std::cmp::Reverse(s.len()));
         all.dedup();
@@ -152,26 +156,92 @@ impl Vault {
     }
 }
 
-/// A secret and the forms it is written in on the way to a log: as is, URL-encoded (upper and
-/// lower case hex), form-encoded, base64 and JSON-escaped.
+/// A secret and the forms it is written in on the way to a log or a page: as is, URL-encoded
+/// once or twice (upper and lower case hex), form-encoded, hex, base64 (also inside a longer
+/// base64 text, at each of its three alignments), base32, HTML entities and JSON-escaped.
 fn encodings(secret: &str) -> Vec<String> {
     let mut forms = vec![secret.to_string()];
-    for set in [URL_KEEP, URI_COMPONENT_KEEP] {
-        let encoded = utf8_percent_encode(secret, set).to_string();
-        forms.push(lower_hex_escapes(&encoded));
-        forms.push(encoded);
-    }
     let form = utf8_percent_encode(secret, FORM_KEEP).to_string().replace(' ', "+");
-    forms.push(lower_hex_escapes(&form));
-    forms.push(form);
+    let once = [URL_KEEP, URI_COMPONENT_KEEP].map(|set| utf8_percent_encode(secret, set).to_string());
+    for encoded in once.into_iter().chain([form]) {
+        for single in [lower_hex_escapes(&encoded), encoded] {
+            forms.push(utf8_percent_encode(&single, URL_KEEP).to_string());
+            forms.push(single);
+        }
+    }
+    let hex: String = secret.bytes().map(|b| format!("{b:02x}")).collect();
+    forms.extend([hex.to_ascii_uppercase(), hex]);
     for engine in [&base64::engine::general_purpose::STANDARD, &base64::engine::general_purpose::URL_SAFE] {
         let b64 = engine.encode(secret.as_bytes());
         forms.push(b64.trim_end_matches('=').to_string());
         forms.push(b64);
+        forms.extend(base64_cores(secret.as_bytes(), engine));
     }
+    let b32 = base32(secret.as_bytes());
+    for b32 in [b32.trim_end_matches('=').to_string(), b32.clone()] {
+        forms.extend([b32.to_ascii_lowercase(), b32]);
+    }
+    forms.extend(html_forms(secret));
     if let Ok(json) = serde_json::to_string(secret) {
         forms.push(json.trim_matches('"').to_string());
     }
+    forms.retain(|f| f.len() >= MIN_SECRET_CHARS);
+    forms
+}
+
+/// The base64 characters that depend on the secret's bytes alone, when it sits 0, 1 or 2 bytes
+/// past a 3-byte boundary of a longer encoded text (`Basic dXNlcjpw…`, a token in a JWT): each
+/// alignment encodes it differently. Shorter than 6 characters, such a run would match at random.
+fn base64_cores(secret: &[u8], engine: &base64::engine::GeneralPurpose) -> Vec<String> {
+    (0..3)
+        .filter_map(|shift| {
+            let shifted: Vec<u8> = std::iter::repeat_n(0, shift).chain(secret.iter().copied()).collect();
+            let text = engine.encode(&shifted);
+            // Character i holds bits 6i..6i+6; keep those wholly inside the secret's.
+            let (start, end) = ((8 * shift).div_ceil(6), 8 * shifted.len() / 6);
+            text.get(start..end).filter(|core| core.len() >= 6).map(str::to_string)
+        })
+        .collect()
+}
+
+/// RFC 4648 base32, padded.
+fn base32(bytes: &[u8]) -> String {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+    let (mut out, mut acc, mut bits) = (String::new(), 0u32, 0u32);
+    for &b in bytes {
+        acc = (acc << 8) | u32::from(b);
+        bits += 8;
+        while bits >= 5 {
+            bits -= 5;
+            out.push(char::from(ALPHABET[((acc >> bits) & 31) as usize]));
+        }
+        acc &= (1 << bits) - 1;
+    }
+    if bits > 0 {
+        out.push(char::from(ALPHABET[((acc << (5 - bits)) & 31) as usize]));
+    }
+    while out.len() % 8 != 0 {
+        out.push('=');
+    }
+    out
+}
+
+/// As a page writes it: its markup characters escaped (each way an apostrophe is), or every
+/// character a decimal or hexadecimal reference.
+fn html_forms(secret: &str) -> Vec<String> {
+    let escaped = |apostrophe: &str| {
+        secret
+            .replace('&', "&amp;")
+            .replace('<', "&lt;")
+            .replace('>', "&gt;")
+            .replace('"', "&quot;")
+            .replace('\'', apostrophe)
+    };
+    let mut forms: Vec<String> = ["&#39;", "&#x27;", "&apos;"].iter().map(|a| escaped(a)).collect();
+    forms.push(secret.chars().map(|c| format!("&#{};", u32::from(c))).collect());
+    let hex: String = secret.chars().map(|c| format!("&#x{:x};", u32::from(c))).collect();
+    forms.extend([hex.to_ascii_uppercase().replace("&#X", "&#x"), hex]);
+    forms.retain(|f| f != secret);
     forms
 }
 
@@ -249,6 +319,38 @@ mod tests {
             notifications: None,
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn scrub_catches_the_forms_a_page_or_a_header_writes() {
+        use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+        let vault = with_password("Vault-PW&<'9");
+        let pw = "Vault-PW&<'9";
+        let hex: String = pw.bytes().map(|b| format!("{b:02x}")).collect();
+        let mut leaks = vec![
+            hex.clone(),
+            hex.to_uppercase(),
+            format!("Basic {}", STANDARD.encode(format!("bob:{pw}"))),
+            base32(pw.as_bytes()),
+            base32(pw.as_bytes()).trim_end_matches('=').to_lowercase(),
+            "Vault-PW&amp;&lt;&#39;9".into(),
+            "Vault-PW&amp;&lt;&apos;9".into(),
+            pw.chars().map(|c| format!("&#{};", c as u32)).collect(),
+            pw.chars().map(|c| format!("&#x{:X};", c as u32)).collect(),
+            "Vault-PW%2526%253C%25279".into(),
+            "Vault-PW%2526%253c%25279".into(),
+        ];
+        // Inside a longer base64 text, after a prefix of each length.
+        for prefix in ["", "a", "ab", "abc", "token="] {
+            leaks.push(STANDARD.encode(format!("{prefix}{pw}&more")));
+            leaks.push(URL_SAFE_NO_PAD.encode(format!("{prefix}{pw}")));
+        }
+        for leaked in leaks {
+            let out = vault.scrub(&format!("seen: {leaked} end"));
+            assert!(out.contains("[redacted]") && !out.contains(&leaked), "{leaked}: {out}");
+        }
+        // Words near the secret are not taken for it.
+        assert_eq!(vault.scrub("Vault-PW and 9"), "Vault-PW and 9");
     }
 
     #[test]

@@ -279,10 +279,10 @@ fn tokenless_servers_refuse_what_only_a_browser_page_sends() {
     assert!(r.starts_with("HTTP/1.1 403") && r.contains("DNS rebinding"), "{r}");
     let r = raw_with_headers(&worker, "POST", "/register", "Host: evil.test\r\n", r#"{"hostname":"x"}"#);
     assert!(r.starts_with("HTTP/1.1 403"), "the worker server too: {r}");
-    // And the routes the worker server's front serves itself (`relay/quick.rs`).
+    // And the worker's step routes.
     let headers = format!("Host: {worker}\r\nOrigin: https://evil.test\r\n");
     let r = raw_with_headers(&worker, "POST", "/heartbeat", &headers, "");
-    assert!(r.starts_with("HTTP/1.1 403") && r.contains("cross-site"), "the quick lane too: {r}");
+    assert!(r.starts_with("HTTP/1.1 403") && r.contains("cross-site"), "the heartbeat too: {r}");
     assert_eq!(d.client().get("/sessions").json(), json!([]));
     assert_eq!(d.client().get("/workers").json(), json!([]));
     // What clients send is fine: IP or localhost Host, no Origin or our own.

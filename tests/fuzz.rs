@@ -16,6 +16,7 @@ use std::time::Instant;
 
 mod bodies;
 mod config;
+mod heads;
 mod mcp;
 mod models;
 mod names;

@@ -213,6 +213,22 @@ fn register_refuses_control_characters() {
     assert!(d.client().get("/workers").json().as_array().unwrap().is_empty());
 }
 
+/// `HOSTA` and `hostA ` are one worker: the second is refused while the first holds its secret,
+/// and with the secret it resumes the same id, so `/workers` never lists two look-alikes.
+#[test]
+fn worker_names_are_one_whatever_their_case_and_spaces() {
+    let dir = TempDir::new("regcase");
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let w = d.worker_client();
+    let (id, owner) = register_as(&w, json!({"hostname": "HOSTA", "capabilities": ["shell"], "use_secret": true}));
+    let again = json!({"hostname": "hostA ", "capabilities": ["shell"], "use_secret": true});
+    assert_error(&w.post("/register", &again), 409, "conflict");
+    let (resumed, _) = register_as(&owner, again);
+    assert_eq!(resumed, id);
+    let workers = d.client().get("/workers").json();
+    assert_eq!(workers.as_array().unwrap().len(), 1, "{workers}");
+}
+
 /// Folders 0700 and files 0600 even under a permissive umask.
 #[test]
 fn session_folders_and_files_are_private() {
@@ -474,4 +490,64 @@ fn a_large_download_is_fetched_only_once_approved() {
     assert!(!names.contains(&"denied.bin"), "{files}");
     assert_eq!(c.get(&format!("/sessions/{id}/files/approved.bin")).body.len(), 3 * 1024 * 1024);
     assert_eq!(c.get(&format!("/sessions/{id}/files/chapter1.pdf")).body, pdf_bytes("chapter1.pdf"));
+}
+
+/// What a person types (an answer, an edited command, a reason for a denial) reaches the model
+/// and the disk without a vault secret in it, in any of its encodings; an edited command still
+/// runs as typed.
+#[test]
+fn what_a_person_types_reaches_the_model_without_secrets() {
+    use crate::support::llm::*;
+    use base64::Engine;
+    use base64::engine::general_purpose::STANDARD;
+    use std::time::Duration;
+    let dir = TempDir::new("typedsecrets");
+    let pw = "Vault-PW-7319";
+    let hex: String = pw.bytes().map(|b| format!("{b:02X}")).collect();
+    let basic = STANDARD.encode(format!("bob:{pw}"));
+    let shifted = STANDARD.encode(format!("x{pw}"));
+    let script = vec![
+        tool("ask_user", json!({"question": "Which one?"})),
+        tool("run_command", json!({"command": "echo hi"})),
+        tool("run_command", json!({"command": "rm -rf /srv"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.task.confirmation_timeout = 30);
+    let ok = json!({"success": true, "data": {"exit_code": 0, "stdout": "ok", "stderr": ""}});
+    let w = ScriptedWorker::start(&d.worker_client(), "sh", &["shell"], false, move |_| ok.clone());
+    let c = d.client();
+    let body = json!({"mode": "task", "type": "shell", "target": "sh", "instruction": "x",
+        "credentials": {"username": "bob", "password": pw}, "options": {"approval": "human"}});
+    let id = create_session(&c, body);
+    let asked = |path: &str| {
+        wait_until(Duration::from_secs(20), path, || {
+            let s = c.get(&format!("/sessions/{id}")).json();
+            s[path].is_object().then_some(s)
+        })
+    };
+    asked("question_pending");
+    let answer = json!({"text": format!("it is {pw}, {hex} or {}", hex.to_lowercase())});
+    assert_eq!(c.post(&format!("/sessions/{id}/answer"), &answer).status, 200);
+    let pending = asked("confirmation_pending")["confirmation_pending"]["confirmation_id"].clone();
+    let edit = json!({"confirmation_id": pending, "approved": true, "edited_command": format!("login {pw} {shifted}")});
+    assert_eq!(c.post(&format!("/sessions/{id}/confirmation"), &edit).status, 200);
+    let pending = wait_until(Duration::from_secs(20), "the second confirmation", || {
+        let s = c.get(&format!("/sessions/{id}")).json();
+        let p = s["confirmation_pending"]["confirmation_id"].clone();
+        (p.is_string() && p != pending).then_some(p)
+    });
+    let deny = json!({"confirmation_id": pending, "approved": false, "reason": format!("not with Basic {basic}")});
+    assert_eq!(c.post(&format!("/sessions/{id}/confirmation"), &deny).status, 200);
+    wait_status(&c, &id, "finished");
+    let sent: Vec<String> = w.seen.lock().unwrap().iter().map(|c| c["params"]["command"].to_string()).collect();
+    assert!(sent.iter().any(|c| c.contains(&format!("login {pw}"))), "the edit runs as typed: {sent:?}");
+    let to_model: String = llm.requests().iter().map(|r| r.body.to_string()).collect();
+    assert!(to_model.contains("[redacted]") && to_model.contains("edited command instead"), "{to_model}");
+    let on_disk = std::fs::read_to_string(dir.path().join(&id).join("log.jsonl")).unwrap()
+        + &std::fs::read_to_string(dir.path().join(&id).join("conversation.jsonl")).unwrap();
+    let middle = &shifted[4..shifted.len() - 4];
+    for leak in [pw, &hex, &hex.to_lowercase(), basic.trim_end_matches('='), middle] {
+        assert!(!to_model.contains(leak), "{leak} reached the model: {to_model}");
+        assert!(!on_disk.contains(leak), "{leak} reached the disk");
+    }
 }

@@ -59,6 +59,13 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.contains(&format!("iframe {}/frame:", site.url)) && snap.contains("  [e"), "{snap}");
     assert!(snap.contains("text \"Inside the frame\""), "the frame's content: {snap}");
 
+    // A page nested 1 000 deep: the walk stops at its depth bound, the rest of the page shows.
+    let deep = cmd(&r, "browser_navigate", json!({"url": format!("{}/deep", site.url)}));
+    let deep = deep["snapshot"].as_str().unwrap();
+    assert!(deep.contains("heading 1 \"Deep page\"") && deep.contains("After the depths"), "{deep}");
+    assert!(!deep.contains("at the bottom"), "{deep}");
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
+
     // Acting by ref, in the page and inside the frame.
     let clicked =
         cmd(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Say hello\""))}));

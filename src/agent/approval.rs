@@ -122,7 +122,8 @@ impl Agent {
                 Some(edited) if tool == Tool::RunCommand => {
                     let mut input = input.clone();
                     input["command"] = json!(edited);
-                    let note = format!("The user approved an edited command instead: {edited}");
+                    // It runs as typed; the model reads it without a secret the person put in.
+                    let note = format!("The user approved an edited command instead: {}", self.runner.scrub(&edited));
                     Gate::Run { input, note: Some(note) }
                 }
                 _ => Gate::Run { input: input.clone(), note: None },

@@ -14,6 +14,8 @@ use crate::protocol::tools::{OUTPUT_TOOLS, Tool};
 use serde_json::{Map, Value, json};
 use serde_json_path::JsonPath;
 
+mod bounds;
+
 /// Characters of a stored output shown as its preview.
 const PREVIEW_CHARS: usize = 1500;
 /// Keys of an object described in stats, and example paths offered.
@@ -207,27 +209,46 @@ fn text_stats(text: &str) -> Value {
     json!({"kind": "text", "lines": text.lines().count(), "chars": text.chars().count(), "first_lines": first})
 }
 
-/// The nodes a path selects (the whole output without a path).
-fn select(text: &str, path: Option<&str>) -> Result<Vec<Value>, String> {
-    let path = path.filter(|p| !p.trim().is_empty());
-    let Some(v) = parse(text) else {
-        return match path {
-            Some(_) => Err("this output is text, not JSON: use `lines` and `contains` instead of `path`".into()),
-            None => Ok(vec![Value::String(text.to_string())]),
-        };
-    };
-    let Some(path) = path else { return Ok(vec![v]) };
-    let parsed = JsonPath::parse(path)
-        .map_err(|e| format!("`{path}` is not a JSONPath (RFC 9535): {e}; e.g. $.items[*].name or $..price"))?;
-    Ok(parsed.query(&v).all().into_iter().cloned().collect())
+/// A stored output and the path the model gave: its nodes are selected by reference, so a
+/// query that selects every subtree copies none of them.
+struct Selection {
+    doc: Value,
+    path: Option<JsonPath>,
 }
 
-/// The text the line tools work on: one string node as it is, anything else as pretty JSON.
-fn as_text(nodes: &[Value]) -> String {
+impl Selection {
+    fn nodes(&self) -> Vec<&Value> {
+        match &self.path {
+            Some(path) => path.query(&self.doc).all(),
+            None => vec![&self.doc],
+        }
+    }
+}
+
+/// What a path selects (the whole output without a path), the path checked for size and cost
+/// first (`bounds`).
+fn select(text: &str, path: Option<&str>) -> Result<Selection, String> {
+    let path = path.filter(|p| !p.trim().is_empty());
+    let Some(doc) = parse(text) else {
+        return match path {
+            Some(_) => Err("this output is text, not JSON: use `lines` and `contains` instead of `path`".into()),
+            None => Ok(Selection { doc: Value::String(text.to_string()), path: None }),
+        };
+    };
+    let Some(path) = path else { return Ok(Selection { doc, path: None }) };
+    bounds::check_path(path)?;
+    let parsed = JsonPath::parse(path)
+        .map_err(|e| format!("`{path}` is not a JSONPath (RFC 9535): {e}; e.g. $.items[*].name or $..price"))?;
+    bounds::check_cost(&doc, path)?;
+    Ok(Selection { doc, path: Some(parsed) })
+}
+
+/// The text the line tools work on: one string node as it is, anything else as pretty JSON,
+/// at most `cap` bytes of it; and whether it was cut there.
+fn as_text(nodes: &[&Value], cap: usize) -> (String, bool) {
     match nodes {
-        [Value::String(s)] => s.clone(),
-        [one] => serde_json::to_string_pretty(one).unwrap_or_default(),
-        many => serde_json::to_string_pretty(many).unwrap_or_default(),
+        [Value::String(s)] => (s.clone(), false),
+        nodes => bounds::json_text(nodes, true, cap),
     }
 }
 
@@ -252,23 +273,32 @@ fn lines_of(text: &str, range: Option<&str>, needle: Option<&str>) -> Result<Vec
         .collect())
 }
 
-/// Values as JSON within `max` characters, counting what did not fit.
-fn bounded(items: Vec<Value>, max: usize) -> Value {
-    let total = items.len();
-    let (mut kept, mut used) = (Vec::new(), 2);
+/// Values as JSON within `max` characters, counting what did not fit; a first value too long
+/// for them all is cut (its text up to there, as a string).
+fn bounded(items: &[&Value], max: usize) -> Value {
+    let (mut kept, mut used, mut cut) = (Vec::new(), 2, false);
     for item in items {
-        let len = item.to_string().len() + 1;
-        if used + len > max && !kept.is_empty() {
+        let (text, long) = bounds::json_text(&[item], false, max.saturating_sub(used).max(1));
+        if long {
+            if kept.is_empty() {
+                kept.push(Value::String(format!("{text}…")));
+                cut = true;
+            }
             break;
         }
-        used += len;
-        kept.push(item);
+        used += text.len() + 1;
+        kept.push((*item).clone());
     }
+    let total = items.len();
     let mut out = json!({"matched": total, "items": kept});
-    if kept_len(&out) < total {
+    if cut {
+        out["cut"] = json!(format!("the first item is cut at {max} characters: use a narrower path or `lines`"));
+    }
+    let shown = if cut { 0 } else { kept_len(&out) };
+    if shown < total {
         out["left_out"] = json!(format!(
             "{} more not shown (the answer is limited to {max} characters): use a narrower path, `lines`, or tool_outputs_sample",
-            total - kept_len(&out)
+            total - shown
         ));
     }
     out
@@ -278,20 +308,38 @@ fn kept_len(out: &Value) -> usize {
     out["items"].as_array().map_or(0, Vec::len)
 }
 
+/// Numbered lines of a selection, and the note that its text was cut, if it was.
+fn selected_lines(
+    text: &str,
+    nodes: &[&Value],
+    range: Option<&str>,
+    needle: Option<&str>,
+) -> Result<(Vec<String>, bool), String> {
+    let (selected, cut) = as_text(nodes, bounds::text_budget(text.len()));
+    Ok((lines_of(&selected, range, needle)?, cut))
+}
+
 fn extract(text: &str, input: &Value, max: usize) -> Result<Value, String> {
-    let nodes = select(text, input["path"].as_str())?;
+    let selection = select(text, input["path"].as_str())?;
+    let nodes = selection.nodes();
     let (range, needle) = (input["lines"].as_str(), input["contains"].as_str());
     if range.is_none() && needle.is_none() && parse(text).is_some() {
-        return Ok(bounded(nodes, max));
+        return Ok(bounded(&nodes, max));
     }
-    let lines = lines_of(&as_text(&nodes), range, needle)?;
-    Ok(bounded(lines.into_iter().map(Value::String).collect(), max))
+    let (lines, cut) = selected_lines(text, &nodes, range, needle)?;
+    let lines: Vec<Value> = lines.into_iter().map(Value::String).collect();
+    let mut out = bounded(&lines.iter().collect::<Vec<_>>(), max);
+    if cut {
+        out["text_cut"] = json!("the selection written out was too long and is cut: use a narrower path");
+    }
+    Ok(out)
 }
 
 fn count(text: &str, input: &Value) -> Result<Value, String> {
-    let nodes = select(text, input["path"].as_str())?;
+    let selection = select(text, input["path"].as_str())?;
+    let nodes = selection.nodes();
     match input["contains"].as_str() {
-        Some(needle) => Ok(json!({"lines": lines_of(&as_text(&nodes), None, Some(needle))?.len()})),
+        Some(needle) => Ok(json!({"lines": selected_lines(text, &nodes, None, Some(needle))?.0.len()})),
         None if parse(text).is_some() => Ok(json!({"count": nodes.len()})),
         None => Ok(json!({"lines": text.lines().count()})),
     }
@@ -299,17 +347,20 @@ fn count(text: &str, input: &Value) -> Result<Value, String> {
 
 fn sample(text: &str, input: &Value, max: usize) -> Result<Value, String> {
     let n = input["n"].as_u64().map_or(DEFAULT_SAMPLE, |n| n.clamp(1, 100) as usize);
-    let mut nodes = select(text, input["path"].as_str())?;
+    let selection = select(text, input["path"].as_str())?;
+    let mut nodes = selection.nodes();
     // One array selected: sample its items.
     if let [Value::Array(items)] = nodes.as_slice() {
-        nodes = items.clone();
+        nodes = items.iter().collect();
     }
+    let lines: Vec<Value>;
     if parse(text).is_none() {
-        nodes = lines_of(text, None, None)?.into_iter().map(Value::String).collect();
+        lines = lines_of(text, None, None)?.into_iter().map(Value::String).collect();
+        nodes = lines.iter().collect();
     }
     let len = nodes.len();
-    let picked: Vec<Value> = (0..n.min(len)).map(|i| nodes[i * len / n.min(len)].clone()).collect();
-    let mut out = bounded(picked, max);
+    let picked: Vec<&Value> = (0..n.min(len)).map(|i| nodes[i * len / n.min(len)]).collect();
+    let mut out = bounded(&picked, max);
     out["matched"] = json!(len);
     Ok(out)
 }

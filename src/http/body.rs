@@ -102,6 +102,13 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_body_nested_100_000_deep_is_a_400() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let err = parse_json::<serde_json::Value>(deep.as_bytes()).unwrap_err();
+        assert!(err.to_string().contains("recursion limit"), "{err}");
+    }
+
+    #[test]
     fn url_splitting() {
         let (segs, q) = split_url("/sessions/a%20b/files/x%2Fy?after=3&wait=1");
         assert_eq!(segs, vec!["sessions", "a b", "files", "x/y"]);

@@ -2,8 +2,7 @@
 //! `catch_unwind` and a panic is answered 500 with the usual JSON error body.
 //!
 //! Debug builds (the tests) have triggers on either server, `GET /__test/panic`, which panics
-//! inside a route, and `GET /__test/stall`, which holds its handler thread 8 s first; on a
-//! server with quick routes `GET /__test/panic-quick` panics in the front's quick lane. Release
+//! inside a route, and `GET /__test/stall`, which holds its handler thread 8 s first. Release
 //! builds compile them out.
 
 use super::Reply;
@@ -24,8 +23,8 @@ pub fn contained(
     })
 }
 
-/// Run `route`; a panic becomes `ApiError::Internal` (the quick lane's routes run this way too).
-pub(super) fn contain<T>(route: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
+/// Run `route`; a panic becomes `ApiError::Internal`.
+fn contain<T>(route: impl FnOnce() -> Result<T, ApiError>) -> Result<T, ApiError> {
     catch_unwind(AssertUnwindSafe(route)).unwrap_or_else(|panic| {
         Err(ApiError::Internal(format!("internal error: {}", crate::util::panic::message(&*panic))))
     })
@@ -42,14 +41,3 @@ fn test_trigger(request: &Request) {
 
 #[cfg(not(debug_assertions))]
 fn test_trigger(_: &Request) {}
-
-/// The quick lane's trigger (`relay/quick.rs`).
-#[cfg(debug_assertions)]
-pub(super) fn quick_test_trigger(url: &str) {
-    if url == "/__test/panic-quick" {
-        panic!("test trigger: a quick route panicked");
-    }
-}
-
-#[cfg(not(debug_assertions))]
-pub(super) fn quick_test_trigger(_: &str) {}

@@ -13,6 +13,7 @@
 
 use super::relay;
 use super::tls::{Client, TlsConfig};
+use crate::util::secret::Secret;
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
@@ -54,14 +55,15 @@ impl Front {
         name: &str,
         limits: Limits,
         tls: Option<TlsConfig>,
-        lane: Option<relay::Lane>,
+        token: Secret,
     ) -> std::io::Result<(Front, UnixListener)> {
         // 0700: only this user can reach tiny_http behind the limits (and forge the peer header).
         let dir = crate::util::private_temp_dir(&format!("agent-controller-{}-{name}-", std::process::id()))?;
         let inner_path = dir.join("http.sock");
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
-        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls, lane });
+        let token = (!token.is_empty()).then_some(token);
+        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls, token });
         let accept_from = listener.try_clone()?;
         let stop = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
@@ -114,7 +116,7 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
     let _ = client.set_nodelay(true);
     let _ = client.set_write_timeout(Some(limits.idle_timeout));
     let slot = Slot { registry: Arc::clone(registry), id, accepted: Instant::now() };
-    let (inner, limits, tls, lane) = (inner.to_path_buf(), limits.clone(), registry.tls.clone(), registry.lane.clone());
+    let (inner, limits) = (inner.to_path_buf(), limits.clone());
     // The thread takes the descriptor, not the stream: if it cannot start, the stream is
     // still ours to answer on.
     let fd = client.into_raw_fd();
@@ -122,7 +124,7 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
         // SAFETY: `fd` was given up by `into_raw_fd` above and is owned by this thread alone.
         let client = unsafe { TcpStream::from_raw_fd(fd) };
         let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            relay::serve(&client, tls.as_ref(), peer, &inner, &limits, &slot, lane.as_ref());
+            relay::serve(&client, peer, &inner, &limits, &slot);
         }));
         if served.is_err() {
             log::error!("the relay of a connection from {peer} panicked; the connection is closed");
@@ -155,8 +157,8 @@ struct Registry {
     next_id: AtomicU64,
     /// The port's TLS, if it speaks HTTPS.
     tls: Option<TlsConfig>,
-    /// The routes its relays serve themselves.
-    lane: Option<relay::Lane>,
+    /// The port's bearer token, if it has one: checked before a `100 Continue`.
+    token: Option<Secret>,
 }
 
 struct Entry {
@@ -194,6 +196,14 @@ pub struct Slot {
 }
 
 impl Slot {
+    pub fn tls(&self) -> Option<&TlsConfig> {
+        self.registry.tls.as_ref()
+    }
+
+    pub fn token(&self) -> Option<&Secret> {
+        self.registry.token.as_ref()
+    }
+
     /// Mark a request in flight (not evictable) or finished.
     pub fn set_busy(&self, busy: bool) {
         let mut open = self.registry.open.lock().unwrap_or_else(PoisonError::into_inner);

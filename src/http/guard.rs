@@ -1,11 +1,11 @@
-//! The guards every request passes in the handler pool before any route: an absurd declared
-//! length (413, connection abandoned), a browser page on a tokenless server (403), a streamed
-//! body on GET/HEAD/DELETE (400).
+//! The guard every request passes in the handler pool before any route: a browser page on a
+//! tokenless server (403). (An absurd declared length and a body on GET/HEAD/DELETE are refused
+//! by the front, `relay/head.rs`, before tiny_http reads the head.) And the drain limit the front
+//! applies.
 
-use super::{Incoming, error_response, header, may_stall, send_off_pool};
+use super::{Incoming, error_response, send_off_pool};
 use crate::error::ApiError;
-use std::io::Write;
-use tiny_http::{Method, Request, Response};
+use tiny_http::Request;
 
 /// A server without a token trusts whoever can connect, and on loopback that includes every web
 /// page a browser on the host opens (the worker's own Chromium too). Such a server refuses what
@@ -66,36 +66,10 @@ fn loopback_name(host: &str) -> bool {
 }
 
 /// tiny_http 0.12 drains an unread request body when the request is dropped, allocating the
-/// whole *declared* remainder at once (upstream issue #252, fix in PR #290, unreleased). A
-/// zeroed allocation is mapped lazily, so that is harmless while the kernel agrees to map it;
-/// beyond RAM + swap it refuses and the process aborts. So a request declaring more than
-/// `safe_drain_bytes()` is answered 413 here and its connection deliberately abandoned (never
-/// dropped), which costs what an idle connection costs. Honest large bodies never get here:
-/// they are refused by the route's own limit and drained normally.
-pub fn refuse_oversized(request: Request) -> Option<Request> {
-    let cap = safe_drain_bytes();
-    match request.body_length() {
-        Some(n) if n > cap => {
-            log::warn!(
-                "{} {} declares a {n}-byte body (more than can be drained safely); answered 413 and abandoned",
-                request.method(),
-                request.url().escape_debug()
-            );
-            let err = ApiError::TooLarge(format!("request body of {n} bytes is far beyond any limit"));
-            let body = err.body();
-            let head = Response::empty(413).with_header(header("Content-Type", "application/json"));
-            // `upgrade` writes the head and hands over the socket without touching the body
-            // reader; the error body follows by hand.
-            let mut stream = request.upgrade("none", head);
-            let _ = stream.write_all(body.as_bytes());
-            let _ = stream.flush();
-            std::mem::forget(stream);
-            None
-        }
-        _ => Some(request),
-    }
-}
-
+/// whole *declared* remainder at once (upstream issue #252, fix in PR #290, unreleased); beyond
+/// RAM + swap the kernel refuses and the process aborts. So the front (`relay/head.rs`) refuses
+/// a request declaring more than this before tiny_http sees it (413). Honest large bodies never
+/// get near it: they are refused by the route's own limit and drained normally.
 /// Half of RAM + swap (the kernel's heuristic overcommit limit), at least 256 MiB.
 pub fn safe_drain_bytes() -> usize {
     static CAP: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
@@ -109,15 +83,4 @@ pub fn safe_drain_bytes() -> usize {
         };
         usize::try_from(total / 2).unwrap_or(usize::MAX / 4).max(256 << 20)
     })
-}
-
-/// GET, HEAD and DELETE take no body; one big enough to be streamed is refused before any
-/// route, off the pool (see `send_off_pool`).
-pub(super) fn refuse_body_on_bodiless(request: Request) -> Option<Request> {
-    if !matches!(request.method(), Method::Get | Method::Head | Method::Delete) || !may_stall(&request) {
-        return Some(request);
-    }
-    let err = ApiError::BadRequest(format!("{} requests take no body", request.method()));
-    send_off_pool(request, error_response(&err));
-    None
 }

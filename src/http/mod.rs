@@ -28,6 +28,7 @@ pub use body::{
 };
 pub use contain::contained;
 pub use front::Limits as ConnLimits;
+pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
 pub use tls::{TlsConfig, load as load_tls};
 
@@ -36,7 +37,6 @@ use crate::wait::park::Responder;
 use serde::Serialize;
 use std::io::Read;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use tiny_http::{Header, Request, Response};
 
@@ -88,8 +88,8 @@ impl Reply {
     }
 }
 
-/// What a route that may run without tiny_http reads of its request: from tiny_http, or from
-/// the head the front holds (`relay/quick.rs`).
+/// What the guards and the token check read of a request: from tiny_http, or from the head
+/// the front read (`relay/head.rs`, for the token before a `100 Continue`).
 pub trait Incoming {
     fn method(&self) -> &str;
     fn url(&self) -> &str;
@@ -115,34 +115,6 @@ impl Incoming for Request {
         peer_ip(self)
     }
 }
-
-/// What a quick route hands back: JSON now, or the request parked for a later answer.
-pub enum Quick {
-    Json(u16, Vec<u8>),
-    Park(Box<dyn FnOnce(Responder) + Send>),
-}
-
-impl Quick {
-    pub fn json<T: Serialize>(status: u16, value: &T) -> Quick {
-        let (status, body) = encoded(status, value);
-        Quick::Json(status, body)
-    }
-}
-
-impl From<Quick> for Reply {
-    fn from(quick: Quick) -> Reply {
-        match quick {
-            Quick::Json(status, body) => Reply::Response(json_bytes_response(status, body)),
-            Quick::Park(park) => Reply::Park(park),
-        }
-    }
-}
-
-/// A server's routes the front runs itself, on the connection's own thread, for a request it
-/// holds whole (a head and a body under `relay::HOLD`): the worker's poll, result and heartbeat,
-/// several per agent step, then skip tiny_http's accept, its connection thread and the handler
-/// queue. `None` from it: not such a route, and the request goes to tiny_http as any other.
-pub type QuickRoutes = Arc<dyn Fn(&dyn Incoming, &[u8]) -> Option<Result<Quick, ApiError>> + Send + Sync>;
 
 /// A header; non-ASCII or control characters in `value` become `_` so building cannot fail.
 #[allow(clippy::expect_used)] // from_bytes fails only on non-ASCII input, ruled out above
@@ -186,9 +158,11 @@ pub fn error_response(err: &ApiError) -> HttpResponse {
 }
 
 /// The client's IP address, as the front acceptor passed it on (tiny_http itself sees only
-/// its private Unix socket). The relay drops any such header a client sends.
+/// its private Unix socket). The relay drops any such header a client sends and writes its own
+/// last, so the last one is taken.
 pub fn peer_ip(request: &Request) -> Option<std::net::IpAddr> {
-    header_value(request, relay::PEER_HEADER)?.parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
+    let field = request.headers().iter().rev().find(|h| h.field.equiv(relay::PEER_HEADER))?;
+    field.value.as_str().parse::<std::net::SocketAddr>().ok().map(|a| a.ip())
 }
 
 /// Answer a request, ignoring a client that already went away.

@@ -2,6 +2,8 @@
 //! (see `front.rs`). Each request head is read here first: at most `MAX_HEAD` bytes, within
 //! `header_timeout` of its first byte (of the accept, for the first request), or the connection
 //! is answered 431/408 and closed. Every read from the client is bounded by `read_timeout`.
+//! The head is read once, strictly (`head.rs`), and tiny_http gets the head written again from
+//! that reading, never the client's lines; chunked bodies are written again as well.
 //!
 //! A request reaches tiny_http on an inner connection of its own, with `Connection: close` and
 //! the client's address in `PEER_HEADER` (any such header from the client is dropped), so the
@@ -14,11 +16,13 @@
 //! connection ends, rather than the body being drained at the client's pace.
 //!
 //! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
-//! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves plain TCP only. Buffers
-//! stay small on an idle connection: 4 KiB to read, and nothing for answers between requests.
+//! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves
+//! plain TCP only. Buffers stay small on an idle connection: 4 KiB to read, and nothing for
+//! answers between requests.
 
 use super::front::{Limits, Slot};
-use super::tls::{Client, TlsConfig};
+use super::tls::Client;
+use crate::util::secret::Secret;
 use input::Input;
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -27,10 +31,12 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+mod head;
 mod input;
-mod quick;
+#[cfg(test)]
+mod tests;
 
-pub use quick::Lane;
+use head::{Framing, Refused};
 
 /// The longest request head accepted (request line and headers together).
 pub const MAX_HEAD: usize = 64 * 1024;
@@ -56,12 +62,31 @@ const ANSWER_WAIT_FACTOR: u32 = 3;
 const MAX_CHUNK_LINE: usize = 4096;
 /// The header carrying the client's address to the routes.
 pub const PEER_HEADER: &str = "X-Agent-Controller-Peer";
+/// What a request without the server's token hears (as `ApiError::Unauthorized` says it).
+const UNAUTHORIZED: &str = "missing or invalid bearer token";
+
+/// The front's reading of a request head (up to and including its blank line), as the fuzz
+/// tests see it: the head tiny_http would get, or the status and reason of the refusal.
+pub fn reread_head(raw: &[u8], peer: SocketAddr) -> Result<Vec<u8>, (u16, &'static str)> {
+    head::parse_head(raw, peer, u64::MAX).map(|h| h.inner()).map_err(|r| (r.status(), r.why()))
+}
+
+/// A chunk-size line's size (the line without its CRLF), as the relay reads it.
+pub fn chunk_size(line: &[u8]) -> Result<u64, (u16, &'static str)> {
+    head::chunk_size(line).map_err(|r| (r.status(), r.why()))
+}
 
 /// Why a connection ends early: an answer for the client, or none (it went away or timed out
 /// between requests).
 enum Stop {
     Answer(u16, &'static str),
     Quiet,
+}
+
+impl From<Refused> for Stop {
+    fn from(refused: Refused) -> Stop {
+        Stop::Answer(refused.status(), refused.why())
+    }
 }
 
 impl From<io::Error> for Stop {
@@ -71,17 +96,9 @@ impl From<io::Error> for Stop {
 }
 
 /// Serve one client connection until it closes, fails a limit or is evicted.
-pub(super) fn serve(
-    socket: &TcpStream,
-    tls: Option<&TlsConfig>,
-    peer: SocketAddr,
-    inner: &Path,
-    limits: &Limits,
-    slot: &Slot,
-    lane: Option<&Lane>,
-) {
-    let ctx = Ctx { peer, inner, limits, slot, lane };
-    let Ok(client) = Client::new(socket, tls) else { return };
+pub(super) fn serve(socket: &TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, slot: &Slot) {
+    let ctx = Ctx { peer, inner, limits, slot, token: slot.token() };
+    let Ok(client) = Client::new(socket, slot.tls()) else { return };
     let mut input = Input::new(client, limits.read_timeout);
     let mut first = Some(slot.accepted);
     loop {
@@ -106,20 +123,26 @@ struct Ctx<'a> {
     inner: &'a Path,
     limits: &'a Limits,
     slot: &'a Slot,
-    /// The server's quick routes, if it has any.
-    lane: Option<&'a Lane>,
+    /// The server's token, if it has one.
+    token: Option<&'a Secret>,
 }
 
 /// Relay one request and its response; `Ok(true)` if the connection may carry another.
 fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) -> Result<bool, Stop> {
     let Some(head_len) = read_head(input, accepted, ctx.limits)? else { return Ok(false) };
-    let head = parse_head(&input.available()[..head_len - 4], ctx.peer)?;
+    let drain_cap = super::guard::safe_drain_bytes() as u64;
+    let head = head::parse_head(&input.available()[..head_len], ctx.peer, drain_cap)?;
     input.consume(head_len);
     if head.expect_continue && head.framing != Framing::Length(0) {
+        // Only for a client that may send its body: one without the token hears so at once.
+        if let Some(token) = ctx.token
+            && crate::http::check_bearer(&head, token.expose()).is_err()
+        {
+            return Err(Stop::Answer(401, UNAUTHORIZED));
+        }
         input.client.write_all(b"HTTP/1.1 100 Continue\r\n\r\n")?;
     }
-    let head_len = head.inner.len();
-    let mut out = Out::Held(head.inner);
+    let mut out = Out::Held(head.inner());
     match forward_body(input, &head.framing, &mut out, ctx) {
         // Still held: no handler saw it, so the client hears why.
         Err(Stop::Quiet) if input.timed_out && !out.is_open() => {
@@ -132,12 +155,6 @@ fn relay_one(input: &mut Input<'_>, accepted: Option<Instant>, ctx: &Ctx<'_>) ->
     }
     input.deadline = None;
     input.release();
-    // A chunked body is held as it came, framing and all: only tiny_http decodes it.
-    if let (Some(lane), Out::Held(held), Framing::Length(_)) = (ctx.lane, &out, &head.framing)
-        && let Some(served) = quick::serve(lane, held, head_len, head.close, input, ctx)
-    {
-        return served.map(|()| !head.close);
-    }
     let answer_closes = copy_response(out.open(ctx)?, &mut input.client)?;
     Ok(!head.close && !answer_closes)
 }
@@ -203,92 +220,6 @@ fn read_head(input: &mut Input<'_>, accepted: Option<Instant>, limits: &Limits) 
     }
 }
 
-#[derive(Debug, PartialEq)]
-enum Framing {
-    Length(u64),
-    Chunked,
-}
-
-struct Head {
-    framing: Framing,
-    /// The connection ends after this request (HTTP/1.0 or `Connection: close`).
-    close: bool,
-    expect_continue: bool,
-    /// The head as tiny_http gets it.
-    inner: Vec<u8>,
-}
-
-/// Check a head (without its blank line) and rewrite it for tiny_http: the client's
-/// `Connection`, `Expect` and `PEER_HEADER` go, `Connection: close` and ours come.
-fn parse_head(raw: &[u8], peer: SocketAddr) -> Result<Head, Stop> {
-    let text =
-        std::str::from_utf8(raw).ok().filter(|t| t.is_ascii()).ok_or(Stop::Answer(400, "request head is not ASCII"))?;
-    let mut lines = text.split("\r\n");
-    let request_line = lines.next().unwrap_or("");
-    let mut parts = request_line.split(' ');
-    let (method, target, version) = (parts.next(), parts.next(), parts.next());
-    if method.is_none_or(str::is_empty) || target.is_none_or(str::is_empty) || parts.next().is_some() {
-        return Err(Stop::Answer(400, "malformed request line"));
-    }
-    let http10 = match version {
-        Some("HTTP/1.1") => false,
-        Some("HTTP/1.0") => true,
-        _ => return Err(Stop::Answer(505, "only HTTP/1.0 and HTTP/1.1 are served")),
-    };
-    let mut head = Head { framing: Framing::Length(0), close: http10, expect_continue: false, inner: Vec::new() };
-    let (mut length, mut chunked) = (None::<u64>, false);
-    head.inner.extend_from_slice(request_line.as_bytes());
-    head.inner.extend_from_slice(b"\r\n");
-    for line in lines {
-        let (name, value) = line.split_once(':').unwrap_or((line, ""));
-        let value = value.trim();
-        if name.eq_ignore_ascii_case("Content-Length") {
-            let n = value.parse::<u64>().map_err(|_| Stop::Answer(400, "bad Content-Length"))?;
-            if length.is_some_and(|l| l != n) {
-                return Err(Stop::Answer(400, "conflicting Content-Length headers"));
-            }
-            length = Some(n);
-        } else if name.eq_ignore_ascii_case("Transfer-Encoding") {
-            if !value.eq_ignore_ascii_case("chunked") {
-                return Err(Stop::Answer(501, "only the chunked transfer coding is accepted"));
-            }
-            chunked = true;
-        } else if name.eq_ignore_ascii_case("Connection") {
-            head.close |= value.to_ascii_lowercase().contains("close");
-            continue;
-        } else if name.eq_ignore_ascii_case("Expect") {
-            if !value.eq_ignore_ascii_case("100-continue") {
-                return Err(Stop::Answer(417, "only Expect: 100-continue is understood"));
-            }
-            // HTTP/1.0 knows no 100 Continue: such a client just sends its body.
-            head.expect_continue = !http10;
-            continue;
-        } else if name.eq_ignore_ascii_case(PEER_HEADER) {
-            continue;
-        }
-        head.inner.extend_from_slice(line.as_bytes());
-        head.inner.extend_from_slice(b"\r\n");
-    }
-    head.framing = match (chunked, length) {
-        (true, Some(_)) => return Err(Stop::Answer(400, "both Content-Length and Transfer-Encoding")),
-        (true, None) => Framing::Chunked,
-        (false, n) => Framing::Length(n.unwrap_or(0)),
-    };
-    let bodiless = ["GET", "HEAD", "DELETE"].contains(&method.unwrap_or(""));
-    match head.framing {
-        Framing::Length(n) if n > super::guard::safe_drain_bytes() as u64 => {
-            return Err(Stop::Answer(413, "request body far beyond any limit"));
-        }
-        // As the pool's guard would (`refuse_body_on_bodiless`), but at once: such a body
-        // is not waited for.
-        Framing::Chunked if bodiless => return Err(Stop::Answer(400, "this method takes no body")),
-        Framing::Length(n) if bodiless && n > 1024 => return Err(Stop::Answer(400, "this method takes no body")),
-        _ => {}
-    }
-    head.inner.extend_from_slice(format!("Connection: close\r\n{PEER_HEADER}: {peer}\r\n\r\n").as_bytes());
-    Ok(head)
-}
-
 /// Forward a body by its framing; the head goes out with the first `HOLD` bytes of it.
 fn forward_body(input: &mut Input<'_>, framing: &Framing, out: &mut Out, ctx: &Ctx<'_>) -> Result<(), Stop> {
     match *framing {
@@ -298,30 +229,37 @@ fn forward_body(input: &mut Input<'_>, framing: &Framing, out: &mut Out, ctx: &C
             }
             copy_exact(input, n, out, ctx)
         }
+        // Written again as sizes and data only: no extensions, no trailers.
         Framing::Chunked => loop {
             let line = input.line(MAX_CHUNK_LINE)?;
-            out.write(&line, ctx)?;
-            let size = std::str::from_utf8(&line[..line.len() - 2])
-                .ok()
-                .and_then(|l| u64::from_str_radix(l.split(';').next().unwrap_or("").trim(), 16).ok())
-                .ok_or(Stop::Answer(400, "bad chunk size"))?;
+            let size = head::chunk_size(&line[..line.len() - 2])?;
+            out.write(format!("{size:x}\r\n").as_bytes(), ctx)?;
             if size == 0 {
-                // Trailers, up to the blank line.
-                loop {
-                    let trailer = input.line(MAX_CHUNK_LINE)?;
-                    out.write(&trailer, ctx)?;
-                    if trailer == b"\r\n" {
-                        return Ok(());
-                    }
-                }
+                return skip_trailers(input).and_then(|()| Ok(out.write(b"\r\n", ctx)?));
             }
             copy_exact(input, size, out, ctx)?;
-            let end = input.line(2)?;
+            let end = input.line(MAX_CHUNK_LINE)?;
             if end != b"\r\n" {
                 return Err(Stop::Answer(400, "chunk data longer than its size"));
             }
             out.write(&end, ctx)?;
         },
+    }
+}
+
+/// The trailer lines of a chunked body, up to its blank line: read and dropped (no route reads
+/// trailers), at most `MAX_HEAD` bytes of them.
+fn skip_trailers(input: &mut Input<'_>) -> Result<(), Stop> {
+    let mut total = 0;
+    loop {
+        let trailer = input.line(MAX_CHUNK_LINE)?;
+        if trailer == b"\r\n" {
+            return Ok(());
+        }
+        total += trailer.len();
+        if total > MAX_HEAD {
+            return Err(Stop::Answer(431, "chunked body trailers larger than 64 KiB"));
+        }
     }
 }
 
@@ -463,9 +401,11 @@ fn find(hay: &[u8], searched: usize, needle: &[u8]) -> Option<usize> {
     hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|at| at + from)
 }
 
-/// A JSON error for a request refused before tiny_http saw it; the connection then closes.
+/// A JSON error for a request refused before tiny_http saw it (with the date tiny_http would
+/// give); the connection then closes.
 pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
     let code = match status {
+        401 => "unauthorized",
         408 => "timeout",
         413 | 431 => "too_large",
         500 => "internal",
@@ -473,27 +413,13 @@ pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
         _ => "bad_request",
     };
     let body = serde_json::json!({"error": why, "code": code}).to_string();
-    let _ = client.write_all(&json_answer(status, body.as_bytes(), false, true));
-    client.close();
-}
-
-/// A whole answer: the head (with the date tiny_http would give) and the JSON body.
-fn json_answer(status: u16, body: &[u8], unauthorized: bool, close: bool) -> Vec<u8> {
     let reason = tiny_http::StatusCode(status).default_reason_phrase();
     let date = httpdate::fmt_http_date(std::time::SystemTime::now());
-    let mut out = Vec::with_capacity(160 + body.len());
-    let _ = write!(
-        out,
-        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n",
+    let auth = if status == 401 { "WWW-Authenticate: Bearer\r\n" } else { "" };
+    let head = format!(
+        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}Connection: close\r\n\r\n",
         body.len()
     );
-    if unauthorized {
-        out.extend_from_slice(b"WWW-Authenticate: Bearer\r\n");
-    }
-    if close {
-        out.extend_from_slice(b"Connection: close\r\n");
-    }
-    out.extend_from_slice(b"\r\n");
-    out.extend_from_slice(body);
-    out
+    let _ = client.write_all(&[head.as_bytes(), body.as_bytes()].concat());
+    client.close();
 }

@@ -15,7 +15,7 @@
 //! exit.
 
 use super::front::{Front, Limits};
-use super::guard::{BrowserGuard, refuse_body_on_bodiless, refuse_oversized};
+use super::guard::BrowserGuard;
 use super::tls::TlsConfig;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -47,22 +47,21 @@ pub struct ServerSpec<'a> {
     pub host: &'a str,
     pub port: u16,
     pub threads: usize,
-    /// Whether the server has no token (then browser pages are refused), and binds loopback.
-    pub tokenless: bool,
+    /// The server's bearer token (empty: none, and then browser pages are refused), and
+    /// whether it binds loopback.
+    pub token: crate::util::secret::Secret,
     pub loopback: bool,
     /// What bounds each connection.
     pub limits: Limits,
     /// HTTPS with this certificate, else plain HTTP.
     pub tls: Option<TlsConfig>,
-    /// Routes the front serves itself for requests it holds whole (`http::QuickRoutes`).
-    pub quick: Option<super::QuickRoutes>,
 }
 
 impl HttpServer {
     /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
     pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
-        let guard = BrowserGuard { open: spec.tokenless, loopback: spec.loopback };
-        let (front, inner, addr) = listen(&spec, guard)?;
+        let guard = BrowserGuard { open: spec.token.is_empty(), loopback: spec.loopback };
+        let (front, inner, addr) = listen(&spec)?;
         let server = Server::from_listener(inner, None)
             .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
         let server = Arc::new(server);
@@ -101,13 +100,13 @@ fn spawn_pool(
             std::thread::Builder::new().name(thread_name.clone()).stack_size(HANDLER_STACK).spawn(move || {
                 loop {
                     match server.recv() {
-                        // Guarded here, for every server, before any route sees the request.
+                        // Guarded here, for every server, before any route sees the request. (The
+                        // front refused absurd lengths and bodies on GET/HEAD/DELETE already.)
                         Ok(request) => {
-                            let request = refuse_oversized(request).and_then(|r| guard.check(r));
-                            if let Some(request) = request.and_then(refuse_body_on_bodiless) {
-                                if let Some(request) = hand_off_slow_body(request, &handle, &slow_bodies) {
-                                    run_contained(&handle, request, &thread_name);
-                                }
+                            if let Some(request) = guard.check(request)
+                                && let Some(request) = hand_off_slow_body(request, &handle, &slow_bodies)
+                            {
+                                run_contained(&handle, request, &thread_name);
                             }
                         }
                         Err(_) if stopping.load(Ordering::Acquire) => return,
@@ -208,19 +207,16 @@ fn widen_backlog(listener: &std::net::TcpListener) {
 }
 
 /// Bind the port and put the front acceptor on it; tiny_http is to serve the Unix listener.
-fn listen(
-    spec: &ServerSpec<'_>,
-    guard: BrowserGuard,
-) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), String> {
+fn listen(spec: &ServerSpec<'_>) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), String> {
     let addr = format_addr(spec.host, spec.port);
     let listener = std::net::TcpListener::bind(&addr)
         .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
     widen_backlog(&listener);
     raise_descriptor_limit();
     let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
-    let lane = spec.quick.clone().map(|routes| super::relay::Lane { routes, guard });
-    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), lane)
-        .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
+    let (front, inner) =
+        Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), spec.token.clone())
+            .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
     Ok((front, inner, bound))
 }
 

@@ -4,14 +4,12 @@
 //! Identity (`hub::Refusal`): a request naming `worker_id` carries its secret in
 //! `X-Worker-Secret`; seed-compatible bare requests (no `worker_id`) are recognised by address
 //! while `server.legacy_workers` is on, and reach only workers that registered bare. The
-//! long poll is parked (see `wait::park`), so it holds no handler thread. Poll, result and
-//! heartbeat are also `http::QuickRoutes`: the front serves them itself when it holds the
-//! request whole, else they come through tiny_http to the same code. Uploads stream from the
+//! long poll is parked (see `wait::park`), so it holds no handler thread. Uploads stream from the
 //! socket into a staged file with the session's limits applied as bytes arrive.
 
 use crate::config::Config;
 use crate::error::ApiError;
-use crate::http::{self, Incoming, Quick, Reply, query_param, split_url};
+use crate::http::{self, Incoming, Reply, query_param, split_url};
 use crate::hub::{Refusal, Worker, WorkerHub};
 use crate::protocol::{
     CommandResult, FileKind, LogKind, RegisterRequest, RegisterResponse, UploadResponse, WorkerBrowserSettings,
@@ -61,24 +59,14 @@ impl WorkerApi {
         http::finish(request, result);
     }
 
-    /// The routes the front may run itself (`http::QuickRoutes`); `None` for any other.
-    pub fn quick(&self, request: &dyn Incoming, body: &[u8]) -> Option<Result<Quick, ApiError>> {
-        let (segments, query) = split_url(request.url());
-        let hot = Hot::of(request.method(), &segments)?;
-        let token = http::check_bearer(request, self.config.server.worker_token.expose());
-        Some(token.and_then(|()| self.hot(hot, request, &query, body)))
-    }
-
     fn route(&self, request: &mut Request) -> Result<Reply, ApiError> {
         let (segments, query) = split_url(request.url());
         if segments != ["health"] {
             http::check_bearer(request, self.config.server.worker_token.expose())?;
         }
         if let Some(hot) = Hot::of(request.method().as_str(), &segments) {
-            // Here when the front did not hold it whole: a result past `relay::HOLD` (a
-            // screenshot), read within its own limit.
             let body = if hot == Hot::Result { http::read_body(request, RESULT_LIMIT)? } else { Vec::new() };
-            return self.hot(hot, request, &query, &body).map(Reply::from);
+            return self.hot(hot, request, &query, &body);
         }
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let addr = http::peer_ip(request);
@@ -108,28 +96,28 @@ impl WorkerApi {
         request: &dyn Incoming,
         query: &[(String, String)],
         body: &[u8],
-    ) -> Result<Quick, ApiError> {
+    ) -> Result<Reply, ApiError> {
         let secret = request.header(SECRET_HEADER).map(str::trim);
         let worker = self.worker(query_param(query, "worker_id"), secret, request.peer())?;
         match hot {
             Hot::Poll => {
                 let hub = Arc::clone(&self.hub);
-                Ok(Quick::Park(Box::new(move |respond| hub.poll(&worker, respond))))
+                Ok(Reply::Park(Box::new(move |respond| hub.poll(&worker, respond))))
             }
             Hot::Heartbeat => {
                 self.hub.heartbeat(&worker);
                 let every = self.hub.heartbeat_interval().as_secs();
-                Ok(Quick::json(200, &json!({"success": true, "interval_s": every})))
+                Ok(Reply::json(200, &json!({"success": true, "interval_s": every})))
             }
             Hot::Result => {
                 let result: CommandResult = http::parse_json(body)?;
                 let id = result.id.clone();
                 if self.hub.post_result(&worker, result) {
-                    return Ok(Quick::json(200, &json!({"success": true})));
+                    return Ok(Reply::json(200, &json!({"success": true})));
                 }
                 log::debug!("worker {}: ignored a result for {id}, which nobody waits for", worker.id);
                 let ignored = format!("no command {id} is waiting for a result");
-                Ok(Quick::json(200, &json!({"success": true, "ignored": ignored})))
+                Ok(Reply::json(200, &json!({"success": true, "ignored": ignored})))
             }
         }
     }

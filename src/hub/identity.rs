@@ -48,6 +48,13 @@ pub fn new_secret() -> String {
     format!("{:016x}{:016x}", clock::random_u64(), clock::random_u64())
 }
 
+/// Whether two worker names are one: compared without case and white space, so `HOSTA` and
+/// `hostA ` are one worker, not two that look alike in `/workers`.
+pub fn same_name(a: &str, b: &str) -> bool {
+    let key = |s: &str| s.chars().filter(|c| !c.is_whitespace()).flat_map(char::to_lowercase).collect::<String>();
+    key(a) == key(b)
+}
+
 /// Constant time in the bytes; an empty expected secret never matches.
 pub fn matches(expected: &str, given: Option<&str>) -> bool {
     match given {
@@ -65,6 +72,13 @@ mod tests {
         assert_ne!(new_id(), new_id());
         assert_eq!(new_secret().len(), 32);
         assert_ne!(new_secret(), new_secret());
+    }
+
+    #[test]
+    fn names_are_one_whatever_their_case_and_spaces() {
+        assert!(same_name("HOSTA", "hostA "));
+        assert!(same_name(" pc 01", "PC01"));
+        assert!(!same_name("pc-01", "pc-02"));
     }
 
     #[test]

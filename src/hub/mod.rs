@@ -152,7 +152,7 @@ impl WorkerHub {
         let secret = identity::new_secret();
         let mut restarted = None;
         let mut state = self.lock();
-        let existing = state.workers.values().find(|w| w.hostname == req.hostname).cloned();
+        let existing = state.workers.values().find(|w| identity::same_name(&w.hostname, &req.hostname)).cloned();
         let worker = match existing {
             Some(w) => {
                 self.register_again(&w, caps, &secret, bare, proof)?;
@@ -169,7 +169,7 @@ impl WorkerHub {
                 let id = identity::new_id();
                 let w = Arc::new(Worker {
                     id: id.clone(),
-                    hostname: req.hostname.clone(),
+                    hostname: req.hostname.trim().to_string(),
                     presence: Mutex::new(Presence {
                         capabilities: caps.clone(),
                         last_seen: Instant::now(),
@@ -278,7 +278,7 @@ impl WorkerHub {
         state
             .workers
             .get(id_or_hostname)
-            .or_else(|| state.workers.values().find(|w| w.hostname == id_or_hostname))
+            .or_else(|| state.workers.values().find(|w| identity::same_name(&w.hostname, id_or_hostname)))
             .cloned()
     }
 
@@ -540,7 +540,7 @@ fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
             if taken.contains(&w.id.as_str()) {
                 return false;
             }
-            if req.preferred.as_ref().is_some_and(|p| &w.id != p && &w.hostname != p) {
+            if req.preferred.as_ref().is_some_and(|p| &w.id != p && !identity::same_name(&w.hostname, p)) {
                 return false;
             }
             let p = w.presence();

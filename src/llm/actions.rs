@@ -187,6 +187,19 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_nested_100_000_deep_is_no_action() {
+        // serde_json's recursion limit (128, never disabled here) holds on a session's stack.
+        let deep = format!("{}{}", "{\"a\":[".repeat(100_000), "]}".repeat(100_000));
+        let parsed = std::thread::Builder::new()
+            .stack_size(1024 * 1024)
+            .spawn(move || (extract_object(&deep).is_none(), parse(&deep, &tools()).is_err()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(parsed, (true, true));
+    }
+
+    #[test]
     fn errors_say_what_is_wrong() {
         let t = tools();
         assert!(parse("I think I should browse.", &t).unwrap_err().contains("not a JSON object"));

@@ -81,7 +81,7 @@ impl Session {
         let v = self.await_confirmation(&id, timeout);
         let text = match (v.outcome, &v.reason, &v.edited) {
             (ConfirmationOutcome::Approved, _, Some(edited)) => {
-                format!("Approved, edited to `{edited}`: {description}")
+                format!("Approved, edited to `{}`: {description}", self.vault().scrub(edited))
             }
             (ConfirmationOutcome::Approved, _, None) => format!("Approved: {description}"),
             (ConfirmationOutcome::Denied, Some(reason), _) => format!("Denied ({reason}): {description}"),
@@ -134,7 +134,11 @@ impl Session {
         self.unlock_and_save(state);
         match answer {
             Some(a) if a.approved => Verdict { outcome: ConfirmationOutcome::Approved, reason: None, edited: a.edited },
-            Some(a) => Verdict { outcome: ConfirmationOutcome::Denied, reason: a.reason, edited: None },
+            // A person may type a secret anywhere: the model never reads it.
+            Some(a) => {
+                let reason = a.reason.map(|r| self.vault().scrub(&r));
+                Verdict { outcome: ConfirmationOutcome::Denied, reason, edited: None }
+            }
             None if stopped => Verdict { outcome: ConfirmationOutcome::Stopped, reason: None, edited: None },
             None => Verdict { outcome: ConfirmationOutcome::TimedOut, reason: None, edited: None },
         }
@@ -214,7 +218,8 @@ impl Session {
         let stopped = self.stop_requested();
         self.unlock_and_save(state);
         let outcome = match answer {
-            Some(text) => AskOutcome::Answered(text),
+            // The answer goes to the model: a secret a person typed into it does not.
+            Some(text) => AskOutcome::Answered(self.vault().scrub(&text)),
             None if stopped => AskOutcome::Stopped,
             None => AskOutcome::TimedOut,
         };

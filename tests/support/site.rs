@@ -216,6 +216,14 @@ impl Site {
                     )),
                     ("GET", "/hostile") => html(page("Hostile", HOSTILE)),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    // 1 000 elements, each inside the one before (Chromium gives no page 3 000 deep in a minute), and a line after them.
+                    ("GET", "/deep") => html(page(
+                        "Deep",
+                        r#"<h1>Deep page</h1><div id="deep"></div><p>After the depths</p><script>
+                        let at = document.getElementById('deep');
+                        for (let i = 0; i < 1000; i++) { const d = document.createElement('div'); at.appendChild(d); at = d; }
+                        at.textContent = 'at the bottom';</script>"#,
+                    )),
                     ("GET", "/frame") => html(page(
                         "Frame",
                         r#"<p>Inside the frame</p><button onclick="this.textContent='frame clicked'">Frame button</button>"#,

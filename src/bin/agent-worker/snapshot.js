@@ -10,6 +10,9 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "HEAD", "OPTION", "DATALIST"]);
   const BUTTON_INPUTS = new Set(["submit", "button", "reset", "image"]);
   const RUN_CHARS = 300, CELL_CHARS = 60, ROWS = 15, OPTIONS = 15;
+  // Elements nested deeper are left out: a page can nest 100 000 deep, and the walk recurses.
+  const MAX_DEPTH = 256;
+  let depth = 0;
   const cut = (s, n) => s.length > n ? s.slice(0, n - 1) + "…" : s;
   const q = s => JSON.stringify(cut(norm(s), 100));
   function shown(el) {
@@ -75,6 +78,11 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     };
     const item = (kind, el, line, more) => { flush(); items.push({kind, ref: state.ref(el, keyOf(line)), line, more, indent}); };
     function walk(node, inTable) {
+      if (depth >= MAX_DEPTH) return;
+      depth++;
+      try { walkChildren(node, inTable); } finally { depth--; }
+    }
+    function walkChildren(node, inTable) {
       for (let n = node.firstChild; n; n = n.nextSibling) {
         if (n.nodeType === 3) {
           if (inTable || !n.data.trim()) continue;

@@ -159,11 +159,14 @@ impl<'a> Input<'a> {
         }
     }
 
-    /// One CRLF-terminated line of at most `cap` bytes, CRLF included.
+    /// One CRLF-terminated line of at most `cap` bytes, CRLF included, however its bytes came.
     pub(super) fn line(&mut self, cap: usize) -> Result<Vec<u8>, Stop> {
         let mut searched = 0;
         loop {
             if let Some(at) = find(self.available(), searched, b"\r\n") {
+                if at + 2 > cap {
+                    return Err(Stop::Answer(400, "chunked body line too long"));
+                }
                 let line = self.available()[..at + 2].to_vec();
                 self.consume(at + 2);
                 return Ok(line);
