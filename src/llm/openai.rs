@@ -166,11 +166,21 @@ fn tool_calls(message: &Value, turn_tag: &str) -> Vec<Block> {
             Value::Null => json!({}),
             other => other.clone(),
         };
-        let id = call["id"].as_str().filter(|id| !id.is_empty() && seen.insert(id.to_string()));
-        let id = id.map_or_else(|| format!("call_{turn_tag}_{i}"), str::to_string);
+        let given = call["id"].as_str().filter(|id| !id.is_empty() && seen.insert(id.to_string()));
+        let id = given.map_or_else(|| made_id(&mut seen, format!("call_{turn_tag}_{i}")), str::to_string);
         out.push(Block::tool_use(id, name, input));
     }
     out
+}
+
+/// An id for a call that came without a usable one: `base`, made unique against the reply's
+/// others (a server may send `call_1_1` itself).
+fn made_id(seen: &mut HashSet<String>, base: String) -> String {
+    let mut id = base;
+    while !seen.insert(id.clone()) {
+        id.push('_');
+    }
+    id
 }
 
 /// The reply body as neutral blocks (public for the fuzz tests, like `body`).
