@@ -311,6 +311,26 @@ mod tests {
     }
 
     #[test]
+    fn made_ids_never_repeat_a_given_one() {
+        let msgs = [Message::user(vec![Block::text("go")])];
+        let tools = [ToolDef { name: "t", description: "", input_schema: json!({"type": "object"}) }];
+        let body = json!({"choices": [{"message": {"content": null, "tool_calls": [
+            {"id": "call_1_1", "function": {"name": "t", "arguments": "{}"}},
+            {"function": {"name": "t", "arguments": "{}"}}]}}]});
+        let reply = parse_reply(&body.to_string(), &request(&msgs, &tools)).unwrap();
+        let ids: Vec<&str> = reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids.len(), 2);
+        assert_ne!(ids[0], ids[1], "{ids:?}");
+    }
+
+    #[test]
     fn temperature_and_a_required_call_reach_the_body_only_when_asked() {
         let transport = || crate::llm::transport::Transport::new(std::time::Duration::from_secs(1), 0);
         let tools = [ToolDef { name: "t", description: "", input_schema: json!({"type": "object"}) }];
