@@ -5,7 +5,8 @@
 //! it came from, its result as a user message ("Result of browser_navigate: …", screenshots
 //! beside it). A reply that is not a valid action is answered once, quoting the exact error;
 //! a second bad reply in a row is passed on as the model's words, as a native model's text is
-//! (the session nudges once, then ends with them). Nothing is ever synthesized: no default step, no context-free "think".
+//! (the session nudges once, then ends with them). Nothing is ever synthesized: no default
+//! step, no context-free "think".
 //! A call with no tools at all (a validator, a summary, the report asked for at the end) is
 //! passed through as plain text.
 
