@@ -205,23 +205,25 @@ fn ask_user_is_answered_or_times_out() {
     assert_error(&c.post(&format!("/sessions/{id}/answer"), &json!({"text": "late"})), 409, "conflict");
 }
 
-#[test]
-fn compaction_keeps_recent_steps_and_the_record_and_history_finds_what_was_compacted() {
-    let dir = TempDir::new("compaction");
-    let mut script: Vec<Step> =
-        (1..=6).map(|n| tool("run_command", json!({"command": format!("report {n}")}))).collect();
-    script.push(tool("search_history", json!({"query": "FACT-1-"})));
-    script.push(tool("finish_task", json!({"summary": "read six reports"})));
-    let llm = ScriptedLlm::start_full(Wire::Anthropic, "", script, Some(text("Ran reports 1 and up; all fine.")));
+/// A shell session that reads reports (`report N` answers `FACT-N-…` and `filler` lines) with
+/// the scripted model, which answers each request without tools (a summary) with `summary`:
+/// the daemon, the model, the worker and the session, which has finished.
+fn report_session(
+    dir: &TempDir,
+    script: Vec<Step>,
+    summary: &str,
+    filler: usize,
+    tune: impl FnOnce(&mut agent_controller::config::Config),
+) -> (TestDaemon, ScriptedLlm, ScriptedWorker, String) {
+    let llm = ScriptedLlm::start_full(Wire::Anthropic, "", script, Some(text(summary)));
     let mut config = test_config(dir.path());
     config.api.base_url = llm.url.clone();
     config.api.api_key = agent_controller::util::secret::Secret::new("sk-test");
-    config.agent.compact_at_tokens = 1500;
-    config.agent.keep_recent_steps = 2;
+    tune(&mut config);
     let d = TestDaemon::start(config.clone(), agent_controller::agent::llm_agent(&config));
-    let _worker = ScriptedWorker::start(&d.worker_client(), "box", &["shell"], false, |cmd| {
+    let worker = ScriptedWorker::start(&d.worker_client(), "box", &["shell"], false, move |cmd| {
         let n = cmd["params"]["command"].as_str().unwrap().trim_start_matches("report ").to_string();
-        let body = format!("FACT-{n}-{}\n{}", "x".repeat(10), "filler line of the report\n".repeat(80));
+        let body = format!("FACT-{n}-{}\n{}", "x".repeat(10), "filler line of the report\n".repeat(filler));
         json!({"success": true, "data": {"exit_code": 0, "stdout": body, "stderr": ""}})
     });
     let c = d.client();
@@ -229,6 +231,21 @@ fn compaction_keeps_recent_steps_and_the_record_and_history_finds_what_was_compa
         create_session(&c, json!({"mode": "task", "type": "shell", "target": "box", "instruction": "read reports"}));
     assert_eq!(ended(&c, &id)["status"], "finished");
     llm.assert_well_formed();
+    (d, llm, worker, id)
+}
+
+#[test]
+fn compaction_keeps_recent_steps_and_the_record_and_history_finds_what_was_compacted() {
+    let dir = TempDir::new("compaction");
+    let mut script: Vec<Step> =
+        (1..=6).map(|n| tool("run_command", json!({"command": format!("report {n}")}))).collect();
+    script.push(tool("search_history", json!({"query": "FACT-1-"})));
+    script.push(tool("finish_task", json!({"summary": "read six reports"})));
+    let (d, llm, _worker, id) = report_session(&dir, script, "Ran reports 1 and up; all fine.", 80, |config| {
+        config.agent.compact_at_tokens = 1500;
+        config.agent.keep_recent_steps = 2;
+    });
+    let c = d.client();
     let reqs = llm.requests();
     let with_tools: Vec<&Recorded> = reqs.iter().filter(|r| r.body.get("tools").is_some()).collect();
     let summaries = reqs.len() - with_tools.len();
@@ -261,20 +278,8 @@ fn a_request_too_long_for_the_context_is_compacted_and_sent_again() {
         (1..=3).map(|n| tool("run_command", json!({"command": format!("report {n}")}))).collect();
     script.push(Step::error(400, "invalid_request_error", "prompt is too long: 9379 tokens > 8192 maximum"));
     script.push(tool("finish_task", json!({"summary": "read three reports"})));
-    let llm = ScriptedLlm::start_full(Wire::Anthropic, "", script, Some(text("Ran reports 1 to 3; all fine.")));
-    let mut config = test_config(dir.path());
-    config.api.base_url = llm.url.clone();
-    config.api.api_key = agent_controller::util::secret::Secret::new("sk-test");
-    let d = TestDaemon::start(config.clone(), agent_controller::agent::llm_agent(&config));
-    let _worker = ScriptedWorker::start(&d.worker_client(), "box", &["shell"], false, |cmd| {
-        let n = cmd["params"]["command"].as_str().unwrap().trim_start_matches("report ").to_string();
-        json!({"success": true, "data": {"exit_code": 0, "stdout": format!("FACT-{n}\n"), "stderr": ""}})
-    });
+    let (d, llm, _worker, id) = report_session(&dir, script, "Ran reports 1 to 3; all fine.", 0, |_| {});
     let c = d.client();
-    let id =
-        create_session(&c, json!({"mode": "task", "type": "shell", "target": "box", "instruction": "read reports"}));
-    assert_eq!(ended(&c, &id)["status"], "finished");
-    llm.assert_well_formed();
     let reqs = llm.requests();
     let with_tools: Vec<&Recorded> = reqs.iter().filter(|r| r.body.get("tools").is_some()).collect();
     assert_eq!(reqs.len() - with_tools.len(), 1, "one summary");

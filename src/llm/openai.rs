@@ -266,6 +266,17 @@ mod tests {
         }
     }
 
+    fn call_ids(reply: &Reply) -> Vec<String> {
+        reply
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::ToolUse { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     #[test]
     fn quirks_of_real_servers_are_tolerated() {
         let tools = [ToolDef {
@@ -288,14 +299,7 @@ mod tests {
         );
         let r = parse_reply(&body, &req).unwrap();
         assert_eq!(r.stop_reason, StopReason::ToolUse);
-        let ids: Vec<String> = r
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, .. } => Some(id.clone()),
-                _ => None,
-            })
-            .collect();
+        let ids = call_ids(&r);
         assert_eq!(ids.len(), 3);
         assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 3, "{ids:?}");
         assert!(matches!(&r.content[0], Block::ToolUse { input, .. } if input["url"] == "https://a/"));
@@ -317,15 +321,7 @@ mod tests {
         let body = json!({"choices": [{"message": {"content": null, "tool_calls": [
             {"id": "call_1_1", "function": {"name": "t", "arguments": "{}"}},
             {"function": {"name": "t", "arguments": "{}"}}]}}]});
-        let reply = parse_reply(&body.to_string(), &request(&msgs, &tools)).unwrap();
-        let ids: Vec<&str> = reply
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                Block::ToolUse { id, .. } => Some(id.as_str()),
-                _ => None,
-            })
-            .collect();
+        let ids = call_ids(&parse_reply(&body.to_string(), &request(&msgs, &tools)).unwrap());
         assert_eq!(ids.len(), 2);
         assert_ne!(ids[0], ids[1], "{ids:?}");
     }

@@ -150,21 +150,20 @@ impl Browser {
         Ok(json!({"downloaded": done, "failed": failed}))
     }
 
+    /// `bytes` uploaded as the session's file `name`, through a scratch file that is removed after.
+    pub(super) fn save_bytes(&self, name: &str, ext: &str, bytes: &[u8], ctx: &Context) -> Result<Value, WorkerError> {
+        let write_err = |e| WorkerError::io("cannot write the file", e);
+        let (path, mut file) = scratch::temp_file(&self.opts.download_dir, ext).map_err(write_err)?;
+        let written = file.write_all(bytes).map_err(write_err);
+        drop(file);
+        let uploaded = written.and_then(|()| ctx.uploader.upload(name, &path));
+        let _ = std::fs::remove_file(&path);
+        Ok(with(uploaded?, "bytes", json!(bytes.len())))
+    }
+
     /// Print the page to PDF (after `wait_for_selector`, if given) and upload it as `filename`.
     /// A wait that times out does not stop the printing: the page is printed as it is, and
     /// the result says so.
-    /// `text` saved as the session's file `filename` (given the extension `ext` when it has none).
-    pub(super) fn save_text(&self, filename: &str, ext: &str, text: &str, ctx: &Context) -> Result<Value, WorkerError> {
-        let name = if filename.contains('.') { filename.to_string() } else { format!("{filename}.{ext}") };
-        let write_err = |e| WorkerError::io("cannot write the file", e);
-        let (path, mut file) = scratch::temp_file(&self.opts.download_dir, ext).map_err(write_err)?;
-        let written = file.write_all(text.as_bytes()).map_err(write_err);
-        drop(file);
-        let uploaded = written.and_then(|()| ctx.uploader.upload(&name, &path));
-        let _ = std::fs::remove_file(&path);
-        Ok(with(uploaded?, "bytes", json!(text.len())))
-    }
-
     pub(super) fn save_as_pdf(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let filename = required_str(p, "filename")?;
         let mut warning = None;
@@ -186,13 +185,7 @@ impl Browser {
         } else {
             format!("{filename}.pdf")
         };
-        let write_err = |e| WorkerError::io("cannot write the PDF", e);
-        let (path, mut file) = scratch::temp_file(&self.opts.download_dir, "pdf").map_err(write_err)?;
-        let written = file.write_all(&bytes).map_err(write_err);
-        drop(file);
-        let uploaded = written.and_then(|()| ctx.uploader.upload(&name, &path));
-        let _ = std::fs::remove_file(&path);
-        let out = with(uploaded?, "bytes", json!(bytes.len()));
+        let out = self.save_bytes(&name, "pdf", &bytes, ctx)?;
         Ok(match warning {
             Some(w) => with(out, "warning", json!(w)),
             None => out,

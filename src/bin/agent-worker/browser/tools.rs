@@ -174,16 +174,17 @@ impl Browser {
         )
     }
 
-    /// A table as CSV, or as one object per row keyed by the header row (`format: json`).
-    /// A table as CSV or JSON rows; with a `filename`, saved as that file instead (a small
-    /// model copying the rows into save_file loses some on the way).
+    /// A table as CSV, or as one object per row keyed by the header row (`format: json`); with a
+    /// `filename`, saved as that file (CSV) instead: a small model copying the rows into
+    /// save_file loses some on the way.
     fn scrape_table(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let rows = self.eval(&format!("__ac.table({})", js(required_str(p, "selector")?)))?;
         let rows: Vec<Vec<String>> =
             serde_json::from_value(rows).map_err(|e| WorkerError::Page(format!("unreadable table: {e}")))?;
         let columns = rows.first().map(Vec::len).unwrap_or(0);
         if let Some(filename) = p["filename"].as_str().filter(|f| !f.trim().is_empty()) {
-            let saved = self.save_text(filename, "csv", &to_csv(&rows), ctx)?;
+            let name = if filename.contains('.') { filename.to_string() } else { format!("{filename}.csv") };
+            let saved = self.save_bytes(&name, "csv", to_csv(&rows).as_bytes(), ctx)?;
             return Ok(with(with(saved, "rows", json!(rows.len())), "columns", json!(columns)));
         }
         if p["format"].as_str() != Some("json") {
