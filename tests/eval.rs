@@ -30,7 +30,8 @@ fn the_eval_judges_sessions_by_what_reached_the_disk_and_the_site() {
         {"selector": "#message", "value": "Please call me back."}
     ]);
     let script = vec![
-        // price: the answer saved, then finished.
+        // price: the pricing page opened, the answer saved, then finished.
+        tool("browser_click", json!({"selector": "text=Pricing"})),
         tool("save_file", json!({"filename": "answer.txt", "content": "$45"})),
         tool("finish_task", json!({"summary": "The Team plan costs $45 per month."})),
         // contact-form: filled and sent in the real browser.
@@ -61,7 +62,7 @@ fn the_eval_judges_sessions_by_what_reached_the_disk_and_the_site() {
     assert_eq!(staff["pass"], false, "a summary is not a file: {report}");
     assert!(staff["why"].as_str().unwrap().contains("no file named staff"), "{staff}");
     assert_eq!((report["passed"].clone(), report["runs"].clone()), (json!(2), json!(3)));
-    assert_eq!(row("price")["turns"], 2);
+    assert_eq!(row("price")["turns"], 3);
     assert_eq!(row("price")["first_request_tokens"], 150, "the scripted usage of the first call, cache reads included");
     assert!(row("contact-form")["input_tokens"].as_u64().unwrap() >= 300, "{report}");
 

@@ -15,7 +15,9 @@ fn static_worker(d: &TestDaemon) -> ScriptedWorker {
             "browser_snapshot" => {
                 json!({"success": true, "data": {"url": "https://a.test/", "snapshot": "Page: \"A\" — https://a.test/ (HTTP 200)\n[e1] link \"Next\" → https://a.test/next"}})
             }
-            "browser_navigate" => json!({"success": true, "data": {"url": p["url"], "title": "same"}}),
+            "browser_navigate" => {
+                json!({"success": true, "data": {"url": p["url"], "title": "same", "snapshot": "[e1] link \"Next\" → https://a.test/next"}})
+            }
             "browser_click" => json!({"success": false, "error": "no element matches `#missing`"}),
             "browser_download" => json!({"success": true, "data": {"filename": "guide.pdf", "bytes": 17}}),
             _ => json!({"success": true, "data": {"ok": true}}),

@@ -172,4 +172,13 @@ fn clicks_say_what_they_cannot_do() {
     cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
     let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
+
+    // A click on what only shows text does nothing: it says so, with the text or how to save it.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
+    let e = cmd_err(&r, "browser_click", json!({"selector": "h1"}));
+    assert!(e.contains("is a heading: a click on it does nothing") && e.contains("Snapshot page"), "{e}");
+    let e = cmd_err(&r, "browser_click", json!({"selector": "#fees td"}));
+    assert!(e.contains("is a table") && e.contains("browser_scrape_table"), "{e}");
+    let e = cmd_err(&r, "browser_click", json!({"selector": "b"}));
+    assert!(e.contains("The text around it: \"Intro text with bold words.\""), "{e}");
 }

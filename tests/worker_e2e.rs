@@ -328,6 +328,13 @@ fn shell_tools_including_killing_a_process_tree() {
         (state.is_empty() || state.split_whitespace().nth(2) == Some("Z")).then_some(())
     });
 
+    // awk over a CSV file without a separator is pointed at -F, (small models sum columns so).
+    cmd(&r, "write_file", json!({"path": format!("{w}/s.csv"), "content": "item,amount\na,2\nb,3\n"}));
+    let summed = cmd(&r, "run_command", json!({"command": format!("awk '{{s += $2}} END {{print s}}' {w}/s.csv")}));
+    assert!(summed["hint"].as_str().unwrap().contains("awk -F,"), "{summed}");
+    let summed =
+        cmd(&r, "run_command", json!({"command": format!("awk -F, 'NR>1 {{s += $2}} END {{print s}}' {w}/s.csv")}));
+    assert_eq!((summed["stdout"].as_str(), summed.get("hint")), (Some("5\n"), None), "{summed}");
     // Big output is capped.
     let out = cmd(&r, "run_command", json!({"command": "yes x | head -c 200000"}));
     assert!(out["stdout"].as_str().unwrap().len() <= 64 * 1024);
@@ -341,9 +348,13 @@ fn shell_tools_including_killing_a_process_tree() {
     assert_eq!(read["truncated"], true);
     let list = cmd(&r, "list_dir", json!({"path": w}));
     let names: Vec<&str> = list["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
-    assert_eq!(names, vec!["a.txt", "bg.pid"]);
+    assert_eq!(names, vec!["a.txt", "bg.pid", "s.csv"]);
     let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/missing")}));
-    assert!(e.contains("cannot open") && e.contains(&format!("run_command `find {w} -name 'missing'`")), "{e}");
+    assert!(e.contains("cannot open") && e.contains(&format!("no file named `missing` under {w} either")), "{e}");
+    // A guessed path to a file that is further down: the error names where it is.
+    cmd(&r, "run_command", json!({"command": format!("mkdir -p {w}/deep/er && echo hi > {w}/deep/er/notes.txt")}));
+    let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));
+    assert!(e.contains(&format!("a file of that name is at: `{w}/deep/er/notes.txt`")), "{e}");
     // A browser command to a shell-only worker is an error, not a crash.
     let e = cmd_err(&r, "browser_navigate", json!({"url": "http://x.test"}));
     assert!(e.contains("without the browser capability"), "{e}");

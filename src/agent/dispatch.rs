@@ -81,6 +81,16 @@ impl Agent {
     }
 
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        if let Some(url) = self.clicked_file_link(name, input) {
+            self.runner.log(LogKind::System, &format!("{name} on a link to a file: downloaded instead"), None);
+            let mut outcome = self.run_tool(Tool::BrowserDownload.name(), &json!({"url": url}));
+            let note = format!(
+                "{} links to a file: it was downloaded, not opened (the page stays as it was).",
+                input["selector"].as_str().unwrap_or("the element")
+            );
+            outcome.content.push(Block::text(note));
+            return outcome;
+        }
         self.step += 1;
         self.runner.log(
             LogKind::Tool,
@@ -89,7 +99,9 @@ impl Agent {
         );
         let started = Instant::now();
         let outcome = self.dispatch_watched(name, input);
-        let text = excerpt(&joined_text(&outcome.content, " "), LOG_EXCERPT);
+        let whole = joined_text(&outcome.content, "\n");
+        self.grounding.saw(&whole);
+        let text = excerpt(&whole, LOG_EXCERPT);
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
         let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };
         self.runner.log(

@@ -246,6 +246,11 @@ impl Agent {
         (defs(listed), unlisted)
     }
 
+    /// Whether this turn is the last chance to deliver (a guess then beats nothing).
+    pub(super) fn last_chance(&self) -> bool {
+        self.focus.turn == Focus::Deliver
+    }
+
     /// Whether this turn requires a tool call: a focused one does (on the last chance the one
     /// tool listed, the one that delivers what the task asks for).
     pub(super) fn required_call(&self) -> bool {

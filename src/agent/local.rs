@@ -8,8 +8,8 @@ use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
-use crate::protocol::FileKind;
 use crate::protocol::tools::Tool;
+use crate::protocol::{FileKind, LogKind, SessionType};
 use crate::session::{AskOutcome, ConfirmationOutcome};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -80,7 +80,7 @@ impl Agent {
         }
     }
 
-    fn save_file(&self, input: &Value) -> ToolOutcome {
+    fn save_file(&mut self, input: &Value) -> ToolOutcome {
         let content = input["content"].as_str().unwrap_or("");
         let bytes = match input["encoding"].as_str() {
             Some("base64") => match STANDARD.decode(content) {
@@ -89,6 +89,12 @@ impl Agent {
             },
             _ => content.as_bytes().to_vec(),
         };
+        if input["encoding"].as_str() != Some("base64") && !self.last_chance() {
+            let unseen = self.grounding.unseen(content);
+            if !unseen.is_empty() {
+                return self.guess_held_back(&unseen);
+            }
+        }
         match self.runner.store_file(input["filename"].as_str().unwrap_or("file"), &bytes, FileKind::Generated) {
             Ok(entry) if entry.duplicate => ToolOutcome::ok(json!({
                 "saved": entry.filename, "size_kb": entry.size_kb,
@@ -97,6 +103,30 @@ impl Agent {
             Ok(entry) => ToolOutcome::ok(json!({"saved": entry.filename, "size_kb": entry.size_kb})),
             Err(e) => ToolOutcome::error(format!("could not save the file: {}", e.message())),
         }
+    }
+
+    /// A short answer with words nothing in the session showed: held back once (`grounding.rs`).
+    fn guess_held_back(&self, unseen: &[String]) -> ToolOutcome {
+        let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
+        self.runner.log(LogKind::System, &format!("save_file held back once: {words} seen nowhere"), None);
+        let find = match self.record.session_type {
+            SessionType::Browser => match self.grounding.unopened().as_slice() {
+                [] => "Find it on the site first.".to_string(),
+                pages => format!(
+                    "Find it first: pages not opened yet: {} (browser_navigate to the likeliest).",
+                    pages.join(", ")
+                ),
+            },
+            SessionType::Shell => {
+                "Find or compute it first with run_command (grep, grep -c, awk -F, wc -l, find).".to_string()
+            }
+            SessionType::App => "Find it on the screen first.".to_string(),
+        };
+        ToolOutcome::error(format!(
+            "Not saved yet: {words} is in nothing this session has seen (the task, pages, outputs), so it may be a guess. \
+             {find} If you are sure it is right, call save_file again with the same content. {}",
+            self.task_line()
+        ))
     }
 
     fn send_notification(&self, input: &Value) -> ToolOutcome {

@@ -15,6 +15,7 @@ mod context;
 mod dispatch;
 mod dry_run;
 mod focus;
+mod grounding;
 mod history;
 mod local;
 mod loops;
@@ -110,6 +111,8 @@ pub struct Agent {
     replaying: bool,
     /// What the next turn offers, and what the model has already seen (`focus.rs`).
     focus: focus::FocusState,
+    /// Every word the session has seen, to hold back a guessed answer once (`grounding.rs`).
+    grounding: grounding::Grounding,
 }
 
 /// What one turn decided.
@@ -150,6 +153,8 @@ impl Agent {
         if let Some(briefing) = runner.briefing() {
             opening.push_str(&format!("\n\n{briefing}"));
         }
+        let mut grounding = grounding::Grounding::default();
+        grounding.saw(&opening);
         let opening = Message::user(vec![Block::text(opening)]);
         Agent {
             runner,
@@ -176,6 +181,7 @@ impl Agent {
             journaled: Default::default(),
             replaying: false,
             focus: focus::FocusState::new(opened),
+            grounding,
         }
     }
 

@@ -1,5 +1,6 @@
 //! Page snapshots on the controller's side: how a worker result that carries one reads to the
-//! model, and asking the worker for the page as it is now (for a loop note, after a login).
+//! model, asking the worker for the page as it is now (for a loop note, after a login), and
+//! which clicked links lead to a file (downloaded instead of opened).
 //!
 //! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
@@ -46,7 +47,35 @@ pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
     page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
 }
 
+/// Endings of links that lead to a file to keep rather than a page to read. A click on one
+/// opens a viewer whose snapshot is empty and whose refs are not the page's (small models then
+/// act on refs that are gone); a user who clicks it means "get this file".
+const FILE_ENDINGS: &[&str] = &[
+    ".pdf", ".zip", ".gz", ".tgz", ".tar", ".7z", ".csv", ".xlsx", ".xls", ".docx", ".doc", ".pptx", ".odt", ".ods",
+    ".epub", ".mp3", ".mp4", ".deb", ".rpm", ".iso", ".dmg", ".exe", ".msi",
+];
+
+/// The URL of a snapshot line `link "Text" → URL` when it leads to a file (by its path's ending).
+pub(super) fn file_link(line: &str) -> Option<&str> {
+    let url = line.strip_prefix("link ")?.rsplit_once(" → ")?.1.trim();
+    is_file_url(url).then_some(url)
+}
+
+/// Whether a URL leads to a file to keep (by its path's ending).
+pub(super) fn is_file_url(url: &str) -> bool {
+    let path = url.split(['?', '#']).next().unwrap_or(url).to_ascii_lowercase();
+    url.starts_with("http") && FILE_ENDINGS.iter().any(|e| path.ends_with(e))
+}
+
 impl Agent {
+    /// A click on a ref that is a link to a file, when the session can download: its URL.
+    pub(super) fn clicked_file_link(&self, name: &str, input: &Value) -> Option<String> {
+        if name != Tool::BrowserClick.name() || !self.offered.contains(&Tool::BrowserDownload) {
+            return None;
+        }
+        self.ref_target(input).as_deref().and_then(file_link).map(str::to_string)
+    }
+
     /// The longest snapshot part for this session's model: `agent.snapshot_chars`, and at most
     /// half its context window in characters (about a seventh of it in tokens), so a long page
     /// comes in parts instead of flooding a small window.
@@ -80,5 +109,23 @@ impl Agent {
         self.runner.scrub_json(&mut data);
         let page = self.take_page(&mut data)?;
         Some(render(&data, Some(page)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_to_files_are_told_from_links_to_pages() {
+        assert_eq!(
+            file_link("link \"Guide (PDF)\" → http://h/files/guide.PDF?v=2"),
+            Some("http://h/files/guide.PDF?v=2")
+        );
+        assert_eq!(file_link("link \"a → b\" → https://h/x.zip"), Some("https://h/x.zip"));
+        assert_eq!(file_link("link \"About\" → http://h/about.html"), None);
+        assert_eq!(file_link("link \"PDF viewer\" → http://h/pdf"), None);
+        assert_eq!(file_link("button \"x.pdf\""), None);
+        assert_eq!(file_link("link \"Mail\" → mailto:a@b.pdf"), None);
     }
 }

@@ -193,11 +193,27 @@ if (!window.__ac) { window.__ac = (() => {
       const opts = Array.from(el.options).slice(0, 12).map(o => norm(o.text)).join(", ");
       throw new Error("`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + opts);
     }
+    const still = inert(el, sel);
+    if (still) throw new Error(still);
     const bad = unsent(el);
     if (bad.length) throw new Error("the form was not sent: " + bad.join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again");
     const at = center(el);
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
+  }
+  // A click on a heading, a table or plain text does nothing; small models "click" to look at
+  // something. Say so, with the text they were after (a table: how to save it).
+  const ACTIVE = INTERACTIVE + ",details,option,[tabindex],[contenteditable],[role=tab],[role=menuitem],[role=checkbox],[role=radio],[role=switch],[role=option],[role=treeitem]";
+  const TEXTLIKE = /^(H[1-6]|P|TABLE|CAPTION|THEAD|TBODY|TR|TD|TH|UL|OL|LI|DL|DT|DD|SPAN|STRONG|EM|B|I|SMALL|PRE|CODE|BLOCKQUOTE|FIGURE|FIGCAPTION|IMG|HR)$/;
+  function inert(el, sel) {
+    if (!TEXTLIKE.test(el.tagName) || el.closest(ACTIVE) || el.querySelector(ACTIVE)) return null;
+    if (getComputedStyle(el).cursor === "pointer") return null;
+    const what = el.tagName[0] === "H" && el.tagName.length === 2 ? "heading" : el.closest("table") ? "table" : "text";
+    const head = "`" + sel + "` is " + (what === "text" ? "" : "a ") + what + ": a click on it does nothing.";
+    if (what === "table") return head + " Its cells are in the snapshot; to save the table, call browser_scrape_table with a filename (e.g. table.csv).";
+    let around = el;
+    for (let up = el.parentElement; up && up !== body() && textOf(around).length < 40 && textOf(up).length <= 400; up = up.parentElement) around = up;
+    return head + ' The text around it: "' + textOf(around).slice(0, 300) + '". If that is what the task needs, use it now (save_file, or fill the form); to go elsewhere, click a link or a button.';
   }
   function unsent(el) {
     const b = el.closest("button,input");

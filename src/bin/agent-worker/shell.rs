@@ -124,7 +124,19 @@ fn run_command(p: &Value) -> Result<Value, WorkerError> {
             .unwrap_or_default()
     };
     let (stdout, stderr) = (take(out), take(err));
-    Ok(command_result(status, stdout, stderr, started, timed_out.then_some(timeout)))
+    let mut result = command_result(status, stdout, stderr, started, timed_out.then_some(timeout));
+    if awk_on_csv_by_blanks(p["command"].as_str().unwrap_or("")) {
+        result["hint"] = json!(
+            "awk splits fields on blanks unless told otherwise, and a .csv file is comma-separated: \
+             use awk -F, (skip the header row with NR>1)"
+        );
+    }
+    Ok(result)
+}
+
+/// An awk program over a CSV file without a field separator: it reads each line as one field.
+fn awk_on_csv_by_blanks(command: &str) -> bool {
+    command.contains("awk") && command.contains(".csv") && !command.contains("-F") && !command.contains("FS")
 }
 
 /// Wait for the command; past `timeout`, kill its whole group. Says whether it timed out.
@@ -180,11 +192,46 @@ fn not_found(path: &str, e: std::io::Error) -> WorkerError {
     let name = std::path::Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned());
     let dir = std::path::Path::new(path).ancestors().skip(1).find(|d| d.is_dir());
     match (missing, name, dir) {
-        (true, Some(name), Some(dir)) => {
-            err.noted(format!("to look for it: run_command `find {} -name '{name}'`", dir.display()))
-        }
+        (true, Some(name), Some(dir)) => match same_name_under(dir, &name).as_slice() {
+            [] => err.noted(format!(
+                "no file named `{name}` under {} either (looked at up to {SEARCH_ENTRIES} entries); to look \
+                 elsewhere: run_command `find / -name '{name}' 2>/dev/null`",
+                dir.display()
+            )),
+            found => err.noted(format!(
+                "a file of that name is at: {} (use that path)",
+                found.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ")
+            )),
+        },
         _ => err,
     }
+}
+
+/// Entries looked at when searching for a missing file's name, and matches reported.
+const SEARCH_ENTRIES: usize = 20_000;
+const SEARCH_MATCHES: usize = 5;
+
+/// Files named `name` under `dir`, breadth first, bounded: models guess paths, and the file they
+/// mean is usually a few folders further down. Symbolic links are not followed.
+fn same_name_under(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf> {
+    let (mut queue, mut found, mut seen) = (std::collections::VecDeque::from([dir.to_path_buf()]), Vec::new(), 0);
+    while let Some(d) = queue.pop_front() {
+        let Ok(entries) = std::fs::read_dir(&d) else { continue };
+        for entry in entries.flatten() {
+            seen += 1;
+            if seen > SEARCH_ENTRIES || found.len() >= SEARCH_MATCHES {
+                return found;
+            }
+            let Ok(kind) = entry.file_type() else { continue };
+            let path = entry.path();
+            if kind.is_dir() && !["/proc", "/sys", "/dev"].iter().any(|p| path.starts_with(p)) {
+                queue.push_back(path);
+            } else if kind.is_file() && entry.file_name() == name {
+                found.push(path);
+            }
+        }
+    }
+    found
 }
 
 fn read_file(p: &Value) -> Result<Value, WorkerError> {

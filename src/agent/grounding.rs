@@ -1,0 +1,155 @@
+//! Answers that come from nowhere. A small model that has not found what the task asks for
+//! often saves a plausible guess ("New York", "1000") and finishes. The session keeps every word
+//! it has seen (the task, every tool result) and the links its pages showed; a short text to
+//! save whose numbers or capitalised words appear in none of them is held back once, with what
+//! to do instead (the pages not opened yet; in a shell, a command that finds or computes it).
+//! The same content saved again is saved: the model may know better, and nothing is lost.
+//! Not on the last chance (`Focus::Deliver`): a guess then beats nothing at all.
+
+use std::collections::HashSet;
+
+/// Texts longer than this (or of more lines) are composed, not looked up: not checked.
+const CHECKED_CHARS: usize = 300;
+const CHECKED_LINES: usize = 3;
+/// Words and links kept (a session reads many pages; this bounds the memory).
+const MAX_WORDS: usize = 200_000;
+const MAX_LINKS: usize = 300;
+/// Unopened links named in a note.
+const LINKS_SHOWN: usize = 8;
+
+#[derive(Default)]
+pub(super) struct Grounding {
+    words: HashSet<String>,
+    /// Links seen in snapshots, as (text, URL), in the order first seen.
+    links: Vec<(String, String)>,
+    /// URLs of the pages seen.
+    opened: HashSet<String>,
+    /// A content held back once (saved when it comes again).
+    held: Option<String>,
+}
+
+impl Grounding {
+    /// Remember what a tool returned (or the task said).
+    pub fn saw(&mut self, text: &str) {
+        // `1,250` on a page is `1250` in an answer too.
+        let joined = numbers_joined(text);
+        for word in words(text).into_iter().chain(words(&joined)) {
+            if self.words.len() >= MAX_WORDS {
+                break;
+            }
+            self.words.insert(word.to_lowercase());
+        }
+        for line in text.lines().map(str::trim) {
+            self.saw_line(line);
+        }
+    }
+
+    fn saw_line(&mut self, line: &str) {
+        if let Some(page) = line.strip_prefix("Page: ") {
+            if let Some((_, url)) = page.rsplit_once(" — ") {
+                self.opened.insert(url.split(" (HTTP").next().unwrap_or(url).trim().to_string());
+            }
+        }
+        let link = line.split_once("] link \"").and_then(|(_, rest)| rest.rsplit_once("\" → "));
+        if let Some((text, url)) = link {
+            let url = url.trim();
+            if self.links.len() < MAX_LINKS && url.starts_with("http") && !self.links.iter().any(|(_, u)| u == url) {
+                self.links.push((text.to_string(), url.to_string()));
+            }
+        }
+    }
+
+    /// The words of `content` that nothing seen holds, when it is short enough to be looked
+    /// up; empty when it may be saved.
+    pub fn unseen(&mut self, content: &str) -> Vec<String> {
+        if content.len() > CHECKED_CHARS || content.lines().count() > CHECKED_LINES {
+            return Vec::new();
+        }
+        if self.held.as_deref() == Some(content) {
+            self.held = None;
+            return Vec::new();
+        }
+        let unseen: Vec<String> = words(content)
+            .into_iter()
+            .filter(|w| w.chars().count() > 1)
+            .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit() || c.is_uppercase()))
+            .filter(|w| !self.words.contains(&w.to_lowercase()))
+            .collect();
+        if !unseen.is_empty() {
+            self.held = Some(content.to_string());
+        }
+        unseen
+    }
+
+    /// Pages linked from what was seen and not opened yet, for a note.
+    pub fn unopened(&self) -> Vec<String> {
+        self.links
+            .iter()
+            .filter(|(_, url)| !self.opened.contains(url.as_str()) && !super::snapshot::is_file_url(url))
+            .take(LINKS_SHOWN)
+            .map(|(text, url)| format!("\"{text}\" {url}"))
+            .collect()
+    }
+}
+
+/// The words of a text; a decimal number stays one word (`12.50`).
+fn words(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        let decimal = c == '.'
+            && word.chars().last().is_some_and(|l| l.is_ascii_digit())
+            && chars.peek().is_some_and(char::is_ascii_digit);
+        if c.is_alphanumeric() || decimal {
+            word.push(c);
+        } else if !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// The text with each comma between two digits left out.
+fn numbers_joined(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let digit = |i: Option<&char>| i.is_some_and(char::is_ascii_digit);
+    (0..chars.len())
+        .filter(|&i| !(chars[i] == ',' && i > 0 && digit(chars.get(i - 1)) && digit(chars.get(i + 1))))
+        .map(|i| chars[i])
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seen(texts: &[&str]) -> Grounding {
+        let mut g = Grounding::default();
+        texts.iter().for_each(|t| g.saw(t));
+        g
+    }
+
+    #[test]
+    fn a_guess_is_held_back_once_and_a_found_value_is_not() {
+        let mut g = seen(&[
+            "What does the Team plan cost? Save it in answer.txt.",
+            "Page: \"Pricing\" — http://h/pricing.html (HTTP 200)\n[e3] link \"About us\" → http://h/about.html\n\
+             [e4] link \"Home\" → http://h/\n[e5] link \"Report\" → http://h/r.pdf\ntext \"Team $45 per month, 1,250 users\"",
+        ]);
+        assert!(g.unseen("45").is_empty() && g.unseen("45.").is_empty());
+        assert!(g.unseen("$45 per month").is_empty());
+        assert!(g.unseen("1250").is_empty() && g.unseen("1,250").is_empty() && g.unseen("a,b\n1,2\n").is_empty());
+        assert!(g.unseen("the team plan costs forty-five").is_empty(), "lowercase words are not checked");
+        assert_eq!(g.unseen("New York"), vec!["New", "York"]);
+        assert!(g.unseen("New York").is_empty(), "the same content again is saved");
+        assert_eq!(g.unseen("1000"), vec!["1000"]);
+        assert!(g.unseen(&"Nowhere ".repeat(50)).is_empty(), "a long text is composed, not looked up");
+        assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html", "\"Home\" http://h/"]);
+        let g = seen(&["Page: \"Home\" — http://h/ (HTTP 200)\n[e1] link \"About us\" → http://h/about.html"]);
+        assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html"]);
+    }
+}
