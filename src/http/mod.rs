@@ -12,6 +12,7 @@ mod body;
 mod contain;
 mod front;
 mod guard;
+mod heads;
 mod metrics;
 mod openapi;
 mod openapi_schemas;
@@ -227,7 +228,7 @@ fn log_error(request: &(impl Incoming + ?Sized), err: &ApiError) {
     }
 }
 
-/// Write the head by hand, then the body: with its length, else in chunks and the last chunk
+/// Write the head (`heads.rs` says why not tiny_http's), then the body: with its length, else in chunks and the last chunk
 /// (HTTP/1.1), else up to the close (HTTP/1.0, which knows no chunks). The head says
 /// `Connection: close`, and the front's relay then closes the client's connection after the
 /// answer: a stream cut short (a zip that failed, a file that shrank) ends in a closed
@@ -237,16 +238,14 @@ fn stream(request: Request, body: Stream) {
     let head_only = *request.method() == tiny_http::Method::Head;
     let chunks = body.length.is_none() && *request.http_version() != tiny_http::HTTPVersion(1, 0);
     let url = request.url().escape_debug().to_string();
-    let mut head = match body.length {
-        Some(n) => format!("HTTP/1.1 200 OK\r\nContent-Length: {n}\r\n"),
-        None if chunks => String::from("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n"),
-        None => String::from("HTTP/1.1 200 OK\r\n"),
+    let length = body.length.map(|n| n.to_string());
+    let mut headers: Vec<(&str, &str)> = match (&length, chunks) {
+        (Some(n), _) => vec![("Content-Length", n.as_str())],
+        (None, true) => vec![("Transfer-Encoding", "chunked")],
+        (None, false) => Vec::new(),
     };
-    head.push_str("Connection: close\r\n");
-    for h in &body.headers {
-        head.push_str(&format!("{}: {}\r\n", h.field, h.value));
-    }
-    head.push_str("\r\n");
+    headers.extend(body.headers.iter().map(|h| (h.field.as_str().as_str(), h.value.as_str())));
+    let head = heads::closing(200, &headers);
     let mut raw = request.into_writer();
     let written = raw.write_all(head.as_bytes()).and_then(|()| {
         if head_only {

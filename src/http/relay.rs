@@ -315,25 +315,13 @@ fn copy_response(upstream: &mut UnixStream, client: &mut Client<'_>) -> Result<b
         if n == 0 {
             return Ok(closes.unwrap_or(false));
         }
-        closes = closes.or_else(|| Some(head_says_close(&buf[..n])));
+        closes = closes.or_else(|| Some(super::heads::says_close(&buf[..n])));
         let full = n == buf.len();
         client.write_all(&buf[..n])?;
         if full && large.len() < LARGE_REPLY_BUFFER {
             large.resize(if large.is_empty() { REPLY_BUFFER } else { LARGE_REPLY_BUFFER }, 0);
         }
     }
-}
-
-/// Whether the response head at the start of `first` (the first bytes read of an answer) has
-/// `Connection: close`; a head not wholly in them counts as not.
-fn head_says_close(first: &[u8]) -> bool {
-    let Some(end) = find(first, 0, b"\r\n\r\n") else { return false };
-    first[..end].split(|&b| b == b'\n').any(|line| {
-        let line = line.trim_ascii();
-        line.len() > 11
-            && line[..11].eq_ignore_ascii_case(b"connection:")
-            && line[11..].trim_ascii().eq_ignore_ascii_case(b"close")
-    })
 }
 
 /// Where a request goes: held here until it is worth a handler thread, then the inner socket.
@@ -401,8 +389,7 @@ fn find(hay: &[u8], searched: usize, needle: &[u8]) -> Option<usize> {
     hay.get(from..)?.windows(needle.len()).position(|w| w == needle).map(|at| at + from)
 }
 
-/// A JSON error for a request refused before tiny_http saw it (with the date tiny_http would
-/// give); the connection then closes.
+/// A JSON error for a request refused before tiny_http saw it; the connection then closes.
 pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
     let code = match status {
         401 => "unauthorized",
@@ -413,13 +400,12 @@ pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
         _ => "bad_request",
     };
     let body = serde_json::json!({"error": why, "code": code}).to_string();
-    let reason = tiny_http::StatusCode(status).default_reason_phrase();
-    let date = httpdate::fmt_http_date(std::time::SystemTime::now());
-    let auth = if status == 401 { "WWW-Authenticate: Bearer\r\n" } else { "" };
-    let head = format!(
-        "HTTP/1.1 {status} {reason}\r\nDate: {date}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{auth}Connection: close\r\n\r\n",
-        body.len()
-    );
+    let length = body.len().to_string();
+    let mut headers = vec![("Content-Type", "application/json"), ("Content-Length", length.as_str())];
+    if status == 401 {
+        headers.push(("WWW-Authenticate", "Bearer"));
+    }
+    let head = super::heads::closing(status, &headers);
     let _ = client.write_all(&[head.as_bytes(), body.as_bytes()].concat());
     client.close();
 }
