@@ -116,6 +116,31 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     assert_eq!(files[0]["filename"], "answer.txt", "{files}");
 }
 
+/// Stuck, asked for the deliverable, and still no call that delivers; the model ends in words:
+/// one call without tools asks for the task's file, and an answer the session has seen is saved.
+#[test]
+fn a_stuck_session_gives_its_answer_in_words() {
+    let snap = || tool("browser_snapshot", json!({}));
+    let mut script: Vec<Step> = (0..7).map(|_| snap()).collect();
+    script.extend([text("I see a link."), text("The link is called Next."), text("Next")]);
+    let dir = TempDir::new("loop-words");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert!(s["summary"].as_str().unwrap().starts_with("Saved answer.txt from the model's answer in words."), "{s}");
+    let reqs = llm.requests();
+    let asked = reqs.last().unwrap();
+    assert!(asked.body.get("tools").is_none(), "asked without tools");
+    assert!(asked.body["messages"].to_string().contains("What goes in answer.txt?"), "{}", asked.body["messages"]);
+    let file = c.get(&format!("/sessions/{id}/files/answer.txt"));
+    assert_eq!(file.text(), "Next");
+}
+
 /// An acting call repeated with the same arguments is a loop whatever it answers: a PDF printed
 /// again gets a new file name each time, and is still the same call.
 #[test]

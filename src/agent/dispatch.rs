@@ -98,9 +98,13 @@ impl Agent {
             Some(json!({"tool": name, "input": input})),
         );
         let started = Instant::now();
-        let outcome = self.dispatch_watched(name, input);
+        let mut outcome = self.dispatch_watched(name, input);
+        self.point_at_delivery(name, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         self.grounding.saw(&whole);
+        if outcome.content.iter().any(|b| matches!(b, Block::Image { .. })) {
+            self.grounding.saw_image();
+        }
         let text = excerpt(&whole, LOG_EXCERPT);
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
         let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };

@@ -246,11 +246,6 @@ impl Agent {
         (defs(listed), unlisted)
     }
 
-    /// Whether this turn is the last chance to deliver (a guess then beats nothing).
-    pub(super) fn last_chance(&self) -> bool {
-        self.focus.turn == Focus::Deliver
-    }
-
     /// Whether this turn requires a tool call: a focused one does (on the last chance the one
     /// tool listed, the one that delivers what the task asks for).
     pub(super) fn required_call(&self) -> bool {
@@ -260,7 +255,7 @@ impl Agent {
     /// The tool that delivers what the task asks for, from its words: with files saved (or in
     /// an exploration) the finish; else a file written on the host, a page printed, a download,
     /// text saved; else the finish.
-    fn deliverable(&self) -> Tool {
+    pub(super) fn deliverable(&self) -> Tool {
         let finish = if self.record.mode == Mode::Explore { Tool::FinishExploration } else { Tool::FinishTask };
         if self.record.mode == Mode::Explore || !self.runner.deliverable_files().is_empty() {
             return finish;
@@ -270,7 +265,7 @@ impl Agent {
 
     /// The deliverable's call in words, with the file the task names (`save_file with filename
     /// "answer.txt" and the content`): a small model fills in what it is told by name.
-    fn deliver_call(&self) -> String {
+    pub(super) fn deliver_call(&self) -> String {
         let tool = self.deliverable();
         let args = match (tool, self.named_file()) {
             (Tool::SaveFile, Some(f)) => format!(" with filename \"{f}\" and the content the task asks for"),
@@ -282,8 +277,21 @@ impl Agent {
         format!("{}{args}", tool.name())
     }
 
+    /// A click on text that answers with the text around it: say how to keep it, by name (the
+    /// model clicked to look; what it looked for may be right there).
+    pub(super) fn point_at_delivery(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
+        let looked = outcome.is_error
+            && name == Tool::BrowserClick.name()
+            && super::context::first_text(&outcome.content).contains("does nothing. The text around it");
+        if looked && self.deliverable() == Tool::SaveFile && self.named_file().is_some() {
+            outcome
+                .content
+                .push(Block::text(format!("If the text holds the answer, call {} now.", self.deliver_call())));
+        }
+    }
+
     /// The file the task names (`answer.txt`, `staff.csv`), as written.
-    fn named_file(&self) -> Option<String> {
+    pub(super) fn named_file(&self) -> Option<String> {
         let task = self.record.instruction.as_deref().unwrap_or("");
         task.split_whitespace()
             .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_'))

@@ -4,7 +4,7 @@
 //! save whose numbers or capitalised words appear in none of them is held back once, with what
 //! to do instead (the pages not opened yet; in a shell, a command that finds or computes it).
 //! The same content saved again is saved: the model may know better, and nothing is lost.
-//! Not on the last chance (`Focus::Deliver`): a guess then beats nothing at all.
+//! Once the model has been shown an image, its words are no longer all here: nothing is held.
 
 use std::collections::HashSet;
 
@@ -26,6 +26,9 @@ pub(super) struct Grounding {
     opened: HashSet<String>,
     /// A content held back once (saved when it comes again).
     held: Option<String>,
+    /// The model was shown an image: what it read there is not in these words, so nothing is
+    /// held back any more.
+    saw_image: bool,
 }
 
 impl Grounding {
@@ -42,6 +45,11 @@ impl Grounding {
         for line in text.lines().map(str::trim) {
             self.saw_line(line);
         }
+    }
+
+    /// The model was shown an image (a screenshot).
+    pub fn saw_image(&mut self) {
+        self.saw_image = true;
     }
 
     fn saw_line(&mut self, line: &str) {
@@ -62,7 +70,7 @@ impl Grounding {
     /// The words of `content` that nothing seen holds, when it is short enough to be looked
     /// up; empty when it may be saved.
     pub fn unseen(&mut self, content: &str) -> Vec<String> {
-        if content.len() > CHECKED_CHARS || content.lines().count() > CHECKED_LINES {
+        if self.saw_image || content.len() > CHECKED_CHARS || content.lines().count() > CHECKED_LINES {
             return Vec::new();
         }
         if self.held.as_deref() == Some(content) {
@@ -149,6 +157,8 @@ mod tests {
         assert_eq!(g.unseen("1000"), vec!["1000"]);
         assert!(g.unseen(&"Nowhere ".repeat(50)).is_empty(), "a long text is composed, not looked up");
         assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html", "\"Home\" http://h/"]);
+        g.saw_image();
+        assert!(g.unseen("Paris").is_empty(), "what a screenshot showed is not in the words");
         let g = seen(&["Page: \"Home\" — http://h/ (HTTP 200)\n[e1] link \"About us\" → http://h/about.html"]);
         assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html"]);
     }

@@ -89,7 +89,7 @@ impl Agent {
             },
             _ => content.as_bytes().to_vec(),
         };
-        if input["encoding"].as_str() != Some("base64") && !self.last_chance() {
+        if input["encoding"].as_str() != Some("base64") {
             let unseen = self.grounding.unseen(content);
             if !unseen.is_empty() {
                 return self.guess_held_back(&unseen);
@@ -120,7 +120,7 @@ impl Agent {
             SessionType::Shell => {
                 "Find or compute it first with run_command (grep, grep -c, awk -F, wc -l, find).".to_string()
             }
-            SessionType::App => "Find it on the screen first.".to_string(),
+            SessionType::App => String::new(),
         };
         ToolOutcome::error(format!(
             "Not saved yet: {words} is in nothing this session has seen (the task, pages, outputs), so it may be a guess. \

@@ -155,6 +155,9 @@ impl Agent {
         }
         let mut grounding = grounding::Grounding::default();
         grounding.saw(&opening);
+        if record.session_type == crate::protocol::SessionType::App {
+            grounding.saw_image(); // a desktop is read from screenshots
+        }
         let opening = Message::user(vec![Block::text(opening)]);
         Agent {
             runner,
@@ -345,6 +348,10 @@ impl Agent {
         }
         let text = last_text(reply);
         let summary = if text.is_empty() { "The model ended without a summary.".to_string() } else { text };
+        let summary = match self.answer_in_words() {
+            Some(saved) => format!("{saved} {summary}"),
+            None => summary,
+        };
         self.write_report(&summary, None);
         Turn::End(AgentOutcome::Finished { summary })
     }
@@ -384,6 +391,10 @@ impl Agent {
         }
         match finish {
             Some((summary, report)) => {
+                let summary = match self.answer_in_words() {
+                    Some(saved) => format!("{summary} ({saved})"),
+                    None => summary,
+                };
                 self.write_report(&summary, report.as_deref());
                 Turn::End(AgentOutcome::Finished { summary })
             }

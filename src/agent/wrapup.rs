@@ -5,13 +5,15 @@
 //! own: the stop itself never waits). That call carries no tools and no tool blocks:
 //! the conversation goes as a bounded plain-text transcript (the task, then the newest calls and
 //! results that fit), which every provider and tool mode accepts; if it fails, the report is
-//! built from the notes and files as before. A `finish_*` call in a reply where an earlier call
+//! built from the notes and files as before. Before a session that did not deliver ends, one
+//! more call without tools asks for the task's text file in words (`answer_in_words`). A `finish_*` call in a reply where an earlier call
 //! failed is not run: the model gets the results and decides again.
 
 use super::dispatch::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;
+use crate::protocol::tools::Tool;
 use crate::session::AgentOutcome;
 use crate::wait::stop::StopSignal;
 use std::sync::Arc;
@@ -27,17 +29,32 @@ const LAST_WORD_SYSTEM: &str = "You write the final report of an automation sess
 Write plain markdown. Be concrete: the facts, values, URLs and file names found; what was done and saved; \
 what is missing and why. Do not invent anything that is not in the transcript.";
 
+const ANSWER_SYSTEM: &str = "You give the content of one file from an automation session's transcript. \
+Reply with only that content: no explanation, no quotes, no markdown. If the transcript does not show it, reply NONE.";
+/// The longest answer in words saved as the task's file.
+const ANSWER_CHARS: usize = 2000;
+
 impl Agent {
     /// The turn limit is reached: the model writes the report, without tools.
     pub(super) fn end_at_limit(&mut self) -> Turn {
         let limit = format!("Stopped after reaching the limit of {} turns.", self.record.max_turns);
         self.runner.log(LogKind::System, &limit, None);
+        if let Some(saved) = self.answer_in_words() {
+            let summary = self.wrap_up(&format!("{limit} {saved}"), "The session reached its turn limit.");
+            return Turn::End(AgentOutcome::Finished { summary });
+        }
         let summary = self.wrap_up(&limit, "The session reached its turn limit; no more tools can run.");
         Turn::End(AgentOutcome::Finished { summary })
     }
 
-    /// The model kept looping: the session ends `error`, with the report it can still write.
+    /// The model kept looping: the session ends `error`, with the report it can still write —
+    /// unless the file the task asks for can still be had in words (`answer_in_words`).
     pub(super) fn end_stuck(&mut self, reason: String) -> Turn {
+        if let Some(saved) = self.answer_in_words() {
+            self.runner.log(LogKind::System, &format!("{reason}; {saved}"), None);
+            let summary = self.wrap_up(&saved, "The session kept repeating calls, then gave its answer in words.");
+            return Turn::End(AgentOutcome::Finished { summary });
+        }
         self.runner.log(LogKind::Error, &reason, None);
         self.wrap_up(&reason, "The session was ended because it kept repeating the same calls.");
         Turn::End(AgentOutcome::Failed(reason))
@@ -56,6 +73,43 @@ impl Agent {
                 why.to_string()
             }
         }
+    }
+
+    /// The last recovery, when the task asks for a text file (`answer.txt`) and the session is
+    /// ending without it (finished, answered in words, stuck, out of turns): one call without
+    /// tools asks for the file's content in words (small models answer what they cannot call). Saved only when
+    /// every number and name in it was seen in the session (`grounding.rs`). Says what it saved.
+    pub(super) fn answer_in_words(&mut self) -> Option<String> {
+        let file = self.named_file().filter(|_| self.deliverable() == Tool::SaveFile)?;
+        if self.runner.stop_requested() || !self.runner.deliverable_files().is_empty() {
+            return None;
+        }
+        let prompt = format!(
+            "Transcript (the oldest calls may be left out):\n{}\n\n{}\nWhat goes in {file}? Reply with only its content.",
+            transcript(&self.messages, TRANSCRIPT_CHARS),
+            self.task_line()
+        );
+        let messages = [Message::user(vec![Block::text(prompt)])];
+        let reply = self.provider.complete(&Request::plain(ANSWER_SYSTEM, &messages, 512), self.runner.stop_signal());
+        let reply = reply.inspect(|r| self.runner.add_usage(&super::record_usage(r.usage))).ok()?;
+        let text = super::context::last_text(&reply);
+        let answer = text.trim().trim_matches('`').trim();
+        if answer.is_empty() || answer.eq_ignore_ascii_case("none") || answer.len() > ANSWER_CHARS {
+            return None;
+        }
+        let unseen = self.grounding.unseen(answer);
+        if !unseen.is_empty() {
+            self.runner.log(
+                LogKind::System,
+                &format!("the answer in words was not saved: {unseen:?} seen nowhere"),
+                None,
+            );
+            return None;
+        }
+        let entry = self.runner.store_file(&file, answer.as_bytes(), crate::protocol::FileKind::Generated).ok()?;
+        let saved = format!("Saved {} from the model's answer in words.", entry.filename);
+        self.runner.log(LogKind::System, &saved, None);
+        Some(saved)
     }
 
     /// The request for the last word: the situation, the transcript, the task again.

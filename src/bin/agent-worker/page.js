@@ -211,9 +211,20 @@ if (!window.__ac) { window.__ac = (() => {
     const what = el.tagName[0] === "H" && el.tagName.length === 2 ? "heading" : el.closest("table") ? "table" : "text";
     const head = "`" + sel + "` is " + (what === "text" ? "" : "a ") + what + ": a click on it does nothing.";
     if (what === "table") return head + " Its cells are in the snapshot; to save the table, call browser_scrape_table with a filename (e.g. table.csv).";
-    let around = el;
-    for (let up = el.parentElement; up && up !== body() && textOf(around).length < 40 && textOf(up).length <= 400; up = up.parentElement) around = up;
-    return head + ' The text around it: "' + textOf(around).slice(0, 300) + '". If that is what the task needs, use it now (save_file, or fill the form); to go elsewhere, click a link or a button.';
+    return head + ' The text around it: "' + around(el).slice(0, 300) + '". If that is what the task needs, use it now (save_file, or fill the form); to go elsewhere, click a link or a button.';
+  }
+  // A heading's section (what follows it up to the next heading); else the smallest enclosing
+  // block with some text.
+  function around(el) {
+    let text = textOf(el);
+    const heading = /^H[1-6]$/;
+    if (heading.test(el.tagName)) {
+      for (let n = el.nextElementSibling; n && !heading.test(n.tagName) && text.length < 300; n = n.nextElementSibling) text += " " + textOf(n);
+      if (text !== textOf(el)) return text;
+    }
+    let block = el;
+    for (let up = el.parentElement; up && up !== body() && textOf(block).length < 40 && textOf(up).length <= 400; up = up.parentElement) block = up;
+    return textOf(block);
   }
   function unsent(el) {
     const b = el.closest("button,input");
