@@ -25,6 +25,19 @@ fn static_worker(d: &TestDaemon) -> ScriptedWorker {
     })
 }
 
+/// A session on the static page that asks for answer.txt, run to `finished` with `script`:
+/// the daemon, the model's server, the session's id and record.
+fn answer_session(dir: &std::path::Path, script: Vec<Step>) -> (TestDaemon, ScriptedLlm, String, Value) {
+    let (d, llm) = llm_daemon(dir, script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let task =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"});
+    let id = create_session(&c, task);
+    let s = wait_status(&c, &id, "finished");
+    (d, llm, id, s)
+}
+
 fn actions(worker: &ScriptedWorker) -> Vec<String> {
     worker.seen.lock().unwrap().iter().map(|c| c["action"].as_str().unwrap().to_string()).collect()
 }
@@ -90,14 +103,8 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
         ],
     ));
     let dir = TempDir::new("loop-deliver");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
-    let _worker = static_worker(&d);
+    let (d, llm, id, s) = answer_session(dir.path(), script);
     let c = d.client();
-    let id = create_session(
-        &c,
-        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"}),
-    );
-    let s = wait_status(&c, &id, "finished");
     assert_eq!(s["summary"], "The link is Next.");
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 7);
@@ -124,14 +131,8 @@ fn a_stuck_session_gives_its_answer_in_words() {
     let mut script: Vec<Step> = (0..7).map(|_| snap()).collect();
     script.extend([text("I see a link."), text("The link is called Next."), text("Next")]);
     let dir = TempDir::new("loop-words");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
-    let _worker = static_worker(&d);
+    let (d, llm, id, s) = answer_session(dir.path(), script);
     let c = d.client();
-    let id = create_session(
-        &c,
-        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"}),
-    );
-    let s = wait_status(&c, &id, "finished");
     assert!(s["summary"].as_str().unwrap().starts_with("Saved answer.txt from the model's answer in words."), "{s}");
     let reqs = llm.requests();
     let asked = reqs.last().unwrap();
