@@ -181,4 +181,10 @@ fn clicks_say_what_they_cannot_do() {
     assert!(e.contains("is a table") && e.contains("browser_scrape_table"), "{e}");
     let e = cmd_err(&r, "browser_click", json!({"selector": "b"}));
     assert!(e.contains("The text around it: \"Intro text with bold words.\""), "{e}");
+    // A ref of a link to the page now open says that this is where it led.
+    let snap = cmd(&r, "browser_snapshot", json!({}));
+    let about = ref_of(snap["snapshot"].as_str().unwrap(), "link \"About us\"");
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/about.html", site.url)}));
+    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={about}")}));
+    assert!(e.contains("is not on this page; it is a link to the page you are on now"), "{e}");
 }

@@ -52,7 +52,9 @@ if (!window.__ac) { window.__ac = (() => {
     const was = Object.keys(refs.known).find(k => refs.known[k] === id) || (el ? refs.keyOf.get(id) : null);
     const label = labelOf(was);
     const near = label && Array.from(refs.keyOf.entries()).find(([r, k]) => r !== id && labelOf(k) === label && refs.byRef.get(r).isConnected);
-    const hint = near ? `; the same element is now ref=${near[0]}` : "; use a ref from the latest snapshot";
+    const to = was && (String(was).match(/ → (\S+)$/) || [])[1];
+    const here = to && to === location.href ? "; it is a link to the page you are on now" : "";
+    const hint = here + (near ? `; the same element is now ref=${near[0]}` : "; use a ref from the latest snapshot");
     throw new Error(`ref=${id}${was ? ` (${was.slice(0, 80)})` : ""} is not on this page${hint}`);
   }
   function findAll(sel) {
