@@ -137,6 +137,13 @@ impl Agent {
             let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
         };
+        let (known, ignored) = schema::known_arguments(&self.tools[i].input_schema, input);
+        if !ignored.is_empty() {
+            let mut outcome = self.dispatch(name, &known);
+            let names = ignored.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+            outcome.content.push(Block::text(format!("(left out: {names}, which {name} does not take)")));
+            return outcome;
+        }
         if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
         }

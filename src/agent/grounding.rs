@@ -3,7 +3,7 @@
 //! it has seen (the task, every tool result) and the links its pages showed; a short text to
 //! save whose numbers or capitalised words appear in none of them is held back once, with what
 //! to do instead (the pages not opened yet; in a shell, a command that finds or computes it).
-//! The same content saved again is saved: the model may know better, and nothing is lost.
+//! The same content saved again by the very next call is saved: the model may know better.
 //! Once the model has been shown an image, its words are no longer all here: nothing is held.
 
 use std::collections::HashSet;
@@ -24,8 +24,8 @@ pub(super) struct Grounding {
     links: Vec<(String, String)>,
     /// URLs of the pages seen.
     opened: HashSet<String>,
-    /// A content held back once (saved when it comes again).
-    held: Option<String>,
+    /// A content held back, and the step of that call (saved when the next call repeats it).
+    held: Option<(String, u64)>,
     /// The model was shown an image: what it read there is not in these words, so nothing is
     /// held back any more.
     saw_image: bool,
@@ -69,24 +69,25 @@ impl Grounding {
 
     /// The words of `content` that nothing seen holds, when it is short enough to be looked
     /// up; empty when it may be saved.
-    pub fn unseen(&mut self, content: &str) -> Vec<String> {
+    pub fn unseen(&self, content: &str) -> Vec<String> {
         if self.saw_image || content.len() > CHECKED_CHARS || content.lines().count() > CHECKED_LINES {
             return Vec::new();
         }
-        if self.held.as_deref() == Some(content) {
-            self.held = None;
-            return Vec::new();
-        }
-        let unseen: Vec<String> = words(content)
+        words(content)
             .into_iter()
             .filter(|w| w.chars().count() > 1)
             .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit() || c.is_uppercase()))
             .filter(|w| !self.words.contains(&w.to_lowercase()))
-            .collect();
-        if !unseen.is_empty() {
-            self.held = Some(content.to_string());
-        }
-        unseen
+            .collect()
+    }
+
+    /// Whether a save of `content` (with unseen words) at call `step` is held back: yes, unless
+    /// the call just before held back the same content (the model insists at once; one that
+    /// wandered off and came back with the same guess has found nothing).
+    pub fn hold(&mut self, content: &str, step: u64) -> bool {
+        let insists = self.held.as_ref().is_some_and(|(c, s)| c == content && step == s + 1);
+        self.held = (!insists).then(|| (content.to_string(), step));
+        !insists
     }
 
     /// Pages linked from what was seen and not opened yet, for a note.
@@ -153,7 +154,8 @@ mod tests {
         assert!(g.unseen("1250").is_empty() && g.unseen("1,250").is_empty() && g.unseen("a,b\n1,2\n").is_empty());
         assert!(g.unseen("the team plan costs forty-five").is_empty(), "lowercase words are not checked");
         assert_eq!(g.unseen("New York"), vec!["New", "York"]);
-        assert!(g.unseen("New York").is_empty(), "the same content again is saved");
+        assert!(g.hold("New York", 4) && !g.hold("New York", 5), "saved when the next call insists");
+        assert!(g.hold("New York", 7) && g.hold("New York", 9), "held again after wandering off");
         assert_eq!(g.unseen("1000"), vec!["1000"]);
         assert!(g.unseen(&"Nowhere ".repeat(50)).is_empty(), "a long text is composed, not looked up");
         assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html", "\"Home\" http://h/"]);

@@ -91,7 +91,7 @@ impl Agent {
         };
         if input["encoding"].as_str() != Some("base64") {
             let unseen = self.grounding.unseen(content);
-            if !unseen.is_empty() {
+            if !unseen.is_empty() && self.grounding.hold(content, self.step) {
                 return self.guess_held_back(&unseen);
             }
         }
@@ -124,7 +124,7 @@ impl Agent {
         };
         ToolOutcome::error(format!(
             "Not saved yet: {words} is in nothing this session has seen (the task, pages, outputs), so it may be a guess. \
-             {find} If you are sure it is right, call save_file again with the same content. {}",
+             {find} If you are sure it is right, call save_file again now with the same content. {}",
             self.task_line()
         ))
     }

@@ -9,7 +9,7 @@
 //! `args`; `response`/`content` → `message`; `action: "respond"` → `complete`), infer the action
 //! from the fields present when it is missing, then check the tool is offered and its `args` an
 //! object (the session checks them against the tool's schema). Anything else is an error that
-//! says exactly what is wrong.
+//! says exactly what is wrong. A key written twice with two objects (`args`) keeps both.
 
 use super::ToolDef;
 use serde_json::{Map, Value};
@@ -28,7 +28,36 @@ pub fn extract_object(text: &str) -> Option<Value> {
     let trimmed = text.trim();
     let candidates =
         [Some(trimmed), between(trimmed, "<tool_call>", "</tool_call>"), fenced(trimmed), first_object(trimmed)];
-    candidates.into_iter().flatten().find_map(|c| serde_json::from_str::<Value>(c.trim()).ok().filter(Value::is_object))
+    candidates.into_iter().flatten().find_map(|c| serde_json::from_str::<Merged>(c.trim()).ok().map(|m| m.0))
+}
+
+/// A JSON object whose repeated object-valued keys are merged, not replaced: small models write
+/// `{"args": {"selector": "ref=e4"}, "tool": "…", "args": {"filename": "t.csv"}}` and mean both.
+struct Merged(Value);
+
+impl<'de> serde::Deserialize<'de> for Merged {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Merged;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut access: A) -> Result<Merged, A::Error> {
+                let mut map = Map::new();
+                while let Some((key, value)) = access.next_entry::<String, Value>()? {
+                    match (map.get_mut(&key), value) {
+                        (Some(Value::Object(had)), Value::Object(more)) => had.extend(more),
+                        (_, value) => {
+                            map.insert(key, value);
+                        }
+                    }
+                }
+                Ok(Merged(Value::Object(map)))
+            }
+        }
+        d.deserialize_map(Visit)
+    }
 }
 
 fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
@@ -175,6 +204,7 @@ mod tests {
             r#"{"action":"next_step","step":{"tool_name":"browser_navigate","tool_args":{"url":"https://a.test/"}}}"#,
             r#"{"next_step":{"tool":"browser_navigate","tool_input":{"url":"https://a.test/"}}}"#,
             r#"I will open it. {"tool":"browser_navigate","arguments":"{\"url\":\"https://a.test/\"}"} then look."#,
+            r#"{"action":"next_step","args":{},"tool":"browser_navigate","args":{"url":"https://a.test/"}}"#,
         ];
         for r in replies {
             assert_eq!(parse(r, &t), Ok(nav()), "{r}");
@@ -184,6 +214,10 @@ mod tests {
         assert_eq!(parse(r#"{"action":"respond","response":"all done"}"#, &t), Ok(done.clone()));
         assert_eq!(parse(r#"{"content":"all done"}"#, &t), Ok(done));
         assert_eq!(parse(r#"{"question":"which?"}"#, &t), Ok(Action::AskUser { question: "which?".into() }));
+        let twice = r#"{"args":{"url":"https://a.test/"},"tool":"browser_navigate","args":{"wait":"load"}}"#;
+        let both =
+            Action::Tool { tool: "browser_navigate".into(), args: json!({"url": "https://a.test/", "wait": "load"}) };
+        assert_eq!(parse(twice, &t), Ok(both), "an object key written twice keeps both objects");
     }
 
     #[test]

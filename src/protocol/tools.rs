@@ -449,8 +449,8 @@ impl Tool {
             .unlisted(),
             BrowserScrapeTable => browser(
                 BROWSER_TASK,
-                "Read a table as CSV; with a filename, save it as that file.",
-                obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}, "filename": {"type": "string"}}"#, &["selector"]),
+                "Read a table (default: the page's first) as CSV; with a filename, save it as that file.",
+                obj(r#"{"selector": {"type": "string"}, "format": {"type": "string", "enum": ["csv", "json"]}, "filename": {"type": "string"}}"#, &[]),
             ),
             BrowserScrapeText => browser(
                 BROWSER_TASK,

@@ -4,6 +4,17 @@
 
 use serde_json::Value;
 
+/// `value` without the top-level arguments `schema` does not name, and their names. A model that
+/// adds `press_enter` to a click still gets the click (the caller says what was left out).
+pub fn known_arguments(schema: &Value, value: &Value) -> (Value, Vec<String>) {
+    let (Some(props), Some(map)) = (schema["properties"].as_object(), value.as_object()) else {
+        return (value.clone(), Vec::new());
+    };
+    let (known, unknown): (serde_json::Map<String, Value>, serde_json::Map<String, Value>) =
+        map.clone().into_iter().partition(|(k, _)| props.contains_key(k));
+    (Value::Object(known), unknown.into_iter().map(|(k, _)| k).collect())
+}
+
 /// Check `value` against the subset of JSON Schema our definitions use.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
     check(schema, value, "input")
@@ -67,5 +78,12 @@ mod tests {
         let schema = Tool::RequestConfirmation.spec().input_schema.to_value();
         assert!(validate(&schema, &json!({"action": "a", "description": "d", "risk_level": "extreme"})).is_err());
         assert!(validate(&schema, &json!({"action": "a", "description": "d", "bogus": 1})).is_err());
+        let click = Tool::BrowserClick.spec().input_schema.to_value();
+        let (known, left) = known_arguments(&click, &json!({"selector": "ref=e6", "clear": true, "press_enter": true}));
+        assert_eq!(
+            (known, left),
+            (json!({"selector": "ref=e6"}), vec!["clear".to_string(), "press_enter".to_string()])
+        );
+        assert_eq!(known_arguments(&click, &json!({"selector": "a"})).1, Vec::<String>::new());
     }
 }

@@ -178,7 +178,9 @@ impl Browser {
     /// `filename`, saved as that file (CSV) instead: a small model copying the rows into
     /// save_file loses some on the way.
     fn scrape_table(&mut self, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
-        let rows = self.eval(&format!("__ac.table({})", js(required_str(p, "selector")?)))?;
+        // Without a selector, the page's first table (small models leave it out).
+        let selector = p["selector"].as_str().filter(|s| !s.trim().is_empty()).unwrap_or("table");
+        let rows = self.eval(&format!("__ac.table({})", js(selector)))?;
         let rows: Vec<Vec<String>> =
             serde_json::from_value(rows).map_err(|e| WorkerError::Page(format!("unreadable table: {e}")))?;
         let columns = rows.first().map(Vec::len).unwrap_or(0);
