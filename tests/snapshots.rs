@@ -170,6 +170,9 @@ fn clicks_say_what_they_cannot_do() {
     let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(e.contains(&format!("[{email}] \"Email\"")) && !e.contains("Your name"), "{e}");
     cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
+    // The select nobody chose is pointed out once; the second click sends the form as it is.
+    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    assert!(e.contains("not sent yet") && e.contains("\"Red\"") && !e.contains("Your name"), "{e}");
     let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
 

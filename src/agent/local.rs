@@ -191,7 +191,8 @@ impl Agent {
             (Tool::BrowserNavigate.name(), json!({"url": login_url})),
             (Tool::BrowserType.name(), json!({"selector": user_sel, "text": creds.username})),
             (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose()})),
-            (Tool::BrowserClick.name(), json!({"selector": submit_sel})),
+            // As is: the login form's other fields are the page's business.
+            (Tool::BrowserClick.name(), json!({"selector": submit_sel, "as_is": true})),
         ];
         let mut after = Value::Null;
         for (i, (action, params)) in steps.into_iter().enumerate() {

@@ -189,7 +189,7 @@ if (!window.__ac) { window.__ac = (() => {
   // A click on `sel`, aimed; refused where it would do nothing a model expects: on a select (a
   // click does not choose) or on a submit button whose form the browser will not send (a
   // required field empty, an email that is not one), naming those fields by ref.
-  function aim(sel) {
+  function aim(sel, asIs) {
     const el = find(sel);
     if (el.tagName === "SELECT") {
       const opts = Array.from(el.options).slice(0, 12).map(o => norm(o.text)).join(", ");
@@ -199,6 +199,8 @@ if (!window.__ac) { window.__ac = (() => {
     if (still) throw new Error(still);
     const bad = unsent(el);
     if (bad.length) throw new Error("the form was not sent: " + bad.join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again");
+    const left = asIs ? [] : unset(el);
+    if (left.length) throw new Error("not sent yet: these fields still hold what the page put there: " + left.join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again");
     const at = center(el);
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
@@ -228,11 +230,32 @@ if (!window.__ac) { window.__ac = (() => {
     for (let up = el.parentElement; up && up !== body() && textOf(block).length < 40 && textOf(up).length <= 400; up = up.parentElement) block = up;
     return textOf(block);
   }
-  function unsent(el) {
+  // Fields the model set (typed, filled, chose), and forms already pointed out: a small model
+  // sends an order with the page's defaults. Before the first send of a form: its selects and
+  // prefilled fields nobody set (and its empty ones when nothing was set at all), once.
+  const touched = new WeakSet(), warned = new WeakSet();
+  function submitting(el) {
     const b = el.closest("button,input");
     const form = b && b.form;
     const submits = form && (b.tagName === "BUTTON" ? b.type === "submit" : b.type === "submit" || b.type === "image");
-    if (!submits || form.noValidate || b.formNoValidate) return [];
+    return submits ? form : null;
+  }
+  function unset(el) {
+    const form = submitting(el);
+    if (!form || warned.has(form)) return [];
+    const fields = Array.from(form.elements).filter(f => visible(f) && !f.disabled && !f.readOnly && (f.tagName === "SELECT" || takesText(f)));
+    const anySet = fields.some(f => touched.has(f));
+    const left = fields.filter(f => !touched.has(f) && (f.tagName === "SELECT" || f.value !== "" || !anySet));
+    if (left.length) warned.add(form);
+    return left.slice(0, 8).map(f => {
+      const r = refs.byEl.get(f);
+      const value = f.tagName === "SELECT" ? (f.selectedOptions[0] ? norm(f.selectedOptions[0].text) : "") : f.value;
+      return (r ? "[" + r + "] " : "") + JSON.stringify(labelFor(f) || f.name || f.type) + ": " + (value ? JSON.stringify(value.slice(0, 40)) : "empty");
+    });
+  }
+  function unsent(el) {
+    const form = submitting(el);
+    if (!form || form.noValidate || el.closest("button,input").formNoValidate) return [];
     return Array.from(form.elements).filter(f => f.willValidate && !f.checkValidity()).slice(0, 8).map(f => {
       const r = refs.byEl.get(f);
       return (r ? "[" + r + "] " : "") + JSON.stringify(labelFor(f) || f.name || f.type) + ": " + f.validationMessage;
@@ -263,6 +286,7 @@ if (!window.__ac) { window.__ac = (() => {
     el.focus();
     if (document.activeElement !== el && !el.contains(document.activeElement))
       throw new Error("`" + sel + "` does not take keyboard focus (disabled or not a field)");
+    touched.add(el);
     if (clear) {
       if (el.isContentEditable) { document.execCommand("selectAll"); document.execCommand("delete"); }
       else if (el.tagName === "INPUT" || el.tagName === "TEXTAREA") setValue(el, "");
@@ -270,6 +294,7 @@ if (!window.__ac) { window.__ac = (() => {
     return true;
   }
   function setValue(el, value) {
+    touched.add(el);
     const proto = el.tagName === "TEXTAREA" ? HTMLTextAreaElement.prototype : el.tagName === "SELECT" ? HTMLSelectElement.prototype : HTMLInputElement.prototype;
     const setter = Object.getOwnPropertyDescriptor(proto, "value").set;
     setter.call(el, value);

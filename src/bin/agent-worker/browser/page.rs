@@ -193,8 +193,10 @@ impl Browser {
         self.page_call("Input.dispatchMouseEvent", params).map(|_| ())
     }
 
-    pub(super) fn click(&mut self, selector: &str) -> Result<Value, WorkerError> {
-        let c = self.eval(&format!("__ac.aim({})", js(selector)))?;
+    /// A click, aimed first (`aim` in page.js); `as_is` sends a form without asking about the
+    /// fields nobody set (the controller's own login does).
+    pub(super) fn click(&mut self, selector: &str, as_is: bool) -> Result<Value, WorkerError> {
+        let c = self.eval(&format!("__ac.aim({}, {as_is})", js(selector)))?;
         self.mouse("mouseMoved", &c, 0)?;
         self.mouse("mousePressed", &c, 1)?;
         self.mouse("mouseReleased", &c, 1)?;

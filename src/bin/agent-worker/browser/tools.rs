@@ -36,7 +36,7 @@ impl Browser {
             Tool::BrowserGetDom => self.get_dom(p),
             Tool::BrowserGetText => self.get_text(p),
             Tool::BrowserClick => {
-                let clicked = self.click(required_str(p, "selector")?)?;
+                let clicked = self.click(required_str(p, "selector")?, p["as_is"].as_bool().unwrap_or(false))?;
                 self.then_snapshot(clicked, p)
             }
             Tool::BrowserType => self.type_into(p),
