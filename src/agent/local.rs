@@ -105,10 +105,10 @@ impl Agent {
         }
     }
 
-    /// A short answer with words nothing in the session showed: held back once (`grounding.rs`).
+    /// A short answer with words nothing in the session showed: held back (`grounding.rs`).
     fn guess_held_back(&self, unseen: &[String]) -> ToolOutcome {
         let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
-        self.runner.log(LogKind::System, &format!("save_file held back once: {words} seen nowhere"), None);
+        self.runner.log(LogKind::System, &format!("save_file held back: {words} seen nowhere"), None);
         let find = match self.record.session_type {
             SessionType::Browser => match self.grounding.unopened().as_slice() {
                 [] => "Find it on the site first.".to_string(),

@@ -6,8 +6,9 @@
 //! the conversation goes as a bounded plain-text transcript (the task, then the newest calls and
 //! results that fit), which every provider and tool mode accepts; if it fails, the report is
 //! built from the notes and files as before. Before a session that did not deliver ends, one
-//! more call without tools asks for the task's text file in words (`answer_in_words`). A `finish_*` call in a reply where an earlier call
-//! failed is not run: the model gets the results and decides again.
+//! more call without tools asks for the task's text file in words (`answer_in_words`). A
+//! `finish_*` call in a reply where an earlier call failed is not run: the model gets the
+//! results and decides again.
 
 use super::dispatch::ToolOutcome;
 use super::{Agent, Turn};
@@ -77,8 +78,9 @@ impl Agent {
 
     /// The last recovery, when the task asks for a text file (`answer.txt`) and the session is
     /// ending without it (finished, answered in words, stuck, out of turns): one call without
-    /// tools asks for the file's content in words (small models answer what they cannot call). Saved only when
-    /// every number and name in it was seen in the session (`grounding.rs`). Says what it saved.
+    /// tools asks for the file's content in words (small models answer what they cannot call).
+    /// Saved only when every number and name in it was seen in the session (`grounding.rs`).
+    /// Says what it saved.
     pub(super) fn answer_in_words(&mut self) -> Option<String> {
         let file = self.named_file().filter(|_| self.deliverable() == Tool::SaveFile)?;
         if self.runner.stop_requested() || !self.runner.deliverable_files().is_empty() {
