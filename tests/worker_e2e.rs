@@ -330,6 +330,9 @@ fn shell_tools_including_killing_a_process_tree() {
 
     // awk over a CSV file without a separator is pointed at -F, (small models sum columns so).
     cmd(&r, "write_file", json!({"path": format!("{w}/s.csv"), "content": "item,amount\na,2\nb,3\n"}));
+    let read = cmd(&r, "read_file", json!({"path": format!("{w}/s.csv")}));
+    assert_eq!(read["columns"], "$1 item, $2 amount");
+    assert!(read["hint"].as_str().unwrap().contains(&format!("awk -F, 'NR>1 {{s += $2}} END {{print s}}' {w}/s.csv")));
     let summed = cmd(&r, "run_command", json!({"command": format!("awk '{{s += $2}} END {{print s}}' {w}/s.csv")}));
     assert!(summed["hint"].as_str().unwrap().contains("awk -F,"), "{summed}");
     let summed =

@@ -250,7 +250,33 @@ fn read_file(p: &Value) -> Result<Value, WorkerError> {
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes).map_err(|e| WorkerError::io(format!("cannot read `{path}`"), e))?;
-    Ok(json!({"path": path, "size": size, "content": String::from_utf8_lossy(&bytes), "truncated": size > cap}))
+    let content = String::from_utf8_lossy(&bytes);
+    let mut read = json!({"path": path, "size": size, "content": content, "truncated": size > cap});
+    if let Some((columns, hint)) = csv_columns(path, &content) {
+        read["columns"] = columns.into();
+        read["hint"] = hint.into();
+    }
+    Ok(read)
+}
+
+/// A CSV file's columns by number, and the awk command that adds one up: models that read a
+/// table try to sum it in their head (and get it wrong) or write awk without `-F,`.
+fn csv_columns(path: &str, content: &str) -> Option<(String, String)> {
+    if !path.to_ascii_lowercase().ends_with(".csv") {
+        return None;
+    }
+    let mut lines = content.lines();
+    let header: Vec<&str> = lines.next()?.split(',').map(str::trim).collect();
+    let first: Vec<&str> = lines.next().unwrap_or("").split(',').map(str::trim).collect();
+    let numeric = (0..header.len()).find(|&i| first.get(i).is_some_and(|v| v.parse::<f64>().is_ok()));
+    let n = numeric.unwrap_or(header.len() - 1) + 1;
+    let columns = header.iter().enumerate().map(|(i, h)| format!("${} {h}", i + 1)).collect::<Vec<_>>().join(", ");
+    let hint = format!(
+        "to add up, count or filter a column, let a command do it, e.g. run_command \
+         `awk -F, 'NR>1 {{s += ${n}}} END {{print s}}' {path}` (the sum of ${n} {}; `NR>1 && $2 == \"x\"` filters)",
+        header[n - 1]
+    );
+    Some((columns, hint))
 }
 
 fn write_file(p: &Value) -> Result<Value, WorkerError> {
