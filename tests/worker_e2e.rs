@@ -526,3 +526,31 @@ fn a_browser_that_does_not_start_is_not_offered() {
     let _ = child.wait();
     assert!(log.contains("browser not offered") && log.contains("/nonexistent/chromium"), "{log}");
 }
+
+/// Every browser and shell tool of the table has a handler in the worker: none is answered with
+/// the backends' catch-all "cannot do" (a tool added to the table without one would be).
+#[test]
+fn every_browser_and_shell_tool_of_the_table_has_a_handler() {
+    use agent_controller::protocol::SessionType;
+    use agent_controller::protocol::tools::{Runs, Tool};
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("handlers");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "handler-box", "browser,shell");
+    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "x"}));
+    let (r, _done) = test_agent.next();
+    let targets = [Runs::Target(SessionType::Browser), Runs::Target(SessionType::Shell)];
+    let tools: Vec<&Tool> = Tool::ALL.iter().filter(|t| targets.contains(&t.spec().runs)).collect();
+    assert!(tools.len() > 25, "{}", tools.len());
+    // Arguments that do nothing harmful: each tool runs, or says what is wrong with them.
+    let params = json!({"timeout_s": 1, "command": "true", "path": dir.path().join("none"), "ms": 1});
+    for tool in tools {
+        if let Err(e) = r.execute(tool.name(), params.clone(), Duration::from_secs(60)) {
+            assert!(!e.to_string().contains("cannot do"), "{}: {e}", tool.name());
+        }
+    }
+}
