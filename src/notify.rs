@@ -9,7 +9,7 @@
 //! webhook's connection resolves through `PublicOnly`, so a name that answered public for the
 //! check cannot answer private for the connect (DNS rebinding).
 
-use crate::vault::Notifications;
+use crate::protocol::secrets::Notifications;
 use serde_json::json;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;

@@ -2,7 +2,8 @@
 //!
 //! `Secret` wraps a string that must never reach a file, a log line or an API response: it has
 //! no `Serialize`, its `Debug` prints a placeholder, and its bytes are overwritten when dropped.
-//! The vault holds a session's credentials and notification secrets in memory only; it is
+//! The vault holds a session's credentials and notification secrets (their wire shapes are
+//! `protocol::secrets`) in memory only; it is
 //! emptied when the session ends. `Vault::scrub` is the last line of defence: every text the
 //! session writes to disk passes through it, so a secret the model or a worker echoes back is
 //! replaced before it lands. Each secret is also hunted in the forms it travels in: URL- and
@@ -11,10 +12,9 @@
 //! entities and JSON-escaped.
 //! Secrets under `MIN_SECRET_CHARS` are refused at session create: they cannot be scrubbed.
 
-use crate::util::secret::Secret;
+use crate::protocol::secrets::{Credentials, Notifications};
 use base64::Engine;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
-use serde::Deserialize;
 
 /// The shortest secret a session accepts (shorter ones would be scrubbed from every word).
 pub const MIN_SECRET_CHARS: usize = 4;
@@ -25,48 +25,6 @@ const URL_KEEP: &AsciiSet = crate::util::URL_UNRESERVED;
 const URI_COMPONENT_KEEP: &AsciiSet = &URL_KEEP.remove(b'!').remove(b'*').remove(b'\'').remove(b'(').remove(b')');
 /// `application/x-www-form-urlencoded` (WHATWG): `*-._` kept, the space becomes `+`.
 const FORM_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(b'.').remove(b'_').remove(b' ');
-
-/// Login data for a session, as given in `POST /sessions`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Credentials {
-    pub username: String,
-    pub password: Secret,
-    #[serde(default)]
-    pub login_url: Option<String>,
-    #[serde(default)]
-    pub username_selector: Option<String>,
-    #[serde(default)]
-    pub password_selector: Option<String>,
-    #[serde(default)]
-    pub submit_selector: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TelegramTarget {
-    pub bot_token: Secret,
-    pub chat_id: String,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct WebhookTarget {
-    /// The whole URL is secret: query strings routinely carry tokens.
-    pub url: Secret,
-    #[serde(default)]
-    pub method: Option<String>,
-}
-
-/// Where a session sends its notifications.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Notifications {
-    #[serde(default)]
-    pub telegram: Option<TelegramTarget>,
-    #[serde(default)]
-    pub webhook: Option<WebhookTarget>,
-}
 
 /// Everything secret a session holds. Memory only.
 #[derive(Debug, Default)]
@@ -278,6 +236,8 @@ fn scrub_value(secrets: &[&str], value: &mut serde_json::Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::secrets::WebhookTarget;
+    use crate::util::secret::Secret;
 
     #[test]
     fn debug_never_shows_the_value() {

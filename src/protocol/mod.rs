@@ -7,9 +7,10 @@
 
 pub mod replay;
 pub mod schedule;
+pub mod secrets;
 pub mod tools;
 
-use crate::vault::{Credentials, Notifications};
+use secrets::{Credentials, Notifications};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 

@@ -4,8 +4,9 @@
 use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
+use crate::protocol::secrets::{Credentials, Notifications};
 use crate::protocol::*;
-use crate::vault::{Credentials, MIN_SECRET_CHARS, Notifications, Vault};
+use crate::vault::{MIN_SECRET_CHARS, Vault};
 
 /// Validated input for a new session, secrets split off into the vault.
 pub struct NewSession {
