@@ -568,6 +568,7 @@ fn shell_task_runs_commands_and_searches_its_history() {
     let script = vec![
         tool("run_command", json!({"command": "uname -a", "timeout_s": 5})),
         tool("search_history", json!({"query": "LINUX-KERNEL-6"})),
+        tool("search_history", json!({"query": "KERNEL-6"})),
         tool("finish_task", json!({"summary": "found the kernel"})),
     ];
     let w = world("shell", script, |_| {});
@@ -600,6 +601,10 @@ fn shell_task_runs_commands_and_searches_its_history() {
     let found: Value = serde_json::from_str(reqs[2].last_results()[0]["content"][0]["text"].as_str().unwrap()).unwrap();
     let matches = found["matches"].as_array().unwrap();
     assert!(!matches.is_empty() && matches.iter().all(|m| m.to_string().contains("LINUX-KERNEL-6")), "{found}");
+    // The second search does not find the first one's answer (it would grow with each search).
+    let again = reqs[3].last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(!again.contains("matches\\\""), "{again}");
+    assert_eq!(serde_json::from_str::<Value>(&again).unwrap()["matches"].as_array().unwrap().len(), matches.len());
 }
 
 #[test]

@@ -88,7 +88,7 @@ macro_rules! tools {
             pub const ALL: &'static [Tool] = &[$(Tool::$variant),*];
 
             /// The name the model calls and the worker command's `action`.
-            pub fn name(self) -> &'static str {
+            pub const fn name(self) -> &'static str {
                 match self { $(Tool::$variant => $name),* }
             }
         }
