@@ -353,7 +353,11 @@ fn shell_tools_including_killing_a_process_tree() {
     let names: Vec<&str> = list["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["a.txt", "bg.pid", "s.csv"]);
     let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/missing")}));
-    assert!(e.contains("cannot open") && e.contains(&format!("no file named `missing` under {w} either")), "{e}");
+    assert!(
+        e.contains("cannot open")
+            && e.contains(&format!("no file of that name under {w} either; to create it, call write_file")),
+        "{e}"
+    );
     // A guessed path to a file that is further down: the error names where it is.
     cmd(&r, "run_command", json!({"command": format!("mkdir -p {w}/deep/er && echo hi > {w}/deep/er/notes.txt")}));
     let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));

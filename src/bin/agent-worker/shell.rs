@@ -193,11 +193,9 @@ fn not_found(path: &str, e: std::io::Error) -> WorkerError {
     let dir = std::path::Path::new(path).ancestors().skip(1).find(|d| d.is_dir());
     match (missing, name, dir) {
         (true, Some(name), Some(dir)) => match same_name_under(dir, &name).as_slice() {
-            [] => err.noted(format!(
-                "no file named `{name}` under {} either (looked at up to {SEARCH_ENTRIES} entries); to look \
-                 elsewhere: run_command `find / -name '{name}' 2>/dev/null`",
-                dir.display()
-            )),
+            [] => {
+                err.noted(format!("no file of that name under {} either; to create it, call write_file", dir.display()))
+            }
             found => err.noted(format!(
                 "a file of that name is at: {} (use that path)",
                 found.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ")
