@@ -187,8 +187,10 @@ if (!window.__ac) { window.__ac = (() => {
     return {x, y, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
   }
   // A click on `sel`, aimed; refused where it would do nothing a model expects: on a select (a
-  // click does not choose) or on a submit button whose form the browser will not send (a
-  // required field empty, an email that is not one), naming those fields by ref.
+  // click does not choose), on a heading, a table or plain text (`inert`), on a submit button
+  // whose form the browser will not send (a required field empty, an email that is not one),
+  // naming those fields by ref, and once on one whose selects or prefilled fields nobody set
+  // (`unset`; `asIs` skips that).
   function aim(sel, asIs) {
     const el = find(sel);
     if (el.tagName === "SELECT") {
@@ -212,7 +214,7 @@ if (!window.__ac) { window.__ac = (() => {
   function inert(el, sel) {
     if (!TEXTLIKE.test(el.tagName) || el.closest(ACTIVE) || el.querySelector(ACTIVE)) return null;
     if (getComputedStyle(el).cursor === "pointer") return null;
-    const what = el.tagName[0] === "H" && el.tagName.length === 2 ? "heading" : el.closest("table") ? "table" : "text";
+    const what = /^H[1-6]$/.test(el.tagName) ? "heading" : el.closest("table") ? "table" : "text";
     const head = "`" + sel + "` is " + (what === "text" ? "" : "a ") + what + ": a click on it does nothing.";
     if (what === "table") return head + " Its cells are in the snapshot; to save the table, call browser_scrape_table with a filename (e.g. table.csv).";
     return head + ' The text around it: "' + around(el).slice(0, 300) + '". If that is what the task needs, use it now (save_file, or fill the form); to go elsewhere, click a link or a button.';
