@@ -173,6 +173,9 @@ fn clicks_say_what_they_cannot_do() {
     // The select nobody chose is pointed out once; the second click sends the form as it is.
     let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(e.contains("not sent yet") && e.contains("\"Red\"") && !e.contains("Your name"), "{e}");
+    // An option as the snapshot lists it (`Green=g`) is chosen.
+    let chosen = cmd(&r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
+    assert_eq!(chosen["selected"], "g", "{chosen}");
     let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
 

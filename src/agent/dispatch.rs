@@ -137,6 +137,9 @@ impl Agent {
             let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
         };
+        if let Some(list) = schema::as_list_of_one(&self.tools[i].input_schema, input) {
+            return self.dispatch(name, &list);
+        }
         let (known, ignored) = schema::known_arguments(&self.tools[i].input_schema, input);
         if !ignored.is_empty() {
             let mut outcome = self.dispatch(name, &known);

@@ -15,6 +15,18 @@ pub fn known_arguments(schema: &Value, value: &Value) -> (Value, Vec<String>) {
     (Value::Object(known), unknown.into_iter().map(|(k, _)| k).collect())
 }
 
+/// One item where the tool takes a list of them: `{"selector": …, "value": …}` for a tool whose
+/// one required argument is a list of such objects becomes that list of one (small models fill
+/// one field so). `None` when the input already has the list or is not one of its items.
+pub fn as_list_of_one(schema: &Value, value: &Value) -> Option<Value> {
+    let required = schema["required"].as_array()?;
+    let [Value::String(list)] = required.as_slice() else { return None };
+    let items = &schema["properties"][list.as_str()]["items"];
+    let (Some(item_props), Some(map)) = (items["properties"].as_object(), value.as_object()) else { return None };
+    let fits = !map.is_empty() && !map.contains_key(list.as_str()) && map.keys().all(|k| item_props.contains_key(k));
+    fits.then(|| serde_json::json!({ list.as_str(): [value] }))
+}
+
 /// Check `value` against the subset of JSON Schema our definitions use.
 pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
     check(schema, value, "input")
@@ -85,5 +97,11 @@ mod tests {
             (json!({"selector": "ref=e6"}), vec!["clear".to_string(), "press_enter".to_string()])
         );
         assert_eq!(known_arguments(&click, &json!({"selector": "a"})).1, Vec::<String>::new());
+        let fill = Tool::BrowserFillForm.spec().input_schema.to_value();
+        let one = json!({"selector": "ref=e6", "value": "3"});
+        assert_eq!(as_list_of_one(&fill, &one), Some(json!({"fields": [one]})));
+        assert_eq!(as_list_of_one(&fill, &json!({"fields": []})), None);
+        assert_eq!(as_list_of_one(&fill, &json!({"selector": "a", "bogus": 1})), None);
+        assert_eq!(as_list_of_one(&click, &json!({"selector": "a"})), None, "a click takes no list");
     }
 }

@@ -306,8 +306,10 @@ if (!window.__ac) { window.__ac = (() => {
   function selectOption(sel, value) {
     const el = find(sel);
     if (el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a select"));
-    const opt = Array.from(el.options).find(o => o.value === value) || Array.from(el.options).find(o => norm(o.text) === norm(value))
-      || Array.from(el.options).find(o => norm(o.text).toLowerCase().includes(norm(value).toLowerCase()));
+    const pick = v => Array.from(el.options).find(o => o.value === v) || Array.from(el.options).find(o => norm(o.text) === norm(v))
+      || Array.from(el.options).find(o => norm(o.text).toLowerCase().includes(norm(v).toLowerCase()));
+    // `Mug=mug`, as the snapshot lists an option whose value differs from its text.
+    const opt = pick(value) || (String(value).includes("=") && pick(String(value).split("=")[0]));
     if (!opt) throw new Error("no option `" + value + "` in `" + sel + "`; options: " + Array.from(el.options).map(o => o.text.trim()).join(", "));
     setValue(el, opt.value);
     return {selected: opt.value, label: opt.text.trim()};
