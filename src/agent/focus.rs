@@ -301,7 +301,7 @@ impl Agent {
     }
 
     /// The tool the task's words point at for what it asks to keep, if any.
-    fn task_deliverable(&self) -> Option<Tool> {
+    pub(super) fn task_deliverable(&self) -> Option<Tool> {
         let task = self.record.instruction.as_deref().unwrap_or("").to_lowercase();
         let names_file = self.named_file().is_some_and(|f| !f.to_lowercase().ends_with(".pdf"));
         let shell = self.record.session_type == SessionType::Shell;

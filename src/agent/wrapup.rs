@@ -82,8 +82,10 @@ impl Agent {
     /// Saved only when every number and name in it was seen in the session (`grounding.rs`).
     /// Says what it saved.
     pub(super) fn answer_in_words(&mut self) -> Option<String> {
-        let file = self.named_file().filter(|_| self.deliverable() == Tool::SaveFile)?;
-        if self.runner.stop_requested() || !self.runner.deliverable_files().is_empty() {
+        let file =
+            self.named_file().filter(|f| self.task_deliverable() == Some(Tool::SaveFile) && !f.ends_with(".pdf"))?;
+        // Another file saved is not the one the task names (a small model saves `3076` as `sales.csv`).
+        if self.runner.stop_requested() || self.runner.deliverable_files().iter().any(|f| f.filename == file) {
             return None;
         }
         let prompt = format!(
