@@ -58,9 +58,7 @@ impl Grounding {
                 self.opened.insert(url.split(" (HTTP").next().unwrap_or(url).trim().to_string());
             }
         }
-        let link = line.split_once("] link \"").and_then(|(_, rest)| rest.rsplit_once("\" → "));
-        if let Some((text, url)) = link {
-            let url = url.trim();
+        if let Some((text, url)) = super::snapshot::link_in(line) {
             if self.links.len() < MAX_LINKS && url.starts_with("http") && !self.links.iter().any(|(_, u)| u == url) {
                 self.links.push((text.to_string(), url.to_string()));
             }

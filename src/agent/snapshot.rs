@@ -55,10 +55,17 @@ const FILE_ENDINGS: &[&str] = &[
     ".epub", ".mp3", ".mp4", ".deb", ".rpm", ".iso", ".dmg", ".exe", ".msi",
 ];
 
+/// A snapshot line's link, `[e3] link "Text" → URL` (with its ref or without): text and URL.
+pub(super) fn link_in(line: &str) -> Option<(&str, &str)> {
+    let line = line.trim_start();
+    let line = line.strip_prefix('[').and_then(|l| l.split_once("] ")).map_or(line, |(_, rest)| rest);
+    let (text, url) = line.strip_prefix("link \"")?.rsplit_once("\" → ")?;
+    Some((text, url.trim()))
+}
+
 /// The URL of a snapshot line `link "Text" → URL` when it leads to a file (by its path's ending).
 pub(super) fn file_link(line: &str) -> Option<&str> {
-    let url = line.strip_prefix("link ")?.rsplit_once(" → ")?.1.trim();
-    is_file_url(url).then_some(url)
+    link_in(line).map(|(_, url)| url).filter(|url| is_file_url(url))
 }
 
 /// Whether a URL leads to a file to keep (by its path's ending).
@@ -127,5 +134,10 @@ mod tests {
         assert_eq!(file_link("link \"PDF viewer\" → http://h/pdf"), None);
         assert_eq!(file_link("button \"x.pdf\""), None);
         assert_eq!(file_link("link \"Mail\" → mailto:a@b.pdf"), None);
+        assert_eq!(
+            link_in("  [e3] link \"About us\" → http://h/about.html"),
+            Some(("About us", "http://h/about.html"))
+        );
+        assert_eq!(link_in("[e4] button \"Go\""), None);
     }
 }
