@@ -96,7 +96,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
         .map_err(Exit::usage)?;
     let token_on_argv = token.as_deref().is_some_and(|t| !t.is_empty());
     let from_file = match &token_file {
-        Some(path) => Some(crate::hygiene::read_token_file(path).map_err(Exit::usage)?),
+        Some(path) => Some(crate::hygiene::read_token_file(path).map_err(|e| Exit::usage(e.to_string()))?),
         None => None,
     };
     let token =

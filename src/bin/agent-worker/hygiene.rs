@@ -9,7 +9,8 @@
 //! replaced by `[redacted]`.
 
 use serde_json::Value;
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The variables a command inherits from the worker (when set); nothing else.
@@ -67,24 +68,49 @@ fn allowed_only(cmd: &mut Command, extra: &[&str]) {
     }
 }
 
+/// Why `--token-file` gave no token; each message names the file.
+#[derive(Debug)]
+pub enum TokenFileError {
+    /// The file could not be looked at or read.
+    Read(PathBuf, std::io::Error),
+    /// It is a link, a folder or something else than a regular file.
+    NotAFile(PathBuf),
+    /// Others may read or write it (its permission bits).
+    Open(PathBuf, u32),
+    /// It holds nothing but white space.
+    Empty(PathBuf),
+}
+
+impl fmt::Display for TokenFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TokenFileError::Read(path, e) => write!(f, "cannot read --token-file {}: {e}", path.display()),
+            TokenFileError::NotAFile(path) => write!(f, "--token-file {} is not a regular file", path.display()),
+            TokenFileError::Open(path, mode) => {
+                write!(f, "--token-file {} is readable by others (mode {mode:o}); chmod 600 it", path.display())
+            }
+            TokenFileError::Empty(path) => write!(f, "--token-file {} is empty", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for TokenFileError {}
+
 /// The token in `path`: a regular file only its owner can read or write.
-pub fn read_token_file(path: &Path) -> Result<String, String> {
+pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {
     use std::os::unix::fs::MetadataExt;
-    let shown = path.display();
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("cannot read --token-file {shown}: {e}"))?;
+    let unread = |e| TokenFileError::Read(path.to_path_buf(), e);
+    let meta = std::fs::symlink_metadata(path).map_err(unread)?;
     if !meta.is_file() {
-        return Err(format!("--token-file {shown} is not a regular file"));
+        return Err(TokenFileError::NotAFile(path.to_path_buf()));
     }
     if meta.mode() & 0o077 != 0 {
-        return Err(format!(
-            "--token-file {shown} is readable by others (mode {:o}); chmod 600 it",
-            meta.mode() & 0o777
-        ));
+        return Err(TokenFileError::Open(path.to_path_buf(), meta.mode() & 0o777));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read --token-file {shown}: {e}"))?;
+    let text = std::fs::read_to_string(path).map_err(unread)?;
     let token = text.trim().to_string();
     if token.is_empty() {
-        return Err(format!("--token-file {shown} is empty"));
+        return Err(TokenFileError::Empty(path.to_path_buf()));
     }
     Ok(token)
 }

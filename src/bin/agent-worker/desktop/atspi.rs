@@ -7,7 +7,7 @@
 //! at-spi-bus-launcher when it knows the display), else from `org.a11y.Bus.GetAddress` on the
 //! session bus. Every call has a time limit (`CALL_LIMIT`), and an application that let one
 //! pass is not asked again in the same walk, so a hung program costs that much and no more.
-//! Errors are short texts the walk puts into its notes.
+//! Errors are `BusError`s, shown as the short texts the walk puts into its notes.
 //!
 //! The walk reads only the top-level accessibles that are showing and stand for a visible X
 //! window (same title, or mostly the same area), top-most window first, optionally only those
@@ -15,11 +15,12 @@
 //! objects and a deadline. Pressing prefers the widget's own "click"/"press"/"activate" action
 //! for a plain left click, else gives its centre for the pointer.
 
-use super::widgets::{Ids, Node, Obj, Pressed, Scope, Walk, centre, same};
+use super::widgets::{Ids, Node, Obj, Pressed, Scope, Walk, WidgetError, centre, same};
 use super::windows::{Win, Windows};
 use super::x::X;
 use std::cell::RefCell;
 use std::collections::HashSet;
+use std::fmt;
 use std::time::{Duration, Instant};
 use zbus::blocking::Connection;
 use zbus::blocking::connection::Builder;
@@ -52,6 +53,64 @@ pub mod state {
     pub const IS_DEFAULT: u32 = 39;
 }
 
+/// Why the accessibility bus, or one call on it, failed.
+#[derive(Debug)]
+pub enum BusError {
+    /// The application let a call of this walk time out before, so it is not asked again.
+    Silent,
+    /// The call failed on the bus: no answer in time, an error reply, a lost connection.
+    Call(Box<zbus::Error>),
+    /// The reply to `method` was not of the type asked for.
+    Reply { method: &'static str, source: Box<zbus::Error> },
+    /// The `Name` property was not a string.
+    NameNotText(zbus::zvariant::Error),
+    /// The X root window has no `AT_SPI_BUS` property.
+    NoRootProperty,
+    /// The root window's `AT_SPI_BUS` names an address that does not answer.
+    RootSilent { address: String, source: Box<zbus::Error> },
+    /// `$DBUS_SESSION_BUS_ADDRESS` is not set.
+    NoSessionBus,
+    /// The session bus does not answer.
+    SessionSilent(Box<zbus::Error>),
+    /// The session bus knows no accessibility bus.
+    NoA11yBus(Box<zbus::Error>),
+    /// The session bus names an address that does not answer.
+    NamedSilent { address: String, source: Box<zbus::Error> },
+    /// Every way of finding the bus failed: why each did, in the order they were tried.
+    NotFound(Vec<BusError>),
+}
+
+impl fmt::Display for BusError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use BusError::*;
+        match self {
+            Silent => f.write_str("it did not answer before"),
+            Call(e) => f.write_str(&short(e)),
+            Reply { method, source } => write!(f, "{method}: an unexpected reply ({source})"),
+            NameNotText(e) => write!(f, "Name: not a string ({e})"),
+            NoRootProperty => f.write_str("the X root window has no AT_SPI_BUS property"),
+            RootSilent { address, source } => write!(f, "AT_SPI_BUS {address:?} does not answer ({})", short(source)),
+            NoSessionBus => f.write_str("no session bus ($DBUS_SESSION_BUS_ADDRESS is not set)"),
+            SessionSilent(e) => write!(f, "the session bus does not answer ({})", short(e)),
+            NoA11yBus(e) => write!(f, "the session bus has no accessibility bus ({})", short(e)),
+            NamedSilent { address, source } => {
+                write!(f, "the session bus names {address:?}, which does not answer ({})", short(source))
+            }
+            NotFound(why) => {
+                for (i, e) in why.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    e.fmt(f)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+impl std::error::Error for BusError {}
+
 /// What one call per fact tells about an object.
 pub struct Info {
     pub role: String,
@@ -82,25 +141,23 @@ pub struct Bus {
 
 impl Bus {
     /// Connect to the accessibility bus of this display's session; the error says why not.
-    pub fn open(x: &X) -> Result<Bus, String> {
-        let from_x = root_property(x);
+    pub fn open(x: &X) -> Result<Bus, BusError> {
         let mut why = Vec::new();
-        if let Some(address) = from_x.as_deref() {
-            match connect(address) {
+        match root_property(x) {
+            Some(address) => match connect(&address) {
                 Ok(conn) => return Ok(Bus::new(conn, "the AT_SPI_BUS property of the X root window")),
-                Err(e) => why.push(format!("AT_SPI_BUS {address:?} does not answer ({e})")),
-            }
-        } else {
-            why.push("the X root window has no AT_SPI_BUS property".to_string());
-        }
-        match address_from_session() {
-            Ok(address) => match connect(&address) {
-                Ok(conn) => Ok(Bus::new(conn, "org.a11y.Bus on the session bus")),
-                Err(e) => {
-                    Err(format!("{}; the session bus names {address:?}, which does not answer ({e})", why.join("; ")))
-                }
+                Err(e) => why.push(BusError::RootSilent { address, source: Box::new(e) }),
             },
-            Err(e) => Err(format!("{}; {e}", why.join("; "))),
+            None => why.push(BusError::NoRootProperty),
+        }
+        let from_session = address_from_session()
+            .and_then(|address| connect(&address).map_err(|e| BusError::NamedSilent { address, source: Box::new(e) }));
+        match from_session {
+            Ok(conn) => Ok(Bus::new(conn, "org.a11y.Bus on the session bus")),
+            Err(e) => {
+                why.push(e);
+                Err(BusError::NotFound(why))
+            }
         }
     }
 
@@ -113,40 +170,40 @@ impl Bus {
         self.silent.borrow_mut().clear();
     }
 
-    fn call<B, R>(&self, obj: &Obj, iface: &str, method: &str, body: &B) -> Result<R, String>
+    fn call<B, R>(&self, obj: &Obj, iface: &str, method: &'static str, body: &B) -> Result<R, BusError>
     where
         B: serde::Serialize + zbus::zvariant::DynamicType,
         R: for<'d> serde::Deserialize<'d> + zbus::zvariant::Type,
     {
         if self.silent.borrow().contains(&obj.0) {
-            return Err("it did not answer before".into());
+            return Err(BusError::Silent);
         }
         let reply =
             self.conn.call_method(Some(obj.0.as_str()), obj.1.as_str(), Some(iface), method, body).map_err(|e| {
                 if matches!(&e, zbus::Error::InputOutput(io) if io.kind() == std::io::ErrorKind::TimedOut) {
                     self.silent.borrow_mut().insert(obj.0.clone());
                 }
-                short(&e)
+                BusError::Call(Box::new(e))
             })?;
-        reply.body().deserialize::<R>().map_err(|e| format!("{method}: an unexpected reply ({e})"))
+        reply.body().deserialize::<R>().map_err(|e| BusError::Reply { method, source: Box::new(e) })
     }
 
     /// The applications registered on the bus (the children of the desktop root).
-    pub fn applications(&self) -> Result<Vec<Obj>, String> {
+    pub fn applications(&self) -> Result<Vec<Obj>, BusError> {
         self.children(&(REGISTRY.to_string(), ROOT.to_string()))
     }
 
-    pub fn children(&self, obj: &Obj) -> Result<Vec<Obj>, String> {
+    pub fn children(&self, obj: &Obj) -> Result<Vec<Obj>, BusError> {
         let list: Vec<(String, OwnedObjectPath)> = self.call(obj, ACCESSIBLE, "GetChildren", &())?;
         Ok(list.into_iter().map(|(name, path)| (name, path.as_str().to_string())).collect())
     }
 
-    pub fn name(&self, obj: &Obj) -> Result<String, String> {
+    pub fn name(&self, obj: &Obj) -> Result<String, BusError> {
         let v: OwnedValue = self.call(obj, "org.freedesktop.DBus.Properties", "Get", &(ACCESSIBLE, "Name"))?;
-        String::try_from(v).map_err(|e| format!("Name: not a string ({e})"))
+        String::try_from(v).map_err(BusError::NameNotText)
     }
 
-    pub fn info(&self, obj: &Obj) -> Result<Info, String> {
+    pub fn info(&self, obj: &Obj) -> Result<Info, BusError> {
         let role: String = self.call(obj, ACCESSIBLE, "GetRoleName", &())?;
         let words: Vec<u32> = self.call(obj, ACCESSIBLE, "GetState", &())?;
         let states = words.iter().take(2).enumerate().fold(0u64, |acc, (i, &w)| acc | (w as u64) << (32 * i));
@@ -161,23 +218,23 @@ impl Bus {
     }
 
     /// x, y, width, height in screen pixels (coordinate type 0: the screen).
-    pub fn extents(&self, obj: &Obj) -> Result<(i32, i32, i32, i32), String> {
+    pub fn extents(&self, obj: &Obj) -> Result<(i32, i32, i32, i32), BusError> {
         self.call(obj, COMPONENT, "GetExtents", &(0u32,))
     }
 
     /// The names of the object's actions, in their order (DoAction takes the index).
-    pub fn actions(&self, obj: &Obj) -> Result<Vec<String>, String> {
+    pub fn actions(&self, obj: &Obj) -> Result<Vec<String>, BusError> {
         let list: Vec<(String, String, String)> = self.call(obj, ACTION, "GetActions", &())?;
         Ok(list.into_iter().map(|(name, _, _)| name).collect())
     }
 
-    pub fn do_action(&self, obj: &Obj, index: usize) -> Result<bool, String> {
+    pub fn do_action(&self, obj: &Obj, index: usize) -> Result<bool, BusError> {
         self.call(obj, ACTION, "DoAction", &(index as i32,))
     }
 }
 
-fn connect(address: &str) -> Result<Connection, String> {
-    Builder::address(address).and_then(|b| b.method_timeout(CALL_LIMIT).build()).map_err(|e| short(&e))
+fn connect(address: &str) -> Result<Connection, zbus::Error> {
+    Builder::address(address).and_then(|b| b.method_timeout(CALL_LIMIT).build())
 }
 
 /// The bus address that at-spi-bus-launcher put on the X root window, if any.
@@ -191,17 +248,20 @@ fn root_property(x: &X) -> Option<String> {
 }
 
 /// Ask the session bus (`$DBUS_SESSION_BUS_ADDRESS`) where the accessibility bus is.
-fn address_from_session() -> Result<String, String> {
+fn address_from_session() -> Result<String, BusError> {
     if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
-        return Err("no session bus ($DBUS_SESSION_BUS_ADDRESS is not set)".into());
+        return Err(BusError::NoSessionBus);
     }
     let session = Builder::session()
         .and_then(|b| b.method_timeout(CALL_LIMIT).build())
-        .map_err(|e| format!("the session bus does not answer ({})", short(&e)))?;
+        .map_err(|e| BusError::SessionSilent(Box::new(e)))?;
     let reply = session
         .call_method(Some("org.a11y.Bus"), "/org/a11y/bus", Some("org.a11y.Bus"), "GetAddress", &())
-        .map_err(|e| format!("the session bus has no accessibility bus ({})", short(&e)))?;
-    reply.body().deserialize::<String>().map_err(|e| format!("org.a11y.Bus.GetAddress: an unexpected reply ({e})"))
+        .map_err(|e| BusError::NoA11yBus(Box::new(e)))?;
+    reply
+        .body()
+        .deserialize::<String>()
+        .map_err(|e| BusError::Reply { method: "org.a11y.Bus.GetAddress", source: Box::new(e) })
 }
 
 /// A zbus error in a few words: a timed-out call says so plainly.
@@ -218,10 +278,10 @@ fn short(e: &zbus::Error) -> String {
 }
 
 /// Walk the widgets of the visible windows in scope. Err only when the bus itself fails.
-pub fn walk(bus: &Bus, x: &X, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<Walk, String> {
+pub fn walk(bus: &Bus, x: &X, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<Walk, WidgetError> {
     let pids = window_pids(x, wins);
     bus.ask_all_again();
-    let apps = bus.applications().map_err(|e| format!("not available (the accessibility bus did not answer: {e})"))?;
+    let apps = bus.applications().map_err(WidgetError::BusFailed)?;
     let mut walk = Walk { windows: Vec::new(), visited: 0, notes: Vec::new(), found_via: bus.found_via };
     let mut found: Vec<(usize, String, Obj, Info)> = Vec::new();
     for app in apps {
@@ -292,7 +352,7 @@ fn top_levels(
     mine: &Mine,
     scope: &Scope,
     found: &mut Vec<(usize, String, Obj, Info)>,
-) -> Result<(), String> {
+) -> Result<(), BusError> {
     for top in bus.children(app)? {
         let info = bus.info(&top)?;
         if !info.has(state::SHOWING) {
@@ -348,14 +408,13 @@ fn node(
 
 /// Press widget `obj` as a plain left click would: with its click-like action when
 /// `use_action` and it has one, else by telling where its centre is (screen pixels).
-pub fn press(bus: &Bus, obj: &Obj, use_action: bool) -> Result<Pressed, String> {
+pub fn press(bus: &Bus, obj: &Obj, use_action: bool) -> Result<Pressed, WidgetError> {
     bus.ask_all_again();
-    let gone = |e: String| format!("the widget is gone or does not answer ({e}); list the elements again");
-    let info = bus.info(obj).map_err(gone)?;
+    let info = bus.info(obj).map_err(WidgetError::Gone)?;
     let what = if info.name.is_empty() { info.role.clone() } else { format!("{} {:?}", info.role, info.name) };
     let rect = info.implements("Component").then(|| bus.extents(obj).ok()).flatten().filter(|r| r.2 > 0 && r.3 > 0);
     if use_action && info.implements("Action") {
-        let actions = bus.actions(obj).map_err(gone)?;
+        let actions = bus.actions(obj).map_err(WidgetError::Gone)?;
         let pick = CLICK_ACTIONS.iter().find_map(|want| actions.iter().position(|a| a.eq_ignore_ascii_case(want)));
         if let Some(i) = pick.filter(|&i| bus.do_action(obj, i).unwrap_or(false)) {
             return Ok(Pressed { what, action: Some(actions[i].clone()), centre: rect.map(centre) });
@@ -363,7 +422,7 @@ pub fn press(bus: &Bus, obj: &Obj, use_action: bool) -> Result<Pressed, String> 
     }
     match rect.filter(|_| info.has(state::SHOWING)) {
         Some(rect) => Ok(Pressed { what, action: None, centre: Some(centre(rect)) }),
-        None => Err(format!("{what} is not on screen, so it cannot be clicked")),
+        None => Err(WidgetError::OffScreen(what)),
     }
 }
 

@@ -30,7 +30,7 @@ use agent_controller::protocol::tools::Tool;
 use capture::ShotSettings;
 use keymap::Lent;
 use serde_json::{Value, json};
-use x::X;
+use x::{DisplayError, X};
 
 pub struct Desktop {
     display: String,
@@ -48,11 +48,11 @@ const REOPENED: &str = "the connection to the display had been lost and was reop
 
 impl Desktop {
     /// The backend for `display` (else `$DISPLAY`), or why there can be none.
-    pub fn open(display: Option<String>) -> Result<Desktop, String> {
+    pub fn open(display: Option<String>) -> Result<Desktop, DisplayError> {
         let display = display
             .or_else(|| std::env::var("DISPLAY").ok())
             .filter(|d| !d.trim().is_empty())
-            .ok_or("no X display: neither --display nor $DISPLAY is set")?;
+            .ok_or(DisplayError::NotSet)?;
         let x = X::open(&display)?;
         Ok(Desktop {
             display,
@@ -81,7 +81,7 @@ impl Desktop {
         if self.x.is_some() {
             return Ok(false);
         }
-        let x = X::open(&self.display).map_err(WorkerError::Unavailable)?;
+        let x = X::open(&self.display).map_err(|e| WorkerError::Unavailable(e.to_string()))?;
         self.x = Some(x);
         // A new server may have another size; the old scale means nothing there.
         self.scale = None;

@@ -10,7 +10,7 @@ use super::Desktop;
 use super::capture;
 use super::input;
 use super::keymap;
-use super::widgets::{Scope, Walk};
+use super::widgets::{Scope, Walk, WidgetError};
 use super::windows::{Win, Windows, activate};
 use crate::backend::{Context, any_str, required_str};
 use crate::error::WorkerError;
@@ -91,7 +91,7 @@ impl Desktop {
     }
 
     /// The widgets of the windows in scope, or why there are none ("not available (…)").
-    fn walk(&mut self, p: &Value, ctx: &Context, depth: u64) -> Result<Result<Walk, String>, WorkerError> {
+    fn walk(&mut self, p: &Value, ctx: &Context, depth: u64) -> Result<Result<Walk, WidgetError>, WorkerError> {
         let mut deadline = Instant::now() + WALK_LIMIT;
         if let Some(d) = ctx.deadline {
             deadline = deadline.min(d.checked_sub(Duration::from_millis(500)).unwrap_or(d));
@@ -129,7 +129,7 @@ impl Desktop {
                 put_notes(&mut v, &walk, trees.is_empty());
                 json!(trees)
             }
-            Err(why) => json!(why),
+            Err(why) => json!(why.to_string()),
         };
         Ok(v)
     }
@@ -160,7 +160,7 @@ impl Desktop {
                     put_notes(&mut v, &walk, widgets.is_empty());
                     elements.extend(widgets);
                 }
-                Err(why) => v["widgets"] = json!(why),
+                Err(why) => v["widgets"] = json!(why.to_string()),
             }
         }
         v["elements"] = json!(elements);

@@ -16,6 +16,7 @@ use super::x::X;
 use crate::error::WorkerError;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::fmt;
 use std::time::Instant;
 
 /// Ids kept before the table starts over.
@@ -85,6 +86,44 @@ impl Ids {
     }
 }
 
+/// Why there are no widgets to show, or the one asked for cannot be pressed. A walk's error
+/// goes into the tool's answer as it is ("not available (…)"), a press's is the tool's error.
+#[derive(Debug)]
+pub enum WidgetError {
+    /// This worker was built without the `atspi` feature (so it gives no widget ids either).
+    #[cfg(not(feature = "atspi"))]
+    NotBuilt,
+    /// No accessibility bus could be found or connected to.
+    #[cfg(feature = "atspi")]
+    NoBus(super::atspi::BusError),
+    /// The bus itself stopped answering during a walk (it is connected again next time).
+    #[cfg(feature = "atspi")]
+    BusFailed(super::atspi::BusError),
+    /// The widget to press is gone or does not answer.
+    #[cfg(feature = "atspi")]
+    Gone(super::atspi::BusError),
+    /// The widget to press (its role and name) has no place on screen.
+    OffScreen(String),
+}
+
+impl fmt::Display for WidgetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            #[cfg(not(feature = "atspi"))]
+            WidgetError::NotBuilt => f.write_str("not available (this worker was built without the `atspi` feature)"),
+            #[cfg(feature = "atspi")]
+            WidgetError::NoBus(e) => write!(f, "not available (no accessibility bus: {e})"),
+            #[cfg(feature = "atspi")]
+            WidgetError::BusFailed(e) => write!(f, "not available (the accessibility bus did not answer: {e})"),
+            #[cfg(feature = "atspi")]
+            WidgetError::Gone(e) => write!(f, "the widget is gone or does not answer ({e}); list the elements again"),
+            WidgetError::OffScreen(what) => write!(f, "{what} is not on screen, so it cannot be clicked"),
+        }
+    }
+}
+
+impl std::error::Error for WidgetError {}
+
 /// The accessibility bus (connected on first use, and again after it failed) and the ids.
 #[derive(Default)]
 pub struct Widgets {
@@ -95,40 +134,43 @@ pub struct Widgets {
 
 #[cfg(feature = "atspi")]
 impl Widgets {
-    fn bus(&mut self, x: &X) -> Result<&super::atspi::Bus, String> {
-        if self.bus.is_none() {
-            let bus = super::atspi::Bus::open(x).map_err(|e| format!("not available (no accessibility bus: {e})"))?;
-            self.bus = Some(bus);
+    /// The bus, taken out: connected now when it was not (or had failed).
+    fn take_bus(&mut self, x: &X) -> Result<super::atspi::Bus, WidgetError> {
+        match self.bus.take() {
+            Some(bus) => Ok(bus),
+            None => super::atspi::Bus::open(x).map_err(WidgetError::NoBus),
         }
-        self.bus.as_ref().ok_or_else(|| "not available".to_string())
     }
 
-    /// Walk the widgets of the visible windows; Err is the "not available (…)" text.
-    pub fn walk(&mut self, x: &X, wins: &Windows, scope: &Scope) -> Result<Walk, String> {
-        self.bus(x)?;
-        let Some(bus) = &self.bus else { return Err("not available".into()) };
-        let walked = super::atspi::walk(bus, x, &mut self.ids, wins, scope);
-        if walked.is_err() {
-            // The bus itself failed (not one application): connect again next time.
-            self.bus = None;
+    /// Walk the widgets of the visible windows; Err says why they are "not available (…)".
+    pub fn walk(&mut self, x: &X, wins: &Windows, scope: &Scope) -> Result<Walk, WidgetError> {
+        let bus = self.take_bus(x)?;
+        let walked = super::atspi::walk(&bus, x, &mut self.ids, wins, scope);
+        // When the bus itself failed (not one application), it is connected again next time.
+        if walked.is_ok() {
+            self.bus = Some(bus);
         }
         walked
     }
 
     /// Press the widget `obj` (see `atspi::press`).
-    pub fn press(&mut self, x: &X, obj: &Obj, use_action: bool) -> Result<Pressed, String> {
-        super::atspi::press(self.bus(x)?, obj, use_action)
+    pub fn press(&mut self, x: &X, obj: &Obj, use_action: bool) -> Result<Pressed, WidgetError> {
+        let bus = self.take_bus(x)?;
+        let pressed = super::atspi::press(&bus, obj, use_action);
+        self.bus = Some(bus);
+        pressed
     }
 }
 
 #[cfg(not(feature = "atspi"))]
 impl Widgets {
-    pub fn walk(&mut self, _: &X, _: &Windows, _: &Scope) -> Result<Walk, String> {
-        Err("not available (this worker was built without the `atspi` feature)".into())
+    pub fn walk(&mut self, _: &X, _: &Windows, _: &Scope) -> Result<Walk, WidgetError> {
+        Err(WidgetError::NotBuilt)
     }
 
-    pub fn press(&mut self, _: &X, _: &Obj, _: bool) -> Result<Pressed, String> {
-        Err("widgets are not available (this worker was built without the `atspi` feature)".into())
+    /// Never reached: without a walk there are no ids to press.
+    pub fn press(&mut self, _: &X, _: &Obj, _: bool) -> Result<Pressed, WidgetError> {
+        Err(WidgetError::NotBuilt)
     }
 }
 
@@ -248,7 +290,7 @@ impl Desktop {
         };
         let x = self.x.as_ref().ok_or_else(|| WorkerError::Unavailable("the display is not connected".into()))?;
         let use_action = button == super::input::LEFT && count == 1;
-        let pressed = self.widgets.press(x, &obj, use_action).map_err(WorkerError::bad)?;
+        let pressed = self.widgets.press(x, &obj, use_action).map_err(|e| WorkerError::bad(e.to_string()))?;
         let clamp = |v: i32, max: u16| v.clamp(0, max.saturating_sub(1) as i32);
         let at = pressed.centre.map(|(cx, cy)| (clamp(cx, x.width), clamp(cy, x.height)));
         let method = match (&pressed.action, at) {

@@ -7,8 +7,9 @@
 //! server refused (a window that closed meanwhile) is an ordinary error the model can act on.
 
 use crate::error::WorkerError;
+use std::fmt;
 use x11rb::connection::{Connection, RequestConnection};
-use x11rb::errors::{ConnectionError, ReplyError, ReplyOrIdError};
+use x11rb::errors::{ConnectError, ConnectionError, ReplyError, ReplyOrIdError};
 use x11rb::protocol::xproto::{Atom, AtomEnum, ConnectionExt as _, ImageOrder, Window};
 use x11rb::protocol::xtest::{self, ConnectionExt as _};
 use x11rb::rust_connection::RustConnection;
@@ -34,6 +35,42 @@ pub struct Atoms {
     pub utf8_string: Atom,
 }
 
+/// Why there is no usable display; each message names the display.
+#[derive(Debug)]
+pub enum DisplayError {
+    /// Neither `--display` nor `$DISPLAY` names one.
+    NotSet,
+    /// The X server could not be reached.
+    Connect { display: String, source: ConnectError },
+    /// A request made while checking the server failed (a lost connection, an error reply).
+    Request { display: String, source: ReplyError },
+    /// The server lacks XTEST, so there would be no synthetic input.
+    NoXtest { display: String },
+    /// The server has no screen of this number.
+    NoScreen { display: String, screen: usize },
+    /// The root window's depth is not a true-colour format we can read.
+    Depth { display: String, depth: u8 },
+}
+
+impl fmt::Display for DisplayError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DisplayError::NotSet => f.write_str("no X display: neither --display nor $DISPLAY is set"),
+            DisplayError::Connect { display, source } => write!(f, "cannot open display {display}: {source}"),
+            DisplayError::Request { display, source } => write!(f, "display {display}: {source}"),
+            DisplayError::NoXtest { display } => {
+                write!(f, "display {display} has no XTEST extension, so no synthetic input")
+            }
+            DisplayError::NoScreen { display, screen } => write!(f, "display {display} has no screen {screen}"),
+            DisplayError::Depth { display, depth } => {
+                write!(f, "display {display}: the root window's depth {depth} is not a true-colour format")
+            }
+        }
+    }
+}
+
+impl std::error::Error for DisplayError {}
+
 pub struct X {
     pub conn: RustConnection,
     pub root: Window,
@@ -45,21 +82,22 @@ pub struct X {
 
 impl X {
     /// Connect to `display` and check what the backend needs; the error says why not.
-    pub fn open(display: &str) -> Result<X, String> {
+    pub fn open(display: &str) -> Result<X, DisplayError> {
+        let named = || display.to_string();
         let (conn, screen) =
-            x11rb::connect(Some(display)).map_err(|e| format!("cannot open display {display}: {e}"))?;
-        let fail = |e: &dyn std::fmt::Display| format!("display {display}: {e}");
-        if conn.extension_information(xtest::X11_EXTENSION_NAME).map_err(|e| fail(&e))?.is_none() {
-            return Err(format!("display {display} has no XTEST extension, so no synthetic input"));
+            x11rb::connect(Some(display)).map_err(|source| DisplayError::Connect { display: named(), source })?;
+        let fail = |e: ConnectionError| DisplayError::Request { display: named(), source: e.into() };
+        if conn.extension_information(xtest::X11_EXTENSION_NAME).map_err(fail)?.is_none() {
+            return Err(DisplayError::NoXtest { display: named() });
         }
-        conn.xtest_get_version(2, 2).map_err(|e| fail(&e))?.reply().map_err(|e| fail(&e))?;
+        let failed = |source| DisplayError::Request { display: named(), source };
+        conn.xtest_get_version(2, 2).map_err(fail)?.reply().map_err(failed)?;
         let setup = conn.setup();
-        let scr = setup.roots.get(screen).ok_or_else(|| format!("display {display} has no screen {screen}"))?;
-        let format = pixel_format(setup, scr).ok_or_else(|| {
-            format!("display {display}: the root window's depth {} is not a true-colour format", scr.root_depth)
-        })?;
+        let scr = setup.roots.get(screen).ok_or_else(|| DisplayError::NoScreen { display: named(), screen })?;
+        let format =
+            pixel_format(setup, scr).ok_or_else(|| DisplayError::Depth { display: named(), depth: scr.root_depth })?;
         let (root, width, height) = (scr.root, scr.width_in_pixels, scr.height_in_pixels);
-        let atoms = Atoms::intern(&conn).map_err(|e| fail(&e))?;
+        let atoms = Atoms::intern(&conn).map_err(failed)?;
         Ok(X { conn, root, width, height, format, atoms })
     }
 
