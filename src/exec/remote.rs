@@ -7,7 +7,9 @@
 //! path with a double quote in it is refused rather than mangled). File contents always
 //! travel on stdin, byte for byte.
 
+use super::ExecError;
 use crate::util::ansi::NO_PAGER_ENV;
+use std::fmt;
 
 /// Which shell answers on the other side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,14 +18,44 @@ pub enum Flavor {
     Windows,
 }
 
+/// A path the remote shell could not be handed safely; it is refused, not mangled.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum QuoteError {
+    /// A double quote in a path for `cmd`.
+    DoubleQuote(String),
+    /// A single quote in a path for PowerShell's single-quoted string.
+    SingleQuote(String),
+}
+
+impl fmt::Display for QuoteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QuoteError::DoubleQuote(s) => write!(f, "a path with a double quote cannot be passed to cmd safely: {s}"),
+            QuoteError::SingleQuote(s) => {
+                write!(f, "a path with a single quote cannot be passed to PowerShell safely: {s}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for QuoteError {}
+
+/// The model gave the path: it is told why it was refused.
+impl From<QuoteError> for ExecError {
+    fn from(e: QuoteError) -> ExecError {
+        ExecError::Failed(e.to_string())
+    }
+}
+
 /// `'…'` for sh: every `'` becomes `'\''`.
 pub fn quote_posix(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-fn quote_windows(s: &str) -> Result<String, String> {
+fn quote_windows(s: &str) -> Result<String, QuoteError> {
     if s.contains('"') {
-        return Err(format!("a path with a double quote cannot be passed to cmd safely: {s}"));
+        return Err(QuoteError::DoubleQuote(s.to_string()));
     }
     Ok(format!("\"{s}\""))
 }
@@ -35,7 +67,7 @@ pub fn run_line(
     cwd: Option<&str>,
     timeout_s: u64,
     has_timeout: bool,
-) -> Result<String, String> {
+) -> Result<String, QuoteError> {
     match flavor {
         Flavor::Posix => {
             let env: Vec<String> = NO_PAGER_ENV.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -54,13 +86,13 @@ pub fn run_line(
 }
 
 /// Write stdin to `path`, whatever its bytes.
-pub fn write_line(flavor: Flavor, path: &str) -> Result<String, String> {
+pub fn write_line(flavor: Flavor, path: &str) -> Result<String, QuoteError> {
     match flavor {
         Flavor::Posix => Ok(format!("cat > {}", quote_posix(path))),
         Flavor::Windows => {
             // Inside PowerShell's single-quoted string a `'` would end it early.
             if path.contains('\'') {
-                return Err(format!("a path with a single quote cannot be passed to PowerShell safely: {path}"));
+                return Err(QuoteError::SingleQuote(path.to_string()));
             }
             let p = quote_windows(path)?.replace('"', "'");
             Ok(format!(
@@ -72,7 +104,7 @@ pub fn write_line(flavor: Flavor, path: &str) -> Result<String, String> {
 }
 
 /// The first `max` bytes of `path`, and (POSIX) its size on the first line.
-pub fn read_line(flavor: Flavor, path: &str, max: u64) -> Result<String, String> {
+pub fn read_line(flavor: Flavor, path: &str, max: u64) -> Result<String, QuoteError> {
     match flavor {
         Flavor::Posix => {
             let q = quote_posix(path);
@@ -84,7 +116,7 @@ pub fn read_line(flavor: Flavor, path: &str, max: u64) -> Result<String, String>
     }
 }
 
-pub fn list_line(flavor: Flavor, path: &str) -> Result<String, String> {
+pub fn list_line(flavor: Flavor, path: &str) -> Result<String, QuoteError> {
     match flavor {
         Flavor::Posix => Ok(format!("ls -la -- {}", quote_posix(path))),
         Flavor::Windows => Ok(format!("dir {}", quote_windows(path)?)),

@@ -16,6 +16,7 @@ use crate::protocol::tools::Tool;
 use crate::util::ansi::strip_ansi;
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
+use std::fmt;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -34,9 +35,65 @@ pub struct SshTarget {
     pub port: u16,
 }
 
-impl SshTarget {
-    pub fn parse(target: &str) -> Result<SshTarget, String> {
-        let bad = || format!("an SSH target looks like ssh://user@host or ssh://user@host:2222, not {target:?}");
+/// A target that is not `ssh://user@host[:port]` (or names a user or host that could pass
+/// for an option); holds the target as given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BadTarget(pub String);
+
+impl fmt::Display for BadTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "an SSH target looks like ssh://user@host or ssh://user@host:2222, not {:?}", self.0)
+    }
+}
+
+impl std::error::Error for BadTarget {}
+
+/// Why an SSH session could not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SshError {
+    /// The target is not an `ssh://` target we accept.
+    Target(BadTarget),
+    /// No private folder for the control socket could be made.
+    ControlDir(std::io::Error),
+    /// The `ssh` program could not be run.
+    Spawn(std::io::Error),
+    /// ssh gave up connecting; what it said on stderr.
+    Refused { destination: String, port: u16, stderr: String },
+    /// The session was stopped while connecting.
+    Stopped,
+    /// The master connection did not come up in time.
+    Slow { destination: String },
+    /// Running the host probe failed.
+    Probe(ExecError),
+    /// Neither `uname` nor `ver` answered; what the first said on stderr.
+    UnknownHost { destination: String, stderr: String },
+}
+
+impl fmt::Display for SshError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SshError::Target(e) => e.fmt(f),
+            SshError::ControlDir(e) => write!(f, "cannot make a control folder: {e}"),
+            SshError::Spawn(e) => write!(f, "cannot run ssh: {e}"),
+            SshError::Refused { destination, port, stderr } => f.write_str(&connect_error(destination, *port, stderr)),
+            SshError::Stopped => f.write_str("stopped while connecting"),
+            SshError::Slow { destination } => write!(f, "ssh to {destination} did not connect within 20 s"),
+            SshError::Probe(e) => e.fmt(f),
+            SshError::UnknownHost { destination, stderr } => {
+                write!(f, "cannot tell what {destination} runs (uname and ver both failed): {}", stderr.trim())
+            }
+        }
+    }
+}
+
+impl std::error::Error for SshError {}
+
+impl std::str::FromStr for SshTarget {
+    type Err = BadTarget;
+
+    fn from_str(target: &str) -> Result<SshTarget, BadTarget> {
+        let bad = || BadTarget(target.to_string());
         let rest = target.trim().strip_prefix("ssh://").ok_or_else(bad)?.trim_end_matches('/');
         let (user, hostport) = rest.split_once('@').ok_or_else(bad)?;
         let (host, port) = match hostport.strip_prefix('[') {
@@ -55,6 +112,13 @@ impl SshTarget {
             return Err(bad());
         }
         Ok(SshTarget { user: user.to_string(), host: host.to_string(), port })
+    }
+}
+
+impl SshTarget {
+    /// The target, or the message that says its shape (for the API's 400).
+    pub fn parse(target: &str) -> Result<SshTarget, String> {
+        target.parse().map_err(|e: BadTarget| e.to_string())
     }
 }
 
@@ -86,11 +150,15 @@ impl Output {
 }
 
 impl SshExecutor {
-    /// Connect (start the master), inspect the host once, and be ready; or say why not.
+    /// Connect (start the master), inspect the host once, and be ready; or say why not (the
+    /// words end the session).
     pub fn connect(target: &str, config: &Config, stop: Arc<StopSignal>) -> Result<SshExecutor, String> {
-        let target = SshTarget::parse(target)?;
-        let control_dir =
-            crate::util::private_temp_dir("ac-ssh-").map_err(|e| format!("cannot make a control folder: {e}"))?;
+        SshExecutor::open(target, config, stop).map_err(|e| e.to_string())
+    }
+
+    fn open(target: &str, config: &Config, stop: Arc<StopSignal>) -> Result<SshExecutor, SshError> {
+        let target: SshTarget = target.parse().map_err(SshError::Target)?;
+        let control_dir = crate::util::private_temp_dir("ac-ssh-").map_err(SshError::ControlDir)?;
         let known_hosts = config.known_hosts_path();
         let mut options = vec![
             "-o".into(),
@@ -151,7 +219,7 @@ impl SshExecutor {
     }
 
     /// Start the multiplexing master and wait until its socket answers.
-    fn start_master(&self) -> Result<(), String> {
+    fn start_master(&self) -> Result<(), SshError> {
         let mut master = self.master.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(mut old) = master.take() {
             let _ = old.kill();
@@ -165,7 +233,7 @@ impl SshExecutor {
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot run ssh: {e}"))?;
+            .map_err(SshError::Spawn)?;
         let socket = self.control_dir.join("cm");
         for _ in 0..400 {
             if socket.exists() {
@@ -177,33 +245,33 @@ impl SshExecutor {
                 if let Some(mut e) = child.stderr.take() {
                     let _ = e.read_to_string(&mut err);
                 }
-                return Err(connect_error(&self.destination(), self.target.port, &err));
+                return Err(SshError::Refused { destination: self.destination(), port: self.target.port, stderr: err });
             }
             if self.stop.wait(Duration::from_millis(50)) {
                 let _ = child.kill();
-                return Err("stopped while connecting".into());
+                return Err(SshError::Stopped);
             }
         }
         let _ = child.kill();
-        Err(format!("ssh to {} did not connect within 20 s", self.destination()))
+        Err(SshError::Slow { destination: self.destination() })
     }
 
     /// Learn the host's system, shell, `timeout` and sudo once; Windows if `uname` is not there.
-    fn inspect(&mut self) -> Result<(), String> {
-        let out = self.ssh_once(remote::PROBE, None, Duration::from_secs(30)).map_err(|e| e.to_string())?;
+    fn inspect(&mut self) -> Result<(), SshError> {
+        let out = self.ssh_once(remote::PROBE, None, Duration::from_secs(30)).map_err(SshError::Probe)?;
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         if out.code == Some(0) && !text.trim().is_empty() {
             (self.briefing, self.has_timeout) = remote::parse_probe(&text);
             return Ok(());
         }
-        let ver = self.ssh_once("ver", None, Duration::from_secs(30)).map_err(|e| e.to_string())?;
+        let ver = self.ssh_once("ver", None, Duration::from_secs(30)).map_err(SshError::Probe)?;
         let ver = String::from_utf8_lossy(&ver.stdout).trim().to_string();
         if ver.contains("Windows") {
             self.flavor = Flavor::Windows;
             self.briefing = format!("The host runs {ver}; commands run in cmd.exe (not a POSIX shell).");
             return Ok(());
         }
-        Err(format!("cannot tell what {} runs (uname and ver both failed): {}", self.destination(), out.stderr.trim()))
+        Err(SshError::UnknownHost { destination: self.destination(), stderr: out.stderr })
     }
 
     /// One `ssh` run over the master: `remote` with `stdin`, at most `timeout`, or until a stop.
@@ -261,7 +329,7 @@ impl SshExecutor {
                     return Err(ExecError::Stopped);
                 }
                 if let Err(e) = self.start_master() {
-                    last = e;
+                    last = e.to_string();
                 }
             }
         }
@@ -274,8 +342,7 @@ impl SshExecutor {
     fn run_command(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {
         let command = p["command"].as_str().unwrap_or("");
         let limit = p["timeout_s"].as_u64().unwrap_or(60).clamp(1, timeout.as_secs().max(1));
-        let line = remote::run_line(self.flavor, command, p["cwd"].as_str(), limit, self.has_timeout)
-            .map_err(ExecError::Failed)?;
+        let line = remote::run_line(self.flavor, command, p["cwd"].as_str(), limit, self.has_timeout)?;
         let started = std::time::Instant::now();
         let out = self.ssh(&line, None, Duration::from_secs(limit + 10))?;
         let mut result = json!({
@@ -307,8 +374,7 @@ impl SshExecutor {
             }
             _ => content.as_bytes().to_vec(),
         };
-        let out =
-            self.ssh(&remote::write_line(self.flavor, path).map_err(ExecError::Failed)?, Some(&bytes), timeout)?;
+        let out = self.ssh(&remote::write_line(self.flavor, path)?, Some(&bytes), timeout)?;
         if out.code != Some(0) {
             return Err(ExecError::Failed(format!("cannot write `{path}`: {}", strip_ansi(out.stderr.trim()))));
         }
@@ -318,7 +384,7 @@ impl SshExecutor {
     fn read_file(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {
         let path = p["path"].as_str().unwrap_or("");
         let max = p["max_bytes"].as_u64().unwrap_or(256 * 1024).clamp(1, OUTPUT_CAP as u64 - 64);
-        let out = self.ssh(&remote::read_line(self.flavor, path, max).map_err(ExecError::Failed)?, None, timeout)?;
+        let out = self.ssh(&remote::read_line(self.flavor, path, max)?, None, timeout)?;
         if out.code != Some(0) {
             return Err(ExecError::Failed(format!("cannot read `{path}`: {}", strip_ansi(out.stderr.trim()))));
         }
@@ -335,7 +401,7 @@ impl SshExecutor {
 
     fn list_dir(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {
         let path = p["path"].as_str().unwrap_or("");
-        let out = self.ssh(&remote::list_line(self.flavor, path).map_err(ExecError::Failed)?, None, timeout)?;
+        let out = self.ssh(&remote::list_line(self.flavor, path)?, None, timeout)?;
         if out.code != Some(0) {
             return Err(ExecError::Failed(format!("cannot list `{path}`: {}", strip_ansi(out.stderr.trim()))));
         }
