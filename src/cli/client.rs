@@ -73,7 +73,11 @@ fn api_error_from(status: u16, body: &Value) -> ClientError {
 
 impl ApiClient {
     /// Err when the CA file cannot be used.
-    pub fn new(api: Option<String>, token: Option<String>, ca_file: Option<PathBuf>) -> Result<ApiClient, String> {
+    pub fn new(
+        api: Option<String>,
+        token: Option<String>,
+        ca_file: Option<PathBuf>,
+    ) -> Result<ApiClient, crate::util::tls::CaFileError> {
         let base = api
             .or_else(|| std::env::var("AGENT_CONTROLLER_API").ok())
             .filter(|s| !s.trim().is_empty())

@@ -11,10 +11,12 @@ mod report;
 pub mod site;
 pub mod tasks;
 
-use crate::cli::client::ApiClient;
-use crate::config::Config;
-use crate::daemon::Daemon;
+use crate::cli::client::{ApiClient, ClientError};
+use crate::config::{Config, ConfigError};
+use crate::daemon::{Daemon, StartError};
+use crate::util::tls::CaFileError;
 use serde_json::{Value, json};
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -55,32 +57,90 @@ pub struct Options {
     pub on_row: Option<ShowRow>,
 }
 
+/// Why the eval could not run, or one task's session could not be made.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum EvalError {
+    /// A task name that is none of `TASKS`.
+    UnknownTask(String),
+    /// `--llm` names no endpoint of the config.
+    NoEndpoint(String),
+    /// `--tool-mode` is not native, json or auto.
+    ToolMode(String),
+    /// An option that takes a number was given something else (its name, what was given).
+    NotANumber(&'static str, String),
+    /// The private temporary folder could not be made.
+    TempDir(std::io::Error),
+    /// The config, made ready for the eval, does not validate.
+    Config(ConfigError),
+    /// The daemon did not start.
+    Daemon(StartError),
+    /// The REST client could not be made.
+    Client(CaFileError),
+    /// The eval's website did not start.
+    Site(std::io::Error),
+    /// No `agent-worker` binary could be found or started.
+    Worker { bin: PathBuf, source: std::io::Error },
+    /// This program's own path is unknown, so the worker beside it is too.
+    OwnPath(std::io::Error),
+    /// Asking the daemon for its workers failed.
+    Workers(ClientError),
+    /// The worker did not register with both capabilities in time.
+    NoWorker,
+    /// The daemon refused a task's session.
+    NotCreated(ClientError),
+    /// The daemon created it but gave no id.
+    NoSessionId,
+}
+
+impl fmt::Display for EvalError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use EvalError::*;
+        match self {
+            UnknownTask(n) => {
+                let known: Vec<&str> = TASKS.iter().map(|t| t.name).collect();
+                write!(f, "no eval task {n:?}; the tasks are: {}", known.join(", "))
+            }
+            NoEndpoint(llm) => write!(f, "no model endpoint {llm:?} in the config"),
+            ToolMode(mode) => write!(f, "--tool-mode {mode:?}: say native, json or auto"),
+            NotANumber(name, v) => write!(f, "{name} {v:?} is not a number"),
+            TempDir(e) => write!(f, "temporary folder: {e}"),
+            Config(e) => e.fmt(f),
+            Daemon(e) => write!(f, "the daemon did not start: {e}"),
+            Client(e) => e.fmt(f),
+            Site(e) => write!(f, "the eval site did not start: {e}"),
+            Worker { bin, source } => {
+                write!(f, "cannot start {}: {source} (build it, or name it with --worker)", bin.display())
+            }
+            OwnPath(e) => e.fmt(f),
+            Workers(e) => e.fmt(f),
+            NoWorker => {
+                f.write_str("agent-worker did not register with browser and shell within 30 s (is Chromium installed?)")
+            }
+            NotCreated(e) => write!(f, "not created: {e}"),
+            NoSessionId => f.write_str("not created: no session_id"),
+        }
+    }
+}
+
+impl std::error::Error for EvalError {}
+
 /// The tasks named (all when none), or the first unknown name.
-pub fn select(names: &[String]) -> Result<Vec<&'static tasks::Task>, String> {
+pub fn select(names: &[String]) -> Result<Vec<&'static tasks::Task>, EvalError> {
     if names.is_empty() {
         return Ok(TASKS.iter().collect());
     }
-    names
-        .iter()
-        .map(|n| {
-            TASKS.iter().find(|t| t.name == n).ok_or_else(|| {
-                let known: Vec<&str> = TASKS.iter().map(|t| t.name).collect();
-                format!("no eval task {n:?}; the tasks are: {}", known.join(", "))
-            })
-        })
-        .collect()
+    names.iter().map(|n| TASKS.iter().find(|t| t.name == n).ok_or_else(|| EvalError::UnknownTask(n.clone()))).collect()
 }
 
 /// Run the eval: start the stack, run every selected task `repeat` times, judge each.
-pub fn run(mut config: Config, opts: &Options) -> Result<Report, String> {
+pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
     let chosen = select(&opts.tasks)?;
-    let endpoint =
-        config.endpoint(&opts.llm).ok_or_else(|| format!("no model endpoint {:?} in the config", opts.llm))?;
+    let endpoint = config.endpoint(&opts.llm).ok_or_else(|| EvalError::NoEndpoint(opts.llm.clone()))?;
     if let Some(mode) = &opts.tool_mode {
         set_tool_mode(&mut config, &opts.llm, mode)?;
     }
-    let scratch =
-        crate::util::private_temp_dir("agent-controller-eval-").map_err(|e| format!("temporary folder: {e}"))?;
+    let scratch = crate::util::private_temp_dir("agent-controller-eval-").map_err(EvalError::TempDir)?;
     let stack = Stack::start(config, &scratch, opts)?;
     let mut report = Report {
         llm: opts.llm.clone(),
@@ -114,9 +174,9 @@ fn mode_name(mode: crate::config::ToolMode) -> &'static str {
     }
 }
 
-fn set_tool_mode(config: &mut Config, llm: &str, mode: &str) -> Result<(), String> {
+fn set_tool_mode(config: &mut Config, llm: &str, mode: &str) -> Result<(), EvalError> {
     if !matches!(mode, "native" | "json" | "auto") {
-        return Err(format!("--tool-mode {mode:?}: say native, json or auto"));
+        return Err(EvalError::ToolMode(mode.to_string()));
     }
     match config.providers.get_mut(llm) {
         Some(p) => p.tool_mode = mode.to_string(),
@@ -136,29 +196,29 @@ struct Stack {
 }
 
 impl Stack {
-    fn start(mut config: Config, scratch: &Path, opts: &Options) -> Result<Stack, String> {
+    fn start(mut config: Config, scratch: &Path, opts: &Options) -> Result<Stack, EvalError> {
         let output = scratch.join("output");
         config.output.dir = output.clone();
         config.server.host = "127.0.0.1".into();
         (config.server.api_port, config.server.worker_port) = (0, 0);
         config.server.api_token = Default::default();
         config.server.worker_token = Default::default();
-        config.validate().map_err(|e| e.to_string())?;
+        config.validate().map_err(EvalError::Config)?;
         let agent = crate::agent::llm_agent(&config);
-        let daemon = Daemon::start(config, agent).map_err(|e| format!("the daemon did not start: {}", e.0))?;
+        let daemon = Daemon::start(config, agent).map_err(EvalError::Daemon)?;
         let api = format!("http://{}", daemon.api_addr());
-        let client = ApiClient::new(Some(api), None, None)?;
-        let site = site::Site::start(USERNAME, &password()).map_err(|e| format!("the eval site did not start: {e}"))?;
+        let client = ApiClient::new(Some(api), None, None).map_err(EvalError::Client)?;
+        let site = site::Site::start(USERNAME, &password()).map_err(EvalError::Site)?;
         let worker = start_worker(opts, &daemon, scratch)?;
         let stack = Stack { daemon: Some(daemon), client, site, worker, scratch: scratch.to_path_buf(), output };
         stack.wait_for_worker()?;
         Ok(stack)
     }
 
-    fn wait_for_worker(&self) -> Result<(), String> {
+    fn wait_for_worker(&self) -> Result<(), EvalError> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
-            let workers = self.client.get("/workers").map_err(|e| e.to_string())?;
+            let workers = self.client.get("/workers").map_err(EvalError::Workers)?;
             let ready = workers.as_array().into_iter().flatten().any(|w| {
                 let caps = w["capabilities"].to_string();
                 w["status"] != "disconnected" && caps.contains("browser") && caps.contains("shell")
@@ -168,7 +228,7 @@ impl Stack {
             }
             std::thread::sleep(Duration::from_millis(100));
         }
-        Err("agent-worker did not register with browser and shell within 30 s (is Chromium installed?)".into())
+        Err(EvalError::NoWorker)
     }
 
     fn run_task(&self, task: &tasks::Task, run: u32, opts: &Options) -> Row {
@@ -181,7 +241,7 @@ impl Stack {
         let id = match self.create(task.kind, &prepared, opts) {
             Ok(id) => id,
             Err(e) => {
-                row.why = e;
+                row.why = e.to_string();
                 return row;
             }
         };
@@ -191,13 +251,13 @@ impl Stack {
         let evidence = Evidence { files: self.files(&id), posts: self.site.posts(), site: &self.site };
         match tasks::judge(&prepared.expect, &evidence) {
             Ok(()) => row.pass = true,
-            Err(why) => row.why = why,
+            Err(why) => row.why = why.to_string(),
         }
         row.session = id;
         row
     }
 
-    fn create(&self, kind: Kind, p: &tasks::Prepared, opts: &Options) -> Result<String, String> {
+    fn create(&self, kind: Kind, p: &tasks::Prepared, opts: &Options) -> Result<String, EvalError> {
         let mut body = json!({
             "mode": "task", "type": kind.name(), "target": p.target, "instruction": p.instruction,
             "llm": opts.llm,
@@ -209,8 +269,8 @@ impl Stack {
         if let Some((username, password)) = &p.credentials {
             body["credentials"] = json!({"username": username, "password": password});
         }
-        let session = self.client.post("/sessions", &body).map_err(|e| format!("not created: {e}"))?;
-        session["session_id"].as_str().map(str::to_string).ok_or_else(|| "not created: no session_id".to_string())
+        let session = self.client.post("/sessions", &body).map_err(EvalError::NotCreated)?;
+        session["session_id"].as_str().map(str::to_string).ok_or(EvalError::NoSessionId)
     }
 
     /// The session once it ended (stopped when it runs past `timeout`).
@@ -259,10 +319,10 @@ impl Drop for Stack {
     }
 }
 
-fn start_worker(opts: &Options, daemon: &Daemon, scratch: &Path) -> Result<Child, String> {
+fn start_worker(opts: &Options, daemon: &Daemon, scratch: &Path) -> Result<Child, EvalError> {
     let bin = match &opts.worker {
         Some(b) => b.clone(),
-        None => std::env::current_exe().map_err(|e| e.to_string())?.with_file_name("agent-worker"),
+        None => std::env::current_exe().map_err(EvalError::OwnPath)?.with_file_name("agent-worker"),
     };
     let downloads = scratch.join("downloads");
     let _ = std::fs::create_dir_all(&downloads);
@@ -285,7 +345,7 @@ fn start_worker(opts: &Options, daemon: &Daemon, scratch: &Path) -> Result<Child
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .map_err(|e| format!("cannot start {}: {e} (build it, or name it with --worker)", bin.display()))
+        .map_err(move |source| EvalError::Worker { bin, source })
 }
 
 /// The input tokens of the session's first model request, from its journal's first `progress`
@@ -320,10 +380,10 @@ pub fn task_list() -> String {
 /// totals; the exit code (0, 1 below `--min-pass`, 2 for a usage or start-up error).
 pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
     let json = parsed.options.iter().any(|(n, _)| *n == "--json");
-    let number = |name: &str, default: u32| -> Result<u32, String> {
-        parsed.value(name).map_or(Ok(default), |v| v.parse().map_err(|_| format!("{name} {v:?} is not a number")))
+    let number = |name: &'static str, default: u32| -> Result<u32, EvalError> {
+        parsed.value(name).map_or(Ok(default), |v| v.parse().map_err(|_| EvalError::NotANumber(name, v.to_string())))
     };
-    let parsed_opts = (|| -> Result<(Options, Option<u32>), String> {
+    let parsed_opts = (|| -> Result<(Options, Option<u32>), EvalError> {
         let opts = Options {
             llm: parsed.value("--llm").unwrap_or(crate::config::DEFAULT_LLM).to_string(),
             model: parsed.value("--model").map(str::to_string),
@@ -341,7 +401,7 @@ pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
         };
         let min_pass = parsed
             .value("--min-pass")
-            .map(|v| v.parse().map_err(|_| format!("--min-pass {v:?} is not a number")))
+            .map(|v| v.parse().map_err(|_| EvalError::NotANumber("--min-pass", v.to_string())))
             .transpose()?;
         Ok((opts, min_pass))
     })();

@@ -5,6 +5,7 @@
 
 use super::site::{Post, Site};
 use crate::util::clock::random_u64;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,27 +232,60 @@ fn find_file(s: &Setup) -> Prepared {
     )
 }
 
-/// Whether every expectation holds; else the first that does not, in words.
-pub fn judge(expect: &[Expect], evidence: &Evidence) -> Result<(), String> {
+/// The first expectation a run did not meet; shown as the row's "why".
+#[derive(Debug)]
+pub enum Miss<'a> {
+    /// No file of the session is named `stem…`.
+    NoFile(&'a str),
+    /// Files named `stem…` exist, but none holds every text.
+    Lacks(&'a str, &'a [String]),
+    /// No file of the session has the bytes the site served.
+    NotDownloaded(&'a str),
+    /// No PDF the site did not serve itself (a print of the page).
+    NoPdf,
+    /// The site received no post to `path` with these fields.
+    NoPost(&'a str, &'a [(&'static str, String)]),
+    /// The file on the machine holds something else (its start).
+    HostFileHolds(&'a Path, String),
+    /// The file on the machine is not there.
+    HostFileMissing(&'a Path),
+}
+
+impl fmt::Display for Miss<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Miss::NoFile(stem) => write!(f, "no file named {stem}…"),
+            Miss::Lacks(stem, holds) => write!(f, "{stem}… does not hold {}", holds.join(", ")),
+            Miss::NotDownloaded(what) => write!(f, "{what} not downloaded"),
+            Miss::NoPdf => f.write_str("no PDF of the page"),
+            Miss::NoPost(path, fields) => write!(f, "no {path} post with {fields:?}"),
+            Miss::HostFileHolds(path, start) => write!(f, "{} holds {start:?}", path.display()),
+            Miss::HostFileMissing(path) => write!(f, "{} was not created", path.display()),
+        }
+    }
+}
+
+/// Whether every expectation holds; else the first that does not.
+pub fn judge<'a>(expect: &'a [Expect], evidence: &Evidence) -> Result<(), Miss<'a>> {
     expect.iter().try_for_each(|e| judge_one(e, evidence))
 }
 
-fn judge_one(expect: &Expect, ev: &Evidence) -> Result<(), String> {
+fn judge_one<'a>(expect: &'a Expect, ev: &Evidence) -> Result<(), Miss<'a>> {
     match expect {
         Expect::File { stem, holds } => {
             let named: Vec<&(String, Vec<u8>)> =
                 ev.files.iter().filter(|(n, _)| n.to_lowercase().starts_with(stem)).collect();
             if named.is_empty() {
-                return Err(format!("no file named {stem}…"));
+                return Err(Miss::NoFile(stem));
             }
             let ok = named.iter().any(|(_, b)| holds.iter().all(|h| holds_text(&String::from_utf8_lossy(b), h)));
-            if ok { Ok(()) } else { Err(format!("{stem}… does not hold {}", holds.join(", "))) }
+            if ok { Ok(()) } else { Err(Miss::Lacks(stem, holds)) }
         }
         Expect::Bytes { what, bytes } => {
             if ev.files.iter().any(|(_, b)| b == bytes) {
                 Ok(())
             } else {
-                Err(format!("{what} not downloaded"))
+                Err(Miss::NotDownloaded(what))
             }
         }
         Expect::NewPdf => {
@@ -259,18 +293,18 @@ fn judge_one(expect: &Expect, ev: &Evidence) -> Result<(), String> {
             let made = ev.files.iter().any(|(n, b)| {
                 n.to_lowercase().ends_with(".pdf") && b.starts_with(b"%PDF") && !site.contains(&b.as_slice())
             });
-            if made { Ok(()) } else { Err("no PDF of the page".into()) }
+            if made { Ok(()) } else { Err(Miss::NoPdf) }
         }
         Expect::Posted { path, fields } => {
             let ok = ev.posts.iter().any(|p| {
                 p.path == *path && fields.iter().all(|(k, v)| p.fields.get(*k).is_some_and(|got| holds_text(got, v)))
             });
-            if ok { Ok(()) } else { Err(format!("no {path} post with {fields:?}")) }
+            if ok { Ok(()) } else { Err(Miss::NoPost(path, fields)) }
         }
         Expect::HostFile { path, content } => match std::fs::read_to_string(path) {
             Ok(text) if text.trim() == content => Ok(()),
-            Ok(text) => Err(format!("{} holds {:?}", path.display(), super::excerpt(&text, 60))),
-            Err(_) => Err(format!("{} was not created", path.display())),
+            Ok(text) => Err(Miss::HostFileHolds(path, super::excerpt(&text, 60))),
+            Err(_) => Err(Miss::HostFileMissing(path)),
         },
     }
 }

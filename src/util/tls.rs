@@ -1,13 +1,38 @@
 //! The clients' side of TLS (console, MCP server, worker): an `https://` daemon is verified
 //! against the bundled web roots, or, with `--ca-file`, against that private CA alone.
 
-use std::path::Path;
+use std::fmt;
+use std::path::{Path, PathBuf};
 use ureq::tls::{Certificate, PemItem, RootCerts, TlsConfig};
 
+/// Why `--ca-file` cannot be used; each message names the file.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum CaFileError {
+    /// The file could not be read.
+    Read(PathBuf, std::io::Error),
+    /// Its text is not PEM.
+    NotPem(PathBuf, Box<ureq::Error>),
+    /// It is PEM but holds no certificate.
+    Empty(PathBuf),
+}
+
+impl fmt::Display for CaFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CaFileError::Read(path, e) => write!(f, "cannot read the CA file {}: {e}", path.display()),
+            CaFileError::NotPem(path, e) => write!(f, "the CA file {} is not PEM: {e}", path.display()),
+            CaFileError::Empty(path) => write!(f, "the CA file {} holds no certificate", path.display()),
+        }
+    }
+}
+
+impl std::error::Error for CaFileError {}
+
 /// The TLS settings for a client: web roots, or only the CA certificates in `ca_file` (PEM).
-pub fn client_tls(ca_file: Option<&Path>) -> Result<TlsConfig, String> {
+pub fn client_tls(ca_file: Option<&Path>) -> Result<TlsConfig, CaFileError> {
     let Some(path) = ca_file else { return Ok(TlsConfig::default()) };
-    let pem = std::fs::read(path).map_err(|e| format!("cannot read the CA file {}: {e}", path.display()))?;
+    let pem = std::fs::read(path).map_err(|e| CaFileError::Read(path.to_path_buf(), e))?;
     let certs: Vec<Certificate<'static>> = ureq::tls::parse_pem(&pem)
         .filter_map(|item| match item {
             Ok(PemItem::Certificate(c)) => Some(Ok(c)),
@@ -15,9 +40,9 @@ pub fn client_tls(ca_file: Option<&Path>) -> Result<TlsConfig, String> {
             Err(e) => Some(Err(e)),
         })
         .collect::<Result<_, _>>()
-        .map_err(|e| format!("the CA file {} is not PEM: {e}", path.display()))?;
+        .map_err(|e| CaFileError::NotPem(path.to_path_buf(), Box::new(e)))?;
     if certs.is_empty() {
-        return Err(format!("the CA file {} holds no certificate", path.display()));
+        return Err(CaFileError::Empty(path.to_path_buf()));
     }
     Ok(TlsConfig::builder().root_certs(RootCerts::new_with_certs(&certs)).build())
 }

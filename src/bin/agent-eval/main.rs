@@ -85,7 +85,7 @@ fn mcp(parsed: &Parsed) -> ExitCode {
     let ca_file = parsed.value("--ca-file").map(PathBuf::from);
     let client = match agent_controller::cli::client::ApiClient::new(api, token, ca_file) {
         Ok(c) => c,
-        Err(e) => return usage(&e),
+        Err(e) => return usage(&e.to_string()),
     };
     ExitCode::from(agent_controller::cli::mcp::serve(client, files))
 }

@@ -93,7 +93,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     }
     let ca_file = ca_file.or_else(|| std::env::var_os("AGENT_WORKER_CA_FILE").map(PathBuf::from));
     let tls = agent_controller::util::tls::client_tls(ca_file.as_deref().filter(|p| !p.as_os_str().is_empty()))
-        .map_err(Exit::usage)?;
+        .map_err(|e| Exit::usage(e.to_string()))?;
     let token_on_argv = token.as_deref().is_some_and(|t| !t.is_empty());
     let from_file = match &token_file {
         Some(path) => Some(crate::hygiene::read_token_file(path).map_err(|e| Exit::usage(e.to_string()))?),
