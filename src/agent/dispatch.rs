@@ -8,8 +8,8 @@ use super::approval::Gate;
 use super::context::excerpt;
 use crate::exec::ExecError;
 use crate::llm::{Block, joined_text};
+use crate::protocol::LogKind;
 use crate::protocol::tools::{Runs, Timeout, Tool};
-use crate::protocol::{LogKind, SessionType};
 use crate::util::clock;
 use crate::util::schema;
 use serde_json::{Value, json};
@@ -72,7 +72,7 @@ fn asked_timeout(input: &Value, command_s: u64) -> u64 {
 
 impl Agent {
     /// The size and quality of desktop screenshots: the session's, else the config's.
-    fn screenshot_settings(&self) -> Value {
+    pub(super) fn screenshot_settings(&self) -> Value {
         let (options, config) = (&self.record.options, &self.runner.config().screenshot);
         json!({
             "width": options.screenshot_width.unwrap_or(config.width),
@@ -171,14 +171,8 @@ impl Agent {
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
         let task = &self.runner.config().task;
         let timeout = timeout_for(tool, input, task.command_timeout_s, task.download_timeout_s);
-        let mut params = input.clone();
-        if tool.spec().runs == Runs::Target(SessionType::App) {
-            // Added after validation: the model cannot set these, the session does.
-            params["screenshot"] = self.screenshot_settings();
-        }
-        if tool.spec().runs == Runs::Target(SessionType::Browser) {
-            params["snapshot_chars"] = self.snapshot_chars().into();
-        }
+        // Added after validation: the model cannot set these, the session does.
+        let mut params = self.target_params(tool, input);
         if tool.spec().timeout == Timeout::Asked && input["timeout_s"].is_u64() {
             params["timeout_s"] = asked_timeout(input, task.command_timeout_s).into();
         }

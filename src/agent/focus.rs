@@ -23,6 +23,7 @@
 use super::Agent;
 use crate::config::Vision;
 use crate::llm::{Block, Message, Role, ToolDef};
+use crate::protocol::takeover::BudgetKind;
 use crate::protocol::tools::Tool;
 use crate::protocol::{Mode, SessionRecord, SessionType};
 use serde_json::json;
@@ -192,9 +193,9 @@ impl Agent {
     }
 
     /// The focus of the turn about to be made; a note saying why goes into the conversation.
-    pub(super) fn choose_focus(&mut self, stuck: Option<&str>) {
+    pub(super) fn choose_focus(&mut self, stuck: Option<&str>, budget: Option<BudgetKind>) {
         let last_turn = self.turn >= self.record.max_turns && self.record.max_turns > 1;
-        let focus = if stuck.is_some() || last_turn {
+        let focus = if stuck.is_some() || last_turn || budget.is_some() {
             Focus::Deliver
         } else if self.focus.stale >= STALE_LIMIT {
             Focus::Act
@@ -205,6 +206,11 @@ impl Agent {
         let task = self.task_line();
         let note = match (focus, stuck) {
             (Focus::Open, _) => return,
+            (Focus::Deliver, _) if budget.is_some() => format!(
+                "The session's {} budget is spent: this is your last call. {task}\nDeliver what you have now: call {}.",
+                budget.map_or("", BudgetKind::noun),
+                self.deliver_call()
+            ),
             (Focus::Act, _) => {
                 format!("{}. This turn only tools that act will run. {task}", self.act_now())
             }

@@ -48,6 +48,7 @@ impl Agent {
             }
             Tool::SendNotification => self.send_notification(input),
             Tool::PerformLogin => self.perform_login(),
+            Tool::RequestTakeover => self.request_takeover(input),
             Tool::SearchHistory => {
                 let max = input["max_results"].as_u64().unwrap_or(20) as usize;
                 ToolOutcome::ok(self.search_history(input["query"].as_str().unwrap_or(""), max))

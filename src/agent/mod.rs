@@ -10,6 +10,7 @@
 //! tool call in it has its result, whatever ended the session.
 
 mod approval;
+mod budget;
 mod compaction;
 mod context;
 mod dispatch;
@@ -24,6 +25,7 @@ pub mod prompts;
 mod replay;
 mod report;
 mod snapshot;
+mod takeover;
 mod vision;
 mod wrapup;
 
@@ -113,6 +115,10 @@ pub struct Agent {
     focus: focus::FocusState,
     /// Every word the session has seen, to hold back a guessed answer once (`grounding.rs`).
     grounding: grounding::Grounding,
+    /// Time a person held the session (not counted against its seconds budget).
+    paused_for: Duration,
+    /// The budget's one wrap-up call was made (`budget.rs`).
+    budget_wrapped: bool,
 }
 
 /// What one turn decided.
@@ -185,6 +191,8 @@ impl Agent {
             replaying: false,
             focus: focus::FocusState::new(opened),
             grounding,
+            paused_for: Duration::ZERO,
+            budget_wrapped: false,
         }
     }
 
@@ -200,6 +208,10 @@ impl Agent {
                 }
             }
         };
+        let outcome = match outcome {
+            AgentOutcome::Finished { summary } => AgentOutcome::Finished { summary: self.with_budget_line(summary) },
+            other => other,
+        };
         self.journal_conversation();
         self.save_conversation();
         if outcome == AgentOutcome::Stopped {
@@ -214,6 +226,13 @@ impl Agent {
         if self.runner.stop_requested() {
             return Turn::End(AgentOutcome::Stopped);
         }
+        if let Some(end) = self.pause_if_asked() {
+            return end;
+        }
+        let budget = match self.budget_turn() {
+            Ok(wrap_up) => wrap_up,
+            Err(end) => return end,
+        };
         // Stuck: one constrained call that asks for the deliverable; stuck again, the end.
         let stuck = self.loops.stuck().map(str::to_string);
         if let Some(reason) = &stuck {
@@ -228,7 +247,7 @@ impl Agent {
         }
         self.turn += 1;
         self.runner.set_turn(self.turn);
-        self.choose_focus(stuck.as_deref());
+        self.choose_focus(stuck.as_deref(), budget);
         self.journal_conversation();
         trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
         let reply = match self.call_model_seeing() {

@@ -73,8 +73,9 @@ impl Agent {
     }
 
     pub(super) fn write_report(&self, summary: &str, report: Option<&str>) {
+        let summary = &self.with_budget_line(summary.to_string());
         match report.filter(|r| !r.trim().is_empty()) {
-            Some(r) => self.runner.write_report(r),
+            Some(r) => self.runner.write_report(&self.with_budget_line(r.to_string())),
             None => {
                 let (head, tail) = self.report_frame();
                 self.runner.write_report(&format!("{head}{summary}\n{tail}"));

@@ -8,6 +8,7 @@
 //! meant for one service is never sent to another endpoint. `vision` (`auto`, `true`,
 //! `false`; a named provider without one takes `api`'s) says whether the model reads images.
 
+use super::price::Price;
 use super::{ConfigError, positive};
 use crate::util::secret::Secret;
 use serde::Deserialize;
@@ -30,6 +31,8 @@ pub struct ApiConfig {
     pub vision: Vision,
     /// Sampling temperature; unset = the provider's own default.
     pub temperature: Option<f32>,
+    /// What its tokens cost (`price.rs`); unset = the list price of a model we know.
+    pub price: Option<Price>,
 }
 
 /// Whether an endpoint's model reads images: `auto` finds out (an error saying images are
@@ -79,6 +82,7 @@ impl Default for ApiConfig {
             max_retries: 5,
             vision: Vision::Auto,
             temperature: None,
+            price: None,
         }
     }
 }
@@ -96,6 +100,7 @@ pub struct ProviderConfig {
     pub max_tokens: Option<u32>,
     pub vision: Option<Vision>,
     pub temperature: Option<f32>,
+    pub price: Option<Price>,
 }
 
 /// Which wire format an endpoint speaks.
@@ -176,6 +181,8 @@ pub struct Endpoint {
     pub max_tokens: u32,
     pub vision: Vision,
     pub temperature: Option<f32>,
+    /// Set in the config, else the list price of its model (`price::list_price`).
+    pub price: Option<Price>,
 }
 
 fn tool_mode(s: &str) -> Option<ToolMode> {
@@ -223,7 +230,15 @@ impl super::Config {
             max_tokens,
             vision: self.providers.get(name).and_then(|p| p.vision).unwrap_or(api.vision),
             temperature: self.providers.get(name).and_then(|p| p.temperature).or(api.temperature),
+            price: self.price(name, &or_default(model, wire.default_model())),
         })
+    }
+
+    /// What `model` costs on the endpoint `name`: its configured price, else the model's list
+    /// price.
+    pub fn price(&self, name: &str, model: &str) -> Option<Price> {
+        let configured = if name == DEFAULT_LLM { self.api.price } else { self.providers.get(name)?.price };
+        configured.or_else(|| super::price::list_price(model))
     }
 
     /// `api`'s key from its provider's environment variable (it overrides the file).
@@ -243,6 +258,7 @@ impl super::Config {
             return Err(ConfigError::key("api.max_retries", "must be at most 20"));
         }
         check_temperature("api.temperature", api.temperature)?;
+        check_price("api.price", api.price)?;
         for (name, p) in &self.providers {
             let at = format!("providers.{name}");
             if name == DEFAULT_LLM
@@ -257,8 +273,16 @@ impl super::Config {
                 positive(&format!("{at}.max_tokens"), n.into())?;
             }
             check_temperature(&format!("{at}.temperature"), p.temperature)?;
+            check_price(&format!("{at}.price"), p.price)?;
         }
         Ok(())
+    }
+}
+
+fn check_price(at: &str, price: Option<Price>) -> Result<(), ConfigError> {
+    match price {
+        Some(p) if !p.is_valid() => Err(ConfigError::key(at, "prices are numbers of dollars, 0 or more")),
+        _ => Ok(()),
     }
 }
 

@@ -6,11 +6,14 @@
 
 mod access;
 mod llm;
+mod price;
 mod show;
 
 pub use access::{ENV_API_TOKEN, ENV_WORKER_TOKEN, MIN_TOKEN_CHARS};
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Vision, Wire};
+pub use price::Price;
 
+use crate::protocol::takeover::Budget;
 use crate::util::secret::Secret;
 use serde::Deserialize;
 use std::fmt;
@@ -85,6 +88,8 @@ pub struct TaskConfig {
     pub confirmation_timeout: u64,
     pub command_timeout_s: u64,
     pub download_timeout_s: u64,
+    /// How long a pause waits for a person (0 = `confirmation_timeout`).
+    pub takeover_timeout_s: u64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -102,6 +107,8 @@ pub struct AgentConfig {
     pub context_window_tokens: u64,
     /// Steps (a call and its result) kept verbatim when compacting.
     pub keep_recent_steps: usize,
+    /// What a session may spend unless `POST /sessions` says otherwise (none by default).
+    pub budget: Budget,
 }
 
 /// Shell sessions over SSH (`ssh://user@host[:port]` targets).
@@ -233,7 +240,13 @@ impl Default for ExplorationConfig {
 
 impl Default for TaskConfig {
     fn default() -> Self {
-        TaskConfig { max_turns: 200, confirmation_timeout: 300, command_timeout_s: 120, download_timeout_s: 900 }
+        TaskConfig {
+            max_turns: 200,
+            confirmation_timeout: 300,
+            command_timeout_s: 120,
+            download_timeout_s: 900,
+            takeover_timeout_s: 0,
+        }
     }
 }
 
@@ -246,6 +259,7 @@ impl Default for AgentConfig {
             compact_at_tokens: 0,
             context_window_tokens: 0,
             keep_recent_steps: 5,
+            budget: Budget::default(),
         }
     }
 }
@@ -390,6 +404,9 @@ impl Config {
 
     /// Tokens, ports and the timeouts, which must fit each other.
     fn validate_limits(&self) -> Result<(), ConfigError> {
+        if let Some(why) = self.agent.budget.invalid() {
+            return Err(ConfigError::key("agent.budget", why));
+        }
         // A shared token would let every worker drive the API (and read every session).
         if !self.server.api_token.is_empty() && self.server.api_token.expose() == self.server.worker_token.expose() {
             return Err(ConfigError::key("server.worker_token", "must differ from server.api_token"));
@@ -507,6 +524,11 @@ impl Config {
             || self.server.host.parse::<IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
     }
 
+    /// How long a pause waits for a person.
+    pub fn takeover_timeout_s(&self) -> u64 {
+        if self.task.takeover_timeout_s == 0 { self.task.confirmation_timeout } else { self.task.takeover_timeout_s }
+    }
+
     pub fn max_file_bytes(&self) -> u64 {
         self.files.max_file_size_mb.saturating_mul(1024 * 1024)
     }
@@ -529,70 +551,4 @@ fn at_most(key: &str, v: u64, max: u64) -> Result<(), ConfigError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn empty_is_defaults() {
-        let c = Config::from_yaml("").unwrap();
-        assert_eq!(c.server.api_port, 5900);
-        assert_eq!(c.task.confirmation_timeout, 300);
-        c.validate().unwrap();
-    }
-
-    #[test]
-    fn unknown_key_is_named() {
-        let e = Config::from_yaml("server:\n  api_prot: 1\n").unwrap_err();
-        assert!(e.to_string().contains("api_prot"), "{e}");
-        let e = Config::from_yaml("nonsense: 1\n").unwrap_err();
-        assert!(e.to_string().contains("nonsense"), "{e}");
-    }
-
-    #[test]
-    fn bad_value_is_named() {
-        let e = Config::from_yaml("server:\n  api_port: lots\n").unwrap_err();
-        assert!(e.to_string().contains("server.api_port"), "{e}");
-        let e = Config::from_yaml("output:\n  sync: sometimes\n").unwrap_err();
-        assert!(e.to_string().contains("output.sync"), "{e}");
-        let c = Config::from_yaml("output:\n  sync: always\n").unwrap();
-        assert_eq!(c.output.sync, crate::protocol::SyncPolicy::Always);
-        let mut c = Config::default();
-        c.logging.level = "loud".into();
-        assert!(c.validate().unwrap_err().to_string().contains("logging.level"));
-    }
-
-    #[test]
-    fn env_overrides_secrets() {
-        let mut c = Config::default();
-        c.apply_env(|k| (k == ENV_API_TOKEN).then(|| "tok".to_string()));
-        assert_eq!(c.server.api_token.expose(), "tok");
-        assert!(c.server.worker_token.is_empty());
-    }
-
-    #[test]
-    fn exposure_needs_a_token() {
-        let mut c = Config::default();
-        c.server.host = "0.0.0.0".into();
-        assert!(c.check_exposure(false).is_err());
-        assert!(c.check_exposure(true).is_ok());
-        c.server.api_token = Secret::new("x");
-        let e = c.check_exposure(false).unwrap_err().to_string();
-        assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
-        c.server.worker_token = Secret::new("y");
-        let e = c.check_exposure(false).unwrap_err().to_string();
-        assert!(e.contains("server.tls_cert") && e.contains("--insecure"), "tokens in clear are refused too: {e}");
-        c.server.tls_cert = "cert.pem".into();
-        assert!(c.validate_tls().unwrap_err().to_string().contains("server.tls_key"), "the pair comes together");
-        c.server.tls_key = "key.pem".into();
-        assert!(c.check_exposure(false).is_ok());
-        assert_eq!(c.scheme(), "https");
-    }
-
-    #[test]
-    fn the_two_tokens_must_differ() {
-        let mut c = Config::default();
-        c.server.api_token = Secret::new("same");
-        c.server.worker_token = Secret::new("same");
-        assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
-    }
-}
+mod tests;

@@ -11,9 +11,10 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::http::{self, Reply, query_param, split_url};
 use crate::hub::WorkerHub;
-use crate::protocol::{AnswerRequest, ConfirmationAnswer, CreateSessionRequest};
+use crate::protocol::takeover::{ActRequest, ResumeRequest};
+use crate::protocol::{AnswerRequest, ConfirmationAnswer, CreateSessionRequest, Status};
 use crate::schedule::Scheduler;
-use crate::session::{LOG_WAIT_MAX, Session, SessionManager};
+use crate::session::{LOG_WAIT_MAX, Session, SessionManager, check_act};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,6 +79,9 @@ impl Api {
             (Post, ["sessions", id, "replay"]) => self.replay(id, request),
             (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
             (Post, ["sessions", id, "answer"]) => self.answer(id, request),
+            (Post, ["sessions", id, "pause"]) => self.pause(id, request),
+            (Post, ["sessions", id, "act"]) => self.act(id, request),
+            (Post, ["sessions", id, "resume"]) => self.resume(id, request),
             (Post, ["schedules"]) => {
                 let body: serde_json::Value = http::read_json(request, JSON_LIMIT)?;
                 Ok(Reply::json(201, &self.schedules.add(body)?))
@@ -94,7 +98,12 @@ impl Api {
             | (_, ["sessions", _])
             | (
                 _,
-                ["sessions", _, "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer" | "replay"],
+                [
+                    "sessions",
+                    _,
+                    "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer" | "replay" | "pause"
+                    | "act" | "resume",
+                ],
             )
             | (_, ["sessions", _, "files", _])
             | (_, ["schedules"] | ["schedules", _] | ["schedules", _, "run"]) => Err(ApiError::MethodNotAllowed(
@@ -137,6 +146,35 @@ impl Api {
         let answer: AnswerRequest = http::read_json(request, JSON_LIMIT)?;
         session.answer_question(answer.question_id.as_deref(), &answer.text)?;
         Ok(Reply::json(200, &json!({"ok": true})))
+    }
+
+    /// `POST /pause` (202): the session pauses after the step in flight.
+    fn pause(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let session = self.sessions.get(id)?;
+        let body: serde_json::Map<String, serde_json::Value> = optional_json(request)?;
+        if let Some(key) = body.keys().next() {
+            return Err(ApiError::BadRequest(format!("pause takes no fields (got `{}`)", key.escape_debug())));
+        }
+        let status = session.request_pause()?;
+        Ok(Reply::json(202, &json!({"pause_requested": status != Status::Paused, "status": status})))
+    }
+
+    /// `POST /act`: one worker tool as the person, while paused; answers its result.
+    fn act(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let session = self.sessions.get(id)?;
+        let body: ActRequest = http::read_json(request, JSON_LIMIT)?;
+        let tool = check_act(session.record().session_type, &body.tool, &body.input)?;
+        let task = &self.config.task;
+        let timeout = Duration::from_secs(task.command_timeout_s.max(task.download_timeout_s) + 30);
+        Ok(Reply::json(200, &session.act(tool, body.input, timeout)?))
+    }
+
+    /// `POST /resume {note?}` (202): the model goes on, told what the person did.
+    fn resume(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let session = self.sessions.get(id)?;
+        let body: ResumeRequest = optional_json(request)?;
+        session.resume(body.note)?;
+        Ok(Reply::json(202, &json!({"resumed": true})))
     }
 
     fn replay(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
@@ -224,6 +262,12 @@ impl Api {
 }
 
 /// `attachment` with an ASCII fallback and the exact name in RFC 5987 form.
+/// A JSON body that may be left out (an empty body is the default).
+fn optional_json<T: serde::de::DeserializeOwned + Default>(request: &mut Request) -> Result<T, ApiError> {
+    let body = http::read_body(request, JSON_LIMIT)?;
+    if body.iter().all(u8::is_ascii_whitespace) { Ok(T::default()) } else { http::parse_json(&body) }
+}
+
 fn content_disposition(name: &str) -> String {
     let ascii: String =
         name.chars().map(|c| if c.is_ascii_graphic() && c != '"' && c != '\\' || c == ' ' { c } else { '_' }).collect();

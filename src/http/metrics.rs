@@ -9,6 +9,7 @@
 use super::{Body, Reply, header};
 use crate::hub::WorkerHub;
 use crate::protocol::Status;
+use crate::protocol::takeover::EndedBy;
 use crate::session::SessionManager;
 use crate::util::metrics;
 use std::collections::BTreeMap;
@@ -78,16 +79,25 @@ fn render_sessions(out: &mut String, sessions: &SessionManager) {
     let records: Vec<_> =
         sessions.list().iter().filter_map(|s| sessions.get(&s.session_id).ok()).map(|s| s.record()).collect();
     let mut by_status: BTreeMap<&str, u64> = BTreeMap::new();
-    let all = [Status::Waiting, Status::Running, Status::Confirming, Status::Finished, Status::Error, Status::Stopped];
+    let all = [
+        Status::Waiting,
+        Status::Running,
+        Status::Confirming,
+        Status::Paused,
+        Status::Finished,
+        Status::Error,
+        Status::Stopped,
+    ];
     for status in all {
         by_status.insert(status.as_str(), 0);
     }
     // (provider, llm, kind) → tokens.
     let mut tokens: BTreeMap<(String, String, &str), u64> = BTreeMap::new();
-    let mut pending = 0;
+    let (mut pending, mut by_budget) = (0, 0);
     for r in &records {
         *by_status.entry(r.status.as_str()).or_default() += 1;
         pending += u64::from(r.confirmation_pending.is_some());
+        by_budget += u64::from(r.ended_by == Some(EndedBy::Budget));
         let (provider, llm) = r.llm.as_ref().map_or(("unknown", "unknown"), |l| (l.provider.as_str(), l.name.as_str()));
         let u = &r.usage;
         for (kind, n) in [
@@ -106,6 +116,13 @@ fn render_sessions(out: &mut String, sessions: &SessionManager) {
     let mut f =
         family(out, "agent_controller_confirmations_pending", "gauge", "Sessions waiting for a person to confirm.");
     f.sample("", &[], pending as f64);
+    let mut f = family(
+        out,
+        "agent_controller_sessions_ended_by_budget_total",
+        "counter",
+        "Sessions a budget (tokens, dollars, seconds) ended, of those kept.",
+    );
+    f.sample("", &[], by_budget as f64);
     let mut f = family(
         out,
         "agent_controller_llm_tokens_total",

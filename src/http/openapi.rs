@@ -145,6 +145,32 @@ const OPERATIONS: &[Op] = &[
     .body("Answer"),
     op(
         "post",
+        "/sessions/{id}/pause",
+        "takeover",
+        (202, Json("PauseAnswer")),
+        &[400, 401, 404, 409],
+        "Pause after the step in flight (status `paused`); a stop still ends it",
+    ),
+    op(
+        "post",
+        "/sessions/{id}/act",
+        "takeover",
+        (200, Json("ActResult")),
+        &[400, 401, 404, 409, 503],
+        "While paused: run one worker tool of the session as the person (400 for other tools or bad input)",
+    )
+    .body("Act"),
+    op(
+        "post",
+        "/sessions/{id}/resume",
+        "takeover",
+        (202, Json("Resumed")),
+        &[400, 401, 404, 409],
+        "Hand back to the model, which is told what the person did and their note",
+    )
+    .body("Resume"),
+    op(
+        "post",
         "/sessions/{id}/replay",
         "sessions",
         (201, Json("Session")),
@@ -181,7 +207,7 @@ pub fn document() -> Value {
         let item = paths.entry(op.path).or_insert_with(|| json!({}));
         item[op.method] = operation(op);
     }
-    let tags: Vec<Value> = ["sessions", "schedules", "files", "confirmations", "workers", "meta", "page"]
+    let tags: Vec<Value> = ["sessions", "schedules", "files", "confirmations", "takeover", "workers", "meta", "page"]
         .iter()
         .map(|t| json!({"name": t}))
         .collect();

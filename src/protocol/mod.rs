@@ -8,6 +8,7 @@
 pub mod replay;
 pub mod schedule;
 pub mod secrets;
+pub mod takeover;
 pub mod tools;
 
 use secrets::{Credentials, Notifications};
@@ -59,6 +60,8 @@ pub enum Status {
     Waiting,
     Running,
     Confirming,
+    /// Waiting for a person (`POST /pause`, `request_takeover`); a stop still ends it.
+    Paused,
     Finished,
     Error,
     Stopped,
@@ -66,7 +69,7 @@ pub enum Status {
 
 impl Status {
     pub fn is_active(self) -> bool {
-        matches!(self, Status::Waiting | Status::Running | Status::Confirming)
+        matches!(self, Status::Waiting | Status::Running | Status::Confirming | Status::Paused)
     }
 
     pub fn as_str(self) -> &'static str {
@@ -74,6 +77,7 @@ impl Status {
             Status::Waiting => "waiting",
             Status::Running => "running",
             Status::Confirming => "confirming",
+            Status::Paused => "paused",
             Status::Finished => "finished",
             Status::Error => "error",
             Status::Stopped => "stopped",
@@ -128,6 +132,8 @@ pub struct SessionOptionsRequest {
     pub screenshot_quality: Option<u32>,
     #[serde(default)]
     pub approval: Option<Approval>,
+    #[serde(default)]
+    pub budget: Option<takeover::Budget>,
 }
 
 /// Who approves a session's commands (`run_command`, `write_file`, `browser_submit_form`)
@@ -276,6 +282,16 @@ pub struct SessionRecord {
     /// Set on a session a schedule made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<schedule::ScheduleMark>,
+    /// A pause was asked for; the session pauses after the step in flight.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pause_requested: bool,
+    /// Why the model asked a person to take over (while that pause lasts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub takeover_requested: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<takeover::BudgetState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ended_by: Option<takeover::EndedBy>,
 }
 
 #[derive(Debug, Serialize)]

@@ -145,7 +145,7 @@ impl Session {
     }
 
     /// Wait on the session's Condvar until `take` yields, a stop, or `timeout`.
-    fn wait_for<T>(
+    pub(super) fn wait_for<T>(
         &self,
         timeout: Duration,
         mut take: impl FnMut(&mut SessionState) -> Option<T>,

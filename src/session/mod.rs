@@ -19,6 +19,7 @@
 //! held while taking the hub's locks. The parker's lock is innermost. session.json is written
 //! atomically after `state` is released, and an older snapshot never overwrites a newer one.
 
+mod budget;
 mod confirm;
 mod disk;
 mod files;
@@ -29,6 +30,7 @@ mod outputs;
 mod replay;
 mod retention;
 pub mod runner;
+mod takeover;
 mod thread;
 mod validate;
 mod writings;
@@ -39,6 +41,7 @@ pub use log::LOG_WAIT_MAX;
 pub use manager::SessionManager;
 pub use replay::plan as plan_replay;
 pub use runner::{AgentFn, AgentOutcome, SessionRunner};
+pub use takeover::{Act, PauseEvent, check_act};
 pub use validate::{NewSession, check_secrets, validate};
 
 use crate::config::Config;
@@ -49,6 +52,7 @@ use crate::vault::Vault;
 use crate::wait::park::Parker;
 use crate::wait::stop::StopSignal;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Instant;
 
 pub struct Session {
     pub id: String,
@@ -72,6 +76,8 @@ pub struct Session {
     record_written: Mutex<u64>,
     /// Told the final record once the thread has recorded the end (a schedule's run).
     on_end: Mutex<Option<EndHook>>,
+    /// When it was made here (its seconds budget counts from it).
+    born: Instant,
 }
 
 /// What a session's creator is told when it ends: its final record.
@@ -82,6 +88,8 @@ struct SessionState {
     confirmation_answer: Option<confirm::Answer>,
     question_answer: Option<String>,
     confirmations_asked: u32,
+    /// A person taking over: the act handed to the session's thread, its result, the resume.
+    handover: takeover::Handover,
     /// Bumped at every snapshot of `record`, so an older snapshot never overwrites a newer one.
     record_version: u64,
 }
@@ -118,6 +126,7 @@ impl Session {
                 confirmation_answer: None,
                 question_answer: None,
                 confirmations_asked: 0,
+                handover: Default::default(),
                 record_version: 0,
             }),
             changed: Condvar::new(),
@@ -130,6 +139,7 @@ impl Session {
             steps: Mutex::new(fresh.then_some(0)),
             record_written: Mutex::new(0),
             on_end: Mutex::new(None),
+            born: Instant::now(),
         }
     }
 
@@ -240,5 +250,7 @@ fn end_record(record: &mut SessionRecord, status: Status, error: Option<String>)
     record.confirmation_pending = None;
     record.question_pending = None;
     record.waiting_for = None;
+    record.pause_requested = false;
+    record.takeover_requested = None;
     record.finished_at.get_or_insert_with(clock::now_rfc3339);
 }

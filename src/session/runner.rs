@@ -6,7 +6,7 @@
 //! count turns and tokens, read the session's secrets, and see a stop request. Every wait it
 //! offers ends early on a stop. Everything it writes is scrubbed of the vault's secrets.
 
-use super::{AskOutcome, ConfirmationOutcome, Session, Verdict};
+use super::{AskOutcome, ConfirmationOutcome, PauseEvent, Session, Verdict};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::exec::{ExecError, Executor};
@@ -15,7 +15,7 @@ use crate::protocol::{FileEntry, FileKind, LogEntry, LogKind, Note, SessionRecor
 use crate::wait::stop::StopSignal;
 use serde_json::Value;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// How the agent's work ended; the session's final status follows from it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,6 +100,31 @@ impl SessionRunner {
     /// Ask a person a question (`ask_user`) and wait for the answer.
     pub fn ask_user(&self, question: &str) -> AskOutcome {
         self.session.ask(question)
+    }
+
+    /// A person asked to take over: pause before the next model call.
+    pub fn pause_pending(&self) -> bool {
+        self.session.pause_pending()
+    }
+
+    /// Turn `paused` (`reason`: the model asked for it); false when the session has ended.
+    pub fn enter_pause(&self, reason: Option<&str>) -> bool {
+        self.session.enter_pause(reason)
+    }
+
+    /// While paused: the person's next act, their resume, a stop, or the deadline.
+    pub fn next_pause_event(&self, deadline: Instant) -> PauseEvent {
+        self.session.next_pause_event(deadline)
+    }
+
+    /// The result of a person's act, for the request waiting for it.
+    pub fn act_done(&self, id: u64, result: Value) {
+        self.session.act_done(id, result)
+    }
+
+    /// Back to `running` after a pause.
+    pub fn leave_pause(&self) {
+        self.session.leave_pause()
     }
 
     pub fn log(&self, kind: LogKind, text: &str, data: Option<Value>) -> u64 {
@@ -199,11 +224,26 @@ impl SessionRunner {
     /// Count a model call's tokens; the journal keeps the running totals for a crash.
     pub fn add_usage(&self, usage: &Usage) {
         let mut progress = Value::Null;
-        self.session.update(|r| {
+        let session = &self.session;
+        session.update(|r| {
             r.usage.add(usage);
+            let llm = r.llm.clone();
+            if let Some(budget) = r.budget.as_mut() {
+                session.spend(budget, llm.as_ref(), usage);
+            }
             progress = serde_json::json!({"progress": {"turn": r.turn, "usage": r.usage}});
         });
         self.session.append_journal(&progress);
+    }
+
+    /// The budget limit reached, if any (`paused`: time a person held the session, not counted).
+    pub fn budget_reached(&self, paused: Duration) -> Option<crate::protocol::takeover::BudgetKind> {
+        self.session.budget_reached(paused)
+    }
+
+    /// "Ended by its token budget: spent … of …", once a limit was reached.
+    pub fn budget_line(&self) -> Option<String> {
+        self.session.budget_line()
     }
 
     /// The login data from the vault. The password must only ever go into a worker command.

@@ -23,10 +23,26 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     session.log(LogKind::System, &format!("waiting for {waiting_for}"), None);
     let stop = Arc::clone(session.stop_signal());
     let timeout = record.options.lease_timeout_s.map(Duration::from_secs);
-    let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
+    let budget = session.budget_deadline();
+    let deadline = match (timeout.and_then(|t| Instant::now().checked_add(t)), budget) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     let worker = match hub.lease(&session.id, capability, record.requested_worker.as_deref(), &stop, deadline) {
         Ok(worker) => worker,
         Err(LeaseEnd::Stopped) => return finish(session, AgentOutcome::Stopped),
+        Err(LeaseEnd::TimedOut) if session.budget_reached(Duration::ZERO).is_some() => {
+            let line = session.budget_line().unwrap_or_default();
+            let summary = format!("{line} No worker that can run {capability} sessions became free in that time.");
+            session.write_report(&format!(
+                "# Task report — {}
+
+{summary}
+",
+                session.id
+            ));
+            return finish(session, AgentOutcome::Finished { summary });
+        }
         Err(LeaseEnd::TimedOut) => {
             let why = format!(
                 "no worker that can run {capability} sessions became free within {} s (options.lease_timeout_s): {}",

@@ -5,6 +5,7 @@ use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
 use crate::protocol::secrets::{Credentials, Notifications};
+use crate::protocol::takeover::{Budget, BudgetState, Spent};
 use crate::protocol::*;
 use crate::vault::{MIN_SECRET_CHARS, Vault};
 
@@ -54,6 +55,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         check_worker(hub, name, session_type)?;
     }
     let llm = choose_llm(config, req.llm.as_deref(), req.model.as_deref())?;
+    let budget = choose_budget(config, options.budget, &llm)?;
     let notifications = NotifySummary {
         telegram: req.notifications.as_ref().is_some_and(|n| n.telegram.is_some()),
         webhook: req.notifications.as_ref().is_some_and(|n| n.webhook.is_some()),
@@ -66,15 +68,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         target,
         instruction,
         goal,
-        options: SessionOptions {
-            max_turns,
-            auto_confirm: options.auto_confirm.unwrap_or(false),
-            dry_run: options.dry_run.unwrap_or(false),
-            lease_timeout_s: options.lease_timeout_s,
-            screenshot_width: options.screenshot_width,
-            screenshot_quality: options.screenshot_quality,
-            approval: options.approval,
-        },
+        options: session_options(&options, max_turns),
         has_credentials: req.credentials.is_some(),
         notifications,
         requested_worker,
@@ -94,6 +88,10 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         summary: None,
         replay: None,
         schedule: None,
+        pause_requested: false,
+        takeover_requested: None,
+        budget,
+        ended_by: None,
     };
     Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications), on_end: None })
 }
@@ -169,6 +167,42 @@ fn choose_llm(config: &Config, name: Option<&str>, model: Option<&str>) -> Resul
         None => endpoint.model,
     };
     Ok(LlmChoice { name: endpoint.name, provider: endpoint.wire.name().to_string(), model })
+}
+
+/// The budget asked for, each limit defaulting to `agent.budget`'s; a `usd` limit needs a price
+/// for the session's model.
+fn choose_budget(config: &Config, asked: Option<Budget>, llm: &LlmChoice) -> Result<Option<BudgetState>, ApiError> {
+    let limit = asked.unwrap_or_default().or(config.agent.budget);
+    if limit.is_empty() {
+        return Ok(None);
+    }
+    if let Some(why) = limit.invalid() {
+        return Err(ApiError::BadRequest(format!("`options.{why}`")));
+    }
+    let priced = config.price(&llm.name, &llm.model).is_some();
+    if limit.usd.is_some() && !priced {
+        let key =
+            if llm.name == DEFAULT_LLM { "api.price".to_string() } else { format!("providers.{}.price", llm.name) };
+        return Err(ApiError::BadRequest(format!(
+            "a `usd` budget needs the price of model {:?}: none is known for it; set `{key}` \
+             ({{input_per_mtok, output_per_mtok, cache_read_per_mtok}})",
+            llm.model
+        )));
+    }
+    let spent = Spent { usd: priced.then_some(0.0), ..Spent::default() };
+    Ok(Some(BudgetState { limit, spent, exceeded: None }))
+}
+
+fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOptions {
+    SessionOptions {
+        max_turns,
+        auto_confirm: options.auto_confirm.unwrap_or(false),
+        dry_run: options.dry_run.unwrap_or(false),
+        lease_timeout_s: options.lease_timeout_s,
+        screenshot_width: options.screenshot_width,
+        screenshot_quality: options.screenshot_quality,
+        approval: options.approval,
+    }
 }
 
 fn check_options(options: &SessionOptionsRequest) -> Result<(), ApiError> {

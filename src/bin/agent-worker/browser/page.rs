@@ -209,6 +209,24 @@ impl Browser {
         Ok(done)
     }
 
+    /// A click at a point of a viewport screenshot (a person clicking on the picture): its
+    /// pixels are device pixels, the page's are CSS pixels.
+    pub(super) fn click_at(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let ratio = self.eval("window.devicePixelRatio")?.as_f64().filter(|r| *r > 0.0).unwrap_or(1.0);
+        let (x, y) = (p["x"].as_f64().unwrap_or(0.0) / ratio, p["y"].as_f64().unwrap_or(0.0) / ratio);
+        let hit = self.eval(&format!(
+            "(() => {{ const e = document.elementFromPoint({x}, {y}); \
+             return e ? {{tag: e.tagName.toLowerCase(), text: (e.innerText || e.value || '').trim().slice(0, 80)}} : null; }})()"
+        ))?;
+        let at = json!({"x": x, "y": y});
+        self.mouse("mouseMoved", &at, 0)?;
+        self.mouse("mousePressed", &at, 1)?;
+        self.mouse("mouseReleased", &at, 1)?;
+        self.settle()?;
+        let info = self.eval("__ac.info()")?;
+        Ok(json!({"clicked": hit["tag"], "text": hit["text"], "at": at, "url": info["url"], "title": info["title"]}))
+    }
+
     /// Poll until `selector` matches or `text` is on the page, up to `timeout`.
     pub(super) fn wait_for(
         &mut self,

@@ -35,6 +35,11 @@ impl Browser {
             Tool::BrowserScreenshot => self.screenshot(p["full_page"].as_bool().unwrap_or(false)),
             Tool::BrowserGetDom => self.get_dom(p),
             Tool::BrowserGetText => self.get_text(p),
+            // A person's click on the screenshot comes as a point (`POST /act`).
+            Tool::BrowserClick if p.get("selector").is_none() && p["x"].is_number() => {
+                let clicked = self.click_at(p)?;
+                self.then_snapshot(clicked, p)
+            }
             Tool::BrowserClick => {
                 let clicked = self.click(required_str(p, "selector")?, p["as_is"].as_bool().unwrap_or(false))?;
                 self.then_snapshot(clicked, p)

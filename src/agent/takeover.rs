@@ -1,0 +1,211 @@
+//! A person takes over. Before each model call, a pause someone asked for (`POST /pause`)
+//! holds the session; `request_takeover` holds it at the model's own request and notifies the
+//! session's targets. While paused, each act the person sends runs on the worker as theirs
+//! (`"by": "human"` in the log and the step log); when they resume (or nobody comes within
+//! `task.takeover_timeout_s`), the model is told what they did, their note, and the page as
+//! it is now. No model call is made while paused; a stop ends the wait at once.
+
+use super::dispatch::{ToolOutcome, timeout_for};
+use super::{Agent, Turn};
+use crate::llm::{Block, joined_text};
+use crate::protocol::tools::{Runs, Tool};
+use crate::protocol::{LogKind, SessionType};
+use crate::session::{Act, AgentOutcome, PauseEvent};
+use crate::util::clock;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Characters of an act's result the model is told (the page follows in full).
+const ACT_EXCERPT: usize = 300;
+
+impl Agent {
+    /// Before a model call: pause when a person asked to. `Some` ends the session (a stop).
+    pub(super) fn pause_if_asked(&mut self) -> Option<Turn> {
+        if !self.runner.pause_pending() {
+            return None;
+        }
+        match self.hold(None) {
+            Some(told) => {
+                self.push_user_text(told);
+                None
+            }
+            None => Some(Turn::End(AgentOutcome::Stopped)),
+        }
+    }
+
+    /// `request_takeover {reason}`: notify, pause, and answer with what the person did.
+    pub(super) fn request_takeover(&mut self, input: &Value) -> ToolOutcome {
+        let reason = input["reason"].as_str().unwrap_or("").trim().to_string();
+        self.notify_takeover(&reason);
+        match self.hold(Some(&reason)) {
+            Some(told) => ToolOutcome::blocks(vec![Block::text(told)]),
+            None => ToolOutcome::stopped(),
+        }
+    }
+
+    /// Wait paused, running each act of the person, until they resume, nobody comes in time,
+    /// or a stop (`None`). What to tell the model.
+    fn hold(&mut self, reason: Option<&str>) -> Option<String> {
+        if !self.runner.enter_pause(reason) {
+            return None;
+        }
+        let began = Instant::now();
+        let timeout = Duration::from_secs(self.runner.config().takeover_timeout_s());
+        let deadline = began + timeout;
+        let mut acts = Vec::new();
+        let ending = loop {
+            match self.runner.next_pause_event(deadline) {
+                PauseEvent::Act(act) => {
+                    let (line, result) = self.human_act(&act);
+                    acts.push(line);
+                    self.runner.act_done(act.id, result);
+                }
+                PauseEvent::Resumed(note) => break Ok(note),
+                PauseEvent::TimedOut => break Err(timeout),
+                PauseEvent::Stopped => return None,
+            }
+        };
+        self.paused_for += began.elapsed();
+        self.runner.leave_pause();
+        let (how, note) = match ending {
+            Ok(note) => {
+                self.runner.log(LogKind::System, "resumed by the person", note.as_ref().map(|n| json!({"note": n})));
+                ("A person took over and has handed back to you.".to_string(), note)
+            }
+            Err(t) => {
+                self.runner.log(LogKind::System, &format!("nobody took over within {} s; going on", t.as_secs()), None);
+                (
+                    format!(
+                        "Nobody took over within {} s. Go on yourself, or finish and say what you needed.",
+                        t.as_secs()
+                    ),
+                    None,
+                )
+            }
+        };
+        Some(self.handback(&how, &acts, note.as_deref()))
+    }
+
+    /// What the model is told on resume: what the person did, their note, the page now.
+    fn handback(&mut self, how: &str, acts: &[String], note: Option<&str>) -> String {
+        let mut told = how.to_string();
+        if !acts.is_empty() {
+            told.push_str("\nWhat they did:");
+            for (i, line) in acts.iter().enumerate() {
+                told.push_str(&format!("\n{}. {line}", i + 1));
+            }
+        }
+        if let Some(note) = note {
+            told.push_str(&format!("\nTheir note: {}", self.runner.scrub(note)));
+        }
+        if let Some(page) = self.current_snapshot() {
+            self.grounding.saw(&page);
+            told.push_str(&format!("\nThe page now:\n{page}"));
+        }
+        told
+    }
+
+    /// Run one act of the person on the worker, logged as theirs. Its line for the model, and
+    /// the answer for the person (`POST /act`).
+    fn human_act(&mut self, act: &Act) -> (String, Value) {
+        let name = act.tool.name();
+        self.step += 1;
+        let shown = super::context::excerpt(&act.input.to_string(), ACT_EXCERPT);
+        self.runner.log(
+            LogKind::Tool,
+            &format!("by a person: {name} {shown}"),
+            Some(json!({"tool": name, "input": act.input, "by": "human"})),
+        );
+        let started = Instant::now();
+        let task = &self.runner.config().task;
+        let timeout = timeout_for(act.tool, &act.input, task.command_timeout_s, task.download_timeout_s);
+        let params = self.target_params(act.tool, &act.input);
+        let outcome = match self.runner.execute(name, params, timeout) {
+            Ok(mut data) => {
+                self.runner.scrub_json(&mut data);
+                self.result_blocks(name, data)
+            }
+            Err(crate::exec::ExecError::Stopped) => ToolOutcome::stopped(),
+            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
+        };
+        let text = joined_text(&outcome.content, "\n");
+        let excerpt = super::context::excerpt(&text, ACT_EXCERPT);
+        self.runner.log(
+            if outcome.is_error { LogKind::Error } else { LogKind::Result },
+            &format!("{name} (by a person): {excerpt}"),
+            Some(json!({"tool": name, "is_error": outcome.is_error, "by": "human"})),
+        );
+        self.runner.add_step(json!({
+            "turn": self.turn,
+            "tool": name,
+            "args": act.input,
+            "observation": excerpt,
+            "screenshot": outcome.screenshot,
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "is_error": outcome.is_error,
+            "by": "human",
+            "ts": clock::rfc3339_millis(clock::now()),
+        }));
+        let status = if outcome.is_error { "failed" } else { "done" };
+        let line = format!("{name} {shown} → {status}: {}", first_line(&excerpt));
+        let answer = json!({
+            "tool": name,
+            "by": "human",
+            "is_error": outcome.is_error,
+            "result": text,
+            "screenshot": outcome.screenshot,
+        });
+        (line, answer)
+    }
+
+    /// The worker command's params for a tool call: the call's input and what the session
+    /// adds (desktop screenshot settings, the snapshot's size).
+    pub(super) fn target_params(&self, tool: Tool, input: &Value) -> Value {
+        let mut params = input.clone();
+        match tool.spec().runs {
+            Runs::Target(SessionType::App) => params["screenshot"] = self.screenshot_settings(),
+            Runs::Target(SessionType::Browser) => params["snapshot_chars"] = self.snapshot_chars().into(),
+            _ => {}
+        }
+        params
+    }
+
+    /// Tell the session's notification targets a person is wanted, with the session's page.
+    fn notify_takeover(&self, reason: &str) {
+        let Some(targets) = self.runner.notifications() else { return };
+        let id = self.runner.session_id().to_string();
+        let message = format!(
+            "Session {id} asks a person to take over: {reason}\nOpen {}",
+            session_page(self.runner.config(), &id)
+        );
+        let notifier = Arc::clone(&self.notifier);
+        let runner = self.runner.clone();
+        let _ = std::thread::Builder::new().name(format!("takeover-{id}")).spawn(move || {
+            for d in notifier.send(&targets, &message, &id, &[]) {
+                let (kind, text) = match d.result {
+                    Ok(()) => (LogKind::System, format!("takeover notification sent ({})", d.channel)),
+                    Err(e) => (LogKind::Error, format!("takeover notification failed ({}): {e}", d.channel)),
+                };
+                runner.log(kind, &text, None);
+            }
+        });
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or("")
+}
+
+/// The web page of a session, as the daemon's API port serves it.
+fn session_page(config: &crate::config::Config, id: &str) -> String {
+    let scheme = if config.server.tls_cert.as_os_str().is_empty() { "http" } else { "https" };
+    let host = match config.server.host.as_str() {
+        "0.0.0.0" | "::" => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| "localhost".into()),
+        h if h.contains(':') => format!("[{h}]"),
+        h => h.to_string(),
+    };
+    format!("{scheme}://{host}:{}/#s/{id}", config.server.api_port)
+}

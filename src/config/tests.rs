@@ -1,0 +1,67 @@
+//! The config's own checks: defaults, named keys and values, the environment, exposure.
+
+use super::*;
+
+#[test]
+fn empty_is_defaults() {
+    let c = Config::from_yaml("").unwrap();
+    assert_eq!(c.server.api_port, 5900);
+    assert_eq!(c.task.confirmation_timeout, 300);
+    c.validate().unwrap();
+}
+
+#[test]
+fn unknown_key_is_named() {
+    let e = Config::from_yaml("server:\n  api_prot: 1\n").unwrap_err();
+    assert!(e.to_string().contains("api_prot"), "{e}");
+    let e = Config::from_yaml("nonsense: 1\n").unwrap_err();
+    assert!(e.to_string().contains("nonsense"), "{e}");
+}
+
+#[test]
+fn bad_value_is_named() {
+    let e = Config::from_yaml("server:\n  api_port: lots\n").unwrap_err();
+    assert!(e.to_string().contains("server.api_port"), "{e}");
+    let e = Config::from_yaml("output:\n  sync: sometimes\n").unwrap_err();
+    assert!(e.to_string().contains("output.sync"), "{e}");
+    let c = Config::from_yaml("output:\n  sync: always\n").unwrap();
+    assert_eq!(c.output.sync, crate::protocol::SyncPolicy::Always);
+    let mut c = Config::default();
+    c.logging.level = "loud".into();
+    assert!(c.validate().unwrap_err().to_string().contains("logging.level"));
+}
+
+#[test]
+fn env_overrides_secrets() {
+    let mut c = Config::default();
+    c.apply_env(|k| (k == ENV_API_TOKEN).then(|| "tok".to_string()));
+    assert_eq!(c.server.api_token.expose(), "tok");
+    assert!(c.server.worker_token.is_empty());
+}
+
+#[test]
+fn exposure_needs_a_token() {
+    let mut c = Config::default();
+    c.server.host = "0.0.0.0".into();
+    assert!(c.check_exposure(false).is_err());
+    assert!(c.check_exposure(true).is_ok());
+    c.server.api_token = Secret::new("x");
+    let e = c.check_exposure(false).unwrap_err().to_string();
+    assert!(e.contains("server.worker_token"), "an open worker port is refused too: {e}");
+    c.server.worker_token = Secret::new("y");
+    let e = c.check_exposure(false).unwrap_err().to_string();
+    assert!(e.contains("server.tls_cert") && e.contains("--insecure"), "tokens in clear are refused too: {e}");
+    c.server.tls_cert = "cert.pem".into();
+    assert!(c.validate_tls().unwrap_err().to_string().contains("server.tls_key"), "the pair comes together");
+    c.server.tls_key = "key.pem".into();
+    assert!(c.check_exposure(false).is_ok());
+    assert_eq!(c.scheme(), "https");
+}
+
+#[test]
+fn the_two_tokens_must_differ() {
+    let mut c = Config::default();
+    c.server.api_token = Secret::new("same");
+    c.server.worker_token = Secret::new("same");
+    assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
+}

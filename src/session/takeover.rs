@@ -1,0 +1,213 @@
+//! A person takes over: the pause, their acts, the resume.
+//!
+//! `POST /pause` only marks the session (`pause_requested`); its thread pauses at the next
+//! turn, after the step in flight, and waits in status `paused` on the session's Condvar. An
+//! act (`POST /act`) is handed to that thread, which runs it on the session's worker and hands
+//! the result back to the request waiting here; one act at a time. `POST /resume` (or a stop,
+//! or `task.takeover_timeout_s`) ends the wait. Nothing here calls a model or a worker: the
+//! agent does, on the session's thread, so one thread drives the worker as before.
+
+use super::{Session, snapshot_record};
+use crate::error::ApiError;
+use crate::protocol::tools::{Runs, Tool};
+use crate::protocol::{LogKind, Status};
+use crate::util::schema;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// Where the takeover handshake stands (under the session's `state` lock).
+#[derive(Debug, Default)]
+pub(super) struct Handover {
+    /// The act a person asked for, not yet taken by the session's thread.
+    act: Option<Act>,
+    /// The act taken and running.
+    running: Option<u64>,
+    /// The result of act number `.0`, for the request that waits for it.
+    done: Option<(u64, Value)>,
+    acts: u64,
+    /// `POST /resume` came, with this note.
+    resume: Option<Option<String>>,
+}
+
+/// One tool a person runs while the session is paused.
+#[derive(Debug, Clone)]
+pub struct Act {
+    pub id: u64,
+    pub tool: Tool,
+    pub input: Value,
+}
+
+/// What ended (or interrupted) a pause's wait.
+#[derive(Debug)]
+pub enum PauseEvent {
+    Act(Act),
+    Resumed(Option<String>),
+    TimedOut,
+    Stopped,
+}
+
+/// The tool a person may run in a session of this type, with its input checked: any of the
+/// session's worker tools, and the browser's click also at `{x, y}` in screenshot pixels.
+pub fn check_act(session_type: crate::protocol::SessionType, name: &str, input: &Value) -> Result<Tool, ApiError> {
+    let bad = |m: String| Err(ApiError::BadRequest(m));
+    let Some(tool) = Tool::from_name(name) else {
+        return bad(format!("unknown tool {name:?}"));
+    };
+    if tool.spec().runs != Runs::Target(session_type) {
+        return bad(format!(
+            "{name} is not a {} tool of this session: a person acts only through the session's worker tools",
+            session_type.capability()
+        ));
+    }
+    if !input.is_object() {
+        return bad("`input` must be a JSON object".into());
+    }
+    let at_point = tool == Tool::BrowserClick && input.get("selector").is_none();
+    let checked = if at_point {
+        schema::validate(&click_at_schema(), input)
+    } else {
+        schema::validate(&tool.spec().input_schema.to_value(), input)
+    };
+    checked.map_err(|e| ApiError::BadRequest(format!("invalid input for {name}: {e}")))?;
+    Ok(tool)
+}
+
+/// `browser_click {x, y}`: a point on the screenshot, for a person clicking on the picture.
+fn click_at_schema() -> Value {
+    json!({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]})
+}
+
+impl Session {
+    /// `POST /pause`: the session pauses after the step in flight. Asking twice is no error.
+    pub fn request_pause(&self) -> Result<Status, ApiError> {
+        let mut state = self.lock();
+        let status = state.record.status;
+        if !status.is_active() {
+            return Err(ApiError::Conflict(format!("session {} has ended ({})", self.id, status.as_str())));
+        }
+        if status != Status::Paused && !state.record.pause_requested {
+            state.record.pause_requested = true;
+            drop(state);
+            self.log(LogKind::System, "a person asked to take over: the session pauses after the step in flight", None);
+        }
+        Ok(status)
+    }
+
+    /// Whether the session's thread should pause before its next model call.
+    pub(super) fn pause_pending(&self) -> bool {
+        self.lock().record.pause_requested
+    }
+
+    /// The session's thread: now `paused` (`reason` when the model asked for it).
+    pub(super) fn enter_pause(&self, reason: Option<&str>) -> bool {
+        let mut state = self.lock();
+        if self.stop_requested() || !state.record.status.is_active() {
+            return false;
+        }
+        state.record.pause_requested = false;
+        state.record.takeover_requested = reason.map(|r| self.vault().scrub(r));
+        state.record.status = Status::Paused;
+        state.handover = Handover { acts: state.handover.acts, ..Handover::default() };
+        self.unlock_and_save(state);
+        let text = match reason {
+            Some(reason) => format!("paused: the model asks a person to take over ({})", self.vault().scrub(reason)),
+            None => "paused: waiting for the person".to_string(),
+        };
+        self.log(LogKind::System, &text, None);
+        true
+    }
+
+    /// The session's thread, paused: the next act, the resume, a stop or the deadline.
+    pub(super) fn next_pause_event(&self, deadline: Instant) -> PauseEvent {
+        let wait = deadline.saturating_duration_since(Instant::now());
+        let (mut state, got) = self.wait_for(wait, |s| match s.handover.act.take() {
+            Some(act) => {
+                s.handover.running = Some(act.id);
+                Some(PauseEvent::Act(act))
+            }
+            None => s.handover.resume.take().map(PauseEvent::Resumed),
+        });
+        match got {
+            Some(event) => event,
+            None if self.stop_requested() => PauseEvent::Stopped,
+            None => {
+                state.handover.act = None;
+                PauseEvent::TimedOut
+            }
+        }
+    }
+
+    /// The session's thread: act `id` ran; its result goes to the request waiting for it.
+    pub(super) fn act_done(&self, id: u64, result: Value) {
+        let mut state = self.lock();
+        state.handover.running = None;
+        state.handover.done = Some((id, result));
+        drop(state);
+        self.changed.notify_all();
+    }
+
+    /// The session's thread: the pause is over (resumed, timed out); back to `running`.
+    pub(super) fn leave_pause(&self) {
+        let mut state = self.lock();
+        state.record.takeover_requested = None;
+        state.handover.resume = None;
+        if state.record.status == Status::Paused {
+            state.record.status = Status::Running;
+        }
+        self.unlock_and_save(state);
+    }
+
+    /// `POST /act`: hand the act to the paused session and wait for its result.
+    pub fn act(&self, tool: Tool, input: Value, timeout: Duration) -> Result<Value, ApiError> {
+        let mut state = self.lock();
+        if state.record.status != Status::Paused {
+            return Err(ApiError::Conflict(format!(
+                "session {} is not paused ({}): POST /sessions/{}/pause first",
+                self.id,
+                state.record.status.as_str(),
+                self.id
+            )));
+        }
+        if state.handover.act.is_some() || state.handover.running.is_some() {
+            return Err(ApiError::Conflict("another act is running; send the next one when it answers".into()));
+        }
+        state.handover.acts += 1;
+        let id = state.handover.acts;
+        state.handover.act = Some(Act { id, tool, input });
+        drop(state);
+        self.changed.notify_all();
+        let (mut state, result) = self.wait_for(timeout, |s| match &s.handover.done {
+            Some((done, _)) if *done == id => s.handover.done.take().map(|(_, r)| r),
+            _ => None,
+        });
+        if state.handover.act.as_ref().is_some_and(|a| a.id == id) {
+            state.handover.act = None; // never taken: the session resumed or ended first
+        }
+        drop(state);
+        result.ok_or_else(|| match self.stop_requested() {
+            true => ApiError::Conflict(format!("session {} ended before the act ran", self.id)),
+            false => ApiError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs())),
+        })
+    }
+
+    /// `POST /resume` on a paused session (or one about to pause: the request is withdrawn).
+    pub fn resume(&self, note: Option<String>) -> Result<(), ApiError> {
+        let mut state = self.lock();
+        let note = note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
+        match state.record.status {
+            Status::Paused => {
+                state.handover.resume = Some(note);
+                let snapshot = snapshot_record(&mut state);
+                drop(state);
+                self.changed.notify_all();
+                self.write_record(snapshot);
+                Ok(())
+            }
+            s if s.is_active() && state.record.pause_requested => {
+                state.record.pause_requested = false;
+                Ok(())
+            }
+            s => Err(ApiError::Conflict(format!("session {} is not paused ({})", self.id, s.as_str()))),
+        }
+    }
+}

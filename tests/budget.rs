@@ -1,0 +1,156 @@
+//! Budgets: a session that spends its tokens or its seconds gets one wrap-up call offering
+//! only the tools that deliver, then ends `finished` with `ended_by: budget`; limits that
+//! cannot work are 400s; `/metrics` counts the sessions a budget ended.
+
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn worker(d: &TestDaemon) -> ScriptedWorker {
+    ScriptedWorker::start(
+        &d.worker_client(),
+        "budget",
+        &["browser"],
+        true,
+        |cmd| json!({"success": true, "data": {"ok": true, "action": cmd["action"], "params": cmd["params"]}}),
+    )
+}
+
+/// A model that looks at the page forever (each answer differs, so no loop guard trips).
+fn looking(n: usize, delay: Duration) -> Vec<Step> {
+    (0..n).map(|i| tool("browser_scroll", json!({"direction": "down", "amount": 100 + i})).delayed(delay)).collect()
+}
+
+#[test]
+fn a_token_budget_ends_the_session_after_one_wrap_up_call() {
+    let dir = TempDir::new("budget-tokens");
+    // Each scripted reply counts 100 in + 20 out + 50 cache reads at a tenth = 125 tokens.
+    let mut script = looking(3, Duration::ZERO);
+    script.push(tool("save_file", json!({"filename": "answer.txt", "content": "what I found"})));
+    script.extend(looking(5, Duration::ZERO));
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _w = worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "find it",
+               "options": {"budget": {"tokens": 300}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["ended_by"], "budget", "{s}");
+    assert_eq!(s["budget"]["exceeded"], "tokens");
+    assert_eq!(s["budget"]["limit"]["tokens"], 300);
+    assert_eq!(s["budget"]["spent"]["tokens"], 500, "4 calls of 125");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 4, "three calls reach the limit, then one wrap-up call");
+    let wrap_up = &requests[3];
+    let offered = wrap_up.tool_names();
+    assert!(offered.iter().all(|t| ["save_file", "finish_task"].contains(&t.as_str())), "{offered:?}");
+    assert!(all_text(&wrap_up.body).contains("token budget is spent"));
+    assert!(s["summary"].as_str().unwrap().contains("Ended by its token budget: spent 500 tokens of 300"), "{s}");
+    let report = c.get(&format!("/sessions/{id}/report")).json()["report"].as_str().unwrap().to_string();
+    assert!(report.contains("token budget"), "{report}");
+    assert!(dir.path().join(&id).join("files/answer.txt").exists(), "the wrap-up call delivered");
+    let metrics = c.get("/metrics").text();
+    assert!(metrics.contains("agent_controller_sessions_ended_by_budget_total 1"), "{metrics}");
+}
+
+fn all_text(body: &Value) -> String {
+    body.to_string()
+}
+
+#[test]
+fn a_seconds_budget_counts_wall_time_and_ends_within_one_call() {
+    let dir = TempDir::new("budget-seconds");
+    let (d, llm) = llm_daemon(dir.path(), looking(20, Duration::from_millis(600)), |_| {});
+    let _w = worker(&d);
+    let c = d.client();
+    let t = Instant::now();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "look",
+               "options": {"budget": {"seconds": 2}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    assert_eq!((s["ended_by"].as_str(), s["budget"]["exceeded"].as_str()), (Some("budget"), Some("seconds")));
+    assert!(s["budget"]["spent"]["seconds"].as_u64().unwrap() >= 2);
+    let n = llm.requests().len();
+    assert!((4..=6).contains(&n), "{n} model calls in about 2 s of 0.6 s calls, plus the wrap-up");
+}
+
+#[test]
+fn a_seconds_budget_includes_the_wait_for_a_worker() {
+    let dir = TempDir::new("budget-lease");
+    let (d, llm) = llm_daemon(dir.path(), looking(2, Duration::ZERO), |_| {});
+    let c = d.client();
+    let t = Instant::now();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "look",
+               "options": {"budget": {"seconds": 1}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert!(t.elapsed() < Duration::from_secs(4), "{:?}", t.elapsed());
+    assert_eq!(s["ended_by"], "budget");
+    assert!(s["summary"].as_str().unwrap().contains("No worker"), "{s}");
+    assert_eq!(llm.requests().len(), 0);
+}
+
+#[test]
+fn budgets_that_cannot_work_are_refused() {
+    let dir = TempDir::new("budget-refused");
+    let (d, _llm) = llm_daemon(dir.path(), vec![], |c| {
+        c.api.model = "a-local-model".into();
+        c.agent.budget.seconds = Some(600);
+    });
+    let c = d.client();
+    let create = |budget: Value| {
+        c.post(
+            "/sessions",
+            &json!({"mode": "task", "target": "https://x.test", "instruction": "i", "options": {"budget": budget}}),
+        )
+    };
+    for bad in
+        [json!({"tokens": 0}), json!({"tokens": -5}), json!({"seconds": 0}), json!({"usd": -1}), json!({"usd": 0})]
+    {
+        assert_error(&create(bad), 400, "bad_request");
+    }
+    assert_error(&create(json!({"dollars": 1})), 400, "bad_request");
+    // No price for this model: a dollar budget names the key to set.
+    let r = create(json!({"usd": 0.5}));
+    assert_error(&r, 400, "bad_request");
+    assert!(r.json()["error"].as_str().unwrap().contains("api.price"), "{}", r.text());
+    // A token budget works, and the config's default seconds join it.
+    let r = create(json!({"tokens": 1000}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let s = c.get(&format!("/sessions/{}", r.json()["session_id"].as_str().unwrap())).json();
+    assert_eq!(s["budget"]["limit"], json!({"tokens": 1000, "seconds": 600}));
+    assert!(s["budget"]["spent"].get("usd").is_none(), "no price, no dollars");
+}
+
+#[test]
+fn a_dollar_budget_uses_the_configured_price() {
+    let dir = TempDir::new("budget-usd");
+    let mut script = looking(6, Duration::ZERO);
+    script.insert(0, tool("browser_snapshot", json!({})));
+    let (d, llm) = llm_daemon(dir.path(), script, |c| {
+        c.api.price = Some(agent_controller::config::Price {
+            input_per_mtok: 1000.0,
+            output_per_mtok: 5000.0,
+            cache_read_per_mtok: Some(100.0),
+        });
+    });
+    let _w = worker(&d);
+    let c = d.client();
+    // A call costs 100 × 1000 + 20 × 5000 + 50 × 100 = 205 000 per million: $0.205.
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "i", "options": {"budget": {"usd": 0.4}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["budget"]["exceeded"], "usd", "{s}");
+    assert!((s["budget"]["spent"]["usd"].as_f64().unwrap() - 0.615).abs() < 1e-6, "{s}");
+    assert_eq!(llm.requests().len(), 3);
+}

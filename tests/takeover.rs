@@ -1,0 +1,158 @@
+//! A person takes over: pause during a model call, no call while paused, the person's acts
+//! reaching the worker (and the refused ones), the model told on resume, `request_takeover`
+//! with its notification, a pause nobody answers, a stop while paused. The real daemon and
+//! agent, a scripted model, a seed-shaped scripted worker.
+
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn seed_worker(d: &TestDaemon) -> ScriptedWorker {
+    ScriptedWorker::start(&d.worker_client(), "seedbox", &["browser"], true, |cmd| match cmd["action"].as_str() {
+        Some("browser_snapshot") => {
+            json!({"success": true, "data": {"url": "https://x.test/", "snapshot": "heading \"Signed in\" [ref=e1]"}})
+        }
+        _ => json!({"success": true, "data": {"ok": true, "action": cmd["action"], "params": cmd["params"]}}),
+    })
+}
+
+fn all_text(body: &Value) -> String {
+    body["messages"].to_string()
+}
+
+#[test]
+fn a_person_pauses_acts_and_hands_back() {
+    let dir = TempDir::new("takeover");
+    let script = vec![
+        tool("browser_click", json!({"selector": "ref=e1"})).delayed(Duration::from_millis(1500)),
+        tool("finish_task", json!({"summary": "done after the person's help"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = seed_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "sign in"}));
+    wait_until(Duration::from_secs(10), "the first model call", || (llm.requests().len() == 1).then_some(()));
+    // Not paused yet: an act is refused with 409, whatever the tool.
+    let act = |body: Value| c.post(&format!("/sessions/{id}/act"), &body);
+    assert_error(&act(json!({"tool": "browser_click", "input": {"selector": "#a"}})), 409, "conflict");
+    let r = c.post(&format!("/sessions/{id}/pause"), &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    assert_eq!(r.json()["pause_requested"], true);
+    assert_eq!(c.get(&format!("/sessions/{id}")).json()["pause_requested"], true);
+    // The call in flight and its click finish; then the session waits, calling no model.
+    let paused = wait_status(&c, &id, "paused");
+    assert!(paused.get("pause_requested").is_none(), "{paused}");
+    std::thread::sleep(Duration::from_millis(700));
+    assert_eq!(llm.requests().len(), 1, "no model call while paused");
+    assert_eq!(c.get(&format!("/sessions/{id}")).json()["status"], "paused");
+    // Refused: a local tool, another type's tool, bad input, unknown fields.
+    assert_error(&act(json!({"tool": "save_file", "input": {"filename": "a", "content": "b"}})), 400, "bad_request");
+    assert_error(&act(json!({"tool": "run_command", "input": {"command": "id"}})), 400, "bad_request");
+    assert_error(&act(json!({"tool": "browser_type", "input": {"text": 5}})), 400, "bad_request");
+    assert_error(&act(json!({"tool": "browser_click", "input": {"x": "left"}})), 400, "bad_request");
+    assert_error(&act(json!({"tool": "browser_click", "input": {}, "by": "me"})), 400, "bad_request");
+    // The person's click at image coordinates and typing reach the worker as commands.
+    let r = act(json!({"tool": "browser_click", "input": {"x": 120, "y": 48}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let answer = r.json();
+    assert_eq!((answer["by"].as_str(), answer["is_error"].as_bool()), (Some("human"), Some(false)));
+    assert!(answer["result"].as_str().unwrap().contains("browser_click"), "{answer}");
+    let r = act(json!({"tool": "browser_type", "input": {"selector": "#code", "text": "424242"}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    let seen = worker.seen.lock().unwrap().clone();
+    let click = seen.iter().find(|c| c["action"] == "browser_click" && c["params"]["x"] == 120).expect("the click");
+    assert_eq!(click["params"]["y"], 48);
+    assert!(seen.iter().any(|c| c["action"] == "browser_type" && c["params"]["text"] == "424242"));
+    assert_eq!(llm.requests().len(), 1, "acts call no model");
+    // Steps and the log say who acted.
+    let steps = c.get(&format!("/sessions/{id}/steps")).json();
+    let human: Vec<&Value> = steps.as_array().unwrap().iter().filter(|s| s["by"] == "human").collect();
+    assert_eq!(human.len(), 2, "{steps}");
+    assert_eq!(human[0]["tool"], "browser_click");
+    let log = std::fs::read_to_string(dir.path().join(&id).join("log.jsonl")).unwrap();
+    assert!(log.lines().filter(|l| l.contains("\"by\":\"human\"")).count() >= 4, "{log}");
+    // Resume: the next request begins with what the person did, the note, the page now.
+    let r = c.post(&format!("/sessions/{id}/resume"), &json!({"note": "solved the captcha"}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    let done = wait_status(&c, &id, "finished");
+    assert_eq!(done["summary"], "done after the person's help");
+    let second = all_text(&llm.requests()[1].body);
+    for needle in ["A person took over", "browser_click", "424242", "solved the captcha", "Signed in"] {
+        assert!(second.contains(needle), "{needle} missing from {second}");
+    }
+    // Ended: nothing to act on or resume.
+    assert_error(&act(json!({"tool": "browser_click", "input": {"selector": "#a"}})), 409, "conflict");
+    assert_error(&c.post(&format!("/sessions/{id}/resume"), &json!({})), 409, "conflict");
+    assert_error(&c.post(&format!("/sessions/{id}/pause"), &json!({})), 409, "conflict");
+    llm.assert_well_formed();
+}
+
+#[test]
+fn the_model_asks_for_a_person_who_is_notified_and_their_acts_come_back() {
+    let dir = TempDir::new("takeover-asked");
+    let hook = Receiver::start();
+    let script = vec![
+        tool("request_takeover", json!({"reason": "a CAPTCHA blocks the sign-in"})),
+        tool("finish_task", json!({"summary": "signed in"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.notifications.allow_private = true);
+    let _worker = seed_worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "sign in",
+               "notifications": {"webhook": {"url": format!("{}/hook", hook.url)}}}),
+    );
+    let paused = wait_status(&c, &id, "paused");
+    assert_eq!(paused["takeover_requested"], "a CAPTCHA blocks the sign-in");
+    let hit = wait_until(Duration::from_secs(10), "the takeover notification", || hook.hits().into_iter().next());
+    let message = hit.2.to_string();
+    assert!(message.contains("take over") && message.contains(&format!("#s/{id}")), "{message}");
+    let r = c.post(&format!("/sessions/{id}/act"), &json!({"tool": "browser_press_key", "input": {"key": "Enter"}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.post_raw(&format!("/sessions/{id}/resume"), "application/json", b"").status, 202);
+    let done = wait_status(&c, &id, "finished");
+    assert!(done.get("takeover_requested").is_none(), "{done}");
+    // The tool's own result tells the model what happened.
+    let results = llm.requests()[1].last_results();
+    let told = results.iter().map(Value::to_string).collect::<String>();
+    assert!(told.contains("browser_press_key") && told.contains("handed back"), "{told}");
+    llm.assert_well_formed();
+}
+
+#[test]
+fn a_pause_nobody_answers_ends_and_the_model_goes_on() {
+    let dir = TempDir::new("takeover-timeout");
+    let script = vec![
+        tool("request_takeover", json!({"reason": "two-factor code"})),
+        tool("finish_task", json!({"summary": "gave up on 2FA"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.task.takeover_timeout_s = 1);
+    let _worker = seed_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "log in"}));
+    wait_status(&c, &id, "finished");
+    let told = llm.requests()[1].last_results().iter().map(Value::to_string).collect::<String>();
+    assert!(told.contains("Nobody took over within 1 s"), "{told}");
+}
+
+#[test]
+fn a_stop_ends_a_paused_session_at_once() {
+    let dir = TempDir::new("takeover-stop");
+    let script = vec![tool("browser_snapshot", json!({})), tool("finish_task", json!({"summary": "x"}))];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let c = d.client();
+    // Paused before any worker came: the pause holds once the agent starts.
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "look"}));
+    assert_eq!(c.post_raw(&format!("/sessions/{id}/pause"), "application/json", b"").status, 202);
+    assert_error(&c.post(&format!("/sessions/{id}/pause"), &json!({"now": true})), 400, "bad_request");
+    let _worker = seed_worker(&d);
+    wait_status(&c, &id, "paused");
+    assert_eq!(llm.requests().len(), 0);
+    let t = Instant::now();
+    assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
+    wait_status(&c, &id, "stopped");
+    assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
+    assert_eq!(llm.requests().len(), 0, "no model call after a stop while paused");
+}
