@@ -6,6 +6,7 @@
 //! The first time that happens the five `tool_outputs_*` tools are added to the session's tools.
 //! They read JSON by JSONPath (RFC 9535, `serde_json_path`) and text by line range and
 //! substring; what they answer is itself bounded by the same limit, saying what was left out.
+//! A query that cannot be answered is a `QueryError`; the model gets its words.
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
@@ -13,6 +14,7 @@ use crate::llm::ToolDef;
 use crate::protocol::tools::{OUTPUT_TOOLS, Tool};
 use serde_json::{Map, Value, json};
 use serde_json_path::JsonPath;
+use std::fmt;
 
 mod bounds;
 
@@ -40,7 +42,11 @@ impl Agent {
         let preview = head_and_tail(text, size);
         let id = match self.runner.save_tool_output(tool, text) {
             Ok(id) => id,
-            Err(e) => return format!("{preview}\n… [output truncated: {size} characters in all; {e}]"),
+            Err(e) => {
+                return format!(
+                    "{preview}\n… [output truncated: {size} characters in all; cannot store the output: {e}]"
+                );
+            }
         };
         self.offer_output_tools();
         let (stats, example) = match parse(text) {
@@ -104,9 +110,48 @@ impl Agent {
     }
 }
 
+/// Why a query of a stored output has no answer.
+#[derive(Debug)]
+enum QueryError {
+    /// A path was given for an output that is text.
+    NotJson,
+    /// The path is refused before it runs (too long, too deep, too costly).
+    Refused(bounds::Refused),
+    /// The path is no JSONPath: the path, and the parser's reason.
+    BadPath(String, serde_json_path::ParseError),
+    /// `lines` is not a range like 120-160 (as given).
+    BadRange(String),
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueryError::NotJson => {
+                f.write_str("this output is text, not JSON: use `lines` and `contains` instead of `path`")
+            }
+            QueryError::Refused(r) => r.fmt(f),
+            QueryError::BadPath(path, e) => {
+                write!(f, "`{path}` is not a JSONPath (RFC 9535): {e}; e.g. $.items[*].name or $..price")
+            }
+            QueryError::BadRange(r) => write!(f, "`{r}` is not a line range like 120-160"),
+        }
+    }
+}
+
+impl From<bounds::Refused> for QueryError {
+    fn from(r: bounds::Refused) -> QueryError {
+        QueryError::Refused(r)
+    }
+}
+
 /// What `tool_outputs_stats`, `_extract`, `_count` or `_sample` answers about one stored output,
-/// given the model's arguments (a JSONPath, a line range, a needle, a count).
+/// given the model's arguments (a JSONPath, a line range, a needle, a count); else what the
+/// model is told instead.
 pub fn answer(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, String> {
+    query(tool, text, input, max).map_err(|e| e.to_string())
+}
+
+fn query(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
     match tool {
         Tool::ToolOutputsStats => Ok(match parse(text) {
             Some(v) => json_stats(&v).0,
@@ -227,18 +272,17 @@ impl Selection {
 
 /// What a path selects (the whole output without a path), the path checked for size and cost
 /// first (`bounds`).
-fn select(text: &str, path: Option<&str>) -> Result<Selection, String> {
+fn select(text: &str, path: Option<&str>) -> Result<Selection, QueryError> {
     let path = path.filter(|p| !p.trim().is_empty());
     let Some(doc) = parse(text) else {
         return match path {
-            Some(_) => Err("this output is text, not JSON: use `lines` and `contains` instead of `path`".into()),
+            Some(_) => Err(QueryError::NotJson),
             None => Ok(Selection { doc: Value::String(text.to_string()), path: None }),
         };
     };
     let Some(path) = path else { return Ok(Selection { doc, path: None }) };
     bounds::check_path(path)?;
-    let parsed = JsonPath::parse(path)
-        .map_err(|e| format!("`{path}` is not a JSONPath (RFC 9535): {e}; e.g. $.items[*].name or $..price"))?;
+    let parsed = JsonPath::parse(path).map_err(|e| QueryError::BadPath(path.to_string(), e))?;
     bounds::check_cost(&doc, path)?;
     Ok(Selection { doc, path: Some(parsed) })
 }
@@ -253,11 +297,11 @@ fn as_text(nodes: &[&Value], cap: usize) -> (String, bool) {
 }
 
 /// Numbered lines of `text` in `range` ("a-b", 1-based) that contain `needle`.
-fn lines_of(text: &str, range: Option<&str>, needle: Option<&str>) -> Result<Vec<String>, String> {
+fn lines_of(text: &str, range: Option<&str>, needle: Option<&str>) -> Result<Vec<String>, QueryError> {
     let (from, to) = match range.filter(|r| !r.trim().is_empty()) {
         Some(r) => {
             let (a, b) = r.split_once('-').unwrap_or((r, r));
-            let n = |s: &str| s.trim().parse::<usize>().map_err(|_| format!("`{r}` is not a line range like 120-160"));
+            let n = |s: &str| s.trim().parse::<usize>().map_err(|_| QueryError::BadRange(r.to_string()));
             (n(a)?, n(b)?)
         }
         None => (1, usize::MAX),
@@ -314,12 +358,12 @@ fn selected_lines(
     nodes: &[&Value],
     range: Option<&str>,
     needle: Option<&str>,
-) -> Result<(Vec<String>, bool), String> {
+) -> Result<(Vec<String>, bool), QueryError> {
     let (selected, cut) = as_text(nodes, bounds::text_budget(text.len()));
     Ok((lines_of(&selected, range, needle)?, cut))
 }
 
-fn extract(text: &str, input: &Value, max: usize) -> Result<Value, String> {
+fn extract(text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
     let selection = select(text, input["path"].as_str())?;
     let nodes = selection.nodes();
     let (range, needle) = (input["lines"].as_str(), input["contains"].as_str());
@@ -335,7 +379,7 @@ fn extract(text: &str, input: &Value, max: usize) -> Result<Value, String> {
     Ok(out)
 }
 
-fn count(text: &str, input: &Value) -> Result<Value, String> {
+fn count(text: &str, input: &Value) -> Result<Value, QueryError> {
     let selection = select(text, input["path"].as_str())?;
     let nodes = selection.nodes();
     match input["contains"].as_str() {
@@ -345,7 +389,7 @@ fn count(text: &str, input: &Value) -> Result<Value, String> {
     }
 }
 
-fn sample(text: &str, input: &Value, max: usize) -> Result<Value, String> {
+fn sample(text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
     let n = input["n"].as_u64().map_or(DEFAULT_SAMPLE, |n| n.clamp(1, 100) as usize);
     let selection = select(text, input["path"].as_str())?;
     let mut nodes = selection.nodes();
@@ -380,7 +424,7 @@ mod tests {
         assert_eq!(got["items"], json!(["u1", "u2", "u3"]));
         assert_eq!(count(&text, &json!({"path": "$.links[?@.text != 'b']"})).unwrap()["count"], 2);
         assert_eq!(sample(&text, &json!({"path": "$.links", "n": 2}), 1000).unwrap()["items"][1]["url"], "u2");
-        assert!(extract(&text, &json!({"path": "links["}), 1000).unwrap_err().contains("not a JSONPath"));
+        assert!(extract(&text, &json!({"path": "links["}), 1000).unwrap_err().to_string().contains("not a JSONPath"));
         let lines = extract(&text, &json!({"path": "$.note", "contains": "Y"}), 1000).unwrap();
         assert_eq!(lines["items"], json!(["2: y"]));
         let log = (1..=100).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");

@@ -10,6 +10,7 @@
 
 use super::Agent;
 use super::snapshot::{line_of, ref_in};
+use crate::exec::ExecError;
 use crate::llm::Block;
 use crate::protocol::LogKind;
 use crate::protocol::replay::{ReplayInfo, ReplayStep};
@@ -17,10 +18,46 @@ use crate::protocol::tools::Tool;
 use crate::protocol::{SessionType, tools::Runs};
 use crate::session::AgentOutcome;
 use serde_json::{Value, json};
+use std::fmt;
 use std::time::Duration;
 
 /// How long a replayed step's selector may take to appear.
 const SELECTOR_WAIT_S: u64 = 5;
+
+/// Why a recorded step does not fit the page (or desktop) as it is now; the model is told.
+#[derive(Debug)]
+enum Diverged {
+    /// The step names a tool the table does not know.
+    UnknownTool(String),
+    /// No snapshot of the page could be taken.
+    Unreadable,
+    /// The element of this ref is not on the page any more.
+    RefGone(String),
+    /// The ref names another element now (the ref, what it was, what it is).
+    RefChanged { r: String, was: String, now: String },
+    /// The windows could not be listed.
+    NoWindows(ExecError),
+    /// No open window has the session's title (the title, the open windows' titles).
+    WindowClosed { title: String, open: Vec<String> },
+    /// Nothing matched the selector in time (the selector, the worker's answer).
+    SelectorMissing { selector: String, error: ExecError },
+}
+
+impl fmt::Display for Diverged {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Diverged::UnknownTool(tool) => write!(f, "unknown tool {tool}"),
+            Diverged::Unreadable => f.write_str("the page could not be read"),
+            Diverged::RefGone(r) => write!(f, "ref={r} is not on the page any more"),
+            Diverged::RefChanged { r, was, now } => write!(f, "ref={r} was {was} when recorded and is now {now}"),
+            Diverged::NoWindows(e) => e.fmt(f),
+            Diverged::WindowClosed { title, open } => {
+                write!(f, "no window titled {title:?} is open any more (open: {})", open.join(", "))
+            }
+            Diverged::SelectorMissing { selector, error } => write!(f, "`{selector}` is not on the page ({error})"),
+        }
+    }
+}
 
 /// The selectors a step's arguments name.
 fn selectors(args: &Value) -> Vec<&str> {
@@ -48,7 +85,7 @@ impl Agent {
                 return Some(AgentOutcome::Stopped);
             }
             if let Err(why) = self.check_step(step) {
-                self.hand_over(&info, i, &why);
+                self.hand_over(&info, i, &why.to_string());
                 return None;
             }
             self.replaying = true;
@@ -69,8 +106,8 @@ impl Agent {
     }
 
     /// Whether the page still matches what the step acts on.
-    fn check_step(&mut self, step: &ReplayStep) -> Result<(), String> {
-        let Some(tool) = Tool::from_name(&step.tool) else { return Err(format!("unknown tool {}", step.tool)) };
+    fn check_step(&mut self, step: &ReplayStep) -> Result<(), Diverged> {
+        let Some(tool) = Tool::from_name(&step.tool) else { return Err(Diverged::UnknownTool(step.tool.clone())) };
         if tool.spec().runs == Runs::Target(SessionType::App) {
             return self.check_window();
         }
@@ -86,36 +123,38 @@ impl Agent {
         Ok(())
     }
 
-    fn check_ref(&mut self, r: &str, recorded: Option<&str>) -> Result<(), String> {
-        let page = self.current_snapshot().ok_or("the page could not be read")?;
-        let now = line_of(&page, r).ok_or_else(|| format!("ref={r} is not on the page any more"))?;
+    fn check_ref(&mut self, r: &str, recorded: Option<&str>) -> Result<(), Diverged> {
+        let page = self.current_snapshot().ok_or(Diverged::Unreadable)?;
+        let now = line_of(&page, r).ok_or_else(|| Diverged::RefGone(r.to_string()))?;
         match recorded {
-            Some(was) if identity(was) != identity(now) => {
-                Err(format!("ref={r} was {} when recorded and is now {}", identity(was), identity(now)))
-            }
+            Some(was) if identity(was) != identity(now) => Err(Diverged::RefChanged {
+                r: r.to_string(),
+                was: identity(was).to_string(),
+                now: identity(now).to_string(),
+            }),
             _ => Ok(()),
         }
     }
 
     /// A desktop step needs the session's window (its target is a title) to be open still.
-    fn check_window(&mut self) -> Result<(), String> {
+    fn check_window(&mut self) -> Result<(), Diverged> {
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
-        let list = self.runner.execute(Tool::ListElements.name(), json!({}), timeout).map_err(|e| e.to_string())?;
+        let list = self.runner.execute(Tool::ListElements.name(), json!({}), timeout).map_err(Diverged::NoWindows)?;
         let wanted = self.record.target.to_lowercase();
         let open = list["elements"].as_array().into_iter().flatten().filter_map(|w| w["title"].as_str());
-        let titles: Vec<&str> = open.collect();
+        let titles: Vec<String> = open.map(str::to_string).collect();
         if titles.iter().any(|t| t.to_lowercase().contains(&wanted)) {
             return Ok(());
         }
-        Err(format!("no window titled {:?} is open any more (open: {})", self.record.target, titles.join(", ")))
+        Err(Diverged::WindowClosed { title: self.record.target.clone(), open: titles })
     }
 
-    fn check_selector(&mut self, selector: &str) -> Result<(), String> {
+    fn check_selector(&mut self, selector: &str) -> Result<(), Diverged> {
         let params = json!({"selector": selector, "timeout_s": SELECTOR_WAIT_S});
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s.max(SELECTOR_WAIT_S + 15));
         match self.runner.execute(Tool::BrowserWaitFor.name(), params, timeout) {
             Ok(_) => Ok(()),
-            Err(e) => Err(format!("`{selector}` is not on the page ({e})")),
+            Err(error) => Err(Diverged::SelectorMissing { selector: selector.to_string(), error }),
         }
     }
 

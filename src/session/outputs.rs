@@ -5,11 +5,11 @@
 use super::SessionRunner;
 
 impl SessionRunner {
-    /// Keep a tool output; its id (`out_NNN_<tool>`), or why it could not be written.
-    pub fn save_tool_output(&self, tool: &str, text: &str) -> Result<String, String> {
+    /// Keep a tool output; its id (`out_NNN_<tool>`), or the error that kept it from the disk.
+    pub fn save_tool_output(&self, tool: &str, text: &str) -> std::io::Result<String> {
         let session = self.session();
         let text = session.vault().scrub(text);
-        session.dir.write_tool_output(tool, &text).map_err(|e| format!("cannot store the output: {e}"))
+        session.dir.write_tool_output(tool, &text)
     }
 
     /// A stored output by id; `None` when there is none by that id.

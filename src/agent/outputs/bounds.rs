@@ -5,7 +5,8 @@
 //!
 //! So a path is checked before it is parsed (length, nesting), its cost before it runs (the
 //! nodes its descendant segments visit), and what a query produces is written into a capped
-//! buffer: past the cap the answer says how much matched and where it was cut.
+//! buffer: past the cap the answer says how much matched and where it was cut. A refusal is a
+//! `Refused`, which tells the model what to send instead.
 
 use serde_json::Value;
 use std::fmt::{self, Write};
@@ -21,23 +22,48 @@ pub(super) const NODE_BUDGET: u64 = 2_000_000;
 /// size, so a whole output always fits).
 const TEXT_BUDGET: usize = 4 << 20;
 
+/// Why a model's path is not run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Refused {
+    /// The path is longer than `MAX_PATH_BYTES` (its length in bytes).
+    Length(usize),
+    /// It nests brackets and parentheses deeper than `MAX_PATH_NESTING` (how deep).
+    Nesting(usize),
+    /// Its descendant segments would visit more than `NODE_BUDGET` values of this output.
+    Cost { descendants: usize, nodes: u64, depth: u64, cost: u64 },
+}
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Refused::Length(len) => write!(f, "the path is {len} bytes long; at most {MAX_PATH_BYTES} are accepted"),
+            Refused::Nesting(nesting) => write!(
+                f,
+                "the path nests brackets and parentheses {nesting} deep; at most {MAX_PATH_NESTING} are accepted"
+            ),
+            Refused::Cost { descendants, nodes, depth, cost } => write!(
+                f,
+                "`..` {descendants} time(s) over this output ({nodes} values, {depth} deep) would visit about {cost} \
+                 values (at most {NODE_BUDGET}): name the steps (e.g. $.items[*].price) instead of `..`"
+            ),
+        }
+    }
+}
+
 /// Why a path is refused before it is parsed, if it is.
-pub(super) fn check_path(path: &str) -> Result<(), String> {
+pub(super) fn check_path(path: &str) -> Result<(), Refused> {
     if path.len() > MAX_PATH_BYTES {
-        return Err(format!("the path is {} bytes long; at most {MAX_PATH_BYTES} are accepted", path.len()));
+        return Err(Refused::Length(path.len()));
     }
     let shape = scan(path);
     if shape.nesting > MAX_PATH_NESTING {
-        return Err(format!(
-            "the path nests brackets and parentheses {} deep; at most {MAX_PATH_NESTING} are accepted",
-            shape.nesting
-        ));
+        return Err(Refused::Nesting(shape.nesting));
     }
     Ok(())
 }
 
 /// Why running `path` over `doc` would cost too much, if it would.
-pub(super) fn check_cost(doc: &Value, path: &str) -> Result<(), String> {
+pub(super) fn check_cost(doc: &Value, path: &str) -> Result<(), Refused> {
     let descendants = scan(path).descendants;
     if descendants == 0 {
         return Ok(());
@@ -45,10 +71,7 @@ pub(super) fn check_cost(doc: &Value, path: &str) -> Result<(), String> {
     let (nodes, depth) = size(doc);
     let cost = (1..descendants).fold(nodes, |cost, _| cost.saturating_mul(depth));
     if cost > NODE_BUDGET {
-        return Err(format!(
-            "`..` {descendants} time(s) over this output ({nodes} values, {depth} deep) would visit about {cost} \
-             values (at most {NODE_BUDGET}): name the steps (e.g. $.items[*].price) instead of `..`"
-        ));
+        return Err(Refused::Cost { descendants, nodes, depth, cost });
     }
     Ok(())
 }
@@ -170,14 +193,15 @@ mod tests {
         let doc = nested(2);
         for depth in [100_000, 1_000] {
             let path = format!("$[?{}@.a{}]", "(".repeat(depth), ")".repeat(depth));
-            let err = on_session_stack(move || extract(&nested(2), &json!({"path": path}), 1000).unwrap_err());
+            let err =
+                on_session_stack(move || extract(&nested(2), &json!({"path": path}), 1000).unwrap_err().to_string());
             assert!(err.contains("at most 1000 are accepted"), "{err}");
         }
         let path = format!("$[?{}@.a{}]", "(".repeat(40), ")".repeat(40));
-        let err = extract(&doc, &json!({"path": path}), 1000).unwrap_err();
+        let err = extract(&doc, &json!({"path": path}), 1000).unwrap_err().to_string();
         assert!(err.contains("41 deep; at most 16"), "{err}");
         let brackets = format!("${}", "[?@".repeat(20)) + &"]".repeat(20);
-        assert!(count(&doc, &json!({"path": brackets})).unwrap_err().contains("deep; at most 16"));
+        assert!(count(&doc, &json!({"path": brackets})).unwrap_err().to_string().contains("deep; at most 16"));
         // Literals do not count, and the deepest accepted path parses on a session's stack.
         let quoted = format!("$[?@.s == '{}']", "((((".repeat(50));
         assert_eq!(count(&doc, &json!({"path": quoted})).unwrap()["count"], 0);
@@ -208,10 +232,10 @@ mod tests {
         // 100 deep: `..` twice visits nodes × depth, thrice × depth² — past the budget.
         let doc = nested(100);
         assert_eq!(count(&doc, &json!({"path": "$..a..a"})).unwrap()["count"], 5050);
-        let err = count(&doc, &json!({"path": "$..a..a..*"})).unwrap_err();
+        let err = count(&doc, &json!({"path": "$..a..a..*"})).unwrap_err().to_string();
         assert!(err.contains("would visit about"), "{err}");
         // A filter's relative query counts too; `..` inside a string does not.
-        assert!(count(&doc, &json!({"path": "$..[?@..[?@..a]]"})).unwrap_err().contains("would visit"));
+        assert!(count(&doc, &json!({"path": "$..[?@..[?@..a]]"})).unwrap_err().to_string().contains("would visit"));
         assert_eq!(count(&doc, &json!({"path": "$..[?@.s == '..x..y..']"})).unwrap()["count"], 0);
         let wide: Value = (0..3000).map(|i| json!({"k": i})).collect();
         assert_eq!(count(&wide.to_string(), &json!({"path": "$..k"})).unwrap()["count"], 3000);
