@@ -1,585 +1,564 @@
 //! `agent-controller mcp`: an MCP server on stdio that drives the REST API, for Claude Code and
 //! other MCP clients.
 //!
-//! JSON-RPC 2.0, one message per line. Only protocol messages go to stdout (one writer thread
-//! owns it); logs go to stderr. Speaks the handshake versions 2024-11-05 … 2025-11-25 and
-//! answers any unknown request (e.g. the 2026 `server/discover`) with -32601 at once, even
-//! before `initialize`. Tool calls run on their own threads, so `ping` and
-//! `notifications/cancelled` are handled while one waits; no call blocks longer than ~60 s:
-//! confirmations are answered by polling tools, not by holding a call open.
+//! JSON-RPC 2.0, one message per line, read and written as typed shapes (`mcp/rpc.rs`). Only
+//! protocol messages go to stdout (one writer thread owns it, fed by a bounded queue, so a
+//! client that stops reading holds the server back instead of its memory growing); logs go to
+//! stderr. Speaks the handshake versions 2024-11-05 … 2025-11-25 and answers any unknown
+//! request (e.g. the 2026 `server/discover`) with -32601 at once, even before `initialize`.
+//! The tools are one table (`mcp/tools.rs`: schema, annotations, handler); tool calls run on
+//! their own threads, so `ping` and `notifications/cancelled` are handled while one waits; no
+//! call blocks longer than ~60 s: confirmations are answered by polling tools, not by holding
+//! a call open. The daemon is reached through `Rest` (the REST client), so the dispatch is
+//! tested here without a process.
+
+mod handlers;
+mod rpc;
+mod tools;
 
 use super::client::{ApiClient, ClientError, path_segment};
-use serde_json::{Value, json};
-use std::collections::HashSet;
+use crossbeam_channel::{Receiver, Sender};
+use rpc::{CallParams, CancelledParams, Id, Incoming, InitializeParams, Request, Response};
+use serde::Serialize;
+use serde_json::Value;
 use std::io::{BufRead, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use tools::{McpTool, ToolResult};
 
 pub const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
-const WAIT_MAX: Duration = Duration::from_secs(50);
-const INLINE_MAX: u64 = 20 * 1024 * 1024;
+/// Answers waiting for the writer; beyond this a sender waits for the client to read.
+const OUT_QUEUE: usize = 64;
 
-struct Shared {
-    client: ApiClient,
+/// What the tools need of the daemon: its REST API (`ApiClient`, or a fake in the tests).
+pub trait Rest: Send + Sync {
+    fn base(&self) -> &str;
+    fn get(&self, path: &str) -> Result<Value, ClientError>;
+    fn post(&self, path: &str, body: &Value) -> Result<Value, ClientError>;
+    fn delete(&self, path: &str) -> Result<Value, ClientError>;
+    /// A file's bytes (at most `limit`) and its content type.
+    fn get_bytes(&self, path: &str, limit: u64) -> Result<(Vec<u8>, String), ClientError>;
+    /// A file streamed to `dest`; its size.
+    fn download(&self, path: &str, dest: &Path) -> Result<u64, ClientError>;
+}
+
+impl Rest for ApiClient {
+    fn base(&self) -> &str {
+        &self.base
+    }
+
+    fn get(&self, path: &str) -> Result<Value, ClientError> {
+        ApiClient::get(self, path)
+    }
+
+    fn post(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        ApiClient::post(self, path, body)
+    }
+
+    fn delete(&self, path: &str) -> Result<Value, ClientError> {
+        ApiClient::delete(self, path)
+    }
+
+    fn get_bytes(&self, path: &str, limit: u64) -> Result<(Vec<u8>, String), ClientError> {
+        ApiClient::get_bytes(self, path, limit)
+    }
+
+    fn download(&self, path: &str, dest: &Path) -> Result<u64, ClientError> {
+        ApiClient::download(self, path, dest)
+    }
+}
+
+/// One tool call as its handler sees it.
+pub struct Call<'a> {
+    pub rest: &'a dyn Rest,
+    /// Where `get_file` saves files it does not return inline.
+    pub files_dir: &'a Path,
+    /// Checked against the tool's schema.
+    pub args: &'a Value,
+    /// Raised by `notifications/cancelled` for this call.
+    pub cancelled: &'a AtomicBool,
+}
+
+impl Call<'_> {
+    /// The `session_id` argument as one URL path segment.
+    pub fn session(&self) -> String {
+        self.args["session_id"].as_str().map(path_segment).unwrap_or_default()
+    }
+}
+
+struct Server {
+    rest: Arc<dyn Rest>,
     files_dir: PathBuf,
-    out: crossbeam_channel::Sender<Value>,
-    cancelled: Mutex<HashSet<String>>,
-    running: Mutex<Vec<(String, Arc<AtomicBool>)>>,
-}
-
-fn response(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
-fn error(id: &Value, code: i64, message: &str) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+    out: Sender<Response>,
+    /// The tool calls in flight: their request's id and the flag a cancellation raises.
+    running: Mutex<Vec<(Id, Arc<AtomicBool>)>>,
 }
 
 /// Serve until stdin closes. Returns the exit code.
 pub fn serve(client: ApiClient, files_dir: PathBuf) -> u8 {
-    let (tx, rx) = crossbeam_channel::unbounded::<Value>();
-    let writer = std::thread::spawn(move || {
-        let stdout = std::io::stdout();
-        for msg in rx {
-            let mut lock = stdout.lock();
-            // Compact JSON never contains a raw newline.
-            if writeln!(lock, "{msg}").and_then(|_| lock.flush()).is_err() {
-                break;
-            }
-        }
-    });
-    let shared = Arc::new(Shared {
-        client,
-        files_dir,
-        out: tx,
-        cancelled: Mutex::new(HashSet::new()),
-        running: Mutex::new(Vec::new()),
-    });
-    eprintln!("agent-controller mcp: serving on stdio for the controller at {}", shared.client.base);
-    let mut stdin = std::io::stdin().lock();
-    let mut calls = Vec::new();
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        if !matches!(stdin.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
-            break;
-        }
-        // Not UTF-8 is a parse error for that line (answered), not the end of the input.
-        let line = String::from_utf8_lossy(&buf);
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(handle) = handle_line(&shared, &line) {
-            calls.push(handle);
-        }
-        calls.retain(|h: &std::thread::JoinHandle<()>| !h.is_finished());
-    }
-    // stdin closed: let running calls end (bounded by their own limits), then stop writing.
-    for h in calls {
-        let _ = h.join();
-    }
-    drop(shared);
+    let (tx, rx) = crossbeam_channel::bounded(OUT_QUEUE);
+    let writer = std::thread::spawn(move || write_lines(&rx, &mut std::io::stdout()));
+    let server = Arc::new(Server { rest: Arc::new(client), files_dir, out: tx, running: Mutex::new(Vec::new()) });
+    eprintln!("agent-controller mcp: serving on stdio for the controller at {}", server.rest.base());
+    server.read_lines(std::io::stdin().lock());
+    drop(server);
     let _ = writer.join();
     0
 }
 
-fn handle_line(shared: &Arc<Shared>, line: &str) -> Option<std::thread::JoinHandle<()>> {
-    let send = |v: Value| {
-        let _ = shared.out.send(v);
-    };
-    let msg: Value = match serde_json::from_str(line) {
-        Ok(v) => v,
-        Err(e) => {
-            send(error(&Value::Null, -32700, &format!("parse error: {e}")));
-            return None;
-        }
-    };
-    if msg.is_array() {
-        send(error(&Value::Null, -32600, "batches are not supported; send one message per line"));
-        return None;
-    }
-    let id = msg.get("id").cloned();
-    let Some(method) = msg.get("method").and_then(Value::as_str) else {
-        // A response to a request we never sent, or garbage.
-        if id.is_some() && (msg.get("result").is_some() || msg.get("error").is_some()) {
-            return None;
-        }
-        // JSON-RPC ids are strings or numbers; any other is answered as unknown (null).
-        let id = id.filter(|i| i.is_string() || i.is_number()).unwrap_or(Value::Null);
-        send(error(&id, -32600, "invalid request: no method"));
-        return None;
-    };
-    let params = msg.get("params").cloned().unwrap_or(json!({}));
-    let Some(id) = id.filter(|i| i.is_string() || i.is_number()) else {
-        // Notifications: nothing is answered.
-        if method == "notifications/cancelled" {
-            cancel(shared, params["requestId"].to_string());
-        }
-        return None;
-    };
-    match method {
-        "initialize" => {
-            send(response(&id, initialize(&params)));
-            None
-        }
-        "ping" => {
-            send(response(&id, json!({})));
-            None
-        }
-        "tools/list" => {
-            send(response(&id, json!({"tools": tool_list()})));
-            None
-        }
-        "tools/call" => call_tool(shared, id, &params),
-        other => {
-            send(error(&id, -32601, &format!("method not found: {other}")));
-            None
+/// The writer: each answer one line, until every sender is gone or the client stops reading.
+fn write_lines(rx: &Receiver<Response>, out: &mut dyn Write) {
+    for msg in rx {
+        if writeln!(out, "{}", msg.line()).and_then(|_| out.flush()).is_err() {
+            break;
         }
     }
 }
 
-/// `notifications/cancelled`: the request gets no answer, and a running call is told.
-fn cancel(shared: &Shared, key: String) {
-    shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone());
-    for (k, flag) in shared.running.lock().unwrap_or_else(|p| p.into_inner()).iter() {
-        if *k == key {
-            flag.store(true, Ordering::Release);
+impl Server {
+    /// Read lines until the input ends, then let running calls end (bounded by their own
+    /// limits).
+    fn read_lines(self: &Arc<Self>, mut input: impl BufRead) {
+        let mut calls: Vec<JoinHandle<()>> = Vec::new();
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            if !matches!(input.read_until(b'\n', &mut buf), Ok(n) if n > 0) {
+                break;
+            }
+            // Not UTF-8 is a parse error for that line (answered), not the end of the input.
+            let line = String::from_utf8_lossy(&buf);
+            if line.trim().is_empty() {
+                continue;
+            }
+            calls.extend(self.handle_line(&line));
+            calls.retain(|h| !h.is_finished());
+        }
+        for h in calls {
+            let _ = h.join();
         }
     }
-}
 
-fn initialize(params: &Value) -> Value {
-    let asked = params["protocolVersion"].as_str().unwrap_or("");
-    let version = if VERSIONS.contains(&asked) { asked } else { VERSIONS[0] };
-    json!({
-        "protocolVersion": version,
-        "capabilities": {"tools": {"listChanged": false}},
-        "serverInfo": {"name": "agent-controller", "title": "agent-controller", "version": env!("CARGO_PKG_VERSION")},
-        "instructions": "Drives remote browser, desktop and shell automation through an agent-controller. \
-            Start with create_session, then call wait_for_session repeatedly: it returns on a status change, \
-            a pending confirmation (answer it with respond_confirmation) or the end. Read results with \
-            get_report, list_files and get_file."
-    })
-}
+    fn send(&self, response: Response) {
+        let _ = self.out.send(response);
+    }
 
-/// `tools/call`, on a thread of its own so a long call never blocks the reader.
-fn call_tool(shared: &Arc<Shared>, id: Value, params: &Value) -> Option<std::thread::JoinHandle<()>> {
-    let name = params["name"].as_str().unwrap_or("").to_string();
-    let args = params.get("arguments").cloned().unwrap_or(json!({}));
-    let Some(def) = tool_list().into_iter().find(|t| t["name"] == name.as_str()) else {
-        let _ = shared.out.send(error(&id, -32602, &format!("unknown tool {name:?}")));
-        return None;
-    };
-    let shared = Arc::clone(shared);
-    let key = id.to_string();
-    let flag = Arc::new(AtomicBool::new(false));
-    shared.running.lock().unwrap_or_else(|p| p.into_inner()).push((key.clone(), Arc::clone(&flag)));
-    Some(std::thread::spawn(move || {
-        let result = match crate::util::schema::validate(&def["inputSchema"], &args) {
-            Err(e) => tool_error(&format!("invalid arguments: {e}")),
-            Ok(()) => call(&shared, &name, &args, &flag),
-        };
-        shared.running.lock().unwrap_or_else(|p| p.into_inner()).retain(|(k, _)| *k != key);
-        // A cancelled request gets no response.
-        if !shared.cancelled.lock().unwrap_or_else(|p| p.into_inner()).remove(&key) {
-            let _ = shared.out.send(response(&id, result));
-        }
-    }))
-}
+    fn running(&self) -> MutexGuard<'_, Vec<(Id, Arc<AtomicBool>)>> {
+        self.running.lock().unwrap_or_else(|p| p.into_inner())
+    }
 
-/// An input schema; `props` is JSON text (a literal: far less code than `json!` builds, and
-/// a unit test parses every one).
-fn obj(props: &str, required: &[&str]) -> Value {
-    let props: Value = serde_json::from_str(props).unwrap_or_default();
-    json!({"type": "object", "properties": props, "required": required, "additionalProperties": false})
-}
-
-fn tool(
-    name: &str,
-    title: &str,
-    description: &str,
-    schema: Value,
-    read_only: bool,
-    destructive: bool,
-    idempotent: bool,
-) -> Value {
-    json!({"name": name, "title": title, "description": description, "inputSchema": schema,
-        "annotations": {"title": title, "readOnlyHint": read_only, "destructiveHint": destructive,
-                        "idempotentHint": idempotent, "openWorldHint": !read_only}})
-}
-
-fn sid() -> Value {
-    obj(r#"{"session_id": {"type": "string"}}"#, &["session_id"])
-}
-
-pub fn tool_list() -> Vec<Value> {
-    vec![
-        tool(
-            "create_session",
-            "Create a session",
-            "Start an automation session on a worker: mode `task` (do something: download, scrape, fill forms, run commands) \
-             or `explore` (observe and report). target is a URL (browser), a window title (desktop app) or a host (type shell).",
-            obj(
-                r#"{"mode": {"type": "string", "enum": ["task", "explore"]}, "target": {"type": "string"},
-                       "type": {"type": "string", "enum": ["browser", "app", "shell"]}, "instruction": {"type": "string"},
-                       "goal": {"type": "string"}, "worker": {"type": "string"}, "max_turns": {"type": "integer"},
-                       "auto_confirm": {"type": "boolean"}}"#,
-                &["mode", "target"],
-            ),
-            false,
-            false,
-            false,
-        ),
-        tool("list_sessions", "List sessions", "All sessions, newest first.", obj(r#"{}"#, &[]), true, false, true),
-        tool(
-            "get_session",
-            "Get a session",
-            "Status, turn, files, usage, pending confirmation, summary or error.",
-            sid(),
-            true,
-            false,
-            true,
-        ),
-        tool(
-            "get_log",
-            "Read a session's log",
-            "Log entries after `after` (0 = from the start); returns `next` to continue.",
-            obj(r#"{"session_id": {"type": "string"}, "after": {"type": "integer"}}"#, &["session_id"]),
-            true,
-            false,
-            true,
-        ),
-        tool("get_report", "Read the report", "The session's report (markdown).", sid(), true, false, true),
-        tool("get_notes", "Read the notes", "Notes the agent saved.", sid(), true, false, true),
-        tool(
-            "list_files",
-            "List files",
-            "Downloaded, generated and screenshot files of a session.",
-            sid(),
-            true,
-            false,
-            true,
-        ),
-        tool(
-            "get_file",
-            "Get a file",
-            "A session file: text inline, images as images, anything else saved to a local folder (the path is returned).",
-            obj(r#"{"session_id": {"type": "string"}, "filename": {"type": "string"}}"#, &["session_id", "filename"]),
-            false,
-            false,
-            true,
-        ),
-        tool(
-            "respond_confirmation",
-            "Answer a confirmation",
-            "Approve or deny the action the session is waiting on (see wait_for_session / get_session). A denial may \
-             say why (the session's model is told); a command may be approved in an edited form.",
-            obj(
-                r#"{"session_id": {"type": "string"}, "approved": {"type": "boolean"}, "confirmation_id": {"type": "string"},
-                       "reason": {"type": "string"}, "edited_command": {"type": "string"}}"#,
-                &["session_id", "approved"],
-            ),
-            false,
-            true,
-            false,
-        ),
-        tool(
-            "answer_question",
-            "Answer a question",
-            "Answer the question the session's agent asked a person (see wait_for_session / get_session).",
-            obj(r#"{"session_id": {"type": "string"}, "text": {"type": "string"}}"#, &["session_id", "text"]),
-            false,
-            false,
-            false,
-        ),
-        tool(
-            "replay_session",
-            "Replay a session",
-            "Re-run a finished session's steps without the model, as a new session (params fill {{name}} in the \
-             recorded steps or replace a recorded value); where the page changed, the model takes over. Follow it \
-             with wait_for_session.",
-            obj(
-                r#"{"session_id": {"type": "string"}, "params": {"type": "object", "additionalProperties": {"type": "string"}},
-                       "instruction": {"type": "string"}}"#,
-                &["session_id"],
-            ),
-            false,
-            false,
-            false,
-        ),
-        tool("stop_session", "Stop a session", "Stop a running session.", sid(), false, true, true),
-        tool(
-            "list_schedules",
-            "List schedules",
-            "Scheduled sessions: each with its definition, runs, last run (session, status, when) and next run.",
-            obj(r#"{}"#, &[]),
-            true,
-            false,
-            true,
-        ),
-        tool(
-            "run_schedule",
-            "Run a schedule now",
-            "Start a run of a schedule now (refused while its previous run goes on). Follow it with wait_for_session.",
-            obj(r#"{"name": {"type": "string"}}"#, &["name"]),
-            false,
-            false,
-            false,
-        ),
-        tool(
-            "list_workers",
-            "List workers",
-            "Workers, their capabilities and which session each serves.",
-            obj(r#"{}"#, &[]),
-            true,
-            false,
-            true,
-        ),
-        tool(
-            "wait_for_session",
-            "Wait for a session",
-            "Wait (at most ~50 s) until the session changes status, asks for a confirmation, or ends; returns its state and new log lines. Call again to keep waiting.",
-            obj(r#"{"session_id": {"type": "string"}, "timeout_s": {"type": "integer"}}"#, &["session_id"]),
-            true,
-            false,
-            true,
-        ),
-    ]
-}
-
-fn text_result(text: String) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": false})
-}
-
-fn tool_error(text: &str) -> Value {
-    json!({"content": [{"type": "text", "text": text}], "isError": true})
-}
-
-fn pretty(v: &Value) -> String {
-    serde_json::to_string_pretty(v).unwrap_or_default()
-}
-
-fn call(shared: &Shared, name: &str, args: &Value, cancelled: &AtomicBool) -> Value {
-    let c = &shared.client;
-    let id = args["session_id"].as_str().map(path_segment).unwrap_or_default();
-    let result: Result<Value, ClientError> = match name {
-        "create_session" => {
-            let mut body = json!({"mode": args["mode"], "target": args["target"]});
-            for key in ["type", "instruction", "goal", "worker"] {
-                if let Some(v) = args.get(key).filter(|v| !v.is_null()) {
-                    body[key] = v.clone();
+    /// One line: answered here, or by the thread returned (a tool call).
+    fn handle_line(self: &Arc<Self>, line: &str) -> Option<JoinHandle<()>> {
+        match rpc::parse(line) {
+            Incoming::Invalid(error) => self.send(error),
+            Incoming::Stray => {}
+            Incoming::Notification { method, params } => {
+                if method == "notifications/cancelled"
+                    && let Ok(p) = serde_json::from_value::<CancelledParams>(params)
+                {
+                    self.cancel(&p.request_id);
                 }
             }
-            let mut options = json!({});
-            if let Some(n) = args["max_turns"].as_u64() {
-                options["max_turns"] = json!(n);
+            Incoming::Request(req) => return self.request(req),
+        }
+        None
+    }
+
+    fn request(self: &Arc<Self>, req: Request) -> Option<JoinHandle<()>> {
+        let answer = match req.method.as_str() {
+            "initialize" => req.params::<InitializeParams>().map(|p| Response::result(req.id.clone(), &initialize(&p))),
+            "ping" => Ok(Response::result(req.id.clone(), &serde_json::json!({}))),
+            "tools/list" => Ok(Response::result(req.id.clone(), &tools::list())),
+            "tools/call" => match req.params::<CallParams>() {
+                Ok(p) => return self.call_tool(req.id, p),
+                Err(e) => Err(e),
+            },
+            other => {
+                Err(Response::error(Some(req.id.clone()), rpc::METHOD_NOT_FOUND, format!("method not found: {other}")))
             }
-            if let Some(b) = args["auto_confirm"].as_bool() {
-                options["auto_confirm"] = json!(b);
-            }
-            body["options"] = options;
-            c.post("/sessions", &body).map(|s| {
-                text_result(format!(
-                    "Created session {} ({}). Call wait_for_session to follow it.\n{}",
-                    s["session_id"].as_str().unwrap_or(""),
-                    s["status"].as_str().unwrap_or(""),
-                    pretty(&s)
-                ))
-            })
-        }
-        "list_sessions" => c.get("/sessions").map(|v| text_result(pretty(&v))),
-        "get_session" => c.get(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
-        "get_log" => c
-            .get(&format!("/sessions/{id}/log?after={}", args["after"].as_u64().unwrap_or(0)))
-            .map(|v| text_result(format_log(&v))),
-        "get_report" => c.get(&format!("/sessions/{id}/report")).map(|v| {
-            let r = v["report"].as_str().unwrap_or("");
-            text_result(if r.is_empty() { "(no report yet)".into() } else { r.to_string() })
-        }),
-        "get_notes" => c.get(&format!("/sessions/{id}/notes")).map(|v| text_result(pretty(&v))),
-        "list_files" => c.get(&format!("/sessions/{id}/files")).map(|v| text_result(pretty(&v))),
-        "list_workers" => c.get("/workers").map(|v| text_result(pretty(&v))),
-        "list_schedules" => c.get("/schedules").map(|v| text_result(pretty(&v))),
-        "run_schedule" => {
-            let name = args["name"].as_str().map(path_segment).unwrap_or_default();
-            c.post(&format!("/schedules/{name}/run"), &json!({})).map(|s| {
-                let new = s["session_id"].as_str().unwrap_or("");
-                text_result(format!("Run of {name} started as session {new}. Call wait_for_session to follow it."))
-            })
-        }
-        "stop_session" => c.delete(&format!("/sessions/{id}")).map(|v| text_result(pretty(&v))),
-        "respond_confirmation" => respond(c, &id, args),
-        "replay_session" => c
-            .post(
-                &format!("/sessions/{id}/replay"),
-                &json!({"params": args.get("params").cloned().unwrap_or_else(|| json!({})), "instruction": args["instruction"]}),
-            )
-            .map(|s| {
-                let new = s["session_id"].as_str().unwrap_or("");
-                text_result(format!("Replaying {id} as session {new}. Call wait_for_session to follow it."))
-            }),
-        "answer_question" => c
-            .post(&format!("/sessions/{id}/answer"), &json!({"text": args["text"]}))
-            .map(|_| text_result(format!("Answered the question of {id}"))),
-        "get_file" => get_file(shared, &id, args["filename"].as_str().unwrap_or("")),
-        "wait_for_session" => wait(c, &id, args, cancelled),
-        other => Ok(tool_error(&format!("unknown tool {other}"))),
-    };
-    result.unwrap_or_else(|e| tool_error(&e.to_string()))
-}
-
-fn format_log(page: &Value) -> String {
-    let mut out = String::new();
-    for e in page["entries"].as_array().into_iter().flatten() {
-        out.push_str(&format!(
-            "{} {} [{}] {}\n",
-            e["seq"],
-            e["ts"].as_str().and_then(|t| t.get(11..19)).unwrap_or(""),
-            e["type"].as_str().unwrap_or(""),
-            e["text"].as_str().unwrap_or("")
-        ));
-    }
-    out.push_str(&format!("next: {}", page["next"]));
-    out
-}
-
-fn respond(c: &ApiClient, id: &str, args: &Value) -> Result<Value, ClientError> {
-    let cid = match args["confirmation_id"].as_str() {
-        Some(cid) => cid.to_string(),
-        None => {
-            let pending = c.get(&format!("/sessions/{id}/confirmation"))?;
-            if pending["pending"] != true {
-                return Ok(tool_error(&format!("session {id} is not waiting for a confirmation")));
-            }
-            pending["confirmation_id"].as_str().unwrap_or("").to_string()
-        }
-    };
-    let approved = args["approved"].as_bool().unwrap_or(false);
-    let mut answer = json!({"confirmation_id": cid, "approved": approved});
-    for key in ["reason", "edited_command"] {
-        if let Some(v) = args[key].as_str() {
-            answer[key] = json!(v);
-        }
-    }
-    c.post(&format!("/sessions/{id}/confirmation"), &answer)?;
-    Ok(text_result(format!("{} {cid}", if approved { "Approved" } else { "Denied" })))
-}
-
-fn get_file(shared: &Shared, id: &str, filename: &str) -> Result<Value, ClientError> {
-    let path = format!("/sessions/{id}/files/{}", path_segment(filename));
-    let files = shared.client.get(&format!("/sessions/{id}/files"))?;
-    let size_kb = files
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|f| f["filename"] == filename)
-        .and_then(|f| f["size_kb"].as_u64())
-        .ok_or_else(|| ClientError::Other(format!("session {id} has no file {filename:?} (list_files shows them)")))?;
-    let ext = filename.rsplit_once('.').map(|(_, e)| e.to_ascii_lowercase()).unwrap_or_default();
-    let textual =
-        matches!(ext.as_str(), "txt" | "csv" | "md" | "json" | "log" | "html" | "htm" | "xml" | "tsv" | "yaml" | "yml");
-    let image = matches!(ext.as_str(), "png" | "jpg" | "jpeg" | "gif" | "webp");
-    if (textual || image) && size_kb * 1024 <= INLINE_MAX {
-        let (bytes, ct) = shared.client.get_bytes(&path, INLINE_MAX)?;
-        if image {
-            let mime = if ct.starts_with("image/") {
-                ct
-            } else {
-                format!("image/{}", if ext == "jpg" { "jpeg" } else { &ext })
-            };
-            return Ok(json!({"content": [
-                {"type": "text", "text": format!("{filename} ({size_kb} KB)")},
-                {"type": "image", "data": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes), "mimeType": mime}], "isError": false}));
-        }
-        return Ok(text_result(String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    let dir = shared.files_dir.join(crate::util::filename::sanitize_filename(id));
-    // Inside our own 0700 folder nobody else can plant anything, so only that one is checked.
-    private_dir(&shared.files_dir)
-        .and_then(|()| std::fs::create_dir_all(&dir))
-        .map_err(|e| ClientError::Other(format!("cannot use {}: {e}", dir.display())))?;
-    let dest = dir.join(crate::util::filename::sanitize_filename(filename));
-    let size = shared.client.download(&path, &dest)?;
-    Ok(text_result(format!("Saved {filename} ({} KB) to {}", size.div_ceil(1024), dest.display())))
-}
-
-/// Create `dir` (0700) if needed and make sure it is a real folder of ours: the default lives
-/// in the shared /tmp, where another user could have put a folder or a symlink first.
-fn private_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    match std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    let meta = std::fs::symlink_metadata(dir)?;
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let me = unsafe { libc::getuid() };
-    if !meta.is_dir() || meta.uid() != me {
-        return Err(std::io::Error::other("not a folder owned by this user"));
-    }
-    Ok(())
-}
-
-/// Return on a status change, a new pending confirmation, the end, or after the timeout.
-fn wait(c: &ApiClient, id: &str, args: &Value, cancelled: &AtomicBool) -> Result<Value, ClientError> {
-    let limit = Duration::from_secs(args["timeout_s"].as_u64().unwrap_or(50)).min(WAIT_MAX);
-    let deadline = Instant::now() + limit;
-    let start = c.get(&format!("/sessions/{id}"))?;
-    let first_status = start["status"].clone();
-    let mut current = Some(start);
-    let log = c.get(&format!("/sessions/{id}/log"))?;
-    let mut after = log["next"].as_u64().unwrap_or(0).saturating_sub(5);
-    let mut lines = String::new();
-    let (state, why) = loop {
-        let s = match current.take() {
-            Some(s) => s,
-            None => c.get(&format!("/sessions/{id}"))?,
         };
-        let active = super::client::is_active(&s);
-        let why = if !active {
-            Some("ended")
-        } else if !s["confirmation_pending"].is_null() {
-            Some("confirmation pending: answer with respond_confirmation")
-        } else if s["question_pending"].is_object() {
-            Some("question pending: answer with answer_question")
-        } else if s["status"] != first_status {
-            Some("status changed")
-        } else if Instant::now() >= deadline {
-            Some("still running; call wait_for_session again")
-        } else if cancelled.load(Ordering::Acquire) {
-            Some("cancelled")
-        } else {
-            None
+        self.send(answer.unwrap_or_else(|e| e));
+        None
+    }
+
+    /// `notifications/cancelled`: a running call is told, and its request gets no answer.
+    fn cancel(&self, id: &Id) {
+        for (running, flag) in self.running().iter() {
+            if running == id {
+                flag.store(true, Ordering::Release);
+            }
+        }
+    }
+
+    /// `tools/call`, on a thread of its own so a long call never blocks the reader.
+    fn call_tool(self: &Arc<Self>, id: Id, p: CallParams) -> Option<JoinHandle<()>> {
+        let Some(tool) = tools::find(&p.name) else {
+            let why = format!("unknown tool {:?}", p.name);
+            self.send(Response::error(Some(id), rpc::INVALID_PARAMS, why));
+            return None;
         };
-        if let Some(w) = why {
-            break (s, w);
-        }
-        let left = deadline.saturating_duration_since(Instant::now()).as_secs().clamp(1, 5);
-        let page = c.get(&format!("/sessions/{id}/log?after={after}&wait={left}"))?;
-        for e in page["entries"].as_array().into_iter().flatten() {
-            lines.push_str(&format!("[{}] {}\n", e["type"].as_str().unwrap_or(""), e["text"].as_str().unwrap_or("")));
-        }
-        after = page["next"].as_u64().unwrap_or(after);
-    };
-    let mut text = format!("{}: {why}\n", state["status"].as_str().unwrap_or(""));
-    if let Some(conf) = state["confirmation_pending"].as_object() {
-        text.push_str(&format!("confirmation: {}\n", pretty(&Value::Object(conf.clone()))));
-    }
-    if let Some(q) = state["question_pending"]["question"].as_str() {
-        text.push_str(&format!("question: {q}\n"));
-    }
-    for key in ["summary", "error"] {
-        if let Some(v) = state[key].as_str() {
-            text.push_str(&format!("{key}: {v}\n"));
+        let flag = Arc::new(AtomicBool::new(false));
+        self.running().push((id.clone(), Arc::clone(&flag)));
+        let server = Arc::clone(self);
+        let answer_id = id.clone();
+        let spawned = std::thread::Builder::new().name("mcp-call".into()).spawn(move || {
+            let result = server.run(tool, &p.arguments, &flag);
+            server.running().retain(|(_, f)| !Arc::ptr_eq(f, &flag));
+            if !flag.load(Ordering::Acquire) {
+                server.send(Response::result(answer_id, &result));
+            }
+        });
+        match spawned {
+            Ok(handle) => Some(handle),
+            Err(e) => {
+                self.running().retain(|(running, _)| *running != id);
+                self.send(Response::error(Some(id), rpc::INTERNAL_ERROR, format!("cannot start the call: {e}")));
+                None
+            }
         }
     }
-    text.push_str(&format!("turn {}/{}, {} file(s)\n", state["turn"], state["max_turns"], state["files"]));
-    if !lines.is_empty() {
-        text.push_str("recent log:\n");
-        text.push_str(&lines);
+
+    /// A tool's handler on arguments its schema accepts; every failure is a tool error the
+    /// model can read.
+    fn run(&self, tool: &McpTool, args: &Value, cancelled: &AtomicBool) -> ToolResult {
+        if let Err(e) = crate::util::schema::validate(&tool.schema(), args) {
+            return ToolResult::error(format!("invalid arguments: {e}"));
+        }
+        let call = Call { rest: self.rest.as_ref(), files_dir: &self.files_dir, args, cancelled };
+        (tool.run)(&call).unwrap_or_else(|e| ToolResult::error(e.to_string()))
     }
-    Ok(text_result(text))
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct InitializeResult {
+    protocol_version: &'static str,
+    capabilities: Capabilities,
+    server_info: ServerInfo,
+    instructions: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+struct Capabilities {
+    tools: ToolsCapability,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ToolsCapability {
+    list_changed: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct ServerInfo {
+    name: &'static str,
+    title: &'static str,
+    version: &'static str,
+}
+
+/// The version the client asked for if we speak it, else our newest.
+fn initialize(params: &InitializeParams) -> InitializeResult {
+    let asked = params.protocol_version.as_deref().unwrap_or("");
+    InitializeResult {
+        protocol_version: VERSIONS.iter().copied().find(|v| *v == asked).unwrap_or(VERSIONS[0]),
+        capabilities: Capabilities { tools: ToolsCapability { list_changed: false } },
+        server_info: ServerInfo {
+            name: "agent-controller",
+            title: "agent-controller",
+            version: env!("CARGO_PKG_VERSION"),
+        },
+        instructions: "Drives remote browser, desktop and shell automation through an agent-controller. \
+            Start with create_session, then call wait_for_session repeatedly: it returns on a status change, \
+            a pending confirmation (answer it with respond_confirmation) or the end. Read results with \
+            get_report, list_files and get_file.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    type Answer = Box<dyn Fn(&str, &str, &Value) -> Result<Value, ClientError> + Send + Sync>;
+
+    /// The daemon as the tools see it: every request recorded, answered by `answer`.
+    struct Fake {
+        seen: Mutex<Vec<(String, String, Value)>>,
+        answer: Answer,
+    }
+
+    impl Fake {
+        fn ask(&self, method: &str, path: &str, body: &Value) -> Result<Value, ClientError> {
+            self.seen.lock().unwrap().push((method.into(), path.into(), body.clone()));
+            (self.answer)(method, path, body)
+        }
+    }
+
+    impl Rest for Fake {
+        fn base(&self) -> &str {
+            "http://fake"
+        }
+        fn get(&self, path: &str) -> Result<Value, ClientError> {
+            self.ask("GET", path, &Value::Null)
+        }
+        fn post(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+            self.ask("POST", path, body)
+        }
+        fn delete(&self, path: &str) -> Result<Value, ClientError> {
+            self.ask("DELETE", path, &Value::Null)
+        }
+        fn get_bytes(&self, path: &str, _limit: u64) -> Result<(Vec<u8>, String), ClientError> {
+            self.ask("GET", path, &Value::Null).map(|v| (v.to_string().into_bytes(), "text/plain".into()))
+        }
+        fn download(&self, path: &str, _dest: &Path) -> Result<u64, ClientError> {
+            self.ask("GET", path, &Value::Null).map(|_| 0)
+        }
+    }
+
+    /// A daemon with one running session `s1`.
+    fn daemon(method: &str, path: &str, _body: &Value) -> Result<Value, ClientError> {
+        match (method, path) {
+            ("GET", "/sessions/s1") => Ok(json!({"session_id": "s1", "status": "running", "turn": 2})),
+            ("GET", p) if p.starts_with("/sessions/s1/log") => {
+                std::thread::sleep(Duration::from_millis(5));
+                Ok(json!({"entries": [], "next": 3}))
+            }
+            ("GET", "/sessions/nope") => {
+                Err(ClientError::Api { status: 404, code: "not_found".into(), message: "no session nope".into() })
+            }
+            _ => Ok(json!({"session_id": "s2", "status": "waiting"})),
+        }
+    }
+
+    fn server_with(answer: Answer) -> (Arc<Server>, Arc<Fake>, Receiver<Response>) {
+        let fake = Arc::new(Fake { seen: Mutex::new(Vec::new()), answer });
+        let (tx, rx) = crossbeam_channel::bounded(OUT_QUEUE);
+        let server = Arc::new(Server {
+            rest: Arc::clone(&fake) as Arc<dyn Rest>,
+            files_dir: std::env::temp_dir(),
+            out: tx,
+            running: Mutex::new(Vec::new()),
+        });
+        (server, fake, rx)
+    }
+
+    fn server() -> (Arc<Server>, Arc<Fake>, Receiver<Response>) {
+        server_with(Box::new(daemon))
+    }
+
+    /// The answers to one line, the tool call's included.
+    fn ask(server: &Arc<Server>, rx: &Receiver<Response>, line: Value) -> Vec<Value> {
+        if let Some(call) = server.handle_line(&line.to_string()) {
+            call.join().unwrap();
+        }
+        rx.try_iter().map(|r| serde_json::to_value(&r).unwrap()).collect()
+    }
+
+    fn one(server: &Arc<Server>, rx: &Receiver<Response>, line: Value) -> Value {
+        let mut answers = ask(server, rx, line.clone());
+        assert_eq!(answers.len(), 1, "{line}: {answers:?}");
+        answers.remove(0)
+    }
+
+    fn call(name: &str, arguments: Value) -> Value {
+        json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+    }
+
+    fn text(answer: &Value) -> &str {
+        answer["result"]["content"][0]["text"].as_str().unwrap()
+    }
+
+    #[test]
+    fn initialize_speaks_the_clients_version_or_our_newest() {
+        let (server, _, rx) = server();
+        for v in VERSIONS {
+            let r = one(
+                &server,
+                &rx,
+                json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                "params": {"protocolVersion": v, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            );
+            assert_eq!(r["result"]["protocolVersion"], v);
+            assert_eq!(r["result"]["serverInfo"]["name"], "agent-controller");
+            assert_eq!(r["result"]["capabilities"], json!({"tools": {"listChanged": false}}));
+        }
+        let r = one(
+            &server,
+            &rx,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2030-01-01"}}),
+        );
+        assert_eq!(r["result"]["protocolVersion"], VERSIONS[0]);
+        let r = one(&server, &rx, json!({"jsonrpc": "2.0", "id": 1, "method": "initialize"}));
+        assert_eq!(r["result"]["protocolVersion"], VERSIONS[0], "no params: our newest");
+    }
+
+    #[test]
+    fn tools_list_shows_each_table_entry_once() {
+        let (server, _, rx) = server();
+        let r =
+            one(&server, &rx, json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list", "params": {"_meta": {}}}));
+        assert_eq!(r["id"], "l");
+        let listed: Vec<&str> =
+            r["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+        let table: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
+        assert_eq!(listed, table);
+        for t in r["result"]["tools"].as_array().unwrap() {
+            assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+            assert!(t["inputSchema"]["properties"].is_object(), "{t}");
+            assert!(t["annotations"]["readOnlyHint"].is_boolean(), "{t}");
+        }
+    }
+
+    #[test]
+    fn unknown_methods_and_bad_params_are_errors() {
+        let (server, fake, rx) = server();
+        let r = one(&server, &rx, json!({"jsonrpc": "2.0", "id": "d", "method": "server/discover"}));
+        assert_eq!((r["id"].clone(), r["error"]["code"].clone()), (json!("d"), json!(-32601)));
+        let r = one(
+            &server,
+            &rx,
+            json!({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": 5}}),
+        );
+        assert_eq!(r["error"]["code"], -32602);
+        let r =
+            one(&server, &rx, json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"arguments": {}}}));
+        assert_eq!(r["error"]["code"], -32602, "no tool named");
+        let r = one(&server, &rx, call("no_such_tool", json!({})));
+        assert_eq!(r["error"]["code"], -32602);
+        assert!(r["error"]["message"].as_str().unwrap().contains("no_such_tool"));
+        // Arguments the schema refuses are the tool's error, and the daemon never hears them.
+        let r = one(&server, &rx, call("get_session", json!({})));
+        assert_eq!(r["result"]["isError"], true);
+        assert!(text(&r).contains("session_id"), "{r}");
+        let r = one(&server, &rx, call("get_session", json!({"session_id": "s1", "extra": 1})));
+        assert_eq!(r["result"]["isError"], true, "unknown arguments are refused");
+        assert!(fake.seen.lock().unwrap().is_empty());
+        let r = one(&server, &rx, json!({"jsonrpc": "2.0", "id": 4, "method": "ping"}));
+        assert_eq!(r["result"], json!({}));
+    }
+
+    #[test]
+    fn notifications_and_strays_get_no_answer_and_garbage_gets_one() {
+        let (server, _, rx) = server();
+        assert!(ask(&server, &rx, json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).is_empty());
+        assert!(ask(&server, &rx, json!({"jsonrpc": "2.0", "id": 7, "result": {}})).is_empty());
+        assert!(server.handle_line("{not json").is_none());
+        let r: Vec<Value> = rx.try_iter().map(|r| serde_json::to_value(&r).unwrap()).collect();
+        assert_eq!((r.len(), r[0]["error"]["code"].clone(), r[0]["id"].clone()), (1, json!(-32700), Value::Null));
+    }
+
+    #[test]
+    fn a_call_reaches_its_handlers_route() {
+        let cases = [
+            ("get_session", json!({"session_id": "s1"}), "GET", "/sessions/s1"),
+            ("list_sessions", json!({}), "GET", "/sessions"),
+            ("get_log", json!({"session_id": "s1", "after": 4}), "GET", "/sessions/s1/log?after=4"),
+            ("get_report", json!({"session_id": "s1"}), "GET", "/sessions/s1/report"),
+            ("get_notes", json!({"session_id": "s1"}), "GET", "/sessions/s1/notes"),
+            ("list_files", json!({"session_id": "s1"}), "GET", "/sessions/s1/files"),
+            ("list_workers", json!({}), "GET", "/workers"),
+            ("list_schedules", json!({}), "GET", "/schedules"),
+            ("stop_session", json!({"session_id": "a/b"}), "DELETE", "/sessions/a%2Fb"),
+            ("run_schedule", json!({"name": "daily"}), "POST", "/schedules/daily/run"),
+            ("answer_question", json!({"session_id": "s1", "text": "42"}), "POST", "/sessions/s1/answer"),
+            ("replay_session", json!({"session_id": "s1"}), "POST", "/sessions/s1/replay"),
+            ("create_session", json!({"mode": "task", "target": "https://x.test"}), "POST", "/sessions"),
+            (
+                "respond_confirmation",
+                json!({"session_id": "s1", "approved": true, "confirmation_id": "c1"}),
+                "POST",
+                "/sessions/s1/confirmation",
+            ),
+        ];
+        for (tool, args, method, path) in cases {
+            let (server, fake, rx) = server();
+            let r = one(&server, &rx, call(tool, args));
+            assert_eq!((r["id"].clone(), r["result"]["isError"].clone()), (json!(9), json!(false)), "{tool}: {r}");
+            let seen = fake.seen.lock().unwrap();
+            assert_eq!((seen[0].0.as_str(), seen[0].1.as_str()), (method, path), "{tool}");
+        }
+    }
+
+    #[test]
+    fn bodies_and_daemon_errors() {
+        let (server, fake, rx) = server();
+        let r = one(
+            &server,
+            &rx,
+            call("create_session", json!({"mode": "task", "target": "t", "max_turns": 3, "goal": null})),
+        );
+        assert!(text(&r).starts_with("Created session s2 (waiting)"), "{r}");
+        let body = fake.seen.lock().unwrap()[0].2.clone();
+        assert_eq!(body, json!({"mode": "task", "target": "t", "options": {"max_turns": 3}}));
+        let r = one(
+            &server,
+            &rx,
+            call(
+                "respond_confirmation",
+                json!({"session_id": "s1", "approved": false, "confirmation_id": "c1", "reason": "no"}),
+            ),
+        );
+        assert_eq!(text(&r), "Denied c1");
+        let body = fake.seen.lock().unwrap()[1].2.clone();
+        assert_eq!(body, json!({"confirmation_id": "c1", "approved": false, "reason": "no"}));
+        let r = one(&server, &rx, call("get_session", json!({"session_id": "nope"})));
+        assert_eq!(r["result"]["isError"], true);
+        assert_eq!(text(&r), "no session nope (HTTP 404)");
+    }
+
+    #[test]
+    fn a_cancelled_call_ends_early_and_gets_no_answer() {
+        let (server, _, rx) = server();
+        let wait = call("wait_for_session", json!({"session_id": "s1", "timeout_s": 30}));
+        let started = std::time::Instant::now();
+        let handle = server.handle_line(&wait.to_string()).unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}});
+        assert!(server.handle_line(&cancel.to_string()).is_none());
+        handle.join().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(rx.try_recv().is_err(), "no answer to a cancelled request");
+        assert!(server.running().is_empty());
+        // A cancellation for a request not running changes nothing for a later one.
+        server.handle_line(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 9}}).to_string(),
+        );
+        let r = one(&server, &rx, call("get_session", json!({"session_id": "s1"})));
+        assert_eq!(r["result"]["isError"], false);
+    }
+
+    #[test]
+    fn a_wait_ends_on_a_pending_confirmation() {
+        let (server, _, rx) = server_with(Box::new(|method, path, body| match path {
+            "/sessions/s1" => Ok(json!({"session_id": "s1", "status": "confirming", "turn": 1, "max_turns": 5,
+                "files": 0, "confirmation_pending": {"id": "c1", "description": "download"}})),
+            _ => daemon(method, path, body),
+        }));
+        let r = one(&server, &rx, call("wait_for_session", json!({"session_id": "s1"})));
+        let t = text(&r);
+        assert!(t.starts_with("confirming: confirmation pending"), "{t}");
+        assert!(t.contains("turn 1/5, 0 file(s)"), "{t}");
+    }
+
+    #[test]
+    fn the_writer_writes_one_line_per_answer() {
+        let (tx, rx) = crossbeam_channel::bounded(OUT_QUEUE);
+        tx.send(Response::result(Id::Number(1.into()), &json!({"a": "x\ny"}))).unwrap();
+        tx.send(Response::error(None, rpc::PARSE_ERROR, "bad".into())).unwrap();
+        drop(tx);
+        let mut out = Vec::new();
+        write_lines(&rx, &mut out);
+        let lines: Vec<Value> =
+            String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(
+            lines,
+            [
+                json!({"jsonrpc": "2.0", "id": 1, "result": {"a": "x\ny"}}),
+                json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "bad"}})
+            ]
+        );
+    }
 }
