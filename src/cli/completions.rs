@@ -1,11 +1,12 @@
 //! `agent-controller completions bash|zsh|fish`: completion scripts generated from the command
-//! table in `args.rs`, so a new command or option completes without editing a script.
+//! table in `commands.rs`, so a new command or option completes without editing a script.
 //!
 //! Commands and options complete everywhere; options that take a file or a folder complete
 //! paths; `help` completes commands, `completions` shells and `config` its `check`. Help texts
 //! are quoted for each shell so no text can break out of its string.
 
-use super::args::{COMMANDS, Cmd, GLOBAL, Opt};
+use super::args::{Cmd, GLOBAL, Opt};
+use super::commands::COMMANDS;
 
 /// The script for `shell`, or `None` for a shell we do not write for.
 pub fn script(shell: &str) -> Option<String> {

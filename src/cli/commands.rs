@@ -1,0 +1,268 @@
+//! The command table: every command of `agent-controller` with its usage, summary, options,
+//! argument counts and longer help. `args.rs` parses by it, and help and the completion
+//! scripts (`completions.rs`) are made from it, so a command is added here alone (and run by
+//! `console.rs`, `main.rs` or `agent-eval`).
+
+use super::args::{Cmd, Opt, opt};
+
+const TASK: &[Opt] = &[
+    opt(&["--url"], "URL", "a browser session on this page"),
+    opt(&["--title"], "WINDOW", "a desktop-app session on this window"),
+    opt(&["--host"], "NAME", "a shell session on this host"),
+    opt(&["--ssh"], "USER@HOST[:PORT]", "a shell session on a host over SSH (no worker)"),
+    opt(&["--approval"], "MODE", "who approves commands: auto, validator or human"),
+    opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:)"),
+    opt(&["--model"], "MODEL", "another model on that endpoint"),
+    opt(&["--worker"], "NAME", "use this worker (id or hostname)"),
+    opt(&["--max-turns"], "N", "stop after N model turns"),
+    opt(&["--username"], "USER", "log in as USER (password from $AGENT_CONTROLLER_PASSWORD)"),
+    opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
+    opt(&["--auto-confirm"], "", "approve every confirmation without asking"),
+    opt(&["--dry-run"], "", "acting tools say what they would do and do nothing"),
+    opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
+    opt(&["--no"], "", "deny confirmations"),
+];
+
+const EXPLORE: &[Opt] = &[
+    opt(&["--url"], "URL", "a browser session on this page"),
+    opt(&["--title"], "WINDOW", "a desktop-app session on this window"),
+    opt(&["--host"], "NAME", "a shell session on this host"),
+    opt(&["--ssh"], "USER@HOST[:PORT]", "a shell session on a host over SSH (no worker)"),
+    opt(&["--approval"], "MODE", "who approves commands: auto, validator or human"),
+    opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:)"),
+    opt(&["--model"], "MODEL", "another model on that endpoint"),
+    opt(&["--goal"], "TEXT", "what to find out (explore)"),
+    opt(&["--worker"], "NAME", "use this worker (id or hostname)"),
+    opt(&["--max-turns"], "N", "stop after N model turns"),
+    opt(&["--username"], "USER", "log in as USER (password from $AGENT_CONTROLLER_PASSWORD)"),
+    opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
+    opt(&["--auto-confirm"], "", "approve every confirmation without asking"),
+    opt(&["--dry-run"], "", "acting tools say what they would do and do nothing"),
+    opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
+    opt(&["--no"], "", "deny confirmations"),
+];
+
+const fn cmd(name: &'static str, usage: &'static str, summary: &'static str, options: &'static [Opt]) -> Cmd {
+    Cmd { name, usage, summary, options, min_args: 0, max_args: 0, client: true, more: "" }
+}
+
+const fn args(mut c: Cmd, min: usize, max: usize) -> Cmd {
+    c.min_args = min;
+    c.max_args = max;
+    c
+}
+
+const fn local(mut c: Cmd, more: &'static str) -> Cmd {
+    c.client = false;
+    c.more = more;
+    c
+}
+
+const fn more(mut c: Cmd, more: &'static str) -> Cmd {
+    c.more = more;
+    c
+}
+
+const ID: usize = 1;
+const MANY: usize = usize::MAX;
+
+pub const COMMANDS: &[Cmd] = &[
+    local(
+        cmd(
+            "serve",
+            "[--config FILE] [--host ADDR] [--api-port N] [--worker-port N] [--insecure]",
+            "run the daemon (the default when no command is given)",
+            &[
+                opt(&["--config"], "FILE", "config file (default ./config.yaml; missing = all defaults)"),
+                opt(&["--host"], "ADDR", "bind address (server.host)"),
+                opt(&["--api-port"], "N", "API port, 0 = any free port (server.api_port)"),
+                opt(&["--worker-port"], "N", "worker port, 0 = any free port (server.worker_port)"),
+                opt(&["--insecure"], "", "allow a non-loopback bind without tokens"),
+            ],
+        ),
+        "Runs until SIGINT/SIGTERM. Exit codes: 0 clean stop, 1 runtime failure, 2 usage or config error.",
+    ),
+    args(
+        more(
+            cmd(
+                "task",
+                "(--url URL | --title WINDOW | --host NAME | --ssh USER@HOST) [OPTIONS] INSTRUCTION…",
+                "start a task and follow it to its end",
+                TASK,
+            ),
+            "Prints the log as it comes, asks y/n (or e to edit a command) for confirmations and reads answers \
+             to the agent's questions, then the report; Ctrl-C detaches.",
+        ),
+        1,
+        MANY,
+    ),
+    args(
+        cmd(
+            "explore",
+            "(--url URL | --title WINDOW | --host NAME | --ssh USER@HOST) [--goal G] [OPTIONS]",
+            "explore a target and print the report",
+            EXPLORE,
+        ),
+        0,
+        MANY,
+    ),
+    args(
+        more(
+            cmd(
+                "replay",
+                "ID [--param NAME=VALUE]… [--instruction TEXT] [OPTIONS]",
+                "re-run a finished session's steps without the model, and follow it",
+                &[
+                    opt(
+                        &["--param"],
+                        "NAME=VALUE",
+                        "fill {{NAME}} in the recorded steps (or replace a recorded value)",
+                    ),
+                    opt(&["--instruction"], "TEXT", "what the model should do if the replay hands over to it"),
+                    opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
+                    opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
+                    opt(&["--no"], "", "deny confirmations"),
+                ],
+            ),
+            "Where a step no longer matches the page, the model takes over with what was done and what went wrong.",
+        ),
+        ID,
+        ID,
+    ),
+    cmd("sessions", "", "list the sessions, newest first", &[]),
+    args(cmd("status", "ID", "one session's state", &[]), ID, ID),
+    args(
+        cmd("log", "ID [-f]", "a session's log", &[opt(&["-f", "--follow"], "", "keep following until it ends")]),
+        ID,
+        ID,
+    ),
+    args(cmd("report", "ID", "a session's report (markdown)", &[]), ID, ID),
+    args(cmd("notes", "ID", "a session's notes", &[]), ID, ID),
+    args(cmd("files", "ID", "a session's files", &[]), ID, ID),
+    args(
+        cmd(
+            "download",
+            "ID [NAME | --zip] [-o DIR]",
+            "download a session's files (all but screenshots, one, or a zip)",
+            &[opt(&["--zip"], "", "all files as one zip"), opt(&["-o", "--out"], "DIR", "into DIR (default .)")],
+        ),
+        ID,
+        2,
+    ),
+    args(
+        cmd(
+            "confirm",
+            "ID --yes | --no [--reason TEXT] [--edit COMMAND]",
+            "answer a session's pending confirmation",
+            &[
+                opt(&["--yes"], "", "approve"),
+                opt(&["--no"], "", "deny"),
+                opt(&["--reason"], "TEXT", "why it is denied (the agent is told)"),
+                opt(&["--edit"], "COMMAND", "approve this command instead of the one asked about"),
+            ],
+        ),
+        ID,
+        ID,
+    ),
+    args(cmd("answer", "ID TEXT…", "answer the question a session's agent asks", &[]), 2, MANY),
+    args(cmd("stop", "ID", "stop a session", &[]), ID, ID),
+    cmd("workers", "", "list the workers and what they serve", &[]),
+    args(
+        more(
+            cmd(
+                "schedule",
+                "list | add NAME (--every D | --cron EXPR) (--replay ID | --session JSON) [OPTIONS] | rm NAME | run NAME",
+                "scheduled sessions: list, add, remove, run now",
+                &[
+                    opt(&["--every"], "DURATION", "run every 30s, 15m, 1h, 1d…"),
+                    opt(&["--cron"], "EXPR", "run on a five-field cron expression"),
+                    opt(&["--tz"], "ZONE", "the cron expression's time zone (default: the daemon host's)"),
+                    opt(&["--replay"], "ID", "each run replays this finished session (no model call)"),
+                    opt(&["--param"], "NAME=VALUE", "a replay parameter (repeatable)"),
+                    opt(&["--session"], "JSON", "each run is a new session from this POST /sessions body"),
+                    opt(&["--catch-up"], "", "one run at start for the runs missed while the daemon was down"),
+                ],
+            ),
+            "A run still going when the next is due makes that one skip. Errors and diverged replays are reported \
+             to the session's (or the schedule's) notification targets.",
+        ),
+        1,
+        2,
+    ),
+    cmd("health", "", "check that the daemon answers", &[]),
+    more(
+        cmd(
+            "mcp",
+            "[--files-dir DIR]",
+            "the MCP server on stdio (for Claude Code and other agents)",
+            &[opt(
+                &["--files-dir"],
+                "DIR",
+                "where get_file saves binary files (default $TMPDIR/agent-controller-files-UID)",
+            )],
+        ),
+        "Add it to Claude Code with: claude mcp add agent-controller -- agent-controller mcp",
+    ),
+    args(
+        local(
+            cmd(
+                "config",
+                "check [--config FILE]",
+                "validate a config file and print the effective values",
+                &[opt(&["--config"], "FILE", "the file (default ./config.yaml; missing = all defaults)")],
+            ),
+            "Applies the environment (keys, tokens) as the daemon would and masks every secret. Exit 2 when invalid.",
+        ),
+        1,
+        1,
+    ),
+    local(
+        cmd(
+            "eval",
+            "[--llm NAME] [--model M] [--tool-mode native|json] [--tasks a,b] [--repeat N] [--min-pass PCT] [OPTIONS]",
+            "run the eval's tasks on a model through the whole system and print how many it finished",
+            &[
+                opt(&["--config"], "FILE", "config file with the model endpoints (default ./config.yaml)"),
+                opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:; default api)"),
+                opt(&["--model"], "MODEL", "another model on that endpoint"),
+                opt(&["--tool-mode"], "MODE", "native, json or auto (default: the endpoint's)"),
+                opt(&["--tasks"], "NAMES", "only these tasks, comma-separated (default: all)"),
+                opt(&["--repeat"], "N", "run each task N times (default 1)"),
+                opt(&["--max-turns"], "N", "turns per session (default 15)"),
+                opt(&["--min-pass"], "PCT", "exit 1 when fewer than PCT % of the runs pass"),
+                opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
+                opt(&["--list"], "", "list the tasks and exit"),
+                opt(&["--keep"], "", "keep the sessions' folders (logs, steps, files) and say where"),
+                opt(&["--json"], "", "one JSON object with every run"),
+            ],
+        ),
+        "Starts a daemon, the eval's website and an agent-worker (browser, shell; needs Chromium) on loopback, \
+         runs each task as a session and judges it by what landed on disk or on the site. Exit codes: 0, 1 \
+         below --min-pass, 2 usage or config error.",
+    ),
+    local(
+        cmd(
+            "probe",
+            "[--config FILE] [--llm NAME]",
+            "ask a model endpoint what it can do: tool calls, JSON mode, images, context length",
+            &[
+                opt(&["--config"], "FILE", "config file with the model endpoints (default ./config.yaml)"),
+                opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:; default api)"),
+                opt(&["--json"], "", "what was found as JSON"),
+            ],
+        ),
+        "Keeps the answers in the output directory (probes.json), where `tool_mode: auto`, `vision: auto` and \
+         the context window use them and `config check` shows them. Exit codes: 0, 1 endpoint unusable, 2 usage.",
+    ),
+    args(
+        local(cmd("completions", "bash | zsh | fish", "print a shell completion script", &[]), COMPLETIONS_MORE),
+        1,
+        1,
+    ),
+    args(local(cmd("help", "[COMMAND]", "show help for the program or one command", &[]), ""), 0, 1),
+    local(cmd("version", "", "show the version and git commit", &[]), ""),
+];
+
+const COMPLETIONS_MORE: &str = "bash: agent-controller completions bash > /etc/bash_completion.d/agent-controller
+zsh:  agent-controller completions zsh > \"${fpath[1]}/_agent-controller\"
+fish: agent-controller completions fish > ~/.config/fish/completions/agent-controller.fish";
