@@ -38,6 +38,7 @@ mod tidy;
 mod tls;
 mod vision;
 mod web;
+mod web_takeover;
 mod worker_e2e;
 mod worker_steps;
 mod workers;

@@ -95,7 +95,7 @@ fn hash_of(text: &str) -> u64 {
 pub(super) fn lists(tool: Tool, record: &SessionRecord, vision: Vision) -> bool {
     match tool {
         Tool::BrowserScreenshot => vision == Vision::On,
-        Tool::RequestConfirmation | Tool::AskUser => !record.options.auto_confirm,
+        Tool::RequestConfirmation | Tool::AskUser | Tool::RequestTakeover => !record.options.auto_confirm,
         Tool::SendNotification => record.notifications.telegram || record.notifications.webhook,
         // A task's deliverable is its files and its answer; notes serve explorations.
         Tool::SaveNote => record.mode == Mode::Explore,

@@ -215,6 +215,13 @@ impl Site {
                         localStorage.getItem('visited') ? 'seen before' : 'first visit'; localStorage.setItem('visited', '1');</script>"#,
                     )),
                     ("GET", "/hostile") => html(page("Hostile", HOSTILE)),
+                    // A button at a known place on the screen, for a click on a screenshot.
+                    ("GET", "/big-button") => html(page(
+                        "Big button",
+                        "<button id='big' style='position:absolute;left:100px;top:100px;width:300px;height:150px' \
+                         onclick=\"document.getElementById('out').textContent='The big button was pressed'\">Big</button>\
+                         <p id='out' style='position:absolute;top:300px'></p>",
+                    )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
                     // 1 000 elements, each inside the one before (Chromium gives no page 3 000 deep in a minute), and a line after them.
                     ("GET", "/deep") => html(page(

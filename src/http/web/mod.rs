@@ -1,4 +1,4 @@
-//! The web page: one HTML file, one script, one style sheet and an icon, compiled into the
+//! The web page: one HTML file, three scripts, one style sheet and an icon, compiled into the
 //! binary and served at `/` and `/web/…` on the API server, plus the cache validators the page
 //! relies on for screenshots.
 //!
@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("index.html", "text/html; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/index.html"))),
     ("dom.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/dom.js"))),
     ("app.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.js"))),
+    ("takeover.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/takeover.js"))),
     ("app.css", "text/css; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.css"))),
     ("icon.svg", "image/svg+xml", include_str!("assets/icon.svg")),
 ];

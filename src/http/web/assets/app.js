@@ -8,7 +8,7 @@
 'use strict';
 
 const TOKEN_KEY = 'agent-controller-token';
-const ACTIVE = ['waiting', 'running', 'confirming'];
+const ACTIVE = ['waiting', 'running', 'confirming', 'paused'];
 const LOG_MAX = 3000;
 
 const state = {
@@ -295,6 +295,7 @@ function renderRecord(r) {
   setText('s-summary', r.summary ? `Summary: ${r.summary}` : '');
   renderConfirmation(r.confirmation_pending);
   renderQuestion(r.question_pending);
+  renderTakeover(r);
 }
 
 function usageText(r) {
@@ -306,6 +307,14 @@ function usageText(r) {
   }
   text += ` · images: ${fmtInt(i.sent)} sent, ${fmtInt(i.skipped)} unchanged`;
   if (i.sent) text += ` (≈ ${fmtInt(i.estimated_tokens)} tokens, ${fmtInt(Math.ceil((i.bytes || 0) / 1024))} KB)`;
+  const b = r.budget;
+  if (b) {
+    const spent = [];
+    if (b.limit.tokens) spent.push(`${fmtInt(b.spent.tokens)}/${fmtInt(b.limit.tokens)} tokens`);
+    if (b.limit.usd) spent.push(`$${(b.spent.usd || 0).toFixed(4)}/$${b.limit.usd}`);
+    if (b.limit.seconds) spent.push(`${fmtInt(b.spent.seconds)}/${fmtInt(b.limit.seconds)} s`);
+    text += ` · budget: ${spent.join(', ')}${b.exceeded ? ` (${b.exceeded} reached)` : ''}`;
+  }
   return text;
 }
 
