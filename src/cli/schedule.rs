@@ -8,6 +8,7 @@ use super::client::{ApiClient, path_segment};
 use super::console::{Column, Out, exit, fail, print_table, text_of};
 use super::table::Align;
 use serde_json::{Map, Value, json};
+use std::fmt;
 
 const COLUMNS: &[Column] = &[
     ("NAME", Align::Left, |s| text_of(&s["name"])),
@@ -40,7 +41,7 @@ pub(super) fn run(client: &ApiClient, out: &Out, mut args: pico_args::Arguments)
                     said(out, &v, &format!("schedule {} added; next run {}", free[1], text_of(&v["next_run"])))
                 })
             }
-            Err(e) => return usage(&e),
+            Err(e) => return usage(&e.to_string()),
         },
         (Some("rm"), Some(n)) => {
             client.delete(&format!("/schedules/{n}")).map(|v| said(out, &v, &format!("schedule {} removed", free[1])))
@@ -74,10 +75,31 @@ fn said(out: &Out, v: &Value, line: &str) {
     if out.json { println!("{v}") } else { println!("{line}") }
 }
 
+/// What is wrong with `add`'s options.
+#[derive(Debug)]
+enum OptionsError {
+    /// An option without its value, or given twice.
+    Args(pico_args::Error),
+    /// `--session` is not JSON.
+    Session(serde_json::Error),
+    /// A `--param` without `=` (as given).
+    Param(String),
+}
+
+impl fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionsError::Args(e) => e.fmt(f),
+            OptionsError::Session(e) => write!(f, "--session is not JSON: {e}"),
+            OptionsError::Param(p) => write!(f, "--param {p:?} is not name=value"),
+        }
+    }
+}
+
 /// The `add` body from the options (all are read, so `finish` sees only the free arguments).
-fn options(args: &mut pico_args::Arguments) -> Result<Value, String> {
-    let text = |args: &mut pico_args::Arguments, key: &'static str| -> Result<Option<String>, String> {
-        args.opt_value_from_str(key).map_err(|e| e.to_string())
+fn options(args: &mut pico_args::Arguments) -> Result<Value, OptionsError> {
+    let text = |args: &mut pico_args::Arguments, key: &'static str| -> Result<Option<String>, OptionsError> {
+        args.opt_value_from_str(key).map_err(OptionsError::Args)
     };
     let mut body = json!({});
     for (key, option) in [("every", "--every"), ("cron", "--cron"), ("tz", "--tz")] {
@@ -89,16 +111,16 @@ fn options(args: &mut pico_args::Arguments) -> Result<Value, String> {
         body["replay_of"] = json!(id);
     }
     if let Some(session) = text(args, "--session")? {
-        body["session"] = serde_json::from_str(&session).map_err(|e| format!("--session is not JSON: {e}"))?;
+        body["session"] = serde_json::from_str(&session).map_err(OptionsError::Session)?;
     }
     if args.contains("--catch-up") {
         body["catch_up"] = json!(true);
     }
-    let params: Vec<String> = args.values_from_str("--param").map_err(|e| e.to_string())?;
+    let params: Vec<String> = args.values_from_str("--param").map_err(OptionsError::Args)?;
     if !params.is_empty() {
         let mut map = Map::new();
         for p in params {
-            let (k, v) = p.split_once('=').ok_or_else(|| format!("--param {p:?} is not name=value"))?;
+            let (k, v) = p.split_once('=').ok_or_else(|| OptionsError::Param(p.clone()))?;
             map.insert(k.to_string(), json!(v));
         }
         body["params"] = Value::Object(map);

@@ -26,12 +26,42 @@ use crate::util::clock;
 use serde_json::Value;
 use spec::Spec;
 use std::collections::BTreeMap;
+use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 /// The longest the thread sleeps without a due run (a wall clock set forward is noticed then).
 const MAX_SLEEP_MS: i64 = 60_000;
+
+/// Why the scheduler did not start.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum StartupError {
+    /// config.yaml's `schedules[index]` is not a valid schedule.
+    ConfigSchedule { index: usize, source: ScheduleError },
+    /// config.yaml's `schedules[index]` takes a name an earlier one has.
+    NameTwice { index: usize, name: String },
+    /// The output directory's `schedules/` could not be read.
+    Stored(std::io::Error),
+    /// The scheduler's thread could not be started.
+    Thread(std::io::Error),
+}
+
+impl fmt::Display for StartupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StartupError::ConfigSchedule { index, source } => write!(f, "config key `schedules[{index}]`: {source}"),
+            StartupError::NameTwice { index, name } => {
+                write!(f, "config key `schedules[{index}]`: the name {name:?} is used twice")
+            }
+            StartupError::Stored(e) => write!(f, "cannot read the stored schedules: {e}"),
+            StartupError::Thread(e) => write!(f, "cannot start the scheduler thread: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartupError {}
 
 /// Where a schedule was defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,7 +154,12 @@ pub struct Scheduler {
 impl Scheduler {
     /// Load config.yaml's schedules and the stored ones, and start the thread. A bad schedule
     /// in config.yaml stops the start (naming it); a bad stored one is logged and left out.
+    /// The error is the daemon's start-up message.
     pub fn start(config: &Config, store: Store, sessions: Arc<SessionManager>) -> Result<Scheduler, String> {
+        Scheduler::begin(config, store, sessions).map_err(|e| e.to_string())
+    }
+
+    fn begin(config: &Config, store: Store, sessions: Arc<SessionManager>) -> Result<Scheduler, StartupError> {
         let notifier = Arc::new(
             Notifier::new(&config.notifications.telegram_base_url, Duration::from_secs(config.notifications.timeout_s))
                 .allow_private(config.notifications.allow_private),
@@ -143,7 +178,7 @@ impl Scheduler {
             .name("scheduler".into())
             .stack_size(256 * 1024)
             .spawn(move || for_thread.run())
-            .map_err(|e| format!("cannot start the scheduler thread: {e}"))?;
+            .map_err(StartupError::Thread)?;
         Ok(Scheduler { inner, thread: Mutex::new(Some(thread)) })
     }
 

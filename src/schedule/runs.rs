@@ -3,7 +3,7 @@
 //! reporting an error or a diverged replay, and the state kept on disk and shown by the API.
 
 use super::spec::{self, Spec, Task};
-use super::{Entry, Inner, LastRun, Origin, Running, ScheduleError, not_found};
+use super::{Entry, Inner, LastRun, Origin, Running, ScheduleError, StartupError, not_found};
 use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleMark;
 use crate::protocol::{CreateSessionRequest, SessionRecord, Status};
@@ -192,18 +192,18 @@ impl Inner {
     }
 
     /// config.yaml's schedules, then the stored ones with their run state.
-    pub(super) fn load(&self, from_config: &[Value]) -> Result<(), String> {
+    pub(super) fn load(&self, from_config: &[Value]) -> Result<(), StartupError> {
         let now = clock::unix_ms();
         let mut book = self.book();
-        for (i, raw) in from_config.iter().enumerate() {
+        for (index, raw) in from_config.iter().enumerate() {
             let spec = spec::check(raw.clone(), &self.sessions, false)
-                .map_err(|e| format!("config key `schedules[{i}]`: {e}"))?;
+                .map_err(|source| StartupError::ConfigSchedule { index, source })?;
             if book.entries.contains_key(&spec.name) {
-                return Err(format!("config key `schedules[{i}]`: the name {:?} is used twice", spec.name));
+                return Err(StartupError::NameTwice { index, name: spec.name.clone() });
             }
             book.entries.insert(spec.name.clone(), Entry::new(Arc::new(spec), Origin::Config, now));
         }
-        let stored = self.store.load_schedules().map_err(|e| format!("cannot read the stored schedules: {e}"))?;
+        let stored = self.store.load_schedules().map_err(StartupError::Stored)?;
         for (name, bytes) in stored {
             let kept: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let from_config = kept["origin"] == "config";

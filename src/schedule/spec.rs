@@ -86,7 +86,8 @@ pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, 
     let invalid = ScheduleError::Invalid;
     let req: ScheduleRequest = serde_json::from_value(raw.clone()).map_err(|e| invalid(format!("schedule: {e}")))?;
     check_name(&req.name)?;
-    let when = When::parse(req.every.as_deref(), req.cron.as_deref(), req.tz.as_deref()).map_err(invalid)?;
+    let when = When::parse(req.every.as_deref(), req.cron.as_deref(), req.tz.as_deref())
+        .map_err(|e| invalid(e.to_string()))?;
     let task = match (req.session, req.replay_of) {
         (Some(_), Some(_)) => return Err(invalid("give either `session` or `replay_of`, not both".into())),
         (None, None) => {

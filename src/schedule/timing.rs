@@ -1,13 +1,66 @@
 //! When a schedule's runs are due: `every` (a duration, counted from the schedule's anchor, so
 //! a restart does not shift the runs) or `cron` (five fields, parsed by croner) in a time zone
 //! read from the host's TZif data (tzfile: `TZ` or /etc/localtime, or /usr/share/zoneinfo/NAME
-//! for `tz`). Times are milliseconds since the Unix epoch.
+//! for `tz`). Times are milliseconds since the Unix epoch. A wrong `every`, `cron` or `tz` is a
+//! `WhenError`, whose words name the field (the API answers them with a 400).
 
 use chrono::TimeZone;
+use std::fmt;
 use std::str::FromStr;
 
 /// The longest `every`: a year.
 const MAX_EVERY_MS: i64 = 366 * 86_400_000;
+
+/// Why `every`, `cron` or `tz` cannot be used.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum WhenError {
+    /// Both `every` and `cron` were given.
+    Both,
+    /// Neither `every` nor `cron` was given.
+    Neither,
+    /// `tz` was given with `every`.
+    TzWithEvery,
+    /// `every` is not a whole number and a unit (as given).
+    EveryShape(String),
+    /// `every` is zero (as given).
+    EveryZero(String),
+    /// `every` is more than a year (as given).
+    EveryTooLong(String),
+    /// `cron` does not have five fields (how many, the expression).
+    CronFields(usize, String),
+    /// croner refused the expression.
+    CronInvalid(String, croner::errors::CronError),
+    /// `tz` is not a plain zone name (as given).
+    TzName(String),
+    /// The host has no zone of that name.
+    TzUnknown(String),
+}
+
+impl fmt::Display for WhenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use WhenError::*;
+        match self {
+            Both => f.write_str("give either `every` or `cron`, not both"),
+            Neither => f.write_str("a schedule needs `every` (such as \"15m\") or `cron` (five fields)"),
+            TzWithEvery => f.write_str("`tz` is for `cron` expressions; `every` counts real time"),
+            EveryShape(text) => {
+                write!(f, "`every` must be a whole number and a unit s, m, h or d (\"30s\", \"15m\"), got {text:?}")
+            }
+            EveryZero(text) => write!(f, "`every` must be longer than zero, got {text:?}"),
+            EveryTooLong(text) => write!(f, "`every` must be at most 366d, got {text:?}"),
+            CronFields(fields, expr) => write!(
+                f,
+                "`cron` must have five fields (minute hour day-of-month month day-of-week), got {fields} in {expr:?}"
+            ),
+            CronInvalid(expr, e) => write!(f, "`cron` {expr:?} is not a valid expression: {e}"),
+            TzName(name) => write!(f, "`tz` must be a time zone name such as \"Europe/Paris\", got {name:?}"),
+            TzUnknown(name) => write!(f, "`tz` {name:?} is not a time zone this host knows"),
+        }
+    }
+}
+
+impl std::error::Error for WhenError {}
 
 pub enum When {
     Every { ms: i64 },
@@ -16,11 +69,11 @@ pub enum When {
 
 impl When {
     /// From `every`, or `cron` with its optional `tz`; the reason when they are wrong.
-    pub fn parse(every: Option<&str>, cron: Option<&str>, tz: Option<&str>) -> Result<When, String> {
+    pub fn parse(every: Option<&str>, cron: Option<&str>, tz: Option<&str>) -> Result<When, WhenError> {
         match (every, cron) {
-            (Some(_), Some(_)) => Err("give either `every` or `cron`, not both".into()),
-            (None, None) => Err("a schedule needs `every` (such as \"15m\") or `cron` (five fields)".into()),
-            (Some(_), None) if tz.is_some() => Err("`tz` is for `cron` expressions; `every` counts real time".into()),
+            (Some(_), Some(_)) => Err(WhenError::Both),
+            (None, None) => Err(WhenError::Neither),
+            (Some(_), None) if tz.is_some() => Err(WhenError::TzWithEvery),
             (Some(every), None) => Ok(When::Every { ms: parse_every(every)? }),
             (None, Some(expr)) => Ok(When::Cron { cron: Box::new(parse_cron(expr)?), tz: zone(tz)? }),
         }
@@ -49,9 +102,9 @@ impl When {
 }
 
 /// `30s`, `15m`, `1h`, `1d`: a whole number and a unit; zero and more than a year are refused.
-pub fn parse_every(text: &str) -> Result<i64, String> {
+pub fn parse_every(text: &str) -> Result<i64, WhenError> {
     let text = text.trim();
-    let bad = || format!("`every` must be a whole number and a unit s, m, h or d (\"30s\", \"15m\"), got {text:?}");
+    let bad = || WhenError::EveryShape(text.to_string());
     let split = text.find(|c: char| !c.is_ascii_digit()).ok_or_else(bad)?;
     let (digits, unit) = text.split_at(split);
     let n: i64 = digits.parse().map_err(|_| bad())?;
@@ -63,26 +116,24 @@ pub fn parse_every(text: &str) -> Result<i64, String> {
         _ => return Err(bad()),
     };
     match n.checked_mul(unit_ms) {
-        Some(0) => Err(format!("`every` must be longer than zero, got {text:?}")),
+        Some(0) => Err(WhenError::EveryZero(text.to_string())),
         Some(ms) if ms <= MAX_EVERY_MS => Ok(ms),
-        _ => Err(format!("`every` must be at most 366d, got {text:?}")),
+        _ => Err(WhenError::EveryTooLong(text.to_string())),
     }
 }
 
 /// Five fields (minute hour day-of-month month day-of-week) or a nickname such as `@daily`.
-fn parse_cron(expr: &str) -> Result<croner::Cron, String> {
+fn parse_cron(expr: &str) -> Result<croner::Cron, WhenError> {
     let expr = expr.trim();
     let fields = expr.split_whitespace().count();
     if !expr.starts_with('@') && fields != 5 {
-        return Err(format!(
-            "`cron` must have five fields (minute hour day-of-month month day-of-week), got {fields} in {expr:?}"
-        ));
+        return Err(WhenError::CronFields(fields, expr.to_string()));
     }
-    croner::Cron::from_str(expr).map_err(|e| format!("`cron` {expr:?} is not a valid expression: {e}"))
+    croner::Cron::from_str(expr).map_err(|e| WhenError::CronInvalid(expr.to_string(), e))
 }
 
 /// The zone named by `tz` (an IANA name such as `Europe/Paris`), else the host's.
-fn zone(tz: Option<&str>) -> Result<tzfile::ArcTz, String> {
+fn zone(tz: Option<&str>) -> Result<tzfile::ArcTz, WhenError> {
     let Some(name) = tz.map(str::trim) else {
         // A host without zone data (a bare container) keeps UTC.
         return Ok(tzfile::Tz::local().map(tzfile::ArcTz::new).unwrap_or_else(|_| utc()));
@@ -94,12 +145,12 @@ fn zone(tz: Option<&str>) -> Result<tzfile::ArcTz, String> {
         && !name.split('/').any(|p| p.is_empty() || p.starts_with('.'))
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "/_+-".contains(c));
     if !safe {
-        return Err(format!("`tz` must be a time zone name such as \"Europe/Paris\", got {name:?}"));
+        return Err(WhenError::TzName(name.to_string()));
     }
     if name == "UTC" {
         return Ok(utc());
     }
-    tzfile::ArcTz::named(name).map_err(|_| format!("`tz` {name:?} is not a time zone this host knows"))
+    tzfile::ArcTz::named(name).map_err(|_| WhenError::TzUnknown(name.to_string()))
 }
 
 /// UTC without the zone database: a TZif with no transitions is all UTC.
@@ -113,14 +164,14 @@ mod tests {
 
     #[test]
     fn durations_and_their_mistakes() {
-        assert_eq!(parse_every("30s"), Ok(30_000));
-        assert_eq!(parse_every("15m"), Ok(900_000));
-        assert_eq!(parse_every("1h"), Ok(3_600_000));
-        assert_eq!(parse_every("1d"), Ok(86_400_000));
+        assert_eq!(parse_every("30s").ok(), Some(30_000));
+        assert_eq!(parse_every("15m").ok(), Some(900_000));
+        assert_eq!(parse_every("1h").ok(), Some(3_600_000));
+        assert_eq!(parse_every("1d").ok(), Some(86_400_000));
         for bad in ["0s", "0d", "", "m", "10", "1w", "-1s", "1.5h", "400d", "99999999999999999999s"] {
             assert!(parse_every(bad).is_err(), "{bad}");
         }
-        assert!(parse_every("0m").unwrap_err().contains("longer than zero"));
+        assert!(parse_every("0m").unwrap_err().to_string().contains("longer than zero"));
     }
 
     #[test]
@@ -137,7 +188,8 @@ mod tests {
         // 2026-01-01T00:00:00Z → 09:30 the same day.
         assert_eq!(w.next_after(0, 1_767_225_600_000), Some(1_767_225_600_000 + (9 * 3600 + 30 * 60) * 1000));
         assert!(When::parse(None, Some("61 * * * *"), None).is_err());
-        assert!(When::parse(None, Some("* * * *"), None).err().unwrap_or_default().contains("five fields"));
+        let four = When::parse(None, Some("* * * *"), None).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(four.contains("five fields"), "{four}");
         assert!(When::parse(None, Some("* * * * *"), Some("../etc/passwd")).is_err());
         assert!(When::parse(Some("1m"), Some("* * * * *"), None).is_err());
         assert!(When::parse(Some("1m"), None, Some("UTC")).is_err());
