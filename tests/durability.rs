@@ -357,10 +357,39 @@ fn a_kill_during_the_first_turn_keeps_the_conversation_and_the_progress() {
     assert!(conv["system"].as_str().unwrap().len() > 100, "{conv}");
     assert!(conv["tools"].as_array().unwrap().iter().any(|t| t == "ask_user"), "{conv}");
     let messages = conv["messages"].as_array().unwrap();
-    assert_eq!(messages.len(), 2, "the opening and the model's first reply: {conv}");
+    assert_eq!(messages.len(), 3, "the opening, the model's first reply, its call closed: {conv}");
     assert_eq!(messages[0]["role"], "user");
     assert!(messages[0].to_string().contains("report the year"), "{conv}");
     assert_eq!(messages[1]["role"], "assistant");
     assert!(messages[1].to_string().contains("\"ask_user\""), "{conv}");
     assert!(messages[1].to_string().contains("[redacted]"), "secret masked in the message: {conv}");
+    let closed = &messages[2]["content"][0];
+    assert_eq!((closed["type"].as_str(), closed["is_error"].as_bool()), (Some("tool_result"), Some(true)), "{conv}");
+    assert!(closed.to_string().contains("interrupted"), "{conv}");
+    drop(d);
+
+    // Resumed on a controller with a model again: it goes on from the journal, on its worker.
+    let (d, llm) = crate::support::llm::llm_daemon(
+        &out,
+        vec![crate::support::llm::tool("finish_task", json!({"summary": "the year is 2026"}))],
+        |_| {},
+    );
+    let c = d.client();
+    let _k =
+        ScriptedWorker::start(&d.worker_client(), "k", &["shell"], false, |_| json!({"success": true, "data": {}}));
+    let r = c.post(&format!("/sessions/{id}/resume"), &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!((s["summary"].as_str(), s["worker"].as_str()), (Some("the year is 2026"), Some("k")), "{s}");
+    assert!(s["error"].is_null(), "{s}");
+    let sent = llm.requests()[0].body["messages"].to_string();
+    assert!(sent.contains("report the year") && sent.contains("ask_user"), "the conversation so far: {sent}");
+    assert!(sent.contains("interrupted") && sent.contains("The controller restarted"), "{sent}");
+    llm.assert_well_formed();
+    let messages = c.get(&format!("/sessions/{id}/conversation")).json()["messages"].as_array().unwrap().len();
+    assert_eq!(
+        messages, 5,
+        "the journal goes on: the restart note joins the closed call, then the finish and its result"
+    );
+    assert_error(&c.post(&format!("/sessions/{id}/resume"), &json!({})), 409, "conflict");
 }

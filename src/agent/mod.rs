@@ -24,6 +24,7 @@ pub mod outputs;
 pub mod prompts;
 mod replay;
 mod report;
+mod resume;
 mod snapshot;
 mod takeover;
 mod vision;
@@ -200,7 +201,9 @@ impl Agent {
         let outcome = match self.replay() {
             Some(replayed) => replayed,
             None => {
-                self.open_target();
+                if !self.resume_from_journal() {
+                    self.open_target();
+                }
                 loop {
                     if let Turn::End(outcome) = self.turn() {
                         break outcome;

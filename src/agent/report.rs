@@ -27,6 +27,14 @@ pub(super) struct Journaled {
     summary: Option<usize>,
 }
 
+impl Journaled {
+    /// What a resumed session's journal already holds: these messages, and their compaction.
+    pub(super) fn resumed(messages: &[Message], summary: Option<usize>) -> Journaled {
+        let last_blocks = messages.last().map_or(0, |m| m.content.len());
+        Journaled { started: true, messages: messages.len(), last_blocks, summary }
+    }
+}
+
 impl Agent {
     /// Append what the journal lacks: the start, more blocks of its last message, new messages,
     /// a new compaction. O(what changed), never the whole conversation.

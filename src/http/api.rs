@@ -169,10 +169,16 @@ impl Api {
         Ok(Reply::json(200, &session.act(tool, body.input, timeout)?))
     }
 
-    /// `POST /resume {note?}` (202): the model goes on, told what the person did.
+    /// `POST /resume {note?}` (202): the model goes on, told what the person did; a session a
+    /// restart interrupted goes on from its journal.
     fn resume(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
         let session = self.sessions.get(id)?;
         let body: ResumeRequest = optional_json(request)?;
+        if session.interrupted() {
+            // A restart cut it off: it goes on from its journal (a note has nobody to read it yet).
+            let again = self.sessions.resume_interrupted(id)?;
+            return Ok(Reply::json(202, &json!({"resumed": true, "status": again.status()})));
+        }
         session.resume(body.note)?;
         Ok(Reply::json(202, &json!({"resumed": true})))
     }

@@ -42,6 +42,12 @@ impl Session {
     pub fn conversation(&self) -> Value {
         let journal = self.dir.read_text(store::CONVERSATION_JSONL).ok().flatten();
         match journal {
+            // An ended session's calls that a kill left open are closed, as a stop closes them.
+            Some(text) if !self.status().is_active() => {
+                let mut folded = fold(&self.id, &text);
+                close_open_calls(&mut folded["messages"]);
+                folded
+            }
             Some(text) => fold(&self.id, &text),
             None => self
                 .dir
@@ -107,6 +113,54 @@ fn fold(session_id: &str, text: &str) -> Value {
     out
 }
 
+/// What a call left open by a kill or a restart is answered with.
+pub const INTERRUPTED: &str = "interrupted: the controller stopped before this call's result came back";
+
+/// Give every `tool_use` without a `tool_result` in the message after it one that says it was
+/// interrupted (added to that message when it is the user's, else as a new user message).
+pub fn close_open_calls(messages: &mut Value) {
+    let Some(list) = messages.as_array_mut() else { return };
+    let mut i = 0;
+    while i < list.len() {
+        let open: Vec<String> = calls_of(&list[i]);
+        if open.is_empty() {
+            i += 1;
+            continue;
+        }
+        let answered = list.get(i + 1).filter(|m| m["role"] == "user").map(results_of).unwrap_or_default();
+        let missing: Vec<Value> = open
+            .iter()
+            .filter(|id| !answered.contains(id))
+            .map(|id| json!({"type": "tool_result", "tool_use_id": id, "content": [{"type": "text", "text": INTERRUPTED}], "is_error": true}))
+            .collect();
+        if !missing.is_empty() {
+            match list.get_mut(i + 1).filter(|m| m["role"] == "user").and_then(|m| m["content"].as_array_mut()) {
+                // Results come first in a user message: the model's wire formats expect them there.
+                Some(content) => content.splice(0..0, missing).for_each(drop),
+                None => list.insert(i + 1, json!({"role": "user", "content": missing})),
+            }
+        }
+        i += 1;
+    }
+}
+
+fn calls_of(message: &Value) -> Vec<String> {
+    if message["role"] != "assistant" {
+        return Vec::new();
+    }
+    let blocks = message["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+    blocks.iter().filter(|b| b["type"] == "tool_use").filter_map(|b| b["id"].as_str().map(str::to_string)).collect()
+}
+
+fn results_of(message: &Value) -> Vec<String> {
+    let blocks = message["content"].as_array().map(Vec::as_slice).unwrap_or_default();
+    blocks
+        .iter()
+        .filter(|b| b["type"] == "tool_result")
+        .filter_map(|b| b["tool_use_id"].as_str().map(str::to_string))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,5 +186,25 @@ mod tests {
         assert_eq!(v["messages"].as_array().map(Vec::len), Some(1));
         assert_eq!(v["messages"][0]["content"][1]["text"], "more");
         assert_eq!(v["compacted"]["replaced_messages"], 2);
+    }
+
+    #[test]
+    fn calls_a_kill_left_open_are_closed() {
+        let call = |id: &str| json!({"type": "tool_use", "id": id, "name": "ask_user", "input": {}});
+        let result = |id: &str| json!({"type": "tool_result", "tool_use_id": id, "content": [], "is_error": false});
+        let mut messages = json!([
+            {"role": "user", "content": [{"type": "text", "text": "go"}]},
+            {"role": "assistant", "content": [call("a"), call("b")]},
+            {"role": "user", "content": [result("a")]},
+            {"role": "assistant", "content": [call("c")]},
+        ]);
+        close_open_calls(&mut messages);
+        let list = messages.as_array().unwrap();
+        assert_eq!(list.len(), 5);
+        assert_eq!(list[2]["content"][0]["tool_use_id"], "b");
+        assert_eq!(list[2]["content"][0]["is_error"], true);
+        assert_eq!(list[2]["content"][1]["tool_use_id"], "a");
+        assert_eq!(list[4]["content"][0]["tool_use_id"], "c");
+        assert_eq!(list[4]["content"][0]["content"][0]["text"], INTERRUPTED);
     }
 }

@@ -116,12 +116,7 @@ impl SessionManager {
         let NewSession { mut record, vault, on_end } = new;
         let now = clock::now();
         let mut sessions = self.lock();
-        let max = self.config.server.max_sessions;
-        if max > 0 && sessions.values().filter(|s| s.status().is_active()).count() >= max {
-            return Err(ApiError::Unavailable(format!(
-                "{max} sessions are active, the most server.max_sessions allows; try again when one ends"
-            )));
-        }
+        self.check_capacity(&sessions)?;
         let base = format!("sess_{}", clock::compact(now));
         let mut n = 1;
         let (id, dir) = loop {
@@ -184,6 +179,51 @@ impl SessionManager {
             return Err(ApiError::Internal(reason));
         }
         Ok(())
+    }
+
+    /// At most `server.max_sessions` active at once.
+    fn check_capacity(&self, sessions: &BTreeMap<String, Arc<Session>>) -> Result<(), ApiError> {
+        let max = self.config.server.max_sessions;
+        if max > 0 && sessions.values().filter(|s| s.status().is_active()).count() >= max {
+            return Err(ApiError::Unavailable(format!(
+                "{max} sessions are active, the most server.max_sessions allows; try again when one ends"
+            )));
+        }
+        Ok(())
+    }
+
+    /// `POST /resume` on a session a restart or shutdown interrupted: it goes on from its
+    /// journal in its own folder, on its worker again when that one is back and free.
+    pub fn resume_interrupted(&self, id: &str) -> Result<Arc<Session>, ApiError> {
+        let old = self.get(id)?;
+        if !old.interrupted() {
+            let status = old.status();
+            return Err(ApiError::Conflict(format!("session {id} is not paused ({})", status.as_str())));
+        }
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(ApiError::Unavailable("the controller is shutting down".into()));
+        }
+        let mut record = old.record();
+        record.status = Status::Waiting;
+        (record.error, record.finished_at, record.summary) = (None, None, None);
+        let free = |name: &String| {
+            self.hub.workers().iter().any(|w| &w.hostname == name && w.connected && w.session_id.is_none())
+        };
+        record.requested_worker = record.worker.clone().filter(free).or(record.requested_worker);
+        let session = Arc::new(old.reopened(record));
+        {
+            let mut sessions = self.lock();
+            self.check_capacity(&sessions)?;
+            if !Arc::ptr_eq(sessions.get(id).unwrap_or(&old), &old) {
+                return Err(ApiError::Conflict(format!("session {id} is being resumed already")));
+            }
+            sessions.insert(id.to_string(), Arc::clone(&session));
+        }
+        session.unlock_and_save(session.lock());
+        session.log(LogKind::System, "resumed after the controller restarted: going on from the journal", None);
+        log::info!("{id}: resumed after an interruption");
+        self.spawn(Arc::clone(&session))?;
+        Ok(session)
     }
 
     /// `DELETE /sessions/:id`.

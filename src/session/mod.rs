@@ -37,6 +37,7 @@ mod writings;
 
 pub use confirm::{AskOutcome, ConfirmationOutcome, Verdict};
 pub use files::stage_error;
+pub use journal::close_open_calls;
 pub use log::LOG_WAIT_MAX;
 pub use manager::SessionManager;
 pub use replay::plan as plan_replay;
@@ -78,6 +79,8 @@ pub struct Session {
     on_end: Mutex<Option<EndHook>>,
     /// When it was made here (its seconds budget counts from it).
     born: Instant,
+    /// It goes on from its journal after a restart interrupted it (`POST /resume`).
+    resumed: bool,
 }
 
 /// What a session's creator is told when it ends: its final record.
@@ -140,7 +143,23 @@ impl Session {
             record_written: Mutex::new(0),
             on_end: Mutex::new(None),
             born: Instant::now(),
+            resumed: false,
         }
+    }
+
+    /// The same session again after a restart or shutdown interrupted it: `record` (made
+    /// `waiting` by the caller), a stop not raised, its files and steps read from its folder.
+    fn reopened(&self, record: SessionRecord) -> Session {
+        let mut again = Session::new(record, self.dir.clone(), &self.config, &self.parker, Vault::default(), false);
+        again.stop = Arc::new(StopSignal::new(false));
+        again.resumed = true;
+        again
+    }
+
+    /// Ended `error` because the controller stopped under it: it may be resumed.
+    pub fn interrupted(&self) -> bool {
+        let record = self.record();
+        record.status == Status::Error && record.error.as_deref().is_some_and(|e| e.starts_with("interrupted"))
     }
 
     /// Tell the creator the session ended (once; `thread.rs` calls it last).

@@ -102,6 +102,11 @@ impl SessionRunner {
         self.session.ask(question)
     }
 
+    /// The conversation so far (its journal folded) when the session goes on after a restart.
+    pub fn resumed_conversation(&self) -> Option<Value> {
+        self.session.resumed.then(|| self.session.conversation())
+    }
+
     /// A person asked to take over: pause before the next model call.
     pub fn pause_pending(&self) -> bool {
         self.session.pause_pending()

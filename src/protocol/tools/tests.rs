@@ -10,17 +10,25 @@ fn names(mode: Mode, kind: SessionType, creds: bool) -> Vec<&'static str> {
 #[test]
 fn the_sets_match_the_design() {
     use Mode::*;
-    assert_eq!(names(Explore, App, false).len(), 16);
-    assert_eq!(names(Explore, Browser, false).len(), 18);
-    assert_eq!(names(Explore, Browser, true).len(), 19);
-    assert_eq!(names(Task, App, false).len(), 20);
-    assert_eq!(names(Task, Browser, false).len(), 31);
-    assert_eq!(names(Task, Browser, true).len(), 32);
+    assert_eq!(names(Explore, App, false).len(), 17);
+    assert_eq!(names(Explore, Browser, false).len(), 19);
+    assert_eq!(names(Explore, Browser, true).len(), 20);
+    assert_eq!(names(Task, App, false).len(), 21);
+    assert_eq!(names(Task, Browser, false).len(), 32);
+    assert_eq!(names(Task, Browser, true).len(), 33);
     assert_eq!(
         names(Explore, Shell, false),
-        ["run_command", "read_file", "list_dir", "search_history", "save_note", "finish_exploration"]
+        [
+            "run_command",
+            "read_file",
+            "list_dir",
+            "search_history",
+            "save_note",
+            "finish_exploration",
+            "request_takeover"
+        ]
     );
-    assert_eq!(names(Task, Shell, false).len(), 11);
+    assert_eq!(names(Task, Shell, false).len(), 12);
     assert!(names(Task, Shell, false).contains(&"write_file"));
     assert!(!names(Explore, Shell, false).contains(&"write_file"));
     for kind in [Browser, App, Shell] {

@@ -1,0 +1,90 @@
+//! A session a restart interrupted goes on from its journal (`POST /resume`): the conversation
+//! as it was, with the calls the restart left open answered "interrupted", its compaction and
+//! its turn; then the model is told the controller restarted, with the page opened again where
+//! it was (browser sessions), since the worker's browser may have lost it.
+
+use super::Agent;
+use crate::llm::{Block, Message, Role};
+use crate::protocol::SessionType;
+use crate::protocol::tools::Tool;
+use crate::session::close_open_calls;
+use serde_json::{Value, json};
+
+impl Agent {
+    /// Restore the conversation of a resumed session; false for a new one.
+    pub(super) fn resume_from_journal(&mut self) -> bool {
+        let Some(conversation) = self.runner.resumed_conversation() else { return false };
+        let Ok(journaled) = serde_json::from_value::<Vec<Message>>(conversation["messages"].clone()) else {
+            return false;
+        };
+        if journaled.is_empty() {
+            return false;
+        }
+        let summary = conversation["compacted"]["summary"].as_str().map(|text| {
+            let replaced = conversation["compacted"]["replaced_messages"].as_u64().unwrap_or(0) as usize;
+            (replaced, text.to_string())
+        });
+        self.journaled = super::report::Journaled::resumed(&journaled, summary.as_ref().map(|(n, _)| *n));
+        let mut closed = conversation["messages"].clone();
+        close_open_calls(&mut closed);
+        self.messages = serde_json::from_value(closed).unwrap_or(journaled);
+        self.summary = summary;
+        self.turn = self.record.turn;
+        for message in &self.messages {
+            self.grounding.saw(&crate::llm::joined_text(&message.content, "\n"));
+        }
+        self.tell_restarted();
+        true
+    }
+
+    /// The model learns the controller restarted; a browser session's page is opened again.
+    fn tell_restarted(&mut self) {
+        let said = "The controller restarted; this session goes on where it was.";
+        if self.record.session_type != SessionType::Browser {
+            self.push_user_text(format!("{said} The target may have changed meanwhile: look before you act."));
+            return;
+        }
+        let url = self.last_url().unwrap_or_else(|| self.record.target.clone());
+        let outcome = self.run_tool(Tool::BrowserNavigate.name(), &json!({"url": url}));
+        let mut blocks = vec![Block::text(format!("{said} The page was opened again at {url}; it may have changed:"))];
+        blocks.extend(outcome.content);
+        match self.messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.extend(blocks),
+            _ => self.messages.push(Message::user(blocks)),
+        }
+        self.journal_conversation();
+    }
+
+    /// The page the session was last on, from the newest result that names one.
+    fn last_url(&self) -> Option<String> {
+        self.messages.iter().rev().flat_map(|m| m.content.iter().rev()).find_map(|block| {
+            let Block::ToolResult { content, .. } = block else { return None };
+            content.iter().find_map(|b| match b {
+                Block::Text { text } => url_in(text),
+                _ => None,
+            })
+        })
+    }
+}
+
+/// The `"url"` of a result's JSON (its first line; a snapshot may follow).
+fn url_in(text: &str) -> Option<String> {
+    let head: Value = serde_json::from_str(text.lines().next()?).ok()?;
+    let url = head["url"].as_str()?;
+    (url.starts_with("http://") || url.starts_with("https://")).then(|| url.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_url_of_a_result_is_read_from_its_json_line() {
+        assert_eq!(
+            url_in("{\"url\":\"https://h/a\",\"title\":\"A\"}\n- link \"B\" [ref=e1]").as_deref(),
+            Some("https://h/a")
+        );
+        assert_eq!(url_in("{\"url\":\"about:blank\"}"), None);
+        assert_eq!(url_in("page text"), None);
+    }
+}
