@@ -12,6 +12,7 @@ use agent_controller::cli::console;
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
 use agent_controller::util::sd_notify;
+use std::fmt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -113,10 +114,10 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     }
     config.validate().map_err(|e| Failure::Usage(e.to_string()))?;
     config.check_exposure(insecure).map_err(|e| Failure::Usage(e.to_string()))?;
-    init_logging(&config).map_err(Failure::Runtime)?;
+    init_logging(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
 
     // Block the stop signals in every thread (they inherit the mask) so only sigwait sees them.
-    let signals = signals::block_stop_signals().map_err(Failure::Runtime)?;
+    let signals = signals::block_stop_signals().map_err(|e| Failure::Runtime(e.to_string()))?;
     let agent = agent_controller::agent::llm_agent(&config);
     let scheme = config.scheme();
     let daemon = Daemon::start(config, agent).map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -135,7 +136,25 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     Ok(())
 }
 
-fn init_logging(config: &Config) -> Result<(), String> {
+/// Why logging could not be set up.
+#[derive(Debug)]
+enum LoggingError {
+    /// `logging.file` could not be opened for appending (the path as configured).
+    File(String, std::io::Error),
+    /// A logger was already installed.
+    Init(log::SetLoggerError),
+}
+
+impl fmt::Display for LoggingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LoggingError::File(path, e) => write!(f, "cannot open logging.file {path}: {e}"),
+            LoggingError::Init(e) => write!(f, "cannot start logging: {e}"),
+        }
+    }
+}
+
+fn init_logging(config: &Config) -> Result<(), LoggingError> {
     use simplelog::{
         ColorChoice, CombinedLogger, ConfigBuilder, LevelFilter, SharedLogger, TermLogger, TerminalMode, WriteLogger,
     };
@@ -162,10 +181,10 @@ fn init_logging(config: &Config) -> Result<(), String> {
             .create(true)
             .append(true)
             .open(&config.logging.file)
-            .map_err(|e| format!("cannot open logging.file {}: {e}", config.logging.file))?;
+            .map_err(|e| LoggingError::File(config.logging.file.clone(), e))?;
         loggers.push(WriteLogger::new(level, log_config, file));
     }
-    CombinedLogger::init(loggers).map_err(|e| format!("cannot start logging: {e}"))
+    CombinedLogger::init(loggers).map_err(LoggingError::Init)
 }
 
 mod signals {
@@ -173,7 +192,17 @@ mod signals {
 
     pub struct Mask(libc::sigset_t);
 
-    pub fn block_stop_signals() -> Result<Mask, String> {
+    /// `pthread_sigmask` failed with this error number.
+    #[derive(Debug)]
+    pub struct BlockError(i32);
+
+    impl std::fmt::Display for BlockError {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            write!(f, "cannot block signals: error {}", self.0)
+        }
+    }
+
+    pub fn block_stop_signals() -> Result<Mask, BlockError> {
         // SAFETY: sigset_t is plain data initialised by sigemptyset before use; the calls
         // only read and write that local set and this thread's signal mask.
         unsafe {
@@ -183,7 +212,7 @@ mod signals {
             libc::sigaddset(&mut set, libc::SIGTERM);
             let rc = libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
             if rc != 0 {
-                return Err(format!("cannot block signals: error {rc}"));
+                return Err(BlockError(rc));
             }
             Ok(Mask(set))
         }

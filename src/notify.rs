@@ -11,6 +11,7 @@
 
 use crate::protocol::secrets::Notifications;
 use serde_json::json;
+use std::fmt;
 use std::net::{IpAddr, ToSocketAddrs};
 use std::time::Duration;
 use ureq::config::Config;
@@ -20,12 +21,42 @@ use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
 const ATTEMPTS: u32 = 3;
 
-/// What happened per channel, for the model and the log (no secrets).
+/// What happened per channel, for the model and the log (no secrets): a failure is a
+/// `NotifyError`'s words, which the notify tool's JSON answer carries.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Delivery {
     pub channel: &'static str,
     pub result: Result<(), String>,
 }
+
+/// Why a notification did not arrive. The words name neither the token nor the URL, and say
+/// no more of a failed connection than that it failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NotifyError {
+    /// The webhook's host is internal (or does not resolve) and `allow_private` is off.
+    Private,
+    /// The server answered with a status of this class (4 for 4xx) that retrying cannot mend.
+    Status(u16),
+    /// Every attempt failed: the last answer's status class, or None when none came.
+    GaveUp(Option<u16>),
+}
+
+impl fmt::Display for NotifyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotifyError::Private => f.write_str(
+                "refused: the webhook's host is a private, loopback or link-local address (or does not resolve); \
+                 notifications.allow_private allows it",
+            ),
+            NotifyError::Status(class) => write!(f, "HTTP {class}xx"),
+            NotifyError::GaveUp(Some(class)) => write!(f, "HTTP {class}xx after {ATTEMPTS} attempts"),
+            NotifyError::GaveUp(None) => write!(f, "could not deliver after {ATTEMPTS} attempts"),
+        }
+    }
+}
+
+impl std::error::Error for NotifyError {}
 
 pub struct Notifier {
     agent: ureq::Agent,
@@ -64,28 +95,30 @@ impl Notifier {
         if let Some(t) = &targets.telegram {
             let url = format!("{}/bot{}/sendMessage", self.telegram_base, t.bot_token.expose());
             let body = json!({"chat_id": t.chat_id, "text": telegram_text(message, files)});
-            out.push(Delivery { channel: "telegram", result: self.deliver(|| self.agent.post(&url).send_json(&body)) });
+            let result = self.deliver(|| self.agent.post(&url).send_json(&body));
+            out.push(Delivery { channel: "telegram", result: result.map_err(|e| e.to_string()) });
         }
         if let Some(w) = &targets.webhook {
             let body = json!({"message": message, "session_id": session_id, "files": files});
             let put = w.method.as_deref().is_some_and(|m| m.eq_ignore_ascii_case("PUT"));
             let url = w.url.expose();
             let result = if !self.allow_private && !public_destination(url) {
-                Err("refused: the webhook's host is a private, loopback or link-local address (or does not \
-                     resolve); notifications.allow_private allows it"
-                    .to_string())
+                Err(NotifyError::Private)
             } else if put {
                 self.deliver(|| self.webhook_agent.put(url).send_json(&body))
             } else {
                 self.deliver(|| self.webhook_agent.post(url).send_json(&body))
             };
-            out.push(Delivery { channel: "webhook", result });
+            out.push(Delivery { channel: "webhook", result: result.map_err(|e| e.to_string()) });
         }
         out
     }
 
-    fn deliver(&self, call: impl Fn() -> Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> Result<(), String> {
-        let mut last = String::new();
+    fn deliver(
+        &self,
+        call: impl Fn() -> Result<ureq::http::Response<ureq::Body>, ureq::Error>,
+    ) -> Result<(), NotifyError> {
+        let mut last = None;
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
                 std::thread::sleep(Duration::from_millis(500 * (1 << attempt)));
@@ -94,17 +127,17 @@ impl Notifier {
                 Ok(resp) if resp.status().is_success() => return Ok(()),
                 Ok(resp) => {
                     let status = resp.status().as_u16();
-                    last = format!("HTTP {}xx", status / 100);
                     if !(status == 429 || status >= 500) {
-                        return Err(last);
+                        return Err(NotifyError::Status(status / 100));
                     }
+                    last = Some(status / 100);
                 }
                 // One word for every way of not getting an answer: which one it was would tell
                 // a probing model whether a port is open.
-                Err(_) => last = "could not deliver".into(),
+                Err(_) => last = None,
             }
         }
-        Err(format!("{last} after {ATTEMPTS} attempts"))
+        Err(NotifyError::GaveUp(last))
     }
 }
 

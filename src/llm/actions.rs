@@ -9,10 +9,12 @@
 //! `args`; `response`/`content` → `message`; `action: "respond"` → `complete`), infer the action
 //! from the fields present when it is missing, then check the tool is offered and its `args` an
 //! object (the session checks them against the tool's schema). Anything else is an error that
-//! says exactly what is wrong. A key written twice with two objects (`args`) keeps both.
+//! says exactly what is wrong (an `Unusable`). A key written twice with two objects (`args`)
+//! keeps both.
 
 use super::ToolDef;
 use serde_json::{Map, Value};
+use std::fmt;
 
 /// What a reply asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,6 +23,55 @@ pub enum Action {
     Complete { message: String },
     AskUser { question: String },
 }
+
+/// Why a reply is no action this session can take; the model is told in these words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Unusable {
+    /// No JSON object could be found in the reply.
+    NotAnObject,
+    /// No `action`, and no field that tells which one.
+    NoAction,
+    /// `next_step` without a `tool`.
+    NoTool,
+    /// `ask_user` without a `question`.
+    NoQuestion,
+    /// An action other than next_step, complete or ask_user (as given).
+    UnknownAction(String),
+    /// A tool the session does not offer (the tool, the offered ones).
+    UnknownTool { tool: String, offered: Vec<&'static str> },
+    /// `args` that are not an object (the tool).
+    ArgsNotObject(String),
+    /// `complete` in a session without a finishing tool (JSON mode).
+    CannotComplete,
+    /// `ask_user` in a session where nobody can be asked (JSON mode).
+    NobodyToAsk,
+}
+
+impl fmt::Display for Unusable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unusable::NotAnObject => f.write_str("the reply is not a JSON object"),
+            Unusable::NoAction => f.write_str("no `action`, and no `tool`, `question` or `message` to tell which one"),
+            Unusable::NoTool => f.write_str("`next_step` needs a `tool` (to finish, use `complete` with a `message`)"),
+            Unusable::NoQuestion => f.write_str("`ask_user` needs a non-empty `question`"),
+            Unusable::UnknownAction(other) => {
+                write!(f, "unknown action {other:?}; use next_step, complete or ask_user")
+            }
+            Unusable::UnknownTool { tool, offered } => {
+                write!(f, "unknown tool {tool:?}; the tools are: {}", offered.join(", "))
+            }
+            Unusable::ArgsNotObject(tool) => write!(f, "`args` for {tool} must be a JSON object"),
+            Unusable::CannotComplete => f.write_str("`complete` is not possible in this session"),
+            Unusable::NobodyToAsk => f.write_str(
+                "nobody can be asked in this session: decide yourself, or `complete` with a message that says what \
+                 you need",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Unusable {}
 
 /// The JSON object a reply holds: the whole text, a fenced block, a `<tool_call>` element, or
 /// the first balanced `{…}` in the text.
@@ -131,23 +182,27 @@ fn text_field(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
-/// Parse a reply into an action the session can take, or say precisely why not.
+/// Parse a reply into an action the session can take, or say precisely why not (in words).
 pub fn parse(text: &str, tools: &[ToolDef]) -> Result<Action, String> {
-    let object = extract_object(text).ok_or("the reply is not a JSON object")?;
+    read(text, tools).map_err(|e| e.to_string())
+}
+
+/// Parse a reply into an action the session can take, or why not.
+pub fn read(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
+    let object = extract_object(text).ok_or(Unusable::NotAnObject)?;
     let normalized = normalize(&object);
-    let Value::Object(map) = &normalized else { return Err("the reply is not a JSON object".into()) };
+    let Value::Object(map) = &normalized else { return Err(Unusable::NotAnObject) };
     let has = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
     let action = match map.get("action").and_then(Value::as_str) {
         Some(a) => a.to_string(),
         None if has("tool") => "next_step".into(),
         None if has("question") => "ask_user".into(),
         None if has("message") => "complete".into(),
-        None => return Err("no `action`, and no `tool`, `question` or `message` to tell which one".into()),
+        None => return Err(Unusable::NoAction),
     };
     match action.as_str() {
         "next_step" => {
-            let tool = text_field(map, "tool")
-                .ok_or("`next_step` needs a `tool` (to finish, use `complete` with a `message`)")?;
+            let tool = text_field(map, "tool").ok_or(Unusable::NoTool)?;
             let args = map.get("args").cloned().filter(|a| !a.is_null()).unwrap_or_else(|| Value::Object(Map::new()));
             check_call(&tool, &args, tools)?;
             Ok(Action::Tool { tool, args })
@@ -159,22 +214,20 @@ pub fn parse(text: &str, tools: &[ToolDef]) -> Result<Action, String> {
                 .or_else(|| map.get("thinking").and_then(Value::as_object).and_then(|t| text_field(t, "observation")))
                 .unwrap_or_else(|| "Done.".to_string()),
         }),
-        "ask_user" => Ok(Action::AskUser {
-            question: text_field(map, "question").ok_or("`ask_user` needs a non-empty `question`")?,
-        }),
-        other => Err(format!("unknown action {other:?}; use next_step, complete or ask_user")),
+        "ask_user" => Ok(Action::AskUser { question: text_field(map, "question").ok_or(Unusable::NoQuestion)? }),
+        other => Err(Unusable::UnknownAction(other.to_string())),
     }
 }
 
 /// The tool is offered and its arguments are an object. What the arguments hold is the
 /// session's to check (its schema check answers a bad one as the tool's error): a reply
 /// refused here costs a hidden second call, and two end the session.
-fn check_call(tool: &str, args: &Value, tools: &[ToolDef]) -> Result<(), String> {
+fn check_call(tool: &str, args: &Value, tools: &[ToolDef]) -> Result<(), Unusable> {
     if !tools.iter().any(|t| t.name == tool) {
-        let names: Vec<&str> = tools.iter().map(|t| t.name).collect();
-        return Err(format!("unknown tool {tool:?}; the tools are: {}", names.join(", ")));
+        let offered = tools.iter().map(|t| t.name).collect();
+        return Err(Unusable::UnknownTool { tool: tool.to_string(), offered });
     }
-    if args.is_object() { Ok(()) } else { Err(format!("`args` for {tool} must be a JSON object")) }
+    if args.is_object() { Ok(()) } else { Err(Unusable::ArgsNotObject(tool.to_string())) }
 }
 
 #[cfg(test)]

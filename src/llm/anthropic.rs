@@ -149,10 +149,12 @@ pub fn api_message(status: u16, body: &str) -> String {
 }
 
 /// The reply body as neutral blocks (public for the fuzz tests, like `body`).
-pub fn parse_reply(body: &str) -> Result<Reply, String> {
-    let v: Value = serde_json::from_str(body).map_err(|e| format!("unreadable reply from the API: {e}"))?;
+pub fn parse_reply(body: &str) -> Result<Reply, LlmError> {
+    let v: Value =
+        serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
     let mut content = Vec::new();
-    for block in v["content"].as_array().ok_or("the API reply has no `content`")? {
+    let blocks = v["content"].as_array().ok_or_else(|| LlmError::GaveUp("the API reply has no `content`".into()))?;
+    for block in blocks {
         match block["type"].as_str() {
             // Empty text blocks cannot be sent back; drop them.
             Some("text") if block["text"].as_str().is_some_and(|t| !t.is_empty()) => {
@@ -205,7 +207,7 @@ impl Provider for Anthropic {
             retry_delay: &|_, _| None,
         };
         let text = self.transport.send(&call, stop)?;
-        parse_reply(&text).map_err(LlmError::GaveUp)
+        parse_reply(&text)
     }
 }
 

@@ -10,7 +10,7 @@
 //! A call with no tools at all (a validator, a summary, the report asked for at the end) is
 //! passed through as plain text.
 
-use super::actions::{self, Action};
+use super::actions::{self, Action, Unusable};
 use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
@@ -126,7 +126,7 @@ fn as_text(messages: &[Message]) -> Vec<Message> {
 }
 
 /// The tool call an action stands for, in the session's own tools.
-fn to_call(action: Action, tools: &[ToolDef]) -> Result<(String, Value), String> {
+fn to_call(action: Action, tools: &[ToolDef]) -> Result<(String, Value), Unusable> {
     let has = |n: &str| tools.iter().any(|t| t.name == n);
     match action {
         Action::Tool { tool, args } => Ok((tool, args)),
@@ -134,11 +134,9 @@ fn to_call(action: Action, tools: &[ToolDef]) -> Result<(String, Value), String>
             .into_iter()
             .find(|n| has(n))
             .map(|n| (n.to_string(), json!({"summary": message})))
-            .ok_or_else(|| "`complete` is not possible in this session".to_string()),
+            .ok_or(Unusable::CannotComplete),
         Action::AskUser { question } if has("ask_user") => Ok(("ask_user".into(), json!({"question": question}))),
-        Action::AskUser { .. } => Err("nobody can be asked in this session: decide yourself, or `complete` with a \
-                                       message that says what you need"
-            .into()),
+        Action::AskUser { .. } => Err(Unusable::NobodyToAsk),
     }
 }
 
@@ -167,7 +165,7 @@ impl Provider for JsonActions {
             let reply = self.complete_json(&plain, stop)?;
             usage = add(usage, reply.usage);
             let text = super::joined_text(&reply.content, "\n");
-            match actions::parse(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {
+            match actions::read(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {
                 Ok((name, args)) => {
                     let id = format!("json_{}_{attempt}", request.messages.len());
                     let mut content = vec![Block::tool_use(id, name, args)];
@@ -176,7 +174,7 @@ impl Provider for JsonActions {
                     }
                     return Ok(Reply { content, stop_reason: StopReason::ToolUse, usage });
                 }
-                Err(e) => last_error = e,
+                Err(e) => last_error = e.to_string(),
             }
             let quoted = format!(
                 "Your reply could not be used: {last_error}. Answer again with exactly one JSON object as described."

@@ -3,6 +3,7 @@
 //! first problem found is reported by name, for a model or an MCP client to correct.
 
 use serde_json::Value;
+use std::fmt;
 
 /// `value` without the top-level arguments `schema` does not name, and their names. A model that
 /// adds `press_enter` to a click still gets the click (the caller says what was left out).
@@ -27,12 +28,39 @@ pub fn as_list_of_one(schema: &Value, value: &Value) -> Option<Value> {
     fits.then(|| serde_json::json!({ list.as_str(): [value] }))
 }
 
-/// Check `value` against the subset of JSON Schema our definitions use.
-pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
-    check(schema, value, "input")
+/// The first way a value breaks its schema; `at` names where (`input`, a key, `key[2]`).
+#[derive(Debug)]
+enum Mismatch {
+    /// The value is not of the schema's type (the type's name).
+    Type { at: String, expected: String },
+    /// The value is none of the schema's `enum` (the options).
+    NotAnOption { at: String, options: Vec<Value> },
+    /// A required property is missing or null.
+    Missing { at: String, name: String },
+    /// A property the schema does not name.
+    Unknown { at: String, name: String },
 }
 
-fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::Type { at, expected } => write!(f, "`{at}` must be of type {expected}"),
+            Mismatch::NotAnOption { at, options } => {
+                write!(f, "`{at}` must be one of {}", Value::from(options.clone()))
+            }
+            Mismatch::Missing { at, name } => write!(f, "missing required `{name}` in `{at}`"),
+            Mismatch::Unknown { at, name } => write!(f, "unknown argument `{name}` in `{at}`"),
+        }
+    }
+}
+
+/// Check `value` against the subset of JSON Schema our definitions use; the first problem in
+/// words a model or an MCP client can act on.
+pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
+    check(schema, value, "input").map_err(|e| e.to_string())
+}
+
+fn check(schema: &Value, value: &Value, at: &str) -> Result<(), Mismatch> {
     let type_ok = match schema["type"].as_str() {
         Some("object") => value.is_object(),
         Some("array") => value.is_array(),
@@ -43,17 +71,18 @@ fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
         _ => true,
     };
     if !type_ok {
-        return Err(format!("`{at}` must be of type {}", schema["type"].as_str().unwrap_or("?")));
+        let expected = schema["type"].as_str().unwrap_or("?").to_string();
+        return Err(Mismatch::Type { at: at.to_string(), expected });
     }
     if let Some(options) = schema["enum"].as_array() {
         if !options.contains(value) {
-            return Err(format!("`{at}` must be one of {}", Value::Array(options.clone())));
+            return Err(Mismatch::NotAnOption { at: at.to_string(), options: options.clone() });
         }
     }
     if let Some(map) = value.as_object() {
         for req in schema["required"].as_array().into_iter().flatten().filter_map(Value::as_str) {
             if map.get(req).is_none_or(Value::is_null) {
-                return Err(format!("missing required `{req}` in `{at}`"));
+                return Err(Mismatch::Missing { at: at.to_string(), name: req.to_string() });
             }
         }
         if let Some(props) = schema["properties"].as_object() {
@@ -61,7 +90,7 @@ fn check(schema: &Value, value: &Value, at: &str) -> Result<(), String> {
                 match props.get(key) {
                     Some(sub) if !v.is_null() => check(sub, v, key)?,
                     Some(_) => {}
-                    None => return Err(format!("unknown argument `{key}` in `{at}`")),
+                    None => return Err(Mismatch::Unknown { at: at.to_string(), name: key.clone() }),
                 }
             }
         }
