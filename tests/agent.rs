@@ -209,9 +209,9 @@ fn seed_download_flow_end_to_end() {
     assert_eq!(tools.iter().filter(|t| t.get("cache_control").is_some()).count(), 1);
     assert_eq!(
         first.tool_names().len(),
-        17,
-        "the short catalog of task·browser without credentials (ask_user, request_confirmation and, for the \
-         webhook, send_notification included)"
+        18,
+        "the short catalog of task·browser without credentials (ask_user, request_confirmation, request_takeover \
+         and, for the webhook, send_notification included)"
     );
     assert!(!first.tool_names().contains(&"perform_login".to_string()));
     let opening = first.body["messages"][0]["content"][0]["text"].as_str().unwrap();
@@ -280,10 +280,10 @@ fn explore_browser_tool_sets_and_login_keep_the_password_out() {
         "browser_back",
     ];
     let mut without: Vec<String> = core.iter().map(|s| s.to_string()).collect();
-    without.extend(["save_note".to_string(), "finish_exploration".to_string()]);
+    without.extend(["save_note", "finish_exploration", "request_takeover"].map(String::from));
     assert_eq!(reqs[0].tool_names(), without);
     let mut with = core.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    with.extend(["perform_login".to_string(), "save_note".to_string(), "finish_exploration".to_string()]);
+    with.extend(["perform_login", "save_note", "finish_exploration", "request_takeover"].map(String::from));
     assert_eq!(reqs[1].tool_names(), with);
     assert!(reqs[0].body["system"][0]["text"].as_str().unwrap().contains("only observe"));
 
@@ -594,6 +594,7 @@ fn shell_task_runs_commands_and_searches_its_history() {
             "request_confirmation",
             "ask_user",
             "save_file",
+            "request_takeover",
             "finish_task"
         ],
         "a task lists no save_note, and send_notification only with a target"

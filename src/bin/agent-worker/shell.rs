@@ -253,8 +253,27 @@ fn read_file(p: &Value) -> Result<Value, WorkerError> {
     if let Some((columns, hint)) = csv_columns(path, &content) {
         read["columns"] = columns.into();
         read["hint"] = hint.into();
+    } else if let Some((lines, hint)) = long_text(path, &content) {
+        read["lines"] = lines.into();
+        read["hint"] = hint.into();
     }
     Ok(read)
+}
+
+/// Lines past which a model counts or picks lines by eye badly.
+const LONG_TEXT_LINES: usize = 20;
+
+/// A long text file's line count, and the commands that count or pick lines: models that read
+/// a log count its errors in their head (and get it wrong).
+fn long_text(path: &str, content: &str) -> Option<(usize, String)> {
+    let lines = content.lines().count();
+    (lines > LONG_TEXT_LINES).then(|| {
+        let hint = format!(
+            "{lines} lines: to count or pick lines, let a command do it, e.g. run_command `grep -c 'WORD' {path}` \
+             (how many lines contain WORD) or `grep -n 'WORD' {path}` (which ones)"
+        );
+        (lines, hint)
+    })
 }
 
 /// A CSV file's columns by number, and the awk command that adds one up: models that read a
