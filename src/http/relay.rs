@@ -33,8 +33,6 @@ use std::time::{Duration, Instant};
 
 mod head;
 mod input;
-#[cfg(test)]
-mod tests;
 
 use head::{Framing, Refused};
 
@@ -408,4 +406,56 @@ pub(super) fn answer(client: &mut Client<'_>, status: u16, why: &str) {
     let head = super::heads::closing(status, &headers);
     let _ = client.write_all(&[head.as_bytes(), body.as_bytes()].concat());
     client.close();
+}
+
+/// The framing table against a real front and tiny_http (`relay/tests.rs`).
+#[cfg(test)]
+mod tests;
+
+/// The relay's own pieces, directly: the head search, the fuzz seams, what ends a connection.
+#[cfg(test)]
+mod unit {
+    use super::*;
+
+    fn peer() -> SocketAddr {
+        SocketAddr::from(([192, 0, 2, 7], 4000))
+    }
+
+    #[test]
+    fn the_end_of_a_head_is_found_across_reads_without_rescanning() {
+        assert_eq!(find(b"GET / HTTP/1.1\r\n\r\n", 0, b"\r\n\r\n"), Some(14));
+        // The blank line split over two reads: the search restarts just before the new bytes.
+        let hay = b"GET / HTTP/1.1\r\nHost: a\r\n\r\nrest";
+        assert_eq!(find(hay, 26, b"\r\n\r\n"), Some(23));
+        assert_eq!(find(hay, 27, b"\r\n\r\n"), None, "bytes before `searched - 3` are not looked at again");
+        assert_eq!(find(b"\r\n", 0, b"\r\n\r\n"), None);
+        assert_eq!(find(b"", 10, b"\r\n\r\n"), None, "a searched count beyond the bytes is no panic");
+    }
+
+    #[test]
+    fn a_head_is_written_again_with_the_peer_last_and_connection_close() {
+        let raw = b"GET /health HTTP/1.1\r\nHost: a\r\nX-Agent-Controller-Peer: 6.6.6.6:1\r\n\r\n";
+        let inner = String::from_utf8(reread_head(raw, peer()).unwrap()).unwrap();
+        assert!(inner.starts_with("GET /health HTTP/1.1\r\n"), "{inner}");
+        assert!(inner.contains("Connection: close\r\n"), "{inner}");
+        assert!(!inner.contains("6.6.6.6"), "a client's own peer header is dropped: {inner}");
+        assert!(inner.ends_with(&format!("{PEER_HEADER}: 192.0.2.7:4000\r\n\r\n")), "{inner}");
+        assert_eq!(reread_head(b"GET / HTTP/2.0\r\n\r\n", peer()), Err((505, "only HTTP/1.0 and HTTP/1.1 are served")));
+        assert_eq!(reread_head(b"GET / HTTP/1.1\r\nA: b\nC: d\r\n\r\n", peer()).unwrap_err().0, 400);
+    }
+
+    #[test]
+    fn chunk_sizes_are_read_strictly() {
+        assert_eq!(chunk_size(b"1a"), Ok(26));
+        assert_eq!(chunk_size(b"0"), Ok(0));
+        assert_eq!(chunk_size(b"").unwrap_err().0, 400);
+        assert_eq!(chunk_size(b"-1").unwrap_err().0, 400);
+        assert_eq!(chunk_size(b"fffffffffffffffffffff").unwrap_err().0, 400, "no overflow");
+    }
+
+    #[test]
+    fn a_refusal_is_answered_and_a_broken_read_is_not() {
+        assert!(matches!(Stop::from(Refused::Version), Stop::Answer(505, why) if why.contains("HTTP/1.1")));
+        assert!(matches!(Stop::from(io::Error::from(ErrorKind::TimedOut)), Stop::Quiet));
+    }
 }
