@@ -54,6 +54,15 @@ fn a_token_budget_ends_the_session_after_one_wrap_up_call() {
     assert!(dir.path().join(&id).join("files/answer.txt").exists(), "the wrap-up call delivered");
     let metrics = c.get("/metrics").text();
     assert!(metrics.contains("agent_controller_sessions_ended_by_budget_total 1"), "{metrics}");
+    // The console shows spent beside the limit.
+    let out = std::process::Command::new(binary())
+        .args(["status", &id])
+        .env("AGENT_CONTROLLER_API", &d.api)
+        .env_remove("AGENT_CONTROLLER_TOKEN")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("budget: 500/300 tokens (tokens reached)"), "{shown}");
 }
 
 fn all_text(body: &Value) -> String {

@@ -305,11 +305,34 @@ pub(super) fn print_status(s: &Value, out: &Out) {
     if let Some(w) = s["waiting_for"].as_str() {
         println!("  waiting for {w}");
     }
+    if let Some(reason) = s["takeover_requested"].as_str() {
+        println!("  the agent asks a person to take over: {}", shown(reason));
+    }
+    if let Some(line) = budget_line(&s["budget"]) {
+        println!("  {line}");
+    }
     for key in ["summary", "error"] {
         if let Some(v) = s[key].as_str() {
             println!("  {key}: {}", shown(v));
         }
     }
+}
+
+/// "budget: 500/300 tokens, 12/600 s (tokens reached)": spent beside each limit.
+fn budget_line(b: &Value) -> Option<String> {
+    let (limit, spent) = (b.get("limit")?, &b["spent"]);
+    let mut parts = Vec::new();
+    if let Some(t) = limit["tokens"].as_u64() {
+        parts.push(format!("{}/{t} tokens", spent["tokens"].as_u64().unwrap_or(0)));
+    }
+    if let Some(usd) = limit["usd"].as_f64() {
+        parts.push(format!("${:.4}/${usd}", spent["usd"].as_f64().unwrap_or(0.0)));
+    }
+    if let Some(secs) = limit["seconds"].as_u64() {
+        parts.push(format!("{}/{secs} s", spent["seconds"].as_u64().unwrap_or(0)));
+    }
+    let reached = b["exceeded"].as_str().map(|k| format!(" ({k} reached)")).unwrap_or_default();
+    Some(format!("budget: {}{reached}", parts.join(", ")))
 }
 
 fn print_log(client: &ApiClient, id: &str, follow: bool, out: &Out) -> u8 {

@@ -9,6 +9,14 @@ use super::{Config, DEFAULT_LLM};
 use crate::util::secret::Secret;
 use std::fmt::Write;
 
+/// A price as a YAML flow map (JSON is YAML), or null.
+fn price(p: Option<super::Price>) -> String {
+    p.map_or("null".to_string(), |p| {
+        let read = p.cache_read_per_mtok.map_or(String::new(), |r| format!(", \"cache_read_per_mtok\": {r}"));
+        format!("{{\"input_per_mtok\": {}, \"output_per_mtok\": {}{read}}}", p.input_per_mtok, p.output_per_mtok)
+    })
+}
+
 fn quoted(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into())
 }
@@ -50,6 +58,7 @@ impl Config {
                 ("max_tokens", a.max_tokens.to_string()),
                 ("timeout_s", a.timeout_s.to_string()),
                 ("max_retries", a.max_retries.to_string()),
+                ("price", price(a.price)),
             ],
         );
         self.write_providers(&mut out);
@@ -82,6 +91,7 @@ impl Config {
                 ("vision", p.vision.map_or("null".to_string(), vision)),
                 ("temperature", p.temperature.map_or("null".to_string(), |t| t.to_string())),
                 ("max_tokens", max_tokens),
+                ("price", price(p.price)),
             ] {
                 let _ = writeln!(out, "    {key}: {value}");
             }
@@ -136,6 +146,7 @@ impl Config {
                 ("confirmation_timeout", t.confirmation_timeout.to_string()),
                 ("command_timeout_s", t.command_timeout_s.to_string()),
                 ("download_timeout_s", t.download_timeout_s.to_string()),
+                ("takeover_timeout_s", t.takeover_timeout_s.to_string()),
             ],
         );
         let ag = &self.agent;
@@ -149,6 +160,7 @@ impl Config {
                 ("compact_at_tokens", ag.compact_at_tokens.to_string()),
                 ("context_window_tokens", ag.context_window_tokens.to_string()),
                 ("keep_recent_steps", ag.keep_recent_steps.to_string()),
+                ("budget", serde_json::to_string(&ag.budget).unwrap_or_default()),
             ],
         );
         let sh = &self.screenshot;
