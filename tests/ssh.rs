@@ -48,8 +48,10 @@ fn a_shell_task_over_ssh() {
         tool("read_file", json!({"path": path.display().to_string()})),
         tool("run_command", json!({"command": "echo paged | $PAGER; printf '\\033[1;31mred\\033[0m\\n'"})),
         tool("run_command", json!({"command": "sleep 30", "timeout_s": 2})),
+        tool("read_file", json!({"path": work.join("sales.csv").display().to_string()})),
         tool("finish_task", json!({"summary": "done over ssh"})),
     ];
+    std::fs::write(work.join("sales.csv"), "day,amount\n1,20\n2,22\n").unwrap();
     let (d, llm) = ssh_daemon(&dir, &sshd, script);
     let c = d.client();
     let started = Instant::now();
@@ -71,6 +73,9 @@ fn a_shell_task_over_ssh() {
     assert!(shown.contains("paged") && shown.contains("red") && !shown.contains("\\u001b"), "{shown}");
     let slow = result_text(&reqs[5]);
     assert!(slow.contains("timed_out") && slow.contains("killed after 2 s"), "{slow}");
+    // A CSV read over SSH names its columns and the awk that sums one, as the worker's does.
+    let csv = result_text(&reqs[6]);
+    assert!(csv.contains("$1 day, $2 amount") && csv.contains("awk -F,"), "{csv}");
     assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
     assert!(
         std::fs::read_to_string(dir.path().join("known_hosts"))

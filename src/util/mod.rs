@@ -9,6 +9,7 @@ pub mod filename;
 pub mod malloc;
 pub mod metrics;
 pub mod panic;
+pub mod reading;
 pub mod schema;
 pub mod sd_notify;
 pub mod secret;

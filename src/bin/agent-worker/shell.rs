@@ -13,6 +13,7 @@ use crate::error::WorkerError;
 use crate::signals;
 use agent_controller::protocol::tools::Tool;
 use agent_controller::util::ansi::strip_ansi;
+use agent_controller::util::reading;
 use crossbeam_channel::Receiver;
 use serde_json::{Value, json};
 use std::io::Read;
@@ -125,18 +126,8 @@ fn run_command(p: &Value) -> Result<Value, WorkerError> {
     };
     let (stdout, stderr) = (take(out), take(err));
     let mut result = command_result(status, stdout, stderr, started, timed_out.then_some(timeout));
-    if awk_on_csv_by_blanks(p["command"].as_str().unwrap_or("")) {
-        result["hint"] = json!(
-            "awk splits fields on blanks unless told otherwise, and a .csv file is comma-separated: \
-             use awk -F, (skip the header row with NR>1)"
-        );
-    }
+    reading::annotate_command(p["command"].as_str().unwrap_or(""), &mut result);
     Ok(result)
-}
-
-/// An awk program over a CSV file without a field separator: it reads each line as one field.
-fn awk_on_csv_by_blanks(command: &str) -> bool {
-    command.contains("awk") && command.contains(".csv") && !command.contains("-F") && !command.contains("FS")
 }
 
 /// Wait for the command; past `timeout`, kill its whole group. Says whether it timed out.
@@ -250,50 +241,8 @@ fn read_file(p: &Value) -> Result<Value, WorkerError> {
     file.take(cap).read_to_end(&mut bytes).map_err(|e| WorkerError::io(format!("cannot read `{path}`"), e))?;
     let content = String::from_utf8_lossy(&bytes);
     let mut read = json!({"path": path, "size": size, "content": content, "truncated": size > cap});
-    if let Some((columns, hint)) = csv_columns(path, &content) {
-        read["columns"] = columns.into();
-        read["hint"] = hint.into();
-    } else if let Some((lines, hint)) = long_text(path, &content) {
-        read["lines"] = lines.into();
-        read["hint"] = hint.into();
-    }
+    reading::annotate_read(path, &content, &mut read);
     Ok(read)
-}
-
-/// Lines past which a model counts or picks lines by eye badly.
-const LONG_TEXT_LINES: usize = 20;
-
-/// A long text file's line count, and the commands that count or pick lines: models that read
-/// a log count its errors in their head (and get it wrong).
-fn long_text(path: &str, content: &str) -> Option<(usize, String)> {
-    let lines = content.lines().count();
-    (lines > LONG_TEXT_LINES).then(|| {
-        let hint = format!(
-            "{lines} lines: to count or pick lines, let a command do it, e.g. run_command `grep -c 'WORD' {path}` \
-             (how many lines contain WORD) or `grep -n 'WORD' {path}` (which ones)"
-        );
-        (lines, hint)
-    })
-}
-
-/// A CSV file's columns by number, and the awk command that adds one up: models that read a
-/// table try to sum it in their head (and get it wrong) or write awk without `-F,`.
-fn csv_columns(path: &str, content: &str) -> Option<(String, String)> {
-    if !path.to_ascii_lowercase().ends_with(".csv") {
-        return None;
-    }
-    let mut lines = content.lines();
-    let header: Vec<&str> = lines.next()?.split(',').map(str::trim).collect();
-    let first: Vec<&str> = lines.next().unwrap_or("").split(',').map(str::trim).collect();
-    let numeric = (0..header.len()).find(|&i| first.get(i).is_some_and(|v| v.parse::<f64>().is_ok()));
-    let n = numeric.unwrap_or(header.len() - 1) + 1;
-    let columns = header.iter().enumerate().map(|(i, h)| format!("${} {h}", i + 1)).collect::<Vec<_>>().join(", ");
-    let hint = format!(
-        "to add up, count or filter a column, let a command do it, e.g. run_command \
-         `awk -F, 'NR>1 {{s += ${n}}} END {{print s}}' {path}` (the sum of ${n} {}; `NR>1 && $2 == \"x\"` filters)",
-        header[n - 1]
-    );
-    Some((columns, hint))
 }
 
 fn write_file(p: &Value) -> Result<Value, WorkerError> {

@@ -1,0 +1,91 @@
+//! What a model reading a target's files is told beside the content, wherever the shell runs
+//! (the worker, or a host over SSH): a CSV file's columns by number and the awk that sums one,
+//! a long text file's line count and the grep that counts or picks lines, and that awk over a
+//! CSV file needs `-F,`. Small models read a table or a log and add up or count by eye, and get
+//! it wrong; a command does it right.
+
+use serde_json::{Value, json};
+
+/// Lines past which a model counts or picks lines by eye badly.
+const LONG_TEXT_LINES: usize = 20;
+
+/// Add the columns or the line count, and the command hint, to a `read_file` result.
+pub fn annotate_read(path: &str, content: &str, read: &mut Value) {
+    if let Some((columns, hint)) = csv_columns(path, content) {
+        read["columns"] = columns.into();
+        read["hint"] = hint.into();
+    } else if let Some((lines, hint)) = long_text(path, content) {
+        read["lines"] = lines.into();
+        read["hint"] = hint.into();
+    }
+}
+
+/// Add a hint to a `run_command` result whose command runs awk over a CSV file by blanks.
+pub fn annotate_command(command: &str, result: &mut Value) {
+    if command.contains("awk") && command.contains(".csv") && !command.contains("-F") && !command.contains("FS") {
+        result["hint"] = json!(
+            "awk splits fields on blanks unless told otherwise, and a .csv file is comma-separated: \
+             use awk -F, (skip the header row with NR>1)"
+        );
+    }
+}
+
+/// A CSV file's columns by number, and the awk command that adds one up.
+fn csv_columns(path: &str, content: &str) -> Option<(String, String)> {
+    if !path.to_ascii_lowercase().ends_with(".csv") {
+        return None;
+    }
+    let mut lines = content.lines();
+    let header: Vec<&str> = lines.next()?.split(',').map(str::trim).collect();
+    let first: Vec<&str> = lines.next().unwrap_or("").split(',').map(str::trim).collect();
+    let numeric = (0..header.len()).find(|&i| first.get(i).is_some_and(|v| v.parse::<f64>().is_ok()));
+    let n = numeric.unwrap_or(header.len() - 1) + 1;
+    let columns = header.iter().enumerate().map(|(i, h)| format!("${} {h}", i + 1)).collect::<Vec<_>>().join(", ");
+    let hint = format!(
+        "to add up, count or filter a column, let a command do it, e.g. run_command \
+         `awk -F, 'NR>1 {{s += ${n}}} END {{print s}}' {path}` (the sum of ${n} {}; `NR>1 && $2 == \"x\"` filters)",
+        header[n - 1]
+    );
+    Some((columns, hint))
+}
+
+/// A long text file's line count, and the commands that count or pick lines.
+fn long_text(path: &str, content: &str) -> Option<(usize, String)> {
+    let lines = content.lines().count();
+    (lines > LONG_TEXT_LINES).then(|| {
+        let hint = format!(
+            "{lines} lines: to count or pick lines, let a command do it, e.g. run_command `grep -c 'WORD' {path}` \
+             (how many lines contain WORD) or `grep -n 'WORD' {path}` (which ones)"
+        );
+        (lines, hint)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_csv_gets_its_columns_and_a_log_its_line_count() {
+        let mut read = json!({});
+        annotate_read("/d/s.csv", "item,amount\na,2\n", &mut read);
+        assert_eq!(read["columns"], "$1 item, $2 amount");
+        assert!(read["hint"].as_str().unwrap().contains("awk -F, 'NR>1 {s += $2} END {print s}' /d/s.csv"));
+        let mut read = json!({});
+        annotate_read("/d/app.log", &"ERROR x\n".repeat(25), &mut read);
+        assert_eq!(read["lines"], 25);
+        let mut read = json!({});
+        annotate_read("/d/short.txt", "one line\n", &mut read);
+        assert_eq!(read, json!({}));
+    }
+
+    #[test]
+    fn awk_over_a_csv_by_blanks_is_pointed_at_the_separator() {
+        let mut out = json!({});
+        annotate_command("awk '{s += $2} END {print s}' s.csv", &mut out);
+        assert!(out["hint"].as_str().unwrap().contains("-F,"));
+        let mut out = json!({});
+        annotate_command("awk -F, '{s += $2}' s.csv", &mut out);
+        assert!(out.get("hint").is_none());
+    }
+}
