@@ -155,6 +155,8 @@ impl Session {
             state.record.status = Status::Running;
         }
         self.unlock_and_save(state);
+        // An act that came too late learns so at once.
+        self.changed.notify_all();
     }
 
     /// `POST /act`: hand the act to the paused session and wait for its result.
@@ -176,18 +178,28 @@ impl Session {
         state.handover.act = Some(Act { id, tool, input });
         drop(state);
         self.changed.notify_all();
+        // Its result, or `Err` once it is neither waiting nor running (the pause ended first).
         let (mut state, result) = self.wait_for(timeout, |s| match &s.handover.done {
-            Some((done, _)) if *done == id => s.handover.done.take().map(|(_, r)| r),
+            Some((done, _)) if *done == id => s.handover.done.take().map(|(_, r)| Ok(r)),
+            _ if s.handover.running != Some(id) && s.handover.act.as_ref().is_none_or(|a| a.id != id) => {
+                Some(Err(()))
+            }
             _ => None,
         });
         if state.handover.act.as_ref().is_some_and(|a| a.id == id) {
             state.handover.act = None; // never taken: the session resumed or ended first
         }
         drop(state);
-        result.ok_or_else(|| match self.stop_requested() {
-            true => ApiError::Conflict(format!("session {} ended before the act ran", self.id)),
-            false => ApiError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs())),
-        })
+        match result {
+            Some(Ok(answer)) => Ok(answer),
+            Some(Err(())) => {
+                Err(ApiError::Conflict(format!("session {} was no longer paused when the act came", self.id)))
+            }
+            None if self.stop_requested() => {
+                Err(ApiError::Conflict(format!("session {} ended before the act ran", self.id)))
+            }
+            None => Err(ApiError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs()))),
+        }
     }
 
     /// `POST /resume` on a paused session (or one about to pause: the request is withdrawn).
