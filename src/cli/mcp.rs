@@ -282,11 +282,11 @@ mod tests {
     use serde_json::json;
     use std::time::Duration;
 
-    type Answer = Box<dyn Fn(&str, &str, &Value) -> Result<Value, ClientError> + Send + Sync>;
+    pub(super) type Answer = Box<dyn Fn(&str, &str, &Value) -> Result<Value, ClientError> + Send + Sync>;
 
     /// The daemon as the tools see it: every request recorded, answered by `answer`.
-    struct Fake {
-        seen: Mutex<Vec<(String, String, Value)>>,
+    pub(super) struct Fake {
+        pub(super) seen: Mutex<Vec<(String, String, Value)>>,
         answer: Answer,
     }
 
@@ -319,7 +319,7 @@ mod tests {
     }
 
     /// A daemon with one running session `s1`.
-    fn daemon(method: &str, path: &str, _body: &Value) -> Result<Value, ClientError> {
+    pub(super) fn daemon(method: &str, path: &str, _body: &Value) -> Result<Value, ClientError> {
         match (method, path) {
             ("GET", "/sessions/s1") => Ok(json!({"session_id": "s1", "status": "running", "turn": 2})),
             ("GET", p) if p.starts_with("/sessions/s1/log") => {
@@ -333,7 +333,7 @@ mod tests {
         }
     }
 
-    fn server_with(answer: Answer) -> (Arc<Server>, Arc<Fake>, Receiver<Response>) {
+    pub(super) fn server_with(answer: Answer) -> (Arc<Server>, Arc<Fake>, Receiver<Response>) {
         let fake = Arc::new(Fake { seen: Mutex::new(Vec::new()), answer });
         let (tx, rx) = crossbeam_channel::bounded(OUT_QUEUE);
         let server = Arc::new(Server {
@@ -345,29 +345,29 @@ mod tests {
         (server, fake, rx)
     }
 
-    fn server() -> (Arc<Server>, Arc<Fake>, Receiver<Response>) {
+    pub(super) fn server() -> (Arc<Server>, Arc<Fake>, Receiver<Response>) {
         server_with(Box::new(daemon))
     }
 
     /// The answers to one line, the tool call's included.
-    fn ask(server: &Arc<Server>, rx: &Receiver<Response>, line: Value) -> Vec<Value> {
+    pub(super) fn ask(server: &Arc<Server>, rx: &Receiver<Response>, line: Value) -> Vec<Value> {
         if let Some(call) = server.handle_line(&line.to_string()) {
             call.join().unwrap();
         }
         rx.try_iter().map(|r| serde_json::to_value(&r).unwrap()).collect()
     }
 
-    fn one(server: &Arc<Server>, rx: &Receiver<Response>, line: Value) -> Value {
+    pub(super) fn one(server: &Arc<Server>, rx: &Receiver<Response>, line: Value) -> Value {
         let mut answers = ask(server, rx, line.clone());
         assert_eq!(answers.len(), 1, "{line}: {answers:?}");
         answers.remove(0)
     }
 
-    fn call(name: &str, arguments: Value) -> Value {
+    pub(super) fn call(name: &str, arguments: Value) -> Value {
         json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
     }
 
-    fn text(answer: &Value) -> &str {
+    pub(super) fn text(answer: &Value) -> &str {
         answer["result"]["content"][0]["text"].as_str().unwrap()
     }
 
@@ -462,6 +462,9 @@ mod tests {
             ("list_workers", json!({}), "GET", "/workers"),
             ("list_schedules", json!({}), "GET", "/schedules"),
             ("stop_session", json!({"session_id": "a/b"}), "DELETE", "/sessions/a%2Fb"),
+            ("pause_session", json!({"session_id": "s1"}), "POST", "/sessions/s1/pause"),
+            ("act", json!({"session_id": "s1", "tool": "browser_snapshot"}), "POST", "/sessions/s1/act"),
+            ("resume_session", json!({"session_id": "s1"}), "POST", "/sessions/s1/resume"),
             ("run_schedule", json!({"name": "daily"}), "POST", "/schedules/daily/run"),
             ("answer_question", json!({"session_id": "s1", "text": "42"}), "POST", "/sessions/s1/answer"),
             ("replay_session", json!({"session_id": "s1"}), "POST", "/sessions/s1/replay"),

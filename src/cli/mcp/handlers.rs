@@ -117,6 +117,55 @@ pub fn answer_question(c: &Call<'_>) -> Outcome {
         .map(|_| ToolResult::text(format!("Answered the question of {id}")))
 }
 
+/// `POST /pause`: the session pauses after the step in flight (at once if it waits for a
+/// worker or a person).
+pub fn pause_session(c: &Call<'_>) -> Outcome {
+    let id = c.session();
+    c.rest.post(&format!("/sessions/{id}/pause"), &json!({})).map(|v| {
+        let said = if v["status"] == "paused" {
+            format!("{id} is paused.")
+        } else {
+            format!("Pausing {id}: it waits after the step in flight (wait_for_session returns once it is paused).")
+        };
+        ToolResult::text(format!("{said} While it is paused, act runs its tools; resume_session lets it go on."))
+    })
+}
+
+/// `POST /act`: one worker tool as the person; its result's text (a failed tool is a tool
+/// error), and the screenshot it left, by name.
+pub fn act(c: &Call<'_>) -> Outcome {
+    let input = c.args.get("input").filter(|v| !v.is_null()).cloned().unwrap_or_else(|| json!({}));
+    let body = json!({"tool": c.args["tool"], "input": input});
+    let answer = match c.rest.post(&format!("/sessions/{}/act", c.session()), &body) {
+        // The client gives up after 90 s; the daemon waits as long as the tool's own timeout.
+        Err(ClientError::Unreachable { why, .. }) if why == "timed out" => {
+            let why = "no answer within 90 s: the tool may still be running on the target (get_log shows its end)";
+            return Ok(ToolResult::error(why.into()));
+        }
+        other => other,
+    };
+    answer.map(|v| {
+        let Some(result) = v["result"].as_str() else { return ToolResult::text(pretty(&v)) };
+        let mut text = result.to_string();
+        if let Some(shot) = v["screenshot"].as_str() {
+            text.push_str(&format!("\nscreenshot: {shot} (get_file shows it)"));
+        }
+        if v["is_error"] == true { ToolResult::error(text) } else { ToolResult::text(text) }
+    })
+}
+
+/// `POST /resume`, with the person's note for the model if there is one.
+pub fn resume_session(c: &Call<'_>) -> Outcome {
+    let id = c.session();
+    let body = match c.args["note"].as_str() {
+        Some(note) => json!({"note": note}),
+        None => json!({}),
+    };
+    c.rest
+        .post(&format!("/sessions/{id}/resume"), &body)
+        .map(|_| ToolResult::text(format!("Resumed {id}. Call wait_for_session to follow it.")))
+}
+
 fn format_log(page: &Value) -> String {
     let mut out = String::new();
     for e in page["entries"].as_array().into_iter().flatten() {
@@ -291,4 +340,63 @@ fn wait_text(state: &Value, why: &str, lines: &str) -> String {
         text.push_str(lines);
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{call, one, server, server_with, text};
+    use serde_json::json;
+
+    #[test]
+    fn pause_act_and_resume_send_what_the_routes_take() {
+        let (server, fake, rx) = server();
+        let r = one(&server, &rx, call("pause_session", json!({"session_id": "s1"})));
+        assert!(text(&r).starts_with("Pausing s1: it waits after the step in flight"), "{r}");
+        let input = json!({"selector": "#go"});
+        let r = one(&server, &rx, call("act", json!({"session_id": "s1", "tool": "browser_click", "input": input})));
+        assert!(text(&r).contains("\"session_id\": \"s2\""), "another shape comes as it is, pretty: {r}");
+        one(&server, &rx, call("act", json!({"session_id": "s1", "tool": "browser_snapshot"})));
+        one(&server, &rx, call("resume_session", json!({"session_id": "s1", "note": "logged in"})));
+        let r = one(&server, &rx, call("resume_session", json!({"session_id": "s1"})));
+        assert_eq!(text(&r), "Resumed s1. Call wait_for_session to follow it.");
+        let bodies: Vec<(String, serde_json::Value)> =
+            fake.seen.lock().unwrap().iter().map(|(_, path, body)| (path.clone(), body.clone())).collect();
+        assert_eq!(
+            bodies,
+            [
+                ("/sessions/s1/pause".to_string(), json!({})),
+                ("/sessions/s1/act".to_string(), json!({"tool": "browser_click", "input": {"selector": "#go"}})),
+                ("/sessions/s1/act".to_string(), json!({"tool": "browser_snapshot", "input": {}})),
+                ("/sessions/s1/resume".to_string(), json!({"note": "logged in"})),
+                ("/sessions/s1/resume".to_string(), json!({})),
+            ]
+        );
+        let r = one(&server, &rx, call("act", json!({"session_id": "s1", "tool": "x", "input": "not an object"})));
+        assert_eq!(r["result"]["isError"], true, "the schema wants an object");
+    }
+
+    #[test]
+    fn an_acts_result_is_its_text_and_a_failure_a_tool_error() {
+        let answer = |failed: bool| {
+            move |_: &str, _: &str, _: &serde_json::Value| {
+                Ok(json!({"tool": "browser_click", "by": "human", "is_error": failed, "result": "clicked #go",
+                    "screenshot": "step_0004.png"}))
+            }
+        };
+        let (server, _, rx) = server_with(Box::new(answer(false)));
+        let r = one(&server, &rx, call("act", json!({"session_id": "s1", "tool": "browser_click"})));
+        assert_eq!(text(&r), "clicked #go\nscreenshot: step_0004.png (get_file shows it)");
+        assert_eq!(r["result"]["isError"], false);
+        let (server, _, rx) = server_with(Box::new(answer(true)));
+        let r = one(&server, &rx, call("act", json!({"session_id": "s1", "tool": "browser_click"})));
+        assert_eq!(r["result"]["isError"], true);
+    }
+
+    #[test]
+    fn a_paused_session_is_said_to_be_paused() {
+        let (server, _, rx) =
+            server_with(Box::new(|_, _, _| Ok(json!({"pause_requested": false, "status": "paused"}))));
+        let r = one(&server, &rx, call("pause_session", json!({"session_id": "s1"})));
+        assert!(text(&r).starts_with("s1 is paused."), "{r}");
+    }
 }

@@ -272,6 +272,37 @@ pub static TOOLS: &[McpTool] = &[
         run: h::stop_session,
     },
     McpTool {
+        name: "pause_session",
+        title: "Pause a session",
+        description: "Pause a running session after the step in flight (wait_for_session returns once it is \
+            paused); its model makes no call until resume_session. While it is paused, act runs its worker tools \
+            on the target yourself; stop_session still ends it.",
+        properties: SESSION,
+        required: &["session_id"],
+        effect: Effect::Sets,
+        run: h::pause_session,
+    },
+    McpTool {
+        name: "act",
+        title: "Act in a paused session",
+        description: "Run one of a paused session's worker tools (e.g. browser_click, run_command) on its target \
+            yourself; input holds the tool's arguments ({} or left out when it takes none). Returns the tool's \
+            result. pause_session first; one act at a time.",
+        properties: r#"{"session_id": {"type": "string"}, "tool": {"type": "string"}, "input": {"type": "object"}}"#,
+        required: &["session_id", "tool"],
+        effect: Effect::Destroys,
+        run: h::act,
+    },
+    McpTool {
+        name: "resume_session",
+        title: "Resume a session",
+        description: "Let a paused session go on; a note tells its model what you did or what you want next.",
+        properties: r#"{"session_id": {"type": "string"}, "note": {"type": "string"}}"#,
+        required: &["session_id"],
+        effect: Effect::Sets,
+        run: h::resume_session,
+    },
+    McpTool {
         name: "list_schedules",
         title: "List schedules",
         description: "Scheduled sessions: each with its definition, runs, last run (session, status, when) and next \
@@ -348,6 +379,7 @@ mod tests {
         let wait = of("wait_for_session");
         assert_eq!((wait["readOnlyHint"].clone(), wait["openWorldHint"].clone()), (true.into(), false.into()));
         assert_eq!(of("create_session")["idempotentHint"], false);
+        assert_eq!(of("act")["destructiveHint"], true);
     }
 
     #[test]
