@@ -194,11 +194,27 @@ fn check_arguments(p: &Parsed) -> Result<(), UsageError> {
         return Err(UsageError(format!("unexpected argument {extra:?} for `{}` (usage: {})", c.name, usage_line(c))));
     }
     if p.free.len() < c.min_args {
-        let what =
-            c.usage.split_whitespace().find(|w| !w.starts_with('[') && !w.starts_with('(')).unwrap_or("an argument");
+        let words = positional_words(c.usage);
+        let what = words.get(p.free.len()).or(words.first()).copied().unwrap_or("an argument");
         return Err(UsageError(format!("`{}` needs {what} (usage: {})", c.name, usage_line(c))));
     }
     Ok(())
+}
+
+/// The free arguments a usage line names, in order: its words outside `[…]` and `(…)` that
+/// are neither options nor `|` (`ID TOOL JSON`; `INSTRUCTION…` after the target's group).
+fn positional_words(usage: &str) -> Vec<&str> {
+    let mut depth = 0i32;
+    let mut words = Vec::new();
+    for word in usage.split_whitespace() {
+        let opens = word.chars().filter(|c| matches!(c, '(' | '[')).count() as i32;
+        let closes = word.chars().filter(|c| matches!(c, ')' | ']')).count() as i32;
+        if depth == 0 && opens == 0 && !word.starts_with('-') && word != "|" {
+            words.push(word);
+        }
+        depth += opens - closes;
+    }
+    words
 }
 
 fn usage_line(c: &Cmd) -> String {
@@ -301,6 +317,9 @@ mod tests {
         assert!(err(&["task", "--url", "--yes", "x"]).contains("--url needs a value"));
         assert!(err(&["log", "S1", "--follow=yes"]).contains("--follow takes no value"));
         assert!(err(&["status"]).contains("needs ID"));
+        assert!(err(&["act", "S1"]).contains("`act` needs TOOL"), "the first argument not given is named");
+        assert!(err(&["task", "--url", "https://x"]).contains("`task` needs INSTRUCTION…"));
+        assert!(err(&["answer", "S1"]).contains("needs TEXT…"));
         assert!(err(&["status", "a", "b"]).contains("unexpected argument \"b\""));
         assert!(err(&["frobnicate"]).contains("unknown command \"frobnicate\""));
         assert!(err(&["serve", "--json"]).contains("unknown option --json"));

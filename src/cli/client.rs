@@ -138,6 +138,12 @@ impl ApiClient {
         self.finish(self.auth(self.agent.post(format!("{}{path}", self.base))).send_json(body))
     }
 
+    /// A POST whose answer may take longer than the usual 90 s: the daemon bounds the wait
+    /// (`POST /act` by the tool's own timeout).
+    pub fn post_waiting(&self, path: &str, body: &Value) -> Result<Value, ClientError> {
+        self.finish(self.auth(self.stream_agent.post(format!("{}{path}", self.base))).send_json(body))
+    }
+
     pub fn delete(&self, path: &str) -> Result<Value, ClientError> {
         self.finish(self.auth(self.agent.delete(format!("{}{path}", self.base))).call())
     }

@@ -166,6 +166,34 @@ pub const COMMANDS: &[Cmd] = &[
     ),
     args(cmd("answer", "ID TEXT…", "answer the question a session's agent asks", &[]), 2, MANY),
     args(cmd("stop", "ID", "stop a session", &[]), ID, ID),
+    args(
+        more(
+            cmd("pause", "ID", "pause a session after the step in flight, to take it over", &[]),
+            "The model makes no call while the session is paused; `act` runs its tools, `resume` hands it back, \
+             `stop` still ends it.",
+        ),
+        ID,
+        ID,
+    ),
+    args(
+        more(
+            cmd("act", "ID TOOL JSON", "run one of a paused session's tools and print its result", &[]),
+            "JSON is the tool's input, an object: act ID browser_click '{\"selector\": \"#go\"}'. Exit 1 when the \
+             tool failed.",
+        ),
+        3,
+        3,
+    ),
+    args(
+        cmd(
+            "resume",
+            "ID [--note TEXT]",
+            "hand a paused session back to its model",
+            &[opt(&["--note"], "TEXT", "what the model should know: what you did, what to do next")],
+        ),
+        ID,
+        ID,
+    ),
     cmd("workers", "", "list the workers and what they serve", &[]),
     args(
         more(

@@ -42,6 +42,8 @@ token from --token | AGENT_CONTROLLER_TOKEN; a private CA from --ca-file | AGENT
     agent-controller confirm ID --yes | --no [--reason TEXT] [--edit COMMAND]
     agent-controller answer ID \"text\"                   answer the question a session asks
     agent-controller stop ID | workers | health
+    agent-controller pause ID | resume ID [--note TEXT]  take a session over, hand it back
+    agent-controller act ID TOOL JSON                   run one of its tools while it is paused
     agent-controller mcp                                MCP server on stdio (for Claude Code)
 
 exit codes: 0 finished/ok, 1 session error, 2 usage, 3 stopped, 4 finished after a denied
@@ -109,7 +111,8 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
     };
     let result = match command {
         "task" | "explore" | "replay" => return super::follow::follow_new(command, &client, &out, args),
-        "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "answer" | "stop" => {
+        "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "answer" | "stop" | "pause"
+        | "act" | "resume" => {
             return session_command(command, &client, &out, args);
         }
         "sessions" => client.get("/sessions").map(|v| print_table(&v, &out, SESSION_COLUMNS)),
@@ -131,7 +134,8 @@ fn exit_code(result: Result<(), ClientError>) -> u8 {
     }
 }
 
-/// The commands about one session: `status ID`, `log ID`, … `stop ID`.
+/// The commands about one session: `status ID`, `log ID`, … `stop ID`, `pause ID`, `act ID`,
+/// `resume ID`.
 fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
     let follow = args.contains(["-f", "--follow"]);
     let yes = args.contains("--yes");
@@ -140,6 +144,7 @@ fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_
     let dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
     let reason: Option<String> = args.opt_value_from_str("--reason").unwrap_or(None);
     let edit: Option<String> = args.opt_value_from_str("--edit").unwrap_or(None);
+    let note: Option<String> = args.opt_value_from_str("--note").unwrap_or(None);
     let free = args.finish();
     let Some(id) = free.first().and_then(|s| s.to_str()).map(str::to_string) else {
         eprintln!("agent-controller {command}: give a session id (see `agent-controller sessions`)");
@@ -164,6 +169,10 @@ fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_
             return exit::USAGE;
         }
         "confirm" => answer_confirmation(client, &id, Decision::from_flags(yes, reason, edit)),
+        "pause" | "act" | "resume" => {
+            let rest: Vec<String> = free.iter().skip(1).map(|s| s.to_string_lossy().into_owned()).collect();
+            return super::takeover::run(command, client, out, &id, &rest, note);
+        }
         "answer" => {
             let text: Vec<String> = free.iter().skip(1).filter_map(|s| s.to_str().map(str::to_string)).collect();
             if text.is_empty() {

@@ -15,3 +15,4 @@ mod progress;
 mod replay;
 mod schedule;
 mod table;
+mod takeover;
