@@ -13,6 +13,8 @@ fn seed_worker(d: &TestDaemon) -> ScriptedWorker {
         Some("browser_snapshot") => {
             json!({"success": true, "data": {"url": "https://x.test/", "snapshot": "heading \"Signed in\" [ref=e1]"}})
         }
+        // As the real worker: typed text is never echoed (it may be a password).
+        Some("browser_type") => json!({"success": true, "data": {"typed": true}}),
         _ => json!({"success": true, "data": {"ok": true, "action": cmd["action"], "params": cmd["params"]}}),
     })
 }
@@ -78,9 +80,14 @@ fn a_person_pauses_acts_and_hands_back() {
     let done = wait_status(&c, &id, "finished");
     assert_eq!(done["summary"], "done after the person's help");
     let second = all_text(&llm.requests()[1].body);
-    for needle in ["A person took over", "browser_click", "424242", "solved the captcha", "Signed in"] {
+    for needle in ["A person took over", "browser_click", "6 characters typed", "solved the captcha", "Signed in"] {
         assert!(second.contains(needle), "{needle} missing from {second}");
     }
+    // What the person typed reached the worker only: not the model, the log or the step log.
+    assert!(!second.contains("424242"), "{second}");
+    let written = std::fs::read_to_string(dir.path().join(&id).join("log.jsonl")).unwrap()
+        + &std::fs::read_to_string(dir.path().join(&id).join("steps.jsonl")).unwrap();
+    assert!(!written.contains("424242"), "{written}");
     // Ended: nothing to act on or resume.
     assert_error(&act(json!({"tool": "browser_click", "input": {"selector": "#a"}})), 409, "conflict");
     assert_error(&c.post(&format!("/sessions/{id}/resume"), &json!({})), 409, "conflict");

@@ -111,11 +111,12 @@ impl Agent {
     fn human_act(&mut self, act: &Act) -> (String, Value) {
         let name = act.tool.name();
         self.step += 1;
-        let shown = super::context::excerpt(&act.input.to_string(), ACT_EXCERPT);
+        let input = typed_text_hidden(act.tool, &act.input);
+        let shown = super::context::excerpt(&input.to_string(), ACT_EXCERPT);
         self.runner.log(
             LogKind::Tool,
             &format!("by a person: {name} {shown}"),
-            Some(json!({"tool": name, "input": act.input, "by": "human"})),
+            Some(json!({"tool": name, "input": input, "by": "human"})),
         );
         let started = Instant::now();
         let task = &self.runner.config().task;
@@ -139,7 +140,7 @@ impl Agent {
         self.runner.add_step(json!({
             "turn": self.turn,
             "tool": name,
-            "args": act.input,
+            "args": input,
             "observation": excerpt,
             "screenshot": outcome.screenshot,
             "duration_ms": started.elapsed().as_millis() as u64,
@@ -193,6 +194,27 @@ impl Agent {
     }
 }
 
+/// What a person typed may be a password or a code sent to them: the log, the step log and
+/// the model get its length, the worker the text.
+fn typed_text_hidden(tool: Tool, input: &Value) -> Value {
+    let mut shown = input.clone();
+    let hide = |v: &mut Value| {
+        if let Some(text) = v.as_str() {
+            *v = json!(format!("[{} characters typed by the person]", text.chars().count()));
+        }
+    };
+    match tool {
+        Tool::BrowserType | Tool::TypeText => hide(&mut shown["text"]),
+        Tool::BrowserFillForm => {
+            for field in shown["fields"].as_array_mut().into_iter().flatten() {
+                hide(&mut field["value"]);
+            }
+        }
+        _ => {}
+    }
+    shown
+}
+
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
@@ -208,4 +230,22 @@ fn session_page(config: &crate::config::Config, id: &str) -> String {
         h => h.to_string(),
     };
     format!("{scheme}://{host}:{}/#s/{id}", config.server.api_port)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_person_types_is_shown_as_its_length() {
+        let shown = typed_text_hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
+        assert_eq!(shown, json!({"selector": "#code", "text": "[6 characters typed by the person]"}));
+        let form = json!({"fields": [{"selector": "#a", "value": "secret"}]});
+        assert_eq!(
+            typed_text_hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"],
+            "[6 characters typed by the person]"
+        );
+        let click = json!({"x": 1, "y": 2});
+        assert_eq!(typed_text_hidden(Tool::BrowserClick, &click), click);
+    }
 }
