@@ -91,6 +91,7 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
     assert_eq!(
         names,
         vec![
+            "act",
             "answer_question",
             "create_session",
             "get_file",
@@ -102,8 +103,10 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
             "list_schedules",
             "list_sessions",
             "list_workers",
+            "pause_session",
             "replay_session",
             "respond_confirmation",
+            "resume_session",
             "run_schedule",
             "stop_session",
             "wait_for_session"
@@ -221,7 +224,7 @@ fn a_whole_session_through_the_official_python_client() {
     let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(seen["version"], "2025-11-25");
     assert_eq!(seen["server"], "agent-controller");
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 16);
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 19);
     assert!(seen["read_only"].as_array().unwrap().contains(&json!("wait_for_session")));
     assert!(
         seen["waits"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("confirmation pending")),

@@ -181,9 +181,7 @@ impl Session {
         // Its result, or `Err` once it is neither waiting nor running (the pause ended first).
         let (mut state, result) = self.wait_for(timeout, |s| match &s.handover.done {
             Some((done, _)) if *done == id => s.handover.done.take().map(|(_, r)| Ok(r)),
-            _ if s.handover.running != Some(id) && s.handover.act.as_ref().is_none_or(|a| a.id != id) => {
-                Some(Err(()))
-            }
+            _ if s.handover.running != Some(id) && s.handover.act.as_ref().is_none_or(|a| a.id != id) => Some(Err(())),
             _ => None,
         });
         if state.handover.act.as_ref().is_some_and(|a| a.id == id) {
