@@ -302,10 +302,17 @@ impl Agent {
             self.loops.stuck = Some(format!("stuck: the model kept repeating {what}"));
         }
         self.runner.log(LogKind::System, &format!("loop: {what} not run again"), None);
-        ToolOutcome::error(format!(
-            "Not run: this would repeat {what} once more, and {because}. \
-             Do something different, or finish and say what is missing."
-        ))
+        // A small model told only "do something different" repeats itself: name real choices.
+        let unopened = self.grounding.unopened();
+        let instead = if unopened.is_empty() {
+            "Do something different, or finish and say what is missing.".to_string()
+        } else {
+            format!(
+                "Do something different: pages not opened yet (browser_navigate to one): {}. Or finish and say what is missing.",
+                unopened.join(", ")
+            )
+        };
+        ToolOutcome::error(format!("Not run: this would repeat {what} once more, and {because}. {instead}"))
     }
 }
 
