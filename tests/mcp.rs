@@ -19,7 +19,7 @@ fn spawn_mcp(api: &str) -> std::process::Child {
         .unwrap()
 }
 
-fn exchange(api: &str, lines: &[Value], expect: usize) -> Vec<Value> {
+pub(crate) fn exchange(api: &str, lines: &[Value], expect: usize) -> Vec<Value> {
     let mut child = spawn_mcp(api);
     let mut stdin = child.stdin.take().unwrap();
     for l in lines {
@@ -44,7 +44,7 @@ fn exchange(api: &str, lines: &[Value], expect: usize) -> Vec<Value> {
     got
 }
 
-fn init(version: &str, id: i64) -> Value {
+pub(crate) fn init(version: &str, id: i64) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
 }
 

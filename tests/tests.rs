@@ -34,6 +34,7 @@ mod snapshots;
 mod ssh;
 mod steps;
 mod takeover;
+mod takeover_clients;
 mod tidy;
 mod tls;
 mod vision;
