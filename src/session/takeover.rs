@@ -100,17 +100,19 @@ impl Session {
 
     /// The session's thread: now `paused` (`reason` when the model asked for it).
     pub(super) fn enter_pause(&self, reason: Option<&str>) -> bool {
+        // Scrubbed before the state lock: the vault's lock is never taken under it.
+        let reason = reason.map(|r| self.vault().scrub(r));
         let mut state = self.lock();
         if self.stop_requested() || !state.record.status.is_active() {
             return false;
         }
         state.record.pause_requested = false;
-        state.record.takeover_requested = reason.map(|r| self.vault().scrub(r));
+        state.record.takeover_requested = reason.clone();
         state.record.status = Status::Paused;
         state.handover = Handover { acts: state.handover.acts, ..Handover::default() };
         self.unlock_and_save(state);
         let text = match reason {
-            Some(reason) => format!("paused: the model asks a person to take over ({})", self.vault().scrub(reason)),
+            Some(reason) => format!("paused: the model asks a person to take over ({reason})"),
             None => "paused: waiting for the person".to_string(),
         };
         self.log(LogKind::System, &text, None);
