@@ -366,10 +366,18 @@ fn shell_tools_including_killing_a_process_tree() {
             && e.contains(&format!("no file of that name under {w} either; to create it, call write_file")),
         "{e}"
     );
-    // A guessed path to a file that is further down: the error names where it is.
+    // A guessed path to the one file of that name further down: that file is read, and said so.
     cmd(&r, "run_command", json!({"command": format!("mkdir -p {w}/deep/er && echo hi > {w}/deep/er/notes.txt")}));
+    let read = cmd(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));
+    assert_eq!(
+        (read["content"].as_str(), read["path"].as_str()),
+        (Some("hi\n"), Some(&*format!("{w}/deep/er/notes.txt")))
+    );
+    assert!(read["note"].as_str().unwrap().contains("the only file of that name"), "{read}");
+    // Two of that name: the error names both, and reads neither.
+    cmd(&r, "run_command", json!({"command": format!("mkdir -p {w}/other && echo ho > {w}/other/notes.txt")}));
     let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));
-    assert!(e.contains(&format!("a file of that name is at: `{w}/deep/er/notes.txt`")), "{e}");
+    assert!(e.contains("a file of that name is at: ") && e.contains(&format!("`{w}/other/notes.txt`")), "{e}");
     // A browser command to a shell-only worker is an error, not a crash.
     let e = cmd_err(&r, "browser_navigate", json!({"url": "http://x.test"}));
     assert!(e.contains("without the browser capability"), "{e}");

@@ -304,7 +304,11 @@ impl Agent {
         self.runner.log(LogKind::System, &format!("loop: {what} not run again"), None);
         // A small model told only "do something different" repeats itself: name real choices.
         let unopened = self.grounding.unopened();
-        let instead = if unopened.is_empty() {
+        let instead = if self.record.session_type == crate::protocol::SessionType::Shell {
+            "Do something different: `find DIR -type f` lists every file below a folder, `grep -rl WORD DIR` \
+             finds files by what they hold. Or finish and say what is missing."
+                .to_string()
+        } else if unopened.is_empty() {
             "Do something different, or finish and say what is missing.".to_string()
         } else {
             format!(

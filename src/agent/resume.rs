@@ -14,9 +14,7 @@ impl Agent {
     /// Restore the conversation of a resumed session; false for a new one.
     pub(super) fn resume_from_journal(&mut self) -> bool {
         let Some(conversation) = self.runner.resumed_conversation() else { return false };
-        let Ok(journaled) = serde_json::from_value::<Vec<Message>>(conversation["messages"].clone()) else {
-            return false;
-        };
+        let Some(journaled) = messages_of(&conversation["messages"]) else { return false };
         if journaled.is_empty() {
             return false;
         }
@@ -27,7 +25,7 @@ impl Agent {
         self.journaled = super::report::Journaled::resumed(&journaled, summary.as_ref().map(|(n, _)| *n));
         let mut closed = conversation["messages"].clone();
         close_open_calls(&mut closed);
-        self.messages = serde_json::from_value(closed).unwrap_or(journaled);
+        self.messages = messages_of(&closed).unwrap_or(journaled);
         self.summary = summary;
         self.turn = self.record.turn;
         for message in &self.messages {
@@ -67,6 +65,45 @@ impl Agent {
     }
 }
 
+/// The journal's messages read back by hand (a serde reader for `Message` would add its
+/// tagged-enum machinery to the daemon's binary for this one use).
+fn messages_of(list: &Value) -> Option<Vec<Message>> {
+    list.as_array()?.iter().map(message_of).collect()
+}
+
+fn message_of(v: &Value) -> Option<Message> {
+    let role = match v["role"].as_str()? {
+        "user" => Role::User,
+        "assistant" => Role::Assistant,
+        _ => return None,
+    };
+    Some(Message { role, content: blocks_of(&v["content"])? })
+}
+
+fn blocks_of(list: &Value) -> Option<Vec<Block>> {
+    list.as_array()?.iter().map(block_of).collect()
+}
+
+fn block_of(b: &Value) -> Option<Block> {
+    let text = |key: &str| b[key].as_str().map(str::to_string);
+    Some(match b["type"].as_str()? {
+        "text" => Block::Text { text: text("text")? },
+        "tool_use" => Block::ToolUse {
+            id: text("id")?,
+            name: text("name")?,
+            input: b["input"].clone(),
+            signature: text("signature"),
+        },
+        "tool_result" => Block::ToolResult {
+            tool_use_id: text("tool_use_id")?,
+            content: blocks_of(&b["content"])?,
+            is_error: b["is_error"].as_bool().unwrap_or(false),
+        },
+        // The journal holds no image data (`without_image_data`); a stray one is named.
+        _ => Block::text("[image, stored under screenshots/]"),
+    })
+}
+
 /// The `"url"` of a result's JSON (its first line; a snapshot may follow).
 fn url_in(text: &str) -> Option<String> {
     let head: Value = serde_json::from_str(text.lines().next()?).ok()?;
@@ -77,6 +114,27 @@ fn url_in(text: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn journaled_messages_read_back_as_they_were_written() {
+        let messages = vec![
+            Message::user(vec![Block::text("go")]),
+            Message::assistant(vec![Block::ToolUse {
+                id: "t1".into(),
+                name: "x".into(),
+                input: json!({"a": 1}),
+                signature: None,
+            }]),
+            Message::user(vec![Block::ToolResult {
+                tool_use_id: "t1".into(),
+                content: vec![Block::text("ok")],
+                is_error: true,
+            }]),
+        ];
+        let written = serde_json::to_value(&messages).unwrap();
+        assert_eq!(messages_of(&written), Some(messages));
+        assert_eq!(messages_of(&json!([{"role": "system", "content": []}])), None);
+    }
 
     #[test]
     fn the_url_of_a_result_is_read_from_its_json_line() {

@@ -223,8 +223,36 @@ fn same_name_under(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf>
     found
 }
 
+/// The file a read of the missing `asked` means: the only file of its name below the nearest
+/// folder that exists (a model that guessed the path read it next anyway, or worse, made it up).
+fn only_same_name(asked: &str) -> Option<(String, std::path::PathBuf)> {
+    let name = std::path::Path::new(asked).file_name()?.to_string_lossy().into_owned();
+    let dir = std::path::Path::new(asked).ancestors().skip(1).find(|d| d.is_dir())?;
+    match same_name_under(dir, &name).as_slice() {
+        [only] => Some((only.to_string_lossy().into_owned(), dir.to_path_buf())),
+        _ => None,
+    }
+}
+
 fn read_file(p: &Value) -> Result<Value, WorkerError> {
-    let path = required_str(p, "path")?;
+    let asked = required_str(p, "path")?;
+    let (path, moved) = match std::fs::metadata(asked) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match only_same_name(asked) {
+            Some((found, dir)) => (found, Some(dir)),
+            None => return Err(not_found(asked, e)),
+        },
+        _ => (asked.to_string(), None),
+    };
+    let mut read = read_whole(&path, p)?;
+    if let Some(dir) = moved {
+        read["note"] =
+            format!("`{asked}` does not exist: this is `{path}`, the only file of that name below `{}`", dir.display())
+                .into();
+    }
+    Ok(read)
+}
+
+fn read_whole(path: &str, p: &Value) -> Result<Value, WorkerError> {
     let cap = p["max_bytes"].as_u64().unwrap_or(READ_CAP).clamp(1, 4 * READ_CAP);
     // Only regular files: a FIFO or a device would block or never end.
     let meta = std::fs::metadata(path).map_err(|e| not_found(path, e))?;
