@@ -4,8 +4,10 @@
 //! conversation (with only the newest `agent.keep_screenshots` images kept), one model call,
 //! then each tool call in order — local tools in the controller, target tools on the
 //! session's executor — and one user message with every result. Ends on finish_task /
-//! finish_exploration, `max_turns`, a stop, a second reply without tools, or an error the API
-//! will not get past. The loop knows no wire format: it speaks `llm::Provider`.
+//! finish_exploration, `max_turns`, a budget (after one wrap-up call), a stop, a second reply
+//! without tools, or an error the API will not get past. Before each model call a pause a
+//! person asked for holds the session (`takeover.rs`). The loop knows no wire format: it speaks
+//! `llm::Provider`.
 //! Invariant: `conversation_log.json` is rewritten after every turn and at the end, and every
 //! tool call in it has its result, whatever ended the session.
 

@@ -2,10 +2,11 @@
 //! each one runs on.
 //!
 //! A session is created `waiting`, gets its own OS thread (`thread.rs`), leases a capable
-//! worker (then `running`), hands a `SessionRunner` to the agent, and ends `finished`, `error`
-//! or `stopped`. Its parts: the record and its stop here, the log (`log.rs`), files
-//! (`files.rs`), notes, report and conversation (`writings.rs`), confirmations
-//! (`confirm.rs`); the manager (`manager.rs`) holds them all.
+//! worker (then `running`; `confirming` or `paused` while it waits for a person), hands a
+//! `SessionRunner` to the agent, and ends `finished`, `error` or `stopped`. Its parts: the record
+//! and its stop here, the log (`log.rs`), files (`files.rs`), notes, report and conversation
+//! (`writings.rs`), confirmations (`confirm.rs`), takeover (`takeover.rs`), budget (`budget.rs`);
+//! the manager (`manager.rs`) holds them all.
 //!
 //! Disk. session.json is written when the status changes (and once more at the session's end);
 //! counters (turn, usage, images) change in memory, and the journal (`journal.rs`) keeps turn and
