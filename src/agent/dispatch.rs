@@ -105,31 +105,63 @@ impl Agent {
         if outcome.content.iter().any(|b| matches!(b, Block::Image { .. })) {
             self.grounding.saw_image();
         }
-        let text = excerpt(&whole, LOG_EXCERPT);
+        self.record_result(name, input, &outcome, started, false);
+        if self.record.replay.is_some() {
+            self.runner.count_replay_step(self.replaying);
+        }
+        outcome
+    }
+
+    /// A call's result as a log line and a step-log entry (`by_human`: a person's act while
+    /// paused); the excerpt both show.
+    pub(super) fn record_result(
+        &mut self,
+        name: &str,
+        args: &Value,
+        outcome: &ToolOutcome,
+        started: Instant,
+        by_human: bool,
+    ) -> String {
+        let text = excerpt(&joined_text(&outcome.content, "\n"), LOG_EXCERPT);
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
         let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };
-        self.runner.log(
-            if outcome.is_error { LogKind::Error } else { LogKind::Result },
-            &format!("{name}: {shown}"),
-            Some(json!({"tool": name, "is_error": outcome.is_error})),
-        );
-        self.runner.add_step(json!({
+        let who = if by_human { " (by a person)" } else { "" };
+        let mut data = json!({"tool": name, "is_error": outcome.is_error});
+        let mut step = json!({
             "turn": self.turn,
             "tool": name,
-            "args": input,
+            "args": args,
             "observation": text,
             "screenshot": outcome.screenshot,
             "duration_ms": started.elapsed().as_millis() as u64,
             "dry_run": outcome.dry_run,
             "is_error": outcome.is_error,
-            "target": self.ref_target(input),
+            "target": self.ref_target(args),
             "replayed": self.replaying,
             "ts": clock::rfc3339_millis(clock::now()),
-        }));
-        if self.record.replay.is_some() {
-            self.runner.count_replay_step(self.replaying);
+        });
+        if by_human {
+            data["by"] = "human".into();
+            step["by"] = "human".into();
         }
-        outcome
+        let kind = if outcome.is_error { LogKind::Error } else { LogKind::Result };
+        self.runner.log(kind, &format!("{name}{who}: {shown}"), Some(data));
+        self.runner.add_step(step);
+        text
+    }
+
+    /// What a target tool's answer is to the model: its blocks (scrubbed), or the error.
+    pub(super) fn target_outcome(&mut self, name: &str, result: Result<Value, ExecError>) -> ToolOutcome {
+        match result {
+            // A page can echo a typed secret back (a wrong field, an error page): scrub what
+            // goes into the model's context just like what goes to disk.
+            Ok(mut data) => {
+                self.runner.scrub_json(&mut data);
+                self.result_blocks(name, data)
+            }
+            Err(ExecError::Stopped) => ToolOutcome::stopped(),
+            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
+        }
     }
 
     pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
@@ -193,16 +225,7 @@ impl Agent {
                 }
             }
         }
-        match result {
-            // A page can echo a typed secret back (a wrong field, an error page): scrub what
-            // goes into the model's context just like what goes to disk.
-            Ok(mut data) => {
-                self.runner.scrub_json(&mut data);
-                self.result_blocks(tool.name(), data)
-            }
-            Err(ExecError::Stopped) => ToolOutcome::stopped(),
-            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
-        }
+        self.target_outcome(tool.name(), result)
     }
 }
 

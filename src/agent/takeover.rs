@@ -11,7 +11,6 @@ use crate::llm::{Block, joined_text};
 use crate::protocol::tools::{Runs, Tool};
 use crate::protocol::{LogKind, SessionType};
 use crate::session::{Act, AgentOutcome, PauseEvent};
-use crate::util::clock;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -122,32 +121,10 @@ impl Agent {
         let task = &self.runner.config().task;
         let timeout = timeout_for(act.tool, &act.input, task.command_timeout_s, task.download_timeout_s);
         let params = self.target_params(act.tool, &act.input);
-        let outcome = match self.runner.execute(name, params, timeout) {
-            Ok(mut data) => {
-                self.runner.scrub_json(&mut data);
-                self.result_blocks(name, data)
-            }
-            Err(crate::exec::ExecError::Stopped) => ToolOutcome::stopped(),
-            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
-        };
+        let result = self.runner.execute(name, params, timeout);
+        let outcome = self.target_outcome(name, result);
+        let excerpt = self.record_result(name, &input, &outcome, started, true);
         let text = joined_text(&outcome.content, "\n");
-        let excerpt = super::context::excerpt(&text, ACT_EXCERPT);
-        self.runner.log(
-            if outcome.is_error { LogKind::Error } else { LogKind::Result },
-            &format!("{name} (by a person): {excerpt}"),
-            Some(json!({"tool": name, "is_error": outcome.is_error, "by": "human"})),
-        );
-        self.runner.add_step(json!({
-            "turn": self.turn,
-            "tool": name,
-            "args": input,
-            "observation": excerpt,
-            "screenshot": outcome.screenshot,
-            "duration_ms": started.elapsed().as_millis() as u64,
-            "is_error": outcome.is_error,
-            "by": "human",
-            "ts": clock::rfc3339_millis(clock::now()),
-        }));
         let status = if outcome.is_error { "failed" } else { "done" };
         let line = format!("{name} {shown} → {status}: {}", first_line(&excerpt));
         let answer = json!({
