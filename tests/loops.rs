@@ -304,3 +304,46 @@ fn a_finish_before_the_deliverable_is_sent_back_once() {
     assert!(first.contains("Not finished") && first.contains("save_file"), "{first}");
     assert_eq!(c.get(&format!("/sessions/{id}/files")).json()[0]["filename"], "answer.txt");
 }
+
+/// A browser worker with two pages that link to each other, the home page also to About.
+fn two_page_worker(d: &TestDaemon) -> ScriptedWorker {
+    let current = std::sync::Mutex::new("https://a.test/".to_string());
+    ScriptedWorker::start(&d.worker_client(), "pages-box", &["browser"], false, move |cmd| {
+        let mut url = current.lock().unwrap();
+        if let Some(to) = cmd["params"]["url"].as_str() {
+            *url = to.to_string();
+        }
+        let snapshot = if url.ends_with("/contact") {
+            "Page: \"Contact\" — https://a.test/contact (HTTP 200)\n[e3] link \"Home\" → https://a.test/".to_string()
+        } else {
+            format!(
+                "Page: \"Home\" — {url} (HTTP 200)\n[e1] link \"Contact\" → https://a.test/contact\n\
+                 [e2] link \"About us\" → https://a.test/about"
+            )
+        };
+        json!({"success": true, "data": {"url": *url, "title": "t", "snapshot": snapshot}})
+    })
+}
+
+#[test]
+fn a_page_opened_again_names_the_pages_not_opened_yet() {
+    let nav = |url: &str| tool("browser_navigate", json!({"url": url}));
+    let script = vec![
+        nav("https://a.test/contact"),
+        nav("https://a.test/"),
+        tool("browser_snapshot", json!({})),
+        tool("finish_task", json!({"summary": "Not found."})),
+    ];
+    let dir = TempDir::new("loop-revisit");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = two_page_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"}));
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    let note = "You opened this page before. If it does not have what you need, open one not opened yet: \
+                \\\"About us\\\" https://a.test/about.";
+    assert!(!result_text(&reqs[1]).contains("opened this page before"), "a new page: {}", result_text(&reqs[1]));
+    assert!(result_text(&reqs[2]).contains(note), "back home: {}", result_text(&reqs[2]));
+    assert!(!result_text(&reqs[3]).contains("opened this page before"), "the same page looked at again");
+}

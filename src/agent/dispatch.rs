@@ -101,7 +101,11 @@ impl Agent {
         let mut outcome = self.dispatch_watched(name, input);
         self.point_at_delivery(name, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
+        let revisit = self.grounding.revisits(&whole);
         self.grounding.saw(&whole);
+        if revisit {
+            self.note_revisit(&mut outcome);
+        }
         if outcome.content.iter().any(|b| matches!(b, Block::Image { .. })) {
             self.grounding.saw_image();
         }

@@ -296,14 +296,23 @@ impl Agent {
         }
     }
 
-    /// The file the task names (`answer.txt`, `staff.csv`), as written.
+    /// Another page opened before, reached again while nothing the task asks for is kept: the
+    /// pages not opened yet, by name (a small model goes Home → Contact → Home and never tries
+    /// About).
+    pub(super) fn note_revisit(&self, outcome: &mut super::dispatch::ToolOutcome) {
+        let unopened = self.grounding.unopened();
+        if outcome.is_error || unopened.is_empty() || !self.runner.deliverable_files().is_empty() {
+            return;
+        }
+        outcome.content.push(Block::text(format!(
+            "You opened this page before. If it does not have what you need, open one not opened yet: {}.",
+            unopened.join(", ")
+        )));
+    }
+
+    /// The file the task asks to keep (`answer.txt`, `staff.csv`), as written.
     pub(super) fn named_file(&self) -> Option<String> {
-        let task = self.record.instruction.as_deref().unwrap_or("");
-        task.split_whitespace()
-            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_'))
-            .map(|w| w.trim_end_matches('.'))
-            .find(|w| [".txt", ".csv", ".json", ".md", ".pdf"].iter().any(|e| w.to_lowercase().ends_with(e)))
-            .map(str::to_string)
+        file_to_keep(self.record.instruction.as_deref().unwrap_or(""))
     }
 
     /// The tool the task's words point at for what it asks to keep, if any.
@@ -391,9 +400,30 @@ impl Agent {
     }
 }
 
+/// The file a task asks to keep: its last bare file name. A path (`/srv/app/sales.csv`) is a
+/// file to read, and a task names what it reads before where it saves ("a file named
+/// notes.txt … save its contents as found.txt").
+fn file_to_keep(task: &str) -> Option<String> {
+    task.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_'))
+        .map(|w| w.trim_end_matches('.'))
+        .filter(|w| !w.contains('/'))
+        .rfind(|w| [".txt", ".csv", ".json", ".md", ".pdf"].iter().any(|e| w.to_lowercase().ends_with(e)))
+        .map(str::to_string)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    #[test]
+    fn the_file_to_keep_is_the_last_bare_file_name() {
+        assert_eq!(file_to_keep("Save just the price in answer.txt.").as_deref(), Some("answer.txt"));
+        let find = "Somewhere under /tmp/x is a file named notes-2031.txt. Save its contents as found.txt.";
+        assert_eq!(file_to_keep(find).as_deref(), Some("found.txt"));
+        let sum = "/srv/data/sales.csv has an amount column. Save the sum in answer.txt.";
+        assert_eq!(file_to_keep(sum).as_deref(), Some("answer.txt"));
+        assert_eq!(file_to_keep("Count the lines of /var/log/app.txt"), None);
+    }
 
     /// One call: the page it brought back (if any), then its end; whether that page was new.
     fn call(f: &mut FocusState, tool: Tool, page: Option<&str>, result: &str) -> bool {

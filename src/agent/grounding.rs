@@ -22,8 +22,9 @@ pub(super) struct Grounding {
     words: HashSet<String>,
     /// Links seen in snapshots, as (text, URL), in the order first seen.
     links: Vec<(String, String)>,
-    /// URLs of the pages seen.
+    /// URLs of the pages seen, and the last one.
     opened: HashSet<String>,
+    current: String,
     /// A content held back, and the step of that call (saved when the next call repeats it).
     held: Option<(String, u64)>,
     /// The model was shown an image: what it read there is not in these words, so nothing is
@@ -53,10 +54,9 @@ impl Grounding {
     }
 
     fn saw_line(&mut self, line: &str) {
-        if let Some(page) = line.strip_prefix("Page: ") {
-            if let Some((_, url)) = page.rsplit_once(" — ") {
-                self.opened.insert(url.split(" (HTTP").next().unwrap_or(url).trim().to_string());
-            }
+        if let Some(url) = page_url(line) {
+            self.opened.insert(url.to_string());
+            self.current = url.to_string();
         }
         if let Some((text, url)) = super::snapshot::link_in(line) {
             if self.links.len() < MAX_LINKS && url.starts_with("http") && !self.links.iter().any(|(_, u)| u == url) {
@@ -88,6 +88,13 @@ impl Grounding {
         !insists
     }
 
+    /// Whether a result shows another page opened before (back to Home, again; not the page
+    /// looked at again), before `saw` takes it.
+    pub fn revisits(&self, text: &str) -> bool {
+        let url = text.lines().find_map(|l| page_url(l.trim()));
+        url.is_some_and(|url| url != self.current && self.opened.contains(url))
+    }
+
     /// Pages linked from what was seen and not opened yet, for a note.
     pub fn unopened(&self) -> Vec<String> {
         self.links
@@ -97,6 +104,12 @@ impl Grounding {
             .map(|(text, url)| format!("\"{text}\" {url}"))
             .collect()
     }
+}
+
+/// The URL of a snapshot's head line (`Page: "Title" — URL (HTTP 200)`).
+fn page_url(line: &str) -> Option<&str> {
+    let (_, url) = line.strip_prefix("Page: ")?.rsplit_once(" — ")?;
+    Some(url.split(" (HTTP").next().unwrap_or(url).trim())
 }
 
 /// The words of a text; a decimal number stays one word (`12.50`).
@@ -161,5 +174,12 @@ mod tests {
         assert!(g.unseen("Paris").is_empty(), "what a screenshot showed is not in the words");
         let g = seen(&["Page: \"Home\" — http://h/ (HTTP 200)\n[e1] link \"About us\" → http://h/about.html"]);
         assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html"]);
+        let mut g =
+            seen(&["Page: \"Home\" — http://h/ (HTTP 200)", "Page: \"About\" — http://h/about.html (HTTP 200)"]);
+        assert!(g.revisits("{\"status\":200}\nPage: \"Home\" — http://h/ (HTTP 200)\n[e1] link"));
+        assert!(!g.revisits("Page: \"About\" — http://h/about.html (HTTP 200)"), "the same page again");
+        assert!(!g.revisits("Page: \"Staff\" — http://h/staff.html (HTTP 200)"), "a new page");
+        g.saw("Page: \"Home\" — http://h/ (HTTP 200)");
+        assert!(g.revisits("Page: \"About\" — http://h/about.html (HTTP 200)"));
     }
 }

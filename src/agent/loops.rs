@@ -230,7 +230,8 @@ impl Agent {
             Some((1, 1)) => {
                 outcome.content = vec![Block::text(format!(
                     "This exact call gave the same result as the one before (not shown again): repeating it \
-                     brings nothing new. If what you need is in it, use it now. {}",
+                     brings nothing new. If what you need is in it, {}. {}",
+                    self.use_it_now(),
                     self.task_line()
                 ))]
             }
@@ -283,6 +284,16 @@ impl Agent {
         }
         self.runner.log(LogKind::System, &format!("loop: {what} repeated twice"), None);
         outcome.content.push(Block::text(note));
+    }
+
+    /// What "use it" means by name while nothing the task asks for is kept: a small model that
+    /// reads the same file again is told the call that keeps it (`call save_file with filename
+    /// "found.txt" and …`).
+    fn use_it_now(&self) -> String {
+        match self.deliverable() {
+            Tool::FinishTask | Tool::FinishExploration => "use it now".to_string(),
+            _ => format!("call {} now", self.deliver_call()),
+        }
     }
 
     /// The session's task (or goal) again: small models lose it in long contexts.

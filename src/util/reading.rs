@@ -20,14 +20,27 @@ pub fn annotate_read(path: &str, content: &str, read: &mut Value) {
     }
 }
 
-/// Add a hint to a `run_command` result whose command runs awk over a CSV file by blanks.
+/// Add a hint to a `run_command` result whose command runs awk over a CSV file by blanks, or
+/// that printed one path (`find -name`, `grep -l`): small models run the finding command again
+/// instead of reading what it found.
 pub fn annotate_command(command: &str, result: &mut Value) {
     if command.contains("awk") && command.contains(".csv") && !command.contains("-F") && !command.contains("FS") {
         result["hint"] = json!(
             "awk splits fields on blanks unless told otherwise, and a .csv file is comma-separated: \
              use awk -F, (skip the header row with NR>1)"
         );
+    } else if let Some(path) = one_path(result["stdout"].as_str().unwrap_or("")) {
+        result["hint"] = json!(format!("one path found: read_file with path \"{path}\" shows what it holds"));
     }
+}
+
+/// Output that is one absolute path of a file and nothing else (its name has an extension:
+/// `pwd`'s folder is not a file to read).
+fn one_path(stdout: &str) -> Option<&str> {
+    let path = stdout.trim();
+    let name = path.rsplit('/').next().unwrap_or("");
+    let file = path.starts_with('/') && name.contains('.') && !path.contains(char::is_whitespace);
+    file.then_some(path)
 }
 
 /// A CSV file's columns by number, and the awk command that adds one up.
@@ -77,6 +90,18 @@ mod tests {
         let mut read = json!({});
         annotate_read("/d/short.txt", "one line\n", &mut read);
         assert_eq!(read, json!({}));
+    }
+
+    #[test]
+    fn one_path_printed_is_pointed_at_read_file() {
+        let mut found = json!({"exit_code": 0, "stdout": "/srv/tree/b/notes.txt\n"});
+        annotate_command("find /srv -name notes.txt", &mut found);
+        assert_eq!(found["hint"], "one path found: read_file with path \"/srv/tree/b/notes.txt\" shows what it holds");
+        for stdout in ["/srv/a.txt\n/srv/b.txt\n", "total 0\n", "/srv/dir/", "/tmp/box\n", ""] {
+            let mut other = json!({"stdout": stdout});
+            annotate_command("ls", &mut other);
+            assert!(other.get("hint").is_none(), "{stdout:?}");
+        }
     }
 
     #[test]
