@@ -347,3 +347,56 @@ fn a_page_opened_again_names_the_pages_not_opened_yet() {
     assert!(result_text(&reqs[2]).contains(note), "back home: {}", result_text(&reqs[2]));
     assert!(!result_text(&reqs[3]).contains("opened this page before"), "the same page looked at again");
 }
+
+#[test]
+fn a_side_download_is_not_the_answer_and_its_repeat_names_the_file_to_save() {
+    let dl = || tool("browser_download", json!({"url": "https://a.test/guide.pdf"}));
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "Next"}));
+    let script = vec![
+        dl(),
+        dl(),
+        tool("finish_task", json!({"summary": "Next"})),
+        save,
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let dir = TempDir::new("loop-side-download");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let body =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    let again = result_text(&reqs[2]);
+    assert!(again.contains("already_downloaded"), "the file it is: {again}");
+    assert!(again.contains("call save_file with filename \\\"answer.txt\\\""), "the file to save: {again}");
+    assert!(result_text(&reqs[3]).contains("Not finished"), "guide.pdf is not answer.txt: {}", result_text(&reqs[3]));
+}
+
+#[test]
+fn a_refused_submit_gets_the_fill_the_task_names() {
+    let page = "Page: \"Order\" — https://a.test/order (HTTP 200)\n\
+                [e4] select \"Item\" name=item: Choose… (selected) | Mug=mug | Cap=cap\n\
+                [e6] input number \"Quantity\" name=quantity value=\"1\"\n[e7] button \"Place order\"";
+    let script =
+        vec![tool("browser_click", json!({"selector": "ref=e7"})), tool("finish_task", json!({"summary": "done"}))];
+    let dir = TempDir::new("form-fit");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
+        match cmd["action"].as_str().unwrap() {
+            "browser_click" => json!({"success": false, "error": "not sent yet: these fields still hold what the \
+                page put there: [e4] \"Item\": \"Choose…\"; [e6] \"Quantity\": \"1\". If the task gives values for \
+                them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click \
+                `ref=e7` again"}),
+            _ => json!({"success": true, "data": {"url": "https://a.test/order", "title": "Order", "snapshot": page}}),
+        }
+    });
+    let c = d.client();
+    let id =
+        create_session(&c, json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."}));
+    wait_status(&c, &id, "finished");
+    let refused = result_text(&llm.requests()[1]);
+    let fill = r#"browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\"value\":\"Cap\"},{\"selector\":\"ref=e6\",\"value\":\"2\"}]}, then click `ref=e7`."#;
+    assert!(refused.contains(fill), "{refused}");
+}

@@ -100,6 +100,7 @@ impl Agent {
         let started = Instant::now();
         let mut outcome = self.dispatch_watched(name, input);
         self.point_at_delivery(name, &mut outcome);
+        self.point_at_form_values(name, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         let revisit = self.grounding.revisits(&whole);
         self.grounding.saw(&whole);
@@ -175,6 +176,11 @@ impl Agent {
         };
         if let Some(list) = schema::as_list_of_one(&self.tools[i].input_schema, input) {
             return self.dispatch(name, &list);
+        }
+        if let Some((fixed, to, from)) = schema::moved_required(&self.tools[i].input_schema, input) {
+            let mut outcome = self.dispatch(name, &fixed);
+            outcome.content.push(Block::text(format!("(`{to}` was taken from `{from}`: {name} takes `{to}`)")));
+            return outcome;
         }
         let (known, ignored) = schema::known_arguments(&self.tools[i].input_schema, input);
         if !ignored.is_empty() {

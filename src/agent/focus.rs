@@ -263,7 +263,7 @@ impl Agent {
     /// text saved; else the finish.
     pub(super) fn deliverable(&self) -> Tool {
         let finish = if self.record.mode == Mode::Explore { Tool::FinishExploration } else { Tool::FinishTask };
-        if self.record.mode == Mode::Explore || !self.runner.deliverable_files().is_empty() {
+        if self.record.mode == Mode::Explore || self.delivered() {
             return finish;
         }
         self.task_deliverable().unwrap_or(finish)
@@ -301,13 +301,23 @@ impl Agent {
     /// About).
     pub(super) fn note_revisit(&self, outcome: &mut super::dispatch::ToolOutcome) {
         let unopened = self.grounding.unopened();
-        if outcome.is_error || unopened.is_empty() || !self.runner.deliverable_files().is_empty() {
+        if outcome.is_error || unopened.is_empty() || self.delivered() {
             return;
         }
         outcome.content.push(Block::text(format!(
             "You opened this page before. If it does not have what you need, open one not opened yet: {}.",
             unopened.join(", ")
         )));
+    }
+
+    /// Whether what the task asks to keep is saved: the file it names (a side download, a
+    /// guide clicked on the way, is not `answer.txt`), else any file.
+    pub(super) fn delivered(&self) -> bool {
+        let files = self.runner.deliverable_files();
+        match self.named_file().filter(|f| !f.to_lowercase().ends_with(".pdf")) {
+            Some(named) => files.iter().any(|f| f.filename.eq_ignore_ascii_case(&named)),
+            None => !files.is_empty(),
+        }
     }
 
     /// The file the task asks to keep (`answer.txt`, `staff.csv`), as written.
@@ -334,7 +344,7 @@ impl Agent {
     /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`
     /// never written): not run, once; the model is told what to call first.
     pub(super) fn premature_finish(&mut self, name: &str) -> Option<super::dispatch::ToolOutcome> {
-        if name != Tool::FinishTask.name() || self.focus.finish_held || !self.runner.deliverable_files().is_empty() {
+        if name != Tool::FinishTask.name() || self.focus.finish_held || self.delivered() {
             return None;
         }
         let needed = self.task_deliverable().filter(|t| *t != Tool::WriteFile)?;

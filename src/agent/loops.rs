@@ -60,6 +60,8 @@ pub(super) struct LoopGuard {
     downloaded: std::collections::HashMap<String, String>,
     /// Calls that failed, and how often (anywhere in the session, not only in a row).
     failed: std::collections::HashMap<String, u32>,
+    /// What the newest call answered, as `result_hash` (an acting call's entry holds 0).
+    last_answer: u64,
 }
 
 impl LoopGuard {
@@ -181,9 +183,6 @@ impl Agent {
             let what = self.loops.describe(p);
             return self.hold_back(&what, "it gave the same results three times");
         }
-        if let Some(done) = self.downloaded_before(name, input) {
-            return done;
-        }
         // The same call failed twice already (small models retry between other calls too).
         if self.loops.failed.get(&call).is_some_and(|n| *n >= FAILED_HOLD) {
             let what = format!("`{}`", super::context::excerpt(&call, SHOWN));
@@ -195,7 +194,12 @@ impl Agent {
                 .hold_back(&format!("{name} ({n} calls in a row)"), "so many calls of one tool bring nothing new");
         }
         self.focus.before_call();
-        let mut outcome = self.dispatch(name, input);
+        // A URL fetched before is answered with its file, and still counts towards a loop (a
+        // small model clicks the same file link again and again).
+        let mut outcome = match self.downloaded_before(name, input) {
+            Some(done) => done,
+            None => self.dispatch(name, input),
+        };
         if outcome.stopped {
             return outcome;
         }
@@ -211,8 +215,9 @@ impl Agent {
         if outcome.is_error {
             *self.loops.failed.entry(call.clone()).or_default() += 1;
         }
-        let result = if repeat_is_loop(name) { 0 } else { result_hash(&outcome) };
-        self.loops.push(call, result);
+        let answer = result_hash(&outcome);
+        let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
+        self.loops.push(call, if repeat_is_loop(name) { 0 } else { answer });
         // After the result is remembered: the note is not part of it.
         if self.loops.streak.1 == STREAK_NOTE {
             outcome.content.push(Block::text(format!(
@@ -226,6 +231,15 @@ impl Agent {
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
                  output first and try something different.",
             )),
+            // An acting call again with another answer (the file it fetched before): kept.
+            Some((1, 1)) if !same_answer => outcome.content.push(Block::text(format!(
+                "You made this exact call just before: repeating it brings nothing new. {} {}",
+                match self.deliverable() {
+                    Tool::FinishTask | Tool::FinishExploration => "If the task is done, finish.".to_string(),
+                    _ => format!("If you have what the task asks for, call {} now.", self.deliver_call()),
+                },
+                self.task_line()
+            ))),
             // The same result again is not shown again: it would only fill a small context.
             Some((1, 1)) => {
                 outcome.content = vec![Block::text(format!(

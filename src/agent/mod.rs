@@ -18,6 +18,7 @@ mod context;
 mod dispatch;
 mod dry_run;
 mod focus;
+mod form_fit;
 mod grounding;
 mod history;
 mod local;

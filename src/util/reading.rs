@@ -1,8 +1,9 @@
 //! What a model reading a target's files is told beside the content, wherever the shell runs
 //! (the worker, or a host over SSH): a CSV file's columns by number and the awk that sums one,
-//! a long text file's line count and the grep that counts or picks lines, and that awk over a
-//! CSV file needs `-F,`. Small models read a table or a log and add up or count by eye, and get
-//! it wrong; a command does it right.
+//! a long text file's line count and the grep that counts or picks lines, that awk over a CSV
+//! file needs `-F,`, and the read_file that shows the one file a command printed the path of.
+//! Small models read a table or a log and add up or count by eye, and get it wrong (a command
+//! does it right), and run a `find` that worked again instead of reading what it found.
 
 use serde_json::{Value, json};
 

@@ -28,6 +28,35 @@ pub fn as_list_of_one(schema: &Value, value: &Value) -> Option<Value> {
     fits.then(|| serde_json::json!({ list.as_str(): [value] }))
 }
 
+/// A required `path` or `url` the call left out while the arguments the tool does not take
+/// hold exactly one (a folder of it aside) (`read_file {"command": "read_file /srv/a.txt"}`: small models carry the last
+/// call's shape over): the input with it moved into place, and the argument it came from.
+pub fn moved_required(schema: &Value, value: &Value) -> Option<(Value, String, String)> {
+    let (props, map) = (schema["properties"].as_object()?, value.as_object()?);
+    let required = schema["required"].as_array()?;
+    let wanted = required.iter().filter_map(Value::as_str).find(|r| !map.contains_key(*r))?;
+    let fits = |token: &&str| match wanted {
+        "path" => token.starts_with('/'),
+        "url" => token.starts_with("http://") || token.starts_with("https://"),
+        _ => false,
+    };
+    let found: Vec<(&String, &str)> = map
+        .iter()
+        .filter(|(k, _)| !props.contains_key(*k))
+        .filter_map(|(k, v)| Some((k, v.as_str()?)))
+        .flat_map(|(k, v)| v.split_whitespace().filter(fits).map(move |t| (k, t)))
+        .collect();
+    // A folder of the one path (`cwd` beside the command that names a file in it) is not a second.
+    let inside = |t: &str, u: &str| {
+        u.strip_prefix(t.trim_end_matches('/')).is_some_and(|rest| rest.len() > 1 && rest.starts_with('/'))
+    };
+    let found: Vec<_> = found.iter().filter(|(_, t)| !found.iter().any(|(_, u)| inside(t, u))).collect();
+    let [(from, token)] = found.as_slice() else { return None };
+    let mut fixed = value.clone();
+    fixed[wanted] = Value::String(token.trim_matches(['"', '\'', '`']).to_string());
+    Some((fixed, wanted.to_string(), from.to_string()))
+}
+
 /// The first way a value breaks its schema; `at` names where (`input`, a key, `key[2]`).
 #[derive(Debug)]
 enum Mismatch {
@@ -132,5 +161,18 @@ mod tests {
         assert_eq!(as_list_of_one(&fill, &json!({"fields": []})), None);
         assert_eq!(as_list_of_one(&fill, &json!({"selector": "a", "bogus": 1})), None);
         assert_eq!(as_list_of_one(&click, &json!({"selector": "a"})), None, "a click takes no list");
+    }
+
+    #[test]
+    fn a_path_or_url_given_under_another_name_is_moved_into_place() {
+        let read = Tool::ReadFile.spec().input_schema.to_value();
+        let carried = json!({"command": "read_file /srv/b/notes.txt", "cwd": "/srv", "timeout_s": 15});
+        let (fixed, to, from) = moved_required(&read, &carried).unwrap();
+        assert_eq!((fixed["path"].as_str(), to.as_str(), from.as_str()), (Some("/srv/b/notes.txt"), "path", "command"));
+        assert_eq!(moved_required(&read, &json!({"command": "cat /a /b"})), None, "two paths: no guess");
+        assert_eq!(moved_required(&read, &json!({"path": "/a", "x": "/b"})), None, "nothing missing");
+        let nav = Tool::BrowserNavigate.spec().input_schema.to_value();
+        let (fixed, _, _) = moved_required(&nav, &json!({"link": "https://a.test/about.html"})).unwrap();
+        assert_eq!(fixed["url"], "https://a.test/about.html");
     }
 }
