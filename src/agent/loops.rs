@@ -226,6 +226,13 @@ impl Agent {
                 self.task_line()
             )));
         }
+        self.note_repeat(same_answer, &mut outcome);
+        outcome
+    }
+
+    /// A call that repeats the one before or a short cycle: say so (an answer seen before is
+    /// not shown again); a second repeat gets the page as it is now.
+    fn note_repeat(&mut self, same_answer: bool, outcome: &mut ToolOutcome) {
         match self.loops.repeated() {
             Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
@@ -254,10 +261,9 @@ impl Agent {
                 2 * p,
                 self.loops.describe(p)
             ))),
-            Some((p, _)) => self.second_repeat(p, &mut outcome),
+            Some((p, _)) => self.second_repeat(p, outcome),
             None => {}
         }
-        outcome
     }
 
     /// A download of a URL fetched before: answered with the file it is stored as.
