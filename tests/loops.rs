@@ -38,6 +38,23 @@ fn answer_session(dir: &std::path::Path, script: Vec<Step>) -> (TestDaemon, Scri
     (d, llm, id, s)
 }
 
+/// A task session with `body` on `worker` run to `finished` with `script`: the model's server,
+/// for the requests it received.
+fn finished_task(
+    name: &str,
+    script: Vec<Step>,
+    worker: impl FnOnce(&TestDaemon) -> ScriptedWorker,
+    body: Value,
+) -> ScriptedLlm {
+    let dir = TempDir::new(name);
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = worker(&d);
+    let c = d.client();
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    llm
+}
+
 fn actions(worker: &ScriptedWorker) -> Vec<String> {
     worker.seen.lock().unwrap().iter().map(|c| c["action"].as_str().unwrap().to_string()).collect()
 }
@@ -334,13 +351,8 @@ fn a_page_opened_again_names_the_pages_not_opened_yet() {
         tool("browser_snapshot", json!({})),
         tool("finish_task", json!({"summary": "Not found."})),
     ];
-    let dir = TempDir::new("loop-revisit");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
-    let _worker = two_page_worker(&d);
-    let c = d.client();
-    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"}));
-    wait_status(&c, &id, "finished");
-    let reqs = llm.requests();
+    let body = json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"});
+    let reqs = finished_task("loop-revisit", script, two_page_worker, body).requests();
     let note = "You opened this page before. If it does not have what you need, open one not opened yet: \
                 \\\"About us\\\" https://a.test/about.";
     assert!(!result_text(&reqs[1]).contains("opened this page before"), "a new page: {}", result_text(&reqs[1]));
@@ -359,15 +371,9 @@ fn a_side_download_is_not_the_answer_and_its_repeat_names_the_file_to_save() {
         save,
         tool("finish_task", json!({"summary": "done"})),
     ];
-    let dir = TempDir::new("loop-side-download");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
-    let _worker = static_worker(&d);
-    let c = d.client();
     let body =
         json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"});
-    let id = create_session(&c, body);
-    wait_status(&c, &id, "finished");
-    let reqs = llm.requests();
+    let reqs = finished_task("loop-side-download", script, static_worker, body).requests();
     let again = result_text(&reqs[2]);
     assert!(again.contains("already_downloaded"), "the file it is: {again}");
     assert!(again.contains("call save_file with filename \\\"answer.txt\\\""), "the file to save: {again}");
@@ -381,22 +387,58 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
                 [e6] input number \"Quantity\" name=quantity value=\"1\"\n[e7] button \"Place order\"";
     let script =
         vec![tool("browser_click", json!({"selector": "ref=e7"})), tool("finish_task", json!({"summary": "done"}))];
-    let dir = TempDir::new("form-fit");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
-    let _worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
-        match cmd["action"].as_str().unwrap() {
-            "browser_click" => json!({"success": false, "error": "not sent yet: these fields still hold what the \
+    let worker = move |d: &TestDaemon| {
+        ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
+            match cmd["action"].as_str().unwrap() {
+                "browser_click" => json!({"success": false, "error": "not sent yet: these fields still hold what the \
                 page put there: [e4] \"Item\": \"Choose…\"; [e6] \"Quantity\": \"1\". If the task gives values for \
                 them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click \
                 `ref=e7` again"}),
-            _ => json!({"success": true, "data": {"url": "https://a.test/order", "title": "Order", "snapshot": page}}),
-        }
-    });
-    let c = d.client();
-    let id =
-        create_session(&c, json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."}));
-    wait_status(&c, &id, "finished");
-    let refused = result_text(&llm.requests()[1]);
+                _ => {
+                    json!({"success": true, "data": {"url": "https://a.test/order", "title": "Order", "snapshot": page}})
+                }
+            }
+        })
+    };
+    let body = json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."});
+    let refused = result_text(&finished_task("form-fit", script, worker, body).requests()[1]);
     let fill = r#"browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\"value\":\"Cap\"},{\"selector\":\"ref=e6\",\"value\":\"2\"}]}, then click `ref=e7`."#;
     assert!(refused.contains(fill), "{refused}");
+}
+
+#[test]
+fn a_file_link_on_the_page_after_a_login_is_downloaded() {
+    let script = vec![
+        tool("perform_login", json!({})),
+        tool("browser_click", json!({"selector": "ref=e9"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let account = "Page: \"My account\" — https://a.test/account (HTTP 200)\n\
+                   [e9] link \"Invoice 0042 (PDF)\" → https://a.test/account/invoice-0042.pdf";
+    let worker = move |d: &TestDaemon| {
+        ScriptedWorker::start(&d.worker_client(), "login-box", &["browser"], false, move |cmd| {
+            match cmd["action"].as_str().unwrap() {
+                "browser_download" => json!({"success": true, "data": {"filename": "invoice-0042.pdf", "bytes": 9}}),
+                "browser_click" => {
+                    json!({"success": true, "data": {"url": "https://a.test/account", "snapshot": account}})
+                }
+                _ => {
+                    json!({"success": true, "data": {"url": "https://a.test/login", "snapshot": "Page: \"Sign in\" — https://a.test/login (HTTP 200)"}})
+                }
+            }
+        })
+    };
+    let dir = TempDir::new("login-file-link");
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let w = worker(&d);
+    let c = d.client();
+    let credentials = json!({"username": "u", "password": "p-secret", "login_url": "https://a.test/login"});
+    let body = json!({"mode": "task", "target": "https://a.test/login", "instruction": "open the invoice",
+                      "credentials": credentials});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    let seen = w.seen.lock().unwrap().clone();
+    let last = seen.last().unwrap();
+    assert_eq!(last["action"], "browser_download", "{seen:?}");
+    assert_eq!(last["params"]["url"], "https://a.test/account/invoice-0042.pdf");
 }
