@@ -385,8 +385,8 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
     let page = "Page: \"Order\" — https://a.test/order (HTTP 200)\n\
                 [e4] select \"Item\" name=item: Choose… (selected) | Mug=mug | Cap=cap\n\
                 [e6] input number \"Quantity\" name=quantity value=\"1\"\n[e7] button \"Place order\"";
-    let script =
-        vec![tool("browser_click", json!({"selector": "ref=e7"})), tool("finish_task", json!({"summary": "done"}))];
+    let click = || tool("browser_click", json!({"selector": "ref=e7"}));
+    let script = vec![click(), click(), tool("finish_task", json!({"summary": "done"}))];
     let worker = move |d: &TestDaemon| {
         ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
             match cmd["action"].as_str().unwrap() {
@@ -401,9 +401,16 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
         })
     };
     let body = json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."});
-    let refused = result_text(&finished_task("form-fit", script, worker, body).requests()[1]);
+    let reqs = finished_task("form-fit", script, worker, body).requests();
+    let refused = result_text(&reqs[1]);
     let fill = r#"browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\"value\":\"Cap\"},{\"selector\":\"ref=e6\",\"value\":\"2\"}]}, then click `ref=e7`."#;
     assert!(refused.contains(fill), "{refused}");
+    // Clicked again at once, the form would go as the page filled it: held back, with the fill.
+    let held = result_text(&reqs[2]);
+    assert!(
+        held.contains("Not clicked: the form still holds what the page put there") && held.contains(fill),
+        "{held}"
+    );
 }
 
 #[test]
@@ -441,4 +448,49 @@ fn a_file_link_on_the_page_after_a_login_is_downloaded() {
     let last = seen.last().unwrap();
     assert_eq!(last["action"], "browser_download", "{seen:?}");
     assert_eq!(last["params"]["url"], "https://a.test/account/invoice-0042.pdf");
+}
+
+#[test]
+fn a_link_ref_of_the_page_before_opens_its_address() {
+    let script = vec![
+        tool("browser_navigate", json!({"url": "https://a.test/contact"})),
+        // e2 ("About us") was on Home, not on Contact: the model means that link.
+        tool("browser_click", json!({"selector": "ref=e2"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let dir = TempDir::new("loop-stale-link");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let w = two_page_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"}));
+    wait_status(&c, &id, "finished");
+    let seen = w.seen.lock().unwrap().clone();
+    let last = seen.last().unwrap();
+    assert_eq!((&last["action"], &last["params"]["url"]), (&json!("browser_navigate"), &json!("https://a.test/about")));
+    let opened = result_text(&llm.requests()[2]);
+    assert!(opened.contains("ref=e2 is a link of a page you saw before, not of this one"), "{opened}");
+}
+
+#[test]
+fn the_same_file_read_a_third_time_asks_for_the_file() {
+    let read = || tool("read_file", json!({"path": "/srv/notes.txt"}));
+    let save = tool("save_file", json!({"filename": "found.txt", "content": "code 42"}));
+    let script = vec![read(), read(), read(), save, tool("finish_task", json!({"summary": "done"}))];
+    let worker = |d: &TestDaemon| {
+        ScriptedWorker::start(
+            &d.worker_client(),
+            "box",
+            &["shell"],
+            false,
+            |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
+        )
+    };
+    let body = json!({"mode": "task", "type": "shell", "target": "box",
+                      "instruction": "Save the contents of /srv/notes.txt as found.txt."});
+    let reqs = finished_task("loop-read-deliver", script, worker, body).requests();
+    assert_eq!(reqs[3].tool_names(), vec!["save_file"], "only the deliverable is offered");
+    let asked = reqs[3].body["messages"].to_string();
+    assert!(asked.contains("You have looked at the same result three times"), "{asked}");
+    assert!(asked.contains(r#"Deliver now: call save_file with filename \"found.txt\""#), "{asked}");
+    assert!(reqs[4].tool_names().len() > 1, "the turn after is open again");
 }

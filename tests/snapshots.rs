@@ -187,6 +187,11 @@ fn clicks_say_what_they_cannot_do() {
     assert!(e.contains("is a table") && e.contains("browser_scrape_table"), "{e}");
     let e = cmd_err(&r, "browser_click", json!({"selector": "b"}));
     assert!(e.contains("The text around it: \"Intro text with bold words.\""), "{e}");
+    // A heading over a menu of links points at the links, not at the heading as an answer.
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
+    let e = cmd_err(&r, "browser_click", json!({"selector": "h1"}));
+    assert!(e.contains("What follows it is a menu of links: \"Prices\", \"About us\"."), "{e}");
+    cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
     // A ref of a link to the page now open says that this is where it led.
     let snap = cmd(&r, "browser_snapshot", json!({}));
     let about = ref_of(snap["snapshot"].as_str().unwrap(), "link \"About us\"");

@@ -6,6 +6,7 @@
 use super::Agent;
 use super::approval::Gate;
 use super::context::excerpt;
+use super::snapshot::ClickRedirect;
 use crate::exec::ExecError;
 use crate::llm::{Block, joined_text};
 use crate::protocol::LogKind;
@@ -80,16 +81,35 @@ impl Agent {
         })
     }
 
+    /// A click on a link that goes elsewhere (`snapshot::click_redirect`): run as the download or
+    /// navigation it means, with a note saying so.
+    fn run_redirected(&mut self, name: &str, input: &Value, redirect: ClickRedirect) -> ToolOutcome {
+        let selector = input["selector"].as_str().unwrap_or("the element");
+        let (tool, url, log, note) = match redirect {
+            ClickRedirect::Download(url) => (
+                Tool::BrowserDownload,
+                url,
+                "on a link to a file: downloaded instead",
+                format!("{selector} links to a file: it was downloaded, not opened (the page stays as it was)."),
+            ),
+            ClickRedirect::Open(url) => (
+                Tool::BrowserNavigate,
+                url.clone(),
+                "on a link of an earlier page: its address opened",
+                format!(
+                    "{selector} is a link of a page you saw before, not of this one: its address {url} was opened."
+                ),
+            ),
+        };
+        self.runner.log(LogKind::System, &format!("{name} {log}"), None);
+        let mut outcome = self.run_tool(tool.name(), &json!({"url": url}));
+        outcome.content.push(Block::text(note));
+        outcome
+    }
+
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some(url) = self.clicked_file_link(name, input) {
-            self.runner.log(LogKind::System, &format!("{name} on a link to a file: downloaded instead"), None);
-            let mut outcome = self.run_tool(Tool::BrowserDownload.name(), &json!({"url": url}));
-            let note = format!(
-                "{} links to a file: it was downloaded, not opened (the page stays as it was).",
-                input["selector"].as_str().unwrap_or("the element")
-            );
-            outcome.content.push(Block::text(note));
-            return outcome;
+        if let Some(redirect) = self.click_redirect(name, input) {
+            return self.run_redirected(name, input, redirect);
         }
         self.step += 1;
         self.runner.log(
@@ -98,9 +118,12 @@ impl Agent {
             Some(json!({"tool": name, "input": input})),
         );
         let started = Instant::now();
-        let mut outcome = self.dispatch_watched(name, input);
+        let mut outcome = match self.held_submit(name, input) {
+            Some(held) => held,
+            None => self.dispatch_watched(name, input),
+        };
         self.point_at_delivery(name, &mut outcome);
-        self.point_at_form_values(name, &mut outcome);
+        self.point_at_form_values(name, input, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         let revisit = self.grounding.revisits(&whole);
         self.grounding.saw(&whole);

@@ -62,12 +62,14 @@ pub(super) struct FocusState {
     finish_held: bool,
     /// The constrained call after the session got stuck was made.
     pub delivery_tried: bool,
+    /// The next turn asks for the deliverable: the model looked at the same thing a third time.
+    pub deliver_next: bool,
     /// The focus of the turn being made.
     pub turn: Focus,
 }
 
 /// Tools that produce what a task asks for, or end the session: all a `Deliver` turn offers.
-fn delivers(tool: Tool) -> bool {
+pub(super) fn delivers(tool: Tool) -> bool {
     use Tool::*;
     matches!(
         tool,
@@ -195,7 +197,8 @@ impl Agent {
     /// The focus of the turn about to be made; a note saying why goes into the conversation.
     pub(super) fn choose_focus(&mut self, stuck: Option<&str>, budget: Option<BudgetKind>) {
         let last_turn = self.turn >= self.record.max_turns && self.record.max_turns > 1;
-        let focus = if stuck.is_some() || last_turn || budget.is_some() {
+        let looked_enough = std::mem::take(&mut self.focus.deliver_next) && !self.delivered();
+        let focus = if stuck.is_some() || last_turn || budget.is_some() || looked_enough {
             Focus::Deliver
         } else if self.focus.stale >= STALE_LIMIT {
             Focus::Act
@@ -216,6 +219,11 @@ impl Agent {
             }
             (Focus::Deliver, Some(_)) => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
+                 Deliver now: call {}.",
+                self.deliver_call()
+            ),
+            (Focus::Deliver, None) if looked_enough && !last_turn => format!(
+                "You have looked at the same result three times: what you looked for is in front of you. {task}\n\
                  Deliver now: call {}.",
                 self.deliver_call()
             ),

@@ -5,13 +5,14 @@
 //! again and sends the form as it is. So the refusal gets the one `browser_fill_form` call that
 //! sets the fields whose values the task's words name: a select's option named by a word of the
 //! task (a plural too), a number field's value when the task holds one number, an empty text
-//! field's when it quotes one text.
+//! field's when it quotes one text. A click on the same submit right after (nothing set in
+//! between) is held back once with that call: it would send the form as the page filled it.
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::llm::Block;
 use crate::protocol::tools::Tool;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The refusal's lead-in, as the worker writes it (`page.js`, `aim`).
 const REFUSAL: &str = "not sent yet: these fields still hold what the page put there: ";
@@ -38,16 +39,29 @@ pub(super) fn fill_note(task: &str, refusal: &str, page: &str) -> Option<String>
 }
 
 impl Agent {
-    /// A refused submit click: add the fill the task's words give, if any.
-    pub(super) fn point_at_form_values(&self, name: &str, outcome: &mut ToolOutcome) {
+    /// A refused submit click: add the fill the task's words give, if any, and remember it.
+    pub(super) fn point_at_form_values(&mut self, name: &str, input: &Value, outcome: &mut ToolOutcome) {
         if !outcome.is_error || name != Tool::BrowserClick.name() {
             return;
         }
         let (task, page) = (self.record.instruction.as_deref(), self.last_page.as_deref());
         let refusal = super::context::first_text(&outcome.content);
         if let Some(note) = task.zip(page).and_then(|(task, page)| fill_note(task, &refusal, page)) {
-            outcome.content.push(Block::text(note));
+            outcome.content.push(Block::text(note.clone()));
+            self.pending_fill = input["selector"].as_str().map(|s| (s.to_string(), note));
         }
+    }
+
+    /// The same submit clicked again right after its refusal named the fill: held back once.
+    pub(super) fn held_submit(&mut self, name: &str, input: &Value) -> Option<ToolOutcome> {
+        let (selector, note) = self.pending_fill.take()?;
+        let again = name == Tool::BrowserClick.name() && input["selector"].as_str() == Some(selector.as_str());
+        again.then(|| {
+            ToolOutcome::error(format!(
+                "Not clicked: the form still holds what the page put there, not what the task says, so it \
+                 would be sent wrong. {note} (Clicking `{selector}` once more sends it as it is.)"
+            ))
+        })
     }
 }
 

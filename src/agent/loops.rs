@@ -226,13 +226,13 @@ impl Agent {
                 self.task_line()
             )));
         }
-        self.note_repeat(same_answer, &mut outcome);
+        self.note_repeat(name, same_answer, &mut outcome);
         outcome
     }
 
     /// A call that repeats the one before or a short cycle: say so (an answer seen before is
     /// not shown again); a second repeat gets the page as it is now.
-    fn note_repeat(&mut self, same_answer: bool, outcome: &mut ToolOutcome) {
+    fn note_repeat(&mut self, name: &str, same_answer: bool, outcome: &mut ToolOutcome) {
         match self.loops.repeated() {
             Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
@@ -261,7 +261,7 @@ impl Agent {
                 2 * p,
                 self.loops.describe(p)
             ))),
-            Some((p, _)) => self.second_repeat(p, outcome),
+            Some((p, _)) => self.second_repeat(name, p, outcome),
             None => {}
         }
     }
@@ -290,13 +290,26 @@ impl Agent {
         }
     }
 
-    /// The second repeat: say so plainly, with the page as it is now.
-    fn second_repeat(&mut self, p: usize, outcome: &mut ToolOutcome) {
+    /// The second repeat: say so plainly, with the page as it is now. A file or listing read the
+    /// same a third time while the task's file is not kept: the next turn asks for it (what it
+    /// holds is in front of the model, which otherwise wanders off to another command). A page
+    /// looked at again is met by the acting focus instead: a click is often the next step there.
+    fn second_repeat(&mut self, name: &str, p: usize, outcome: &mut ToolOutcome) {
         let what = self.loops.describe(p);
+        let observes = Tool::from_name(name).is_some_and(|t| !t.spec().acts && !super::focus::delivers(t));
+        let deliver = observes
+            && self.record.session_type != crate::protocol::SessionType::Browser
+            && !matches!(self.deliverable(), Tool::FinishTask | Tool::FinishExploration);
+        let next = if deliver {
+            self.focus.deliver_next = true;
+            format!("If what the task asks for is in it, {}.", self.use_it_now())
+        } else {
+            "If the answer is already in what you have, finish now with it.".to_string()
+        };
         let mut note = format!(
-            "You have now made {what} three times, with the same results each time: it is not working. \
-             If the answer is already in what you have, finish now with it. Otherwise do something different: \
-             another element, another page, another tool. The same again will not be run. {}",
+            "You have now made {what} three times, with the same results each time: it is not working. {next} \
+             Otherwise do something different: another element, another page, another tool. The same again will \
+             not be run. {}",
             self.task_line()
         );
         if let Some(page) = self.current_snapshot() {

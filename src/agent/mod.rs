@@ -112,6 +112,8 @@ pub struct Agent {
     measured: compaction::Measured,
     /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
     last_page: Option<String>,
+    /// A refused submit's selector and the fill the task gives for it (`form_fit.rs`).
+    pending_fill: Option<(String, String)>,
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
@@ -191,6 +193,7 @@ impl Agent {
             loops: Default::default(),
             vision,
             last_page: None,
+            pending_fill: None,
             journaled: Default::default(),
             replaying: false,
             focus: focus::FocusState::new(opened),

@@ -113,7 +113,12 @@ pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
             (format!("Website: {}", record.target), format!(" Start with browser_navigate to {}.", record.target))
         }
         SessionType::App => (format!("Application window: {}", record.target), " Start with get_ui_tree.".to_string()),
-        SessionType::Shell => (format!("Machine: {}", record.target), " Start with a read-only command.".to_string()),
+        // The machine's name quoted and said to be one: a bare `Machine: eval-box` reads to a
+        // small model like a command to run.
+        SessionType::Shell => (
+            format!("Machine: the host named \"{}\" (run_command runs your commands there)", record.target),
+            " Start with a read-only command.".to_string(),
+        ),
     };
     let what = match record.mode {
         Mode::Task => format!("Task: {}", record.instruction.as_deref().unwrap_or("")),

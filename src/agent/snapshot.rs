@@ -1,6 +1,7 @@
 //! Page snapshots on the controller's side: how a worker result that carries one reads to the
 //! model, asking the worker for the page as it is now (for a loop note, after a login), and
-//! which clicked links lead to a file (downloaded instead of opened).
+//! which clicked links lead to a file (downloaded instead of opened) or were shown on an earlier
+//! page (their address opened).
 //!
 //! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
@@ -55,6 +56,15 @@ const FILE_ENDINGS: &[&str] = &[
     ".epub", ".mp3", ".mp4", ".deb", ".rpm", ".iso", ".dmg", ".exe", ".msi",
 ];
 
+/// What a click on a link ref becomes (`click_redirect`).
+#[derive(Debug, PartialEq)]
+pub(super) enum ClickRedirect {
+    /// A link to a file: downloaded, not opened in a viewer.
+    Download(String),
+    /// A link of an earlier page: its address opened.
+    Open(String),
+}
+
 /// A snapshot line's link, `[e3] link "Text" → URL` (with its ref or without): text and URL.
 pub(super) fn link_in(line: &str) -> Option<(&str, &str)> {
     let line = line.trim_start();
@@ -75,12 +85,26 @@ pub(super) fn is_file_url(url: &str) -> bool {
 }
 
 impl Agent {
-    /// A click on a ref that is a link to a file, when the session can download: its URL.
-    pub(super) fn clicked_file_link(&self, name: &str, input: &Value) -> Option<String> {
-        if name != Tool::BrowserClick.name() || !self.offered.contains(&Tool::BrowserDownload) {
+    /// Where a click on a link ref goes instead of the worker's click: a link to a file is
+    /// downloaded (when the session can), and a link shown on an earlier page, not the one open
+    /// now, is opened by its address (what the model meant; the worker would refuse the ref).
+    pub(super) fn click_redirect(&self, name: &str, input: &Value) -> Option<ClickRedirect> {
+        if name != Tool::BrowserClick.name() {
             return None;
         }
-        self.ref_target(input).as_deref().and_then(file_link).map(str::to_string)
+        let r = ref_in(input["selector"].as_str()?)?;
+        let can_download = self.offered.contains(&Tool::BrowserDownload);
+        match self.last_page.as_deref().and_then(|page| line_of(page, r)) {
+            Some(line) => file_link(line).filter(|_| can_download).map(|url| ClickRedirect::Download(url.to_string())),
+            None => {
+                let url = self.grounding.link_elsewhere(r)?.to_string();
+                Some(if is_file_url(&url) && can_download {
+                    ClickRedirect::Download(url)
+                } else {
+                    ClickRedirect::Open(url)
+                })
+            }
+        }
     }
 
     /// The longest snapshot part for this session's model: `agent.snapshot_chars`, and at most

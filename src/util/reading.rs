@@ -1,7 +1,8 @@
 //! What a model reading a target's files is told beside the content, wherever the shell runs
 //! (the worker, or a host over SSH): a CSV file's columns by number and the awk that sums one,
 //! a long text file's line count and the grep that counts or picks lines, that awk over a CSV
-//! file needs `-F,`, and the read_file that shows the one file a command printed the path of.
+//! file needs `-F,`, the read_file that shows the one file a command printed the path of, and
+//! that a program the shell did not find is none.
 //! Small models read a table or a log and add up or count by eye, and get it wrong (a command
 //! does it right), and run a `find` that worked again instead of reading what it found.
 
@@ -32,7 +33,18 @@ pub fn annotate_command(command: &str, result: &mut Value) {
         );
     } else if let Some(path) = one_path(result["stdout"].as_str().unwrap_or("")) {
         result["hint"] = json!(format!("one path found: read_file with path \"{path}\" shows what it holds"));
+    } else if let Some(program) = not_found(command, result) {
+        result["hint"] = json!(format!(
+            "`{program}` is not a program on this machine: use the usual tools (cat, ls, find, grep, awk, sort, wc)"
+        ));
     }
+}
+
+/// The program of a command the shell could not find (exit 127): small models run a name
+/// they read in the task (the machine's, a file's) as if it were one.
+fn not_found<'a>(command: &'a str, result: &Value) -> Option<&'a str> {
+    let missing = result["exit_code"] == 127 && result["stderr"].as_str().is_some_and(|e| e.contains("not found"));
+    missing.then(|| command.split_whitespace().next()).flatten()
 }
 
 /// Output that is one absolute path of a file and nothing else (its name has an extension:
@@ -113,5 +125,12 @@ mod tests {
         let mut out = json!({});
         annotate_command("awk -F, '{s += $2}' s.csv", &mut out);
         assert!(out.get("hint").is_none());
+    }
+
+    #[test]
+    fn a_program_not_found_is_named() {
+        let mut out = json!({"exit_code": 127, "stderr": "sh: 1: eval-box: not found\n", "stdout": ""});
+        annotate_command("eval-box /d/s.csv", &mut out);
+        assert!(out["hint"].as_str().unwrap().starts_with("`eval-box` is not a program on this machine"));
     }
 }

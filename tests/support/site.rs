@@ -223,6 +223,11 @@ impl Site {
                          <p id='out' style='position:absolute;top:300px'></p>",
                     )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    ("GET", "/menu") => html(page(
+                        "Menu",
+                        r#"<header><h1>Shop</h1><nav><a href="/prices">Prices</a> · <a href="/about.html">About us</a></nav></header>
+                        <main><p>Welcome to the shop.</p></main>"#,
+                    )),
                     // 1 000 elements, each inside the one before (Chromium gives no page 3 000 deep in a minute), and a line after them.
                     ("GET", "/deep") => html(page(
                         "Deep",

@@ -217,7 +217,24 @@ if (!window.__ac) { window.__ac = (() => {
     const what = /^H[1-6]$/.test(el.tagName) ? "heading" : el.closest("table") ? "table" : "text";
     const head = "`" + sel + "` is " + (what === "text" ? "" : "a ") + what + ": a click on it does nothing.";
     if (what === "table") return head + " Its cells are in the snapshot; to save the table, call browser_scrape_table with a filename (e.g. table.csv).";
+    const menu = menuAfter(el);
+    if (menu) return head + " What follows it is a menu of links: " + menu + ". Click the one whose page may have what the task needs.";
     return head + ' The text around it: "' + around(el).slice(0, 300) + '". If that is what the task needs, use it now (save_file, or fill the form); to go elsewhere, click a link or a button.';
+  }
+  // The link texts of a heading's section when links are all it holds (a site's menu): small
+  // models save the heading as the answer when told "the text around it".
+  function menuAfter(el) {
+    if (!/^H[1-6]$/.test(el.tagName)) return null;
+    const links = [];
+    let rest = "";
+    for (let n = el.nextElementSibling; n && !/^H[1-6]$/.test(n.tagName); n = n.nextElementSibling) {
+      const here = n.matches("a") ? [n] : Array.from(n.querySelectorAll("a"));
+      let text = textOf(n);
+      for (const a of here) { links.push(textOf(a)); text = text.replace(textOf(a), ""); }
+      rest += text;
+    }
+    const onlyLinks = links.length > 1 && rest.replace(/[\s·|•,;:\/–—-]/g, "").length < 3;
+    return onlyLinks ? links.slice(0, 12).map(t => '"' + t + '"').join(", ") : null;
   }
   // A heading's section (what follows it up to the next heading); else the smallest enclosing
   // block with some text.
