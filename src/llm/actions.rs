@@ -10,7 +10,7 @@
 //! from the fields present when it is missing, then check the tool is offered and its `args` an
 //! object (the session checks them against the tool's schema). Anything else is an error that
 //! says exactly what is wrong (an `Unusable`). A key written twice with two objects (`args`)
-//! keeps both.
+//! keeps both; a tool named inside `args` (another offered tool) is the call meant.
 
 use super::ToolDef;
 use serde_json::{Map, Value};
@@ -204,6 +204,7 @@ pub fn read(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
         "next_step" => {
             let tool = text_field(map, "tool").ok_or(Unusable::NoTool)?;
             let args = map.get("args").cloned().filter(|a| !a.is_null()).unwrap_or_else(|| Value::Object(Map::new()));
+            let (tool, args) = inner_call(tool, args, tools);
             check_call(&tool, &args, tools)?;
             Ok(Action::Tool { tool, args })
         }
@@ -217,6 +218,22 @@ pub fn read(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
         "ask_user" => Ok(Action::AskUser { question: text_field(map, "question").ok_or(Unusable::NoQuestion)? }),
         other => Err(Unusable::UnknownAction(other.to_string())),
     }
+}
+
+/// A call written inside another's arguments (`"tool": "browser_snapshot", "args": {"tool":
+/// "browser_type", "selector": …}`), as a small model does once it has seen it merged: the inner
+/// tool is the one meant, unless the outer one takes a `tool` argument itself.
+fn inner_call(tool: String, mut args: Value, tools: &[ToolDef]) -> (String, Value) {
+    let Some(inner) = args.get("tool").and_then(Value::as_str).map(str::to_string) else { return (tool, args) };
+    let takes_tool =
+        |name: &str| tools.iter().any(|t| t.name == name && t.input_schema["properties"].get("tool").is_some());
+    if inner == tool || takes_tool(&tool) || !tools.iter().any(|t| t.name == inner) {
+        return (tool, args);
+    }
+    if let Some(map) = args.as_object_mut() {
+        map.remove("tool");
+    }
+    (inner, args)
 }
 
 /// The tool is offered and its arguments are an object. What the arguments hold is the
@@ -271,6 +288,19 @@ mod tests {
         let both =
             Action::Tool { tool: "browser_navigate".into(), args: json!({"url": "https://a.test/", "wait": "load"}) };
         assert_eq!(parse(twice, &t), Ok(both), "an object key written twice keeps both objects");
+    }
+
+    #[test]
+    fn a_call_inside_another_calls_arguments_is_the_one_meant() {
+        let mut t = tools();
+        t.push(ToolDef { name: "browser_snapshot", description: "", input_schema: json!({"type": "object"}) });
+        let wrapped = r#"{"action":"next_step","args":{"page":2,"tool":"browser_navigate","url":"https://a.test/"},"tool":"browser_snapshot"}"#;
+        let meant =
+            Action::Tool { tool: "browser_navigate".into(), args: json!({"page": 2, "url": "https://a.test/"}) };
+        assert_eq!(parse(wrapped, &t), Ok(meant));
+        let unknown = r#"{"tool":"browser_snapshot","args":{"tool":"teleport"}}"#;
+        let kept = Action::Tool { tool: "browser_snapshot".into(), args: json!({"tool": "teleport"}) };
+        assert_eq!(parse(unknown, &t), Ok(kept), "an inner name that is no tool is left to the schema check");
     }
 
     #[test]
