@@ -182,7 +182,31 @@ fn the_same_acting_call_with_new_answers_is_a_loop_too() {
     let s = wait_status(&c, &id, "error");
     assert!(s["error"].as_str().unwrap().contains("browser_save_as_pdf"), "{s}");
     let printed = actions(&worker).iter().filter(|a| *a == "browser_save_as_pdf").count();
-    assert_eq!(printed, 3, "the fourth and fifth were held back: {:?}", actions(&worker));
+    assert_eq!(printed, 1, "the same page is printed once: {:?}", actions(&worker));
+}
+
+#[test]
+fn the_same_page_printed_under_new_names_is_stored_once() {
+    let pdf = |name: &str| tool("browser_save_as_pdf", json!({"filename": name}));
+    let click = tool("browser_click", json!({"selector": "ref=e1"}));
+    let script =
+        vec![pdf("r.pdf"), pdf("r-2.pdf"), click, pdf("r-3.pdf"), tool("finish_task", json!({"summary": "ok"}))];
+    let dir = TempDir::new("loop-print");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = ScriptedWorker::start(&d.worker_client(), "pdf-box", &["browser"], false, move |cmd| {
+        match cmd["action"].as_str().unwrap() {
+            "browser_save_as_pdf" => json!({"success": true, "data": {"filename": cmd["params"]["filename"]}}),
+            "browser_click" => json!({"success": true, "data": {"clicked": "a"}}),
+            _ => json!({"success": true, "data": {"url": "https://a.test/", "snapshot": "[e1] link \"Next\""}}),
+        }
+    });
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "print the page"}));
+    wait_status(&c, &id, "finished");
+    let printed = actions(&worker).iter().filter(|a| *a == "browser_save_as_pdf").count();
+    assert_eq!(printed, 2, "once, and again after a click that may have changed the page: {:?}", actions(&worker));
+    let again = result_text(&llm.requests()[2]);
+    assert!(again.contains("was saved as a PDF before") && again.contains("r.pdf"), "{again}");
 }
 
 #[test]
@@ -386,22 +410,31 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
                 [e4] select \"Item\" name=item: Choose… (selected) | Mug=mug | Cap=cap\n\
                 [e6] input number \"Quantity\" name=quantity value=\"1\"\n[e7] button \"Place order\"";
     let click = || tool("browser_click", json!({"selector": "ref=e7"}));
-    let script = vec![click(), click(), tool("finish_task", json!({"summary": "done"}))];
-    let worker = move |d: &TestDaemon| {
-        ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
-            match cmd["action"].as_str().unwrap() {
-                "browser_click" => json!({"success": false, "error": "not sent yet: these fields still hold what the \
+    let script = vec![click(), click(), click(), tool("finish_task", json!({"summary": "done"}))];
+    let dir = TempDir::new("form-fit");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let filled = std::sync::atomic::AtomicBool::new(false);
+    let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
+        use std::sync::atomic::Ordering::SeqCst;
+        match cmd["action"].as_str().unwrap() {
+            "browser_click" if filled.load(SeqCst) => json!({"success": true, "data": {"url": "https://a.test/thanks",
+                "title": "Thank you", "snapshot": "[e8] heading 1 \"Thank you\""}}),
+            "browser_click" => json!({"success": false, "error": "not sent yet: these fields still hold what the \
                 page put there: [e4] \"Item\": \"Choose…\"; [e6] \"Quantity\": \"1\". If the task gives values for \
                 them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click \
                 `ref=e7` again"}),
-                _ => {
-                    json!({"success": true, "data": {"url": "https://a.test/order", "title": "Order", "snapshot": page}})
-                }
+            "browser_fill_form" => {
+                filled.store(true, SeqCst);
+                json!({"success": true, "data": {"filled": 2}})
             }
-        })
-    };
-    let body = json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."});
-    let reqs = finished_task("form-fit", script, worker, body).requests();
+            _ => json!({"success": true, "data": {"url": "https://a.test/order", "title": "Order", "snapshot": page}}),
+        }
+    });
+    let c = d.client();
+    let id =
+        create_session(&c, json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."}));
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
     let refused = result_text(&reqs[1]);
     let fill = r#"browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\"value\":\"Cap\"},{\"selector\":\"ref=e6\",\"value\":\"2\"}]}, then click `ref=e7`."#;
     assert!(refused.contains(fill), "{refused}");
@@ -410,6 +443,18 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
     assert!(
         held.contains("Not clicked: the form still holds what the page put there") && held.contains(fill),
         "{held}"
+    );
+    // Clicked a third time: the task's values are filled in, then the form is sent.
+    assert_eq!(actions(&worker), ["browser_navigate", "browser_click", "browser_fill_form", "browser_click"]);
+    let fields = &worker.seen.lock().unwrap()[2]["params"]["fields"];
+    assert_eq!(fields, &json!([{"selector": "ref=e4", "value": "Cap"}, {"selector": "ref=e6", "value": "2"}]));
+    let sent = result_text(&reqs[3]);
+    assert!(sent.contains("filled first with the task's values") && sent.contains("Thank you"), "{sent}");
+    let steps = c.get(&format!("/sessions/{id}/steps")).json();
+    let tools: Vec<&str> = steps.as_array().unwrap().iter().filter_map(|s| s["tool"].as_str()).collect();
+    assert_eq!(
+        tools,
+        ["browser_navigate", "browser_click", "browser_click", "browser_fill_form", "browser_click", "finish_task"]
     );
 }
 
@@ -490,7 +535,57 @@ fn the_same_file_read_a_third_time_asks_for_the_file() {
     let reqs = finished_task("loop-read-deliver", script, worker, body).requests();
     assert_eq!(reqs[3].tool_names(), vec!["save_file"], "only the deliverable is offered");
     let asked = reqs[3].body["messages"].to_string();
-    assert!(asked.contains("You have looked at the same result three times"), "{asked}");
+    assert!(asked.contains("You keep looking at the same result"), "{asked}");
     assert!(asked.contains(r#"Deliver now: call save_file with filename \"found.txt\""#), "{asked}");
     assert!(reqs[4].tool_names().len() > 1, "the turn after is open again");
+}
+
+#[test]
+fn the_same_text_clicked_twice_asks_for_the_file() {
+    let look = || tool("browser_click", json!({"selector": "ref=e2"}));
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "$45"}));
+    let script = vec![look(), look(), save, tool("finish_task", json!({"summary": "done"}))];
+    let worker = |d: &TestDaemon| {
+        ScriptedWorker::start(&d.worker_client(), "box", &["browser"], false, |cmd| {
+            match cmd["action"].as_str().unwrap() {
+                "browser_click" => json!({"success": false, "error": "`ref=e2` is a heading: a click on it does \
+                    nothing. The text around it: \"Team $45 per month\". If that is what the task needs, use it now."}),
+                _ => json!({"success": true, "data": {"url": "https://a.test/", "title": "Pricing",
+                            "snapshot": "[e1] heading 1 \"Pricing\"\n[e2] heading 2 \"Team\""}}),
+            }
+        })
+    };
+    let body = json!({"mode": "task", "target": "https://a.test/",
+                      "instruction": "What does the Team plan cost? Save just the price in answer.txt."});
+    let reqs = finished_task("loop-look-deliver", script, worker, body).requests();
+    assert_eq!(reqs[2].tool_names(), vec!["save_file"], "only the deliverable is offered");
+    let asked = reqs[2].body["messages"].to_string();
+    assert!(asked.contains(r#"Deliver now: call save_file with filename \"answer.txt\""#), "{asked}");
+    assert!(!asked.contains("already failed the same way"), "no note that sends the model elsewhere: {asked}");
+    assert!(reqs[3].tool_names().len() > 1, "the turn after is open again");
+}
+
+#[test]
+fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
+    let as_program = tool("run_command", json!({"command": "read_file /srv/notes.txt", "cwd": "/srv"}));
+    let script = vec![as_program, tool("finish_task", json!({"summary": "read"}))];
+    let dir = TempDir::new("tool-as-program");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = ScriptedWorker::start(
+        &d.worker_client(),
+        "box",
+        &["shell"],
+        false,
+        |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
+    );
+    let c = d.client();
+    let body = json!({"mode": "task", "type": "shell", "target": "box", "instruction": "Read /srv/notes.txt."});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    let seen = worker.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["action"], "read_file");
+    assert_eq!(seen[0]["params"]["path"], "/srv/notes.txt");
+    let result = result_text(&llm.requests()[1]);
+    assert!(result.contains("code 42") && result.contains("`read_file` is one of your tools"), "{result}");
 }

@@ -118,12 +118,13 @@ impl Agent {
             Some(json!({"tool": name, "input": input})),
         );
         let started = Instant::now();
-        let mut outcome = match self.held_submit(name, input) {
+        let mut outcome = match self.insisted_submit(name, input) {
             Some(held) => held,
             None => self.dispatch_watched(name, input),
         };
         self.point_at_delivery(name, &mut outcome);
         self.point_at_form_values(name, input, &mut outcome);
+        self.point_at_named_path(name, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         let revisit = self.grounding.revisits(&whole);
         self.grounding.saw(&whole);
@@ -193,6 +194,13 @@ impl Agent {
     }
 
     pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        if let Some(tool) = self.tool_as_program(name, input) {
+            let mut outcome = self.dispatch(tool, input);
+            outcome.content.push(Block::text(format!(
+                "(`{tool}` is one of your tools, not a program on the machine: it was called as the tool)"
+            )));
+            return outcome;
+        }
         let Some(i) = self.offered.iter().position(|t| t.name() == name) else {
             let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
@@ -231,6 +239,17 @@ impl Agent {
                 }
             },
         }
+    }
+
+    /// The offered tool a shell command runs as if it were a program (`run_command {"command":
+    /// "read_file /srv/a.txt"}`: small models mix the two up). The tool then gets the command's
+    /// arguments, and `schema::moved_required` takes its path from them.
+    fn tool_as_program(&self, name: &str, input: &Value) -> Option<&'static str> {
+        if name != Tool::RunCommand.name() {
+            return None;
+        }
+        let program = input["command"].as_str()?.split_whitespace().next()?;
+        self.offered.iter().map(|t| t.name()).find(|t| *t == program && *t != name)
     }
 
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {

@@ -85,6 +85,13 @@ pub(super) fn delivers(tool: Tool) -> bool {
     )
 }
 
+/// A click on text (a heading, a paragraph) answered with the text around it: the model looked.
+pub(super) fn looked(name: &str, outcome: &super::dispatch::ToolOutcome) -> bool {
+    outcome.is_error
+        && name == Tool::BrowserClick.name()
+        && super::context::first_text(&outcome.content).contains("does nothing. The text around it")
+}
+
 fn hash_of(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     super::loops::without_ref_numbers(text).hash(&mut h);
@@ -223,7 +230,7 @@ impl Agent {
                 self.deliver_call()
             ),
             (Focus::Deliver, None) if looked_enough && !last_turn => format!(
-                "You have looked at the same result three times: what you looked for is in front of you. {task}\n\
+                "You keep looking at the same result: what you looked for is in front of you. {task}\n\
                  Deliver now: call {}.",
                 self.deliver_call()
             ),
@@ -294,13 +301,27 @@ impl Agent {
     /// A click on text that answers with the text around it: say how to keep it, by name (the
     /// model clicked to look; what it looked for may be right there).
     pub(super) fn point_at_delivery(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
-        let looked = outcome.is_error
-            && name == Tool::BrowserClick.name()
-            && super::context::first_text(&outcome.content).contains("does nothing. The text around it");
-        if looked && self.deliverable() == Tool::SaveFile && self.named_file().is_some() {
+        if looked(name, outcome) && self.deliverable() == Tool::SaveFile && self.named_file().is_some() {
             outcome
                 .content
                 .push(Block::text(format!("If the text holds the answer, call {} now.", self.deliver_call())));
+        }
+    }
+
+    /// A listing of several paths (`find DIR -type f`) with the file the task names among them:
+    /// say where it is and how to read it (small models search on with `grep` instead).
+    pub(super) fn point_at_named_path(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
+        if name != Tool::RunCommand.name() || outcome.is_error {
+            return;
+        }
+        let result: serde_json::Value =
+            serde_json::from_str(&super::context::first_text(&outcome.content)).unwrap_or_default();
+        let stdout = result["stdout"].as_str().unwrap_or("");
+        let task = self.record.instruction.as_deref().unwrap_or("");
+        if let Some((file, path)) = named_path(task, stdout).filter(|_| stdout.trim().lines().nth(1).is_some()) {
+            outcome
+                .content
+                .push(Block::text(format!("{file} is at {path}: read_file with path \"{path}\" shows what it holds.")));
         }
     }
 
@@ -422,12 +443,28 @@ impl Agent {
 /// file to read, and a task names what it reads before where it saves ("a file named
 /// notes.txt … save its contents as found.txt").
 fn file_to_keep(task: &str) -> Option<String> {
+    bare_file_names(task).pop().map(str::to_string)
+}
+
+/// The bare file names of a task, in order (`notes-2031.txt`, then `found.txt`).
+fn bare_file_names(task: &str) -> Vec<&str> {
     task.split_whitespace()
         .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_'))
         .map(|w| w.trim_end_matches('.'))
         .filter(|w| !w.contains('/'))
-        .rfind(|w| [".txt", ".csv", ".json", ".md", ".pdf"].iter().any(|e| w.to_lowercase().ends_with(e)))
-        .map(str::to_string)
+        .filter(|w| [".txt", ".csv", ".json", ".md", ".pdf"].iter().any(|e| w.to_lowercase().ends_with(e)))
+        .collect()
+}
+
+/// The first line of a listing that is the path of a file the task names to read (not the one
+/// it keeps), with that name.
+fn named_path<'a>(task: &'a str, stdout: &'a str) -> Option<(&'a str, &'a str)> {
+    let mut names = bare_file_names(task);
+    names.pop();
+    stdout.lines().map(str::trim).filter(|l| l.starts_with('/')).find_map(|line| {
+        let last = line.rsplit('/').next().unwrap_or("");
+        names.iter().find(|n| n.eq_ignore_ascii_case(last)).map(|n| (*n, line))
+    })
 }
 
 #[cfg(test)]
@@ -441,6 +478,15 @@ mod tests {
         let sum = "/srv/data/sales.csv has an amount column. Save the sum in answer.txt.";
         assert_eq!(file_to_keep(sum).as_deref(), Some("answer.txt"));
         assert_eq!(file_to_keep("Count the lines of /var/log/app.txt"), None);
+    }
+
+    #[test]
+    fn a_listing_with_the_file_the_task_names_gives_its_path() {
+        let task = "Somewhere under /tmp/x is a file named notes-2031.txt. Save its contents as found.txt.";
+        let listing = "/tmp/x/a/readme.txt\n/tmp/x/b/notes-2031.txt\n/tmp/x/found.txt\n";
+        assert_eq!(named_path(task, listing), Some(("notes-2031.txt", "/tmp/x/b/notes-2031.txt")));
+        assert_eq!(named_path(task, "/tmp/x/found.txt\n/tmp/x/notes-2030.txt\n"), None, "not the kept one");
+        assert_eq!(named_path("Save the page as found.txt.", listing), None, "the task names none to read");
     }
 
     /// One call: the page it brought back (if any), then its end; whether that page was new.

@@ -6,20 +6,35 @@
 //! sets the fields whose values the task's words name: a select's option named by a word of the
 //! task (a plural too), a number field's value when the task holds one number, an empty text
 //! field's when it quotes one text. A click on the same submit right after (nothing set in
-//! between) is held back once with that call: it would send the form as the page filled it.
+//! between) is held back once with that call; clicked yet again right after, the form is
+//! filled with those values first and then sent (the model means to send it, and the values
+//! are the task's own words, said twice).
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::llm::Block;
+use crate::protocol::LogKind;
 use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
 
 /// The refusal's lead-in, as the worker writes it (`page.js`, `aim`).
 const REFUSAL: &str = "not sent yet: these fields still hold what the page put there: ";
 
-/// The call that sets the refused fields the task names, and the click that sends the form,
-/// as a note for the model; `None` when the task names none of them.
-pub(super) fn fill_note(task: &str, refusal: &str, page: &str) -> Option<String> {
+/// A refused submit and the fill the task's words give for it.
+pub(super) struct PendingFill {
+    /// The submit's selector, as the model wrote it.
+    selector: String,
+    /// `browser_fill_form`'s arguments.
+    fill: Value,
+    /// The note that says both calls.
+    note: String,
+    /// The click after the refusal was held back already.
+    held: bool,
+}
+
+/// The `browser_fill_form` arguments that set the refused fields the task names, and the note
+/// that tells the model to make that call and then click; `None` when the task names none.
+pub(super) fn fill_for(task: &str, refusal: &str, page: &str) -> Option<(Value, String)> {
     let listed = refusal.split_once(REFUSAL)?.1.split(". If the task").next()?;
     let numbers: Vec<&str> = words(task).filter(|w| w.chars().all(|c| c.is_ascii_digit())).collect();
     let mut quoted = quoted(task);
@@ -34,8 +49,10 @@ pub(super) fn fill_note(task: &str, refusal: &str, page: &str) -> Option<String>
     if fields.is_empty() {
         return None;
     }
+    let fill = json!({ "fields": fields });
     let send = refusal.rsplit('`').nth(1).map(|s| format!(", then click `{s}`")).unwrap_or_default();
-    Some(format!("The task's words give these values: browser_fill_form {}{send}.", json!({ "fields": fields })))
+    let note = format!("The task's words give these values: browser_fill_form {fill}{send}.");
+    Some((fill, note))
 }
 
 impl Agent {
@@ -46,22 +63,50 @@ impl Agent {
         }
         let (task, page) = (self.record.instruction.as_deref(), self.last_page.as_deref());
         let refusal = super::context::first_text(&outcome.content);
-        if let Some(note) = task.zip(page).and_then(|(task, page)| fill_note(task, &refusal, page)) {
+        let found = task.zip(page).and_then(|(task, page)| fill_for(task, &refusal, page));
+        if let (Some((fill, note)), Some(selector)) = (found, input["selector"].as_str()) {
             outcome.content.push(Block::text(note.clone()));
-            self.pending_fill = input["selector"].as_str().map(|s| (s.to_string(), note));
+            self.pending_fill = Some(PendingFill { selector: selector.to_string(), fill, note, held: false });
         }
     }
 
-    /// The same submit clicked again right after its refusal named the fill: held back once.
-    pub(super) fn held_submit(&mut self, name: &str, input: &Value) -> Option<ToolOutcome> {
-        let (selector, note) = self.pending_fill.take()?;
-        let again = name == Tool::BrowserClick.name() && input["selector"].as_str() == Some(selector.as_str());
-        again.then(|| {
-            ToolOutcome::error(format!(
-                "Not clicked: the form still holds what the page put there, not what the task says, so it \
-                 would be sent wrong. {note} (Clicking `{selector}` once more sends it as it is.)"
-            ))
-        })
+    /// The same submit clicked again right after its refusal named the fill: held back once;
+    /// clicked again right after that, filled with the task's values and sent. Any other call
+    /// in between drops the pending fill.
+    pub(super) fn insisted_submit(&mut self, name: &str, input: &Value) -> Option<ToolOutcome> {
+        let mut pending = self.pending_fill.take()?;
+        let again = name == Tool::BrowserClick.name() && input["selector"].as_str() == Some(pending.selector.as_str());
+        if !again {
+            return None;
+        }
+        if pending.held {
+            return Some(self.fill_then_send(&pending, input));
+        }
+        let held = ToolOutcome::error(format!(
+            "Not clicked: the form still holds what the page put there, not what the task says, so it \
+             would be sent wrong. {} (Clicking `{}` once more fills in these values and sends it.)",
+            pending.note, pending.selector
+        ));
+        pending.held = true;
+        self.pending_fill = Some(pending);
+        Some(held)
+    }
+
+    /// The fill the task's words give, then the click that sends the form (not sent if the fill
+    /// failed).
+    fn fill_then_send(&mut self, pending: &PendingFill, click: &Value) -> ToolOutcome {
+        self.runner.log(LogKind::System, "submit clicked a third time: filled with the task's values first", None);
+        // A step of its own (logged, replayable); the click is the call being run.
+        let filled = self.run_tool(Tool::BrowserFillForm.name(), &pending.fill);
+        if filled.is_error {
+            return filled;
+        }
+        let mut sent = self.dispatch_watched(Tool::BrowserClick.name(), click);
+        sent.content.insert(
+            0,
+            Block::text(format!("The form was filled first with the task's values: {}.", pending.fill["fields"])),
+        );
+        sent
     }
 }
 
@@ -125,14 +170,14 @@ mod tests {
 
     #[test]
     fn the_task_s_words_fill_the_fields_it_names() {
-        let note = fill_note("Order 3 mugs in size M.", REFUSED, PAGE).unwrap();
+        let note = fill_for("Order 3 mugs in size M.", REFUSED, PAGE).unwrap().1;
         assert_eq!(
             note,
             "The task's words give these values: browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\
              \"value\":\"Mug\"},{\"selector\":\"ref=e5\",\"value\":\"M\"},{\"selector\":\"ref=e6\",\"value\":\"3\"}]}, \
              then click `ref=e7`."
         );
-        let caps = fill_note("Order two caps, size L", REFUSED, PAGE).unwrap();
+        let caps = fill_for("Order two caps, size L", REFUSED, PAGE).unwrap().1;
         assert!(caps.contains("\"Cap\"") && caps.contains("\"L\"") && !caps.contains("ref=e6"), "{caps}");
     }
 
@@ -141,14 +186,14 @@ mod tests {
         let page = "[e4] input search \"Search\" name=q\n[e5] button \"Search\"";
         let refused = "not sent yet: these fields still hold what the page put there: [e4] \"Search\": empty. If the \
             task gives values for them, set them first; to send the form as it is, click `ref=e5` again";
-        let note = fill_note("Search the catalogue for \"lamp\" and save the first price.", refused, page).unwrap();
+        let note = fill_for("Search the catalogue for \"lamp\" and save the first price.", refused, page).unwrap().1;
         assert!(note.contains("{\"selector\":\"ref=e4\",\"value\":\"lamp\"}"), "{note}");
-        assert_eq!(fill_note("Search the catalogue for lamps.", refused, page), None, "nothing quoted");
+        assert_eq!(fill_for("Search the catalogue for lamps.", refused, page), None, "nothing quoted");
     }
 
     #[test]
     fn nothing_named_gives_no_note() {
-        assert_eq!(fill_note("Send the form as it is, a test", REFUSED, PAGE), None);
-        assert_eq!(fill_note("Order 3 mugs", "the form was not sent: [e4] \"Item\": required", PAGE), None);
+        assert_eq!(fill_for("Send the form as it is, a test", REFUSED, PAGE), None);
+        assert_eq!(fill_for("Order 3 mugs", "the form was not sent: [e4] \"Item\": required", PAGE), None);
     }
 }

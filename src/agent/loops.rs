@@ -13,7 +13,8 @@
 //! seen before comes back. Invariant: a
 //! held-back call is answered like any other call, so the
 //! conversation stays complete. A URL downloaded before is not fetched again: the answer names
-//! the file it is already stored as.
+//! the file it is already stored as; a page printed to PDF before, as it is now, is not printed
+//! again either.
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
@@ -58,6 +59,8 @@ pub(super) struct LoopGuard {
     streak: (String, usize),
     /// URLs downloaded so far, and the file each was stored as.
     downloaded: std::collections::HashMap<String, String>,
+    /// Pages printed to PDF so far (by their text without ref numbers), and the file of each.
+    printed: std::collections::HashMap<u64, String>,
     /// Calls that failed, and how often (anywhere in the session, not only in a row).
     failed: std::collections::HashMap<String, u32>,
     /// What the newest call answered, as `result_hash` (an acting call's entry holds 0).
@@ -196,7 +199,7 @@ impl Agent {
         self.focus.before_call();
         // A URL fetched before is answered with its file, and still counts towards a loop (a
         // small model clicks the same file link again and again).
-        let mut outcome = match self.downloaded_before(name, input) {
+        let mut outcome = match self.downloaded_before(name, input).or_else(|| self.printed_before(name)) {
             Some(done) => done,
             None => self.dispatch(name, input),
         };
@@ -212,8 +215,14 @@ impl Agent {
             _ => (name.to_string(), 1),
         };
         self.note_download(name, input, &outcome);
+        self.note_print(name, &outcome);
         if outcome.is_error {
-            *self.loops.failed.entry(call.clone()).or_default() += 1;
+            let failed = self.loops.failed.entry(call.clone()).or_default();
+            *failed += 1;
+            // The same text looked at twice: what it says is what the model has to work with.
+            if *failed == FAILED_HOLD && super::focus::looked(name, &outcome) && !self.delivers_by_finish() {
+                self.focus.deliver_next = true;
+            }
         }
         let answer = result_hash(&outcome);
         let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
@@ -234,6 +243,8 @@ impl Agent {
     /// not shown again); a second repeat gets the page as it is now.
     fn note_repeat(&mut self, name: &str, same_answer: bool, outcome: &mut ToolOutcome) {
         match self.loops.repeated() {
+            // The same text looked at again: the next turn asks for the deliverable instead.
+            Some((1, 1)) if outcome.is_error && self.focus.deliver_next => {}
             Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
                  output first and try something different.",
@@ -279,6 +290,46 @@ impl Agent {
         })))
     }
 
+    /// A PDF of a page printed before, as it was then: answered with the file it is stored as
+    /// (a small model prints the same page again and again under the name the last print got;
+    /// each print differs from the last only by its timestamp).
+    fn printed_before(&self, name: &str) -> Option<ToolOutcome> {
+        if name != Tool::BrowserSaveAsPdf.name() {
+            return None;
+        }
+        let file = self.loops.printed.get(&self.page_identity()?)?;
+        Some(ToolOutcome::ok(serde_json::json!({
+            "already_saved": file,
+            "note": format!("This page, as it is now, was saved as a PDF before: it is in the session's files as \
+                             {file} and is not saved again. If the task is done, finish."),
+        })))
+    }
+
+    fn note_print(&mut self, name: &str, outcome: &ToolOutcome) {
+        if name != Tool::BrowserSaveAsPdf.name() {
+            // A page typed into or clicked on may have changed without a new snapshot.
+            if Tool::from_name(name).is_some_and(|t| t.spec().acts) {
+                self.loops.printed.clear();
+            }
+            return;
+        }
+        if outcome.is_error {
+            return;
+        }
+        let text = super::context::first_text(&outcome.content);
+        let stored = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["filename"].as_str().map(str::to_string));
+        if let (Some(page), Some(file)) = (self.page_identity(), stored) {
+            self.loops.printed.insert(page, file);
+        }
+    }
+
+    /// The latest page's identity: its text without ref numbers.
+    fn page_identity(&self) -> Option<u64> {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        without_ref_numbers(self.last_page.as_deref()?).hash(&mut h);
+        Some(h.finish())
+    }
+
     fn note_download(&mut self, name: &str, input: &Value, outcome: &ToolOutcome) {
         if name != Tool::BrowserDownload.name() || outcome.is_error {
             return;
@@ -297,9 +348,8 @@ impl Agent {
     fn second_repeat(&mut self, name: &str, p: usize, outcome: &mut ToolOutcome) {
         let what = self.loops.describe(p);
         let observes = Tool::from_name(name).is_some_and(|t| !t.spec().acts && !super::focus::delivers(t));
-        let deliver = observes
-            && self.record.session_type != crate::protocol::SessionType::Browser
-            && !matches!(self.deliverable(), Tool::FinishTask | Tool::FinishExploration);
+        let deliver =
+            observes && self.record.session_type != crate::protocol::SessionType::Browser && !self.delivers_by_finish();
         let next = if deliver {
             self.focus.deliver_next = true;
             format!("If what the task asks for is in it, {}.", self.use_it_now())
@@ -317,6 +367,11 @@ impl Agent {
         }
         self.runner.log(LogKind::System, &format!("loop: {what} repeated twice"), None);
         outcome.content.push(Block::text(note));
+    }
+
+    /// Whether what is left to deliver is only the finish (no file the task's words ask for).
+    fn delivers_by_finish(&self) -> bool {
+        matches!(self.deliverable(), Tool::FinishTask | Tool::FinishExploration)
     }
 
     /// What "use it" means by name while nothing the task asks for is kept: a small model that

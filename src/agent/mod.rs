@@ -113,7 +113,7 @@ pub struct Agent {
     /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
     last_page: Option<String>,
     /// A refused submit's selector and the fill the task gives for it (`form_fit.rs`).
-    pending_fill: Option<(String, String)>,
+    pending_fill: Option<form_fit::PendingFill>,
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
