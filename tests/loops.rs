@@ -589,3 +589,35 @@ fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
     let result = result_text(&llm.requests()[1]);
     assert!(result.contains("code 42") && result.contains("`read_file` is one of your tools"), "{result}");
 }
+
+#[test]
+fn values_typed_from_nowhere_are_held_back_once() {
+    let fill = || {
+        tool(
+            "browser_fill_form",
+            json!({"fields": [{"selector": "ref=e2", "value": "John Doe"},
+                                                     {"selector": "ref=e3", "value": "Where is your office?"}]}),
+        )
+    };
+    let typed = tool("browser_type", json!({"selector": "ref=e2", "text": "Ada Lovelace"}));
+    let script = vec![fill(), fill(), typed, tool("finish_task", json!({"summary": "sent"}))];
+    let dir = TempDir::new("invented-values");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, |cmd| match cmd["action"]
+        .as_str()
+        .unwrap()
+    {
+        "browser_navigate" => json!({"success": true, "data": {"url": "https://a.test/contact", "title": "Contact",
+                "snapshot": "[e1] link \"About us\" → https://a.test/about\n[e2] input text \"Name\"\n[e3] textarea \"Message\""}}),
+        _ => json!({"success": true, "data": {"ok": true}}),
+    });
+    let c = d.client();
+    let task = "Ask the company where its office is; sign as Ada Lovelace.";
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/contact", "instruction": task}));
+    wait_status(&c, &id, "finished");
+    let held = result_text(&llm.requests()[1]);
+    assert!(held.contains("Not typed: `John`, `Doe` is in nothing this session has seen"), "{held}");
+    assert!(held.contains("\\\"About us\\\" https://a.test/about"), "the pages to look at: {held}");
+    // Insisted on at once: made. A name the task gives: typed at the first call.
+    assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_type"]);
+}

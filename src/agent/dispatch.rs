@@ -224,6 +224,9 @@ impl Agent {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
         }
         let tool = self.offered[i];
+        if let Some(held) = self.invented_values(tool, input) {
+            return held;
+        }
         if self.record.options.dry_run && tool.spec().acts {
             return self.dry_run(tool, input);
         }

@@ -8,7 +8,9 @@
 //! field's when it quotes one text. A click on the same submit right after (nothing set in
 //! between) is held back once with that call; clicked yet again right after, the form is
 //! filled with those values first and then sent (the model means to send it, and the values
-//! are the task's own words, said twice).
+//! are the task's own words, said twice). And the other way round: values typed that nothing
+//! the session has seen holds (`John Doe` in a contact form the task never asked to send) are
+//! held back once, as a guessed answer is.
 
 use super::Agent;
 use super::dispatch::ToolOutcome;
@@ -90,6 +92,36 @@ impl Agent {
         pending.held = true;
         self.pending_fill = Some(pending);
         Some(held)
+    }
+
+    /// Values typed into a page that nothing the session has seen holds (a small model asked a
+    /// question fills the contact form with "John Doe" and sends it): held back once, like a
+    /// guessed answer (`grounding.rs`); the same call again at once is made.
+    pub(super) fn invented_values(&mut self, tool: Tool, input: &Value) -> Option<ToolOutcome> {
+        let values: Vec<&str> = match tool {
+            Tool::BrowserType => vec![input["text"].as_str()?],
+            Tool::BrowserFillForm => input["fields"].as_array()?.iter().filter_map(|f| f["value"].as_str()).collect(),
+            _ => return None,
+        };
+        // A replay types its parameters (`Max` for the recorded `Zoe`): the user's values.
+        if self.replaying {
+            return None;
+        }
+        let unseen: Vec<String> = values.iter().flat_map(|v| self.grounding.unseen(v)).collect();
+        if unseen.is_empty() || !self.grounding.hold(&values.join("\n"), self.step) {
+            return None;
+        }
+        let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
+        self.runner.log(LogKind::System, &format!("{} held back: {words} seen nowhere", tool.name()), None);
+        let pages = self.grounding.unopened();
+        let find =
+            if pages.is_empty() { String::new() } else { format!(" (pages not opened yet: {})", pages.join(", ")) };
+        Some(ToolOutcome::error(format!(
+            "Not typed: {words} is in nothing this session has seen (the task, the pages), so it may be made up. Type \
+             only values the task gives; if the task does not ask you to send this form, leave it and find what it \
+             asks for{find}. If the values are right, make the same call again now. {}",
+            self.task_line()
+        )))
     }
 
     /// The fill the task's words give, then the click that sends the form (not sent if the fill
