@@ -28,7 +28,7 @@ pub fn as_list_of_one(schema: &Value, value: &Value) -> Option<Value> {
     fits.then(|| serde_json::json!({ list.as_str(): [value] }))
 }
 
-/// A required `path` or `url` the call left out while the arguments the tool does not take
+/// A required `path`, `url` or `filename` the call left out while the arguments the tool does not take
 /// hold exactly one (a folder of it aside) (`read_file {"command": "read_file /srv/a.txt"}`: small models carry the last
 /// call's shape over): the input with it moved into place, and the argument it came from.
 pub fn moved_required(schema: &Value, value: &Value) -> Option<(Value, String, String)> {
@@ -38,6 +38,16 @@ pub fn moved_required(schema: &Value, value: &Value) -> Option<(Value, String, S
     let fits = |token: &&str| match wanted {
         "path" => token.starts_with('/'),
         "url" => token.starts_with("http://") || token.starts_with("https://"),
+        // A bare file name (`answer.txt`): `save_file answer.txt` run as a command.
+        "filename" => {
+            let name = token.trim_matches(['"', '\'', '`']);
+            !name.contains('/')
+                && name.rsplit_once('.').is_some_and(|(stem, ext)| {
+                    let ext_ok = ext.starts_with(|c: char| c.is_ascii_alphabetic())
+                        && ext.chars().all(|c| c.is_ascii_alphanumeric());
+                    !stem.is_empty() && (1..=4).contains(&ext.len()) && ext_ok
+                })
+        }
         _ => false,
     };
     let found: Vec<(&String, &str)> = map
@@ -174,5 +184,16 @@ mod tests {
         let nav = Tool::BrowserNavigate.spec().input_schema.to_value();
         let (fixed, _, _) = moved_required(&nav, &json!({"link": "https://a.test/about.html"})).unwrap();
         assert_eq!(fixed["url"], "https://a.test/about.html");
+        let save = Tool::SaveFile.spec().input_schema.to_value();
+        let (fixed, _, _) =
+            moved_required(&save, &json!({"command": "save_file answer.txt", "content": "45"})).unwrap();
+        assert_eq!(fixed["filename"], "answer.txt");
+        assert_eq!(
+            moved_required(&save, &json!({"command": "save_file a.md x.y.z", "content": "1"})),
+            None,
+            "two names"
+        );
+        let (fixed, _, _) = moved_required(&save, &json!({"command": "save_file 1.5 a.md", "content": "1"})).unwrap();
+        assert_eq!(fixed["filename"], "a.md", "a number is no file name");
     }
 }
