@@ -621,3 +621,23 @@ fn values_typed_from_nowhere_are_held_back_once() {
     // Insisted on at once: made. A name the task gives: typed at the first call.
     assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_type"]);
 }
+
+#[test]
+fn a_shell_session_runs_many_different_commands() {
+    let mut script: Vec<Step> =
+        (0..10).map(|i| tool("run_command", json!({"command": format!("wc -l /srv/part-{i}.txt")}))).collect();
+    script.push(tool("finish_task", json!({"summary": "counted"})));
+    let dir = TempDir::new("shell-streak");
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = ScriptedWorker::start(
+        &d.worker_client(),
+        "box",
+        &["shell"],
+        false,
+        |cmd| json!({"success": true, "data": {"exit_code": 0, "stdout": format!("{}\n", cmd["params"]["command"])}}),
+    );
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "type": "shell", "target": "box", "instruction": "count"}));
+    wait_status(&c, &id, "finished");
+    assert_eq!(actions(&worker).len(), 10, "no command held back for being one more of the same tool");
+}

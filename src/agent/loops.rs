@@ -34,7 +34,8 @@ const PERSIST_WITHIN: u64 = 6;
 /// Characters of a call shown in a note.
 const SHOWN: usize = 120;
 /// One tool called this often in a row, whatever its arguments, gets a note; past `STREAK_HOLD`
-/// it is held back (a small model saving the same page under ever new names, say).
+/// it is held back (a small model saving the same page under ever new names, say), but for
+/// run_command, whose new commands are a shell session's work.
 const STREAK_NOTE: usize = 5;
 const STREAK_HOLD: usize = 8;
 /// A call that failed this often (in a row or not) is not run again.
@@ -192,7 +193,8 @@ impl Agent {
             return self.hold_back(&what, "it failed the same way twice before");
         }
         let (tool, n) = &self.loops.streak;
-        if tool == name && *n >= STREAK_HOLD {
+        // A shell's work is one command after another: only its exact repeats are loops.
+        if tool == name && *n >= STREAK_HOLD && name != Tool::RunCommand.name() {
             return self
                 .hold_back(&format!("{name} ({n} calls in a row)"), "so many calls of one tool bring nothing new");
         }
