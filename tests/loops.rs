@@ -641,3 +641,24 @@ fn a_shell_session_runs_many_different_commands() {
     wait_status(&c, &id, "finished");
     assert_eq!(actions(&worker).len(), 10, "no command held back for being one more of the same tool");
 }
+
+#[test]
+fn a_click_goes_to_the_link_the_reply_names() {
+    let said = tools(Some("I will click the 'About us' link."), &[("browser_click", json!({"selector": "ref=e6"}))]);
+    let script = vec![said, tool("finish_task", json!({"summary": "opened"}))];
+    let dir = TempDir::new("click-as-said");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = ScriptedWorker::start(&d.worker_client(), "box", &["browser"], false, |cmd| {
+        json!({"success": true, "data": {"url": "https://a.test/", "title": "Home", "clicked": cmd["params"]["selector"],
+            "snapshot": "[e5] link \"About us\" → https://a.test/about\n[e6] link \"Contact\" → https://a.test/contact"}})
+    });
+    let c = d.client();
+    let id =
+        create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "open the about page"}));
+    wait_status(&c, &id, "finished");
+    let seen = worker.seen.lock().unwrap().clone();
+    assert_eq!(seen[1]["action"], "browser_click");
+    assert_eq!(seen[1]["params"]["selector"], "ref=e5", "the link the words name");
+    let result = result_text(&llm.requests()[1]);
+    assert!(result.contains("`ref=e6` is link"), "{result}");
+}

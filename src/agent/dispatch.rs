@@ -108,6 +108,12 @@ impl Agent {
     }
 
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
+        if let Some((meant, note)) = self.click_as_said(name, input) {
+            self.runner.log(LogKind::System, &format!("{name}: {note}"), None);
+            let mut outcome = self.run_tool(name, &meant);
+            outcome.content.push(Block::text(note));
+            return outcome;
+        }
         if let Some(redirect) = self.click_redirect(name, input) {
             return self.run_redirected(name, input, redirect);
         }

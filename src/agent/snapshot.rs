@@ -1,7 +1,8 @@
 //! Page snapshots on the controller's side: how a worker result that carries one reads to the
 //! model, asking the worker for the page as it is now (for a loop note, after a login), and
 //! which clicked links lead to a file (downloaded instead of opened) or were shown on an earlier
-//! page (their address opened).
+//! page (their address opened), and which element a click meant when the reply's words name
+//! another one than its ref.
 //!
 //! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
@@ -84,7 +85,68 @@ pub(super) fn is_file_url(url: &str) -> bool {
     url.starts_with("http") && FILE_ENDINGS.iter().any(|e| path.ends_with(e))
 }
 
+/// The first quoted name of a snapshot line (`link "About us" → …`: `About us`).
+fn name_of(line: &str) -> Option<&str> {
+    let (_, rest) = line.split_once('"')?;
+    rest.rsplit_once("\" → ").map(|(name, _)| name).or_else(|| rest.split_once('"').map(|(name, _)| name))
+}
+
+/// Whether `said` (lowercased) quotes `name`: `'about us'`, `"about us\"` (inside JSON), `` `about us` ``.
+fn quotes(said: &str, name: &str) -> bool {
+    let name = name.to_lowercase();
+    ['\'', '"', '`', '“'].iter().any(|q| {
+        said.match_indices(&format!("{q}{name}")).any(|(i, m)| {
+            let next = said[i + m.len()..].chars().next();
+            matches!(next, Some('\'' | '"' | '`' | '”' | '\\'))
+        })
+    })
+}
+
+/// The ref of the link or button a model's words name, when the ref it clicked is another
+/// element its words do not name at all: small models write "click the 'About us' link" and
+/// give the ref of the line next to it. Only the plan is read when the words have one (JSON
+/// mode's `thinking.plan`), and only one element may be named.
+pub(super) fn meant_ref(page: &str, r: &str, said: &str) -> Option<String> {
+    let said = said.to_lowercase();
+    let said = said.split_once("\"plan\"").map_or(said.as_str(), |(_, plan)| plan);
+    let clicked = name_of(line_of(page, r)?)?;
+    if clicked.trim().is_empty() || said.contains(&clicked.to_lowercase()) {
+        return None;
+    }
+    let named: Vec<(&str, &str)> = page
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('[')?.split_once("] "))
+        .filter(|(_, rest)| rest.starts_with("link ") || rest.starts_with("button "))
+        .filter_map(|(r, rest)| Some((r, name_of(rest)?)))
+        .filter(|(_, name)| name.chars().count() >= 3 && quotes(said, name))
+        .collect();
+    let first = named.first()?;
+    named.iter().all(|(_, name)| name == &first.1).then(|| first.0.to_string())
+}
+
 impl Agent {
+    /// A click on a ref other than the element the reply's words name (`meant_ref`): the
+    /// input with the named ref, and a note saying so.
+    pub(super) fn click_as_said(&self, name: &str, input: &Value) -> Option<(Value, String)> {
+        if name != Tool::BrowserClick.name() {
+            return None;
+        }
+        let r = ref_in(input["selector"].as_str()?)?;
+        let said = self.messages.last().filter(|m| m.role == crate::llm::Role::Assistant)?;
+        let said = crate::llm::joined_text(&said.content, "\n");
+        let page = self.last_page.as_deref()?;
+        let meant = meant_ref(page, r, &said)?;
+        let line = |r: &str| line_of(page, r).unwrap_or_default().to_string();
+        let note = format!(
+            "`ref={r}` is {}, which your words do not name; they name {}, `ref={meant}`: that was clicked.",
+            line(r),
+            line(&meant)
+        );
+        let mut fixed = input.clone();
+        fixed["selector"] = json!(format!("ref={meant}"));
+        Some((fixed, note))
+    }
+
     /// Where a click on a link ref goes instead of the worker's click: a link to a file is
     /// downloaded (when the session can), and a link shown on an earlier page, not the one open
     /// now, is opened by its address (what the model meant; the worker would refuse the ref).
@@ -163,5 +225,26 @@ mod tests {
             Some(("About us", "http://h/about.html"))
         );
         assert_eq!(link_in("[e4] button \"Go\""), None);
+    }
+
+    const HOME: &str = "[e1] heading 1 \"Acme Tools\"\n[e5] link \"About us\" → http://h/about.html\n\
+                        [e6] link \"Contact\" → http://h/contact.html\n[e7] button \"Go\"";
+
+    #[test]
+    fn the_element_the_words_name_is_the_one_meant() {
+        let json_reply =
+            r#"{"thinking": {"observation": "a 'Contact' link", "plan": "Click on the \"About us\" link"}}"#;
+        assert_eq!(meant_ref(HOME, "e6", json_reply).as_deref(), Some("e5"), "the plan names About us");
+        assert_eq!(meant_ref(HOME, "e6", "I will click 'about us'.").as_deref(), Some("e5"));
+        assert_eq!(meant_ref(HOME, "e6", "Open the contact page, not 'About us'"), None, "Contact is named too");
+        assert_eq!(meant_ref(HOME, "e6", ""), None, "no words");
+        assert_eq!(
+            meant_ref(HOME, "e6", "click 'About us' or 'Go'").as_deref(),
+            Some("e5"),
+            "'Go' is too short to count"
+        );
+        assert_eq!(meant_ref(HOME, "e6", "about us"), None, "a name not quoted is no naming");
+        assert_eq!(meant_ref(HOME, "e6", "'About usability'"), None, "a quoted name ends with its quote");
+        assert_eq!(meant_ref(HOME, "e9", "'About us'"), None, "a ref not on the page");
     }
 }
