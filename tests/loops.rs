@@ -568,7 +568,8 @@ fn the_same_text_clicked_twice_asks_for_the_file() {
 #[test]
 fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
     let as_program = tool("run_command", json!({"command": "read_file /srv/notes.txt", "cwd": "/srv"}));
-    let script = vec![as_program, tool("finish_task", json!({"summary": "read"}))];
+    let save = tool("run_command", json!({"command": "save_file found.txt \"code 42\"", "timeout_s": 10}));
+    let script = vec![as_program, save, tool("finish_task", json!({"summary": "read"}))];
     let dir = TempDir::new("tool-as-program");
     let (d, llm) = llm_daemon(dir.path(), script, |_| {});
     let worker = ScriptedWorker::start(
@@ -579,7 +580,8 @@ fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
         |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
     );
     let c = d.client();
-    let body = json!({"mode": "task", "type": "shell", "target": "box", "instruction": "Read /srv/notes.txt."});
+    let body = json!({"mode": "task", "type": "shell", "target": "box",
+                      "instruction": "Save the contents of /srv/notes.txt as found.txt."});
     let id = create_session(&c, body);
     wait_status(&c, &id, "finished");
     let seen = worker.seen.lock().unwrap().clone();
@@ -588,6 +590,8 @@ fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
     assert_eq!(seen[0]["params"]["path"], "/srv/notes.txt");
     let result = result_text(&llm.requests()[1]);
     assert!(result.contains("code 42") && result.contains("`read_file` is one of your tools"), "{result}");
+    // `save_file NAME CONTENT` as a command: the file, with the rest of the line as its content.
+    assert_eq!(c.get(&format!("/sessions/{id}/files/found.txt")).body, b"code 42");
 }
 
 #[test]

@@ -200,8 +200,8 @@ impl Agent {
     }
 
     pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some(tool) = self.tool_as_program(name, input) {
-            let mut outcome = self.dispatch(tool, input);
+        if let Some((tool, args)) = self.tool_as_program(name, input) {
+            let mut outcome = self.dispatch(tool, &args);
             outcome.content.push(Block::text(format!(
                 "(`{tool}` is one of your tools, not a program on the machine: it was called as the tool)"
             )));
@@ -251,14 +251,16 @@ impl Agent {
     }
 
     /// The offered tool a shell command runs as if it were a program (`run_command {"command":
-    /// "read_file /srv/a.txt"}`: small models mix the two up). The tool then gets the command's
-    /// arguments, and `schema::moved_required` takes its path from them.
-    fn tool_as_program(&self, name: &str, input: &Value) -> Option<&'static str> {
+    /// "read_file /srv/a.txt"}`: small models mix the two up), and its arguments from the
+    /// command line (`schema::from_command_line`).
+    fn tool_as_program(&self, name: &str, input: &Value) -> Option<(&'static str, Value)> {
         if name != Tool::RunCommand.name() {
             return None;
         }
-        let program = input["command"].as_str()?.split_whitespace().next()?;
-        self.offered.iter().map(|t| t.name()).find(|t| *t == program && *t != name)
+        let line = input["command"].as_str()?;
+        let program = line.split_whitespace().next()?;
+        let i = self.offered.iter().position(|t| t.name() == program && t.name() != name)?;
+        Some((self.offered[i].name(), schema::from_command_line(&self.tools[i].input_schema, line, input)))
     }
 
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
