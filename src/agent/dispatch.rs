@@ -34,6 +34,9 @@ pub(super) struct ToolOutcome {
     pub screenshot: Option<String>,
     /// It was a dry run: nothing was done.
     pub dry_run: bool,
+    /// It quotes a guess held back (`grounding.rs`): its words are not learned as seen, or the
+    /// same guess would pass the next time.
+    pub quotes_guess: bool,
 }
 
 impl ToolOutcome {
@@ -42,7 +45,20 @@ impl ToolOutcome {
     }
 
     pub fn blocks(content: Vec<Block>) -> ToolOutcome {
-        ToolOutcome { content, is_error: false, finish: None, stopped: false, screenshot: None, dry_run: false }
+        ToolOutcome {
+            content,
+            is_error: false,
+            finish: None,
+            stopped: false,
+            screenshot: None,
+            dry_run: false,
+            quotes_guess: false,
+        }
+    }
+
+    /// A guess held back: an error whose words are not learned as seen.
+    pub fn guess_held(message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { quotes_guess: true, ..ToolOutcome::error(message) }
     }
 
     pub fn error(message: impl Into<String>) -> ToolOutcome {
@@ -133,7 +149,9 @@ impl Agent {
         self.point_at_named_path(name, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         let revisit = self.grounding.revisits(&whole);
-        self.grounding.saw(&whole);
+        if !outcome.quotes_guess {
+            self.grounding.saw(&whole);
+        }
         if revisit {
             self.note_revisit(&mut outcome);
         }

@@ -116,7 +116,7 @@ impl Agent {
         let pages = self.grounding.unopened();
         let find =
             if pages.is_empty() { String::new() } else { format!(" (pages not opened yet: {})", pages.join(", ")) };
-        Some(ToolOutcome::error(format!(
+        Some(ToolOutcome::guess_held(format!(
             "Not typed: {words} is in nothing this session has seen (the task, the pages), so it may be made up. Type \
              only values the task gives; if the task does not ask you to send this form, leave it and find what it \
              asks for{find}. If the values are right, make the same call again now. {}",

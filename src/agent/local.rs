@@ -123,7 +123,7 @@ impl Agent {
             }
             SessionType::App => String::new(),
         };
-        ToolOutcome::error(format!(
+        ToolOutcome::guess_held(format!(
             "Not saved yet: {words} is in nothing this session has seen (the task, pages, outputs), so it may be a guess. \
              {find} If you are sure it is right, call save_file again now with the same content. {}",
             self.task_line()
