@@ -92,7 +92,8 @@ pub(super) fn looked(name: &str, outcome: &super::dispatch::ToolOutcome) -> bool
         && super::context::first_text(&outcome.content).contains("does nothing. The text around it")
 }
 
-fn hash_of(text: &str) -> u64 {
+/// A page's or result's identity: its text without ref numbers, hashed.
+pub(super) fn hash_of(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
     super::loops::without_ref_numbers(text).hash(&mut h);
     h.finish()

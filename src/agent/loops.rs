@@ -147,6 +147,12 @@ fn repeat_is_loop(name: &str) -> bool {
     })
 }
 
+/// The file a download or print was stored as (its result's `filename`).
+fn stored_as(outcome: &ToolOutcome) -> Option<String> {
+    let text = super::context::first_text(&outcome.content);
+    serde_json::from_str::<Value>(&text).ok()?["filename"].as_str().map(str::to_string)
+}
+
 /// A result's identity: its text and whether it failed (images left out). Ref numbers do not
 /// count: the same page loaded again gets new ones, and is still the same page.
 fn result_hash(outcome: &ToolOutcome) -> u64 {
@@ -318,27 +324,21 @@ impl Agent {
         if outcome.is_error {
             return;
         }
-        let text = super::context::first_text(&outcome.content);
-        let stored = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["filename"].as_str().map(str::to_string));
-        if let (Some(page), Some(file)) = (self.page_identity(), stored) {
+        if let (Some(page), Some(file)) = (self.page_identity(), stored_as(outcome)) {
             self.loops.printed.insert(page, file);
         }
     }
 
-    /// The latest page's identity: its text without ref numbers.
+    /// The latest page's identity.
     fn page_identity(&self) -> Option<u64> {
-        let mut h = std::collections::hash_map::DefaultHasher::new();
-        without_ref_numbers(self.last_page.as_deref()?).hash(&mut h);
-        Some(h.finish())
+        self.last_page.as_deref().map(super::focus::hash_of)
     }
 
     fn note_download(&mut self, name: &str, input: &Value, outcome: &ToolOutcome) {
         if name != Tool::BrowserDownload.name() || outcome.is_error {
             return;
         }
-        let text = super::context::first_text(&outcome.content);
-        let stored = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["filename"].as_str().map(str::to_string));
-        if let (Some(url), Some(file)) = (input["url"].as_str(), stored) {
+        if let (Some(url), Some(file)) = (input["url"].as_str(), stored_as(outcome)) {
             self.loops.downloaded.insert(url.to_string(), file);
         }
     }

@@ -38,7 +38,7 @@ pub fn moved_required(schema: &Value, value: &Value) -> Option<(Value, String, S
     let fits = |token: &&str| match wanted {
         "path" => token.starts_with('/'),
         "url" => token.starts_with("http://") || token.starts_with("https://"),
-        // A bare file name (`answer.txt`): `save_file answer.txt` run as a command.
+        // A bare file name (`save_file {"name": "answer.txt", …}`).
         "filename" => {
             let name = token.trim_matches(['"', '\'', '`']);
             !name.contains('/')
