@@ -3,6 +3,8 @@
 
 use crate::support::llm::*;
 use crate::support::*;
+use agent_controller::protocol::tools::Tool;
+use agent_controller::protocol::{Mode, SessionType};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -207,12 +209,11 @@ fn seed_download_flow_end_to_end() {
     let tools = first.body["tools"].as_array().unwrap();
     assert_eq!(tools.last().unwrap()["cache_control"], json!({"type": "ephemeral"}));
     assert_eq!(tools.iter().filter(|t| t.get("cache_control").is_some()).count(), 1);
-    assert_eq!(
-        first.tool_names().len(),
-        18,
-        "the short catalog of task·browser without credentials (ask_user, request_confirmation, request_takeover \
-         and, for the webhook, send_notification included)"
-    );
+    let names = first.tool_names();
+    assert_eq!(names, catalog(Mode::Task, SessionType::Browser, false), "the whole catalog of task·browser");
+    for seed in ["browser_scrape_links", "browser_download_batch", "browser_get_text", "browser_submit_form"] {
+        assert!(names.iter().any(|n| n == seed), "{seed} is offered");
+    }
     assert!(!first.tool_names().contains(&"perform_login".to_string()));
     let opening = first.body["messages"][0]["content"][0]["text"].as_str().unwrap();
     assert!(opening.contains("Download all chapter PDFs") && opening.contains("https://books.test/"));
@@ -268,23 +269,9 @@ fn explore_browser_tool_sets_and_login_keep_the_password_out() {
 
     let reqs = w.llm.requests();
     w.llm.assert_well_formed();
-    // The short catalog: the other browser tools run when called by name, but are not listed.
-    let core = [
-        "browser_navigate",
-        "browser_snapshot",
-        "browser_click",
-        "browser_type",
-        "browser_press_key",
-        "browser_scroll",
-        "browser_select_option",
-        "browser_back",
-    ];
-    let mut without: Vec<String> = core.iter().map(|s| s.to_string()).collect();
-    without.extend(["save_note", "finish_exploration", "request_takeover"].map(String::from));
-    assert_eq!(reqs[0].tool_names(), without);
-    let mut with = core.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    with.extend(["perform_login", "save_note", "finish_exploration", "request_takeover"].map(String::from));
-    assert_eq!(reqs[1].tool_names(), with);
+    // The default profile (full) lists the seed's whole catalog for the mode and type.
+    assert_eq!(reqs[0].tool_names(), catalog(Mode::Explore, SessionType::Browser, false));
+    assert_eq!(reqs[1].tool_names(), catalog(Mode::Explore, SessionType::Browser, true));
     assert!(reqs[0].body["system"][0]["text"].as_str().unwrap().contains("only observe"));
 
     // The login ran on the worker: navigate, username, password, submit; no screenshot.
@@ -582,23 +569,7 @@ fn shell_task_runs_commands_and_searches_its_history() {
     );
     wait_status(&w.d.client(), &id, "finished");
     let reqs = w.llm.requests();
-    let names = reqs[0].tool_names();
-    assert_eq!(
-        names,
-        vec![
-            "run_command",
-            "read_file",
-            "list_dir",
-            "search_history",
-            "write_file",
-            "request_confirmation",
-            "ask_user",
-            "save_file",
-            "request_takeover",
-            "finish_task"
-        ],
-        "a task lists no save_note, and send_notification only with a target"
-    );
+    assert_eq!(reqs[0].tool_names(), catalog(Mode::Task, SessionType::Shell, false), "the whole catalog");
     let found: Value = serde_json::from_str(reqs[2].last_results()[0]["content"][0]["text"].as_str().unwrap()).unwrap();
     let matches = found["matches"].as_array().unwrap();
     assert!(!matches.is_empty() && matches.iter().all(|m| m.to_string().contains("LINUX-KERNEL-6")), "{found}");
@@ -714,4 +685,9 @@ fn a_form_submit_waits_for_the_person_under_human_approval() {
     let reqs = w.llm.requests();
     assert!(reqs[1].last_results()[0].to_string().contains("not run: the user denied it"), "{:?}", reqs[1]);
     assert_eq!(submits(), 1, "only the approved submit reached the worker");
+}
+
+/// The names of every tool the table offers a session of this mode and type, in order.
+fn catalog(mode: Mode, kind: SessionType, credentials: bool) -> Vec<String> {
+    Tool::offered(mode, kind, credentials).iter().map(|t| t.name().to_string()).collect()
 }

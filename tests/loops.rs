@@ -28,7 +28,7 @@ fn static_worker(d: &TestDaemon) -> ScriptedWorker {
 /// A session on the static page that asks for answer.txt, run to `finished` with `script`:
 /// the daemon, the model's server, the session's id and record.
 fn answer_session(dir: &std::path::Path, script: Vec<Step>) -> (TestDaemon, ScriptedLlm, String, Value) {
-    let (d, llm) = llm_daemon(dir, script, |_| {});
+    let (d, llm) = llm_daemon(dir, script, small);
     let _worker = static_worker(&d);
     let c = d.client();
     let task =
@@ -47,7 +47,7 @@ fn finished_task(
     body: Value,
 ) -> ScriptedLlm {
     let dir = TempDir::new(name);
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let _worker = worker(&d);
     let c = d.client();
     let id = create_session(&c, body);
@@ -76,7 +76,7 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
         text("I found the page https://a.test/ and a link Next."),
     ];
     let dir = TempDir::new("loop-same");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = static_worker(&d);
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find it"}));
@@ -166,7 +166,7 @@ fn the_same_acting_call_with_new_answers_is_a_loop_too() {
     let pdf = || tool("browser_save_as_pdf", json!({"filename": "late.pdf"}));
     let script = vec![pdf(), pdf(), pdf(), pdf(), pdf(), text("Saved."), text("Saved the page as late.pdf.")];
     let dir = TempDir::new("loop-acting");
-    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, _llm) = llm_daemon(dir.path(), script, small);
     let n = std::sync::atomic::AtomicU32::new(0);
     let worker = ScriptedWorker::start(&d.worker_client(), "pdf-box", &["browser"], false, move |cmd| {
         match cmd["action"].as_str().unwrap() {
@@ -192,7 +192,7 @@ fn the_same_page_printed_under_new_names_is_stored_once() {
     let script =
         vec![pdf("r.pdf"), pdf("r-2.pdf"), click, pdf("r-3.pdf"), tool("finish_task", json!({"summary": "ok"}))];
     let dir = TempDir::new("loop-print");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = ScriptedWorker::start(&d.worker_client(), "pdf-box", &["browser"], false, move |cmd| {
         match cmd["action"].as_str().unwrap() {
             "browser_save_as_pdf" => json!({"success": true, "data": {"filename": cmd["params"]["filename"]}}),
@@ -216,7 +216,7 @@ fn an_a_b_cycle_escalates_to_stuck() {
     let script =
         vec![a(), b(), a(), b(), a(), b(), a(), b(), text("Nothing to deliver."), text("Pages a and b look the same.")];
     let dir = TempDir::new("loop-cycle");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = static_worker(&d);
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "compare"}));
@@ -246,7 +246,7 @@ fn finish_after_a_failed_call_in_the_same_reply_is_not_honoured() {
         tool("finish_task", json!({"summary": "could not click: the button is missing"})),
     ];
     let dir = TempDir::new("finish-honest");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let _worker = static_worker(&d);
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "click"}));
@@ -289,7 +289,7 @@ fn one_tool_over_and_over_with_new_arguments_escalates_too() {
     script.push(text("Nothing else."));
     script.push(text("Saved the page several times."));
     let dir = TempDir::new("loop-streak");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let _worker = static_worker(&d);
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "save it"}));
@@ -310,7 +310,7 @@ fn a_url_downloaded_before_is_not_fetched_again() {
     let dl = || tool("browser_download", json!({"url": "https://a.test/guide.pdf"}));
     let script = vec![dl(), dl(), tool("finish_task", json!({"summary": "got the guide"}))];
     let dir = TempDir::new("loop-download");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = static_worker(&d);
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "get the guide"}));
@@ -334,7 +334,7 @@ fn a_finish_before_the_deliverable_is_sent_back_once() {
         ),
     ];
     let dir = TempDir::new("finish-early");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let _worker = static_worker(&d);
     let c = d.client();
     let body =
@@ -412,17 +412,16 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
     let click = || tool("browser_click", json!({"selector": "ref=e7"}));
     let script = vec![click(), click(), click(), tool("finish_task", json!({"summary": "done"}))];
     let dir = TempDir::new("form-fit");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let filled = std::sync::atomic::AtomicBool::new(false);
     let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
         use std::sync::atomic::Ordering::SeqCst;
         match cmd["action"].as_str().unwrap() {
             "browser_click" if filled.load(SeqCst) => json!({"success": true, "data": {"url": "https://a.test/thanks",
                 "title": "Thank you", "snapshot": "[e8] heading 1 \"Thank you\""}}),
-            "browser_click" => json!({"success": false, "error": "not sent yet: these fields still hold what the \
-                page put there: [e4] \"Item\": \"Choose…\"; [e6] \"Quantity\": \"1\". If the task gives values for \
-                them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click \
-                `ref=e7` again"}),
+            "browser_click" => json!({"success": false, "error": "not sent yet: the form's fields hold what the page \
+                put there", "data": {"refused": "form_unset", "selector": "ref=e7", "fields": [
+                    {"ref": "e4", "label": "Item", "value": "Choose…"}, {"ref": "e6", "label": "Quantity", "value": "1"}]}}),
             "browser_fill_form" => {
                 filled.store(true, SeqCst);
                 json!({"success": true, "data": {"filled": 2}})
@@ -481,7 +480,7 @@ fn a_file_link_on_the_page_after_a_login_is_downloaded() {
         })
     };
     let dir = TempDir::new("login-file-link");
-    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, _llm) = llm_daemon(dir.path(), script, small);
     let w = worker(&d);
     let c = d.client();
     let credentials = json!({"username": "u", "password": "p-secret", "login_url": "https://a.test/login"});
@@ -504,7 +503,7 @@ fn a_link_ref_of_the_page_before_opens_its_address() {
         tool("finish_task", json!({"summary": "done"})),
     ];
     let dir = TempDir::new("loop-stale-link");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let w = two_page_worker(&d);
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"}));
@@ -548,8 +547,8 @@ fn the_same_text_clicked_twice_asks_for_the_file() {
     let worker = |d: &TestDaemon| {
         ScriptedWorker::start(&d.worker_client(), "box", &["browser"], false, |cmd| {
             match cmd["action"].as_str().unwrap() {
-                "browser_click" => json!({"success": false, "error": "`ref=e2` is a heading: a click on it does \
-                    nothing. The text around it: \"Team $45 per month\". If that is what the task needs, use it now."}),
+                "browser_click" => json!({"success": false, "data": {"refused": "inert"}, "error": "`ref=e2` is a \
+                    heading: a click on it does nothing. The text around it: \"Team $45 per month\"."}),
                 _ => json!({"success": true, "data": {"url": "https://a.test/", "title": "Pricing",
                             "snapshot": "[e1] heading 1 \"Pricing\"\n[e2] heading 2 \"Team\""}}),
             }
@@ -571,7 +570,7 @@ fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
     let save = tool("run_command", json!({"command": "save_file found.txt \"code 42\"", "timeout_s": 10}));
     let script = vec![as_program, save, tool("finish_task", json!({"summary": "read"}))];
     let dir = TempDir::new("tool-as-program");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = ScriptedWorker::start(
         &d.worker_client(),
         "box",
@@ -606,7 +605,7 @@ fn values_typed_from_nowhere_are_held_back_once() {
     let typed = tool("browser_type", json!({"selector": "ref=e2", "text": "Ada Lovelace"}));
     let script = vec![fill(), fill(), typed, tool("finish_task", json!({"summary": "sent"}))];
     let dir = TempDir::new("invented-values");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, |cmd| match cmd["action"]
         .as_str()
         .unwrap()
@@ -632,7 +631,7 @@ fn a_shell_session_runs_many_different_commands() {
         (0..10).map(|i| tool("run_command", json!({"command": format!("wc -l /srv/part-{i}.txt")}))).collect();
     script.push(tool("finish_task", json!({"summary": "counted"})));
     let dir = TempDir::new("shell-streak");
-    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, _llm) = llm_daemon(dir.path(), script, small);
     let worker = ScriptedWorker::start(
         &d.worker_client(),
         "box",
@@ -651,7 +650,7 @@ fn a_click_goes_to_the_link_the_reply_names() {
     let said = tools(Some("I will click the 'About us' link."), &[("browser_click", json!({"selector": "ref=e6"}))]);
     let script = vec![said, tool("finish_task", json!({"summary": "opened"}))];
     let dir = TempDir::new("click-as-said");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let worker = ScriptedWorker::start(&d.worker_client(), "box", &["browser"], false, |cmd| {
         json!({"success": true, "data": {"url": "https://a.test/", "title": "Home", "clicked": cmd["params"]["selector"],
             "snapshot": "[e5] link \"About us\" → https://a.test/about\n[e6] link \"Contact\" → https://a.test/contact"}})
@@ -674,7 +673,7 @@ fn a_guess_held_back_is_held_again_after_wandering_off() {
     let finish = || tool("finish_task", json!({"summary": "no city found"}));
     let script = vec![guess(), nav, guess(), finish(), finish()];
     let dir = TempDir::new("guess-again");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let _worker = static_worker(&d);
     let c = d.client();
     let task = json!({"mode": "task", "target": "https://a.test/", "instruction": "Save the city in answer.txt."});

@@ -10,7 +10,7 @@ use serde_json::json;
 fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
     let script = vec![tool("finish_task", json!({"summary": "a"})), tool("finish_task", json!({"summary": "b"}))];
     let dir = TempDir::new("prompts");
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), script, small);
     let _worker = ScriptedWorker::start(
         &d.worker_client(),
         "p-box",

@@ -22,6 +22,14 @@ fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
     }
 }
 
+/// The typed refusal of a click the worker refuses on purpose.
+fn cmd_refusal(r: &SessionRunner, params: Value) -> Value {
+    match r.execute("browser_click", params.clone(), Duration::from_secs(60)) {
+        Err(agent_controller::exec::ExecError::Refused { refusal, .. }) => refusal,
+        other => panic!("browser_click {params} should be refused, got {other:?}"),
+    }
+}
+
 /// The ref on the snapshot line that contains `needle`.
 fn ref_of(snapshot: &str, needle: &str) -> String {
     let line = snapshot.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
@@ -170,26 +178,44 @@ fn clicks_say_what_they_cannot_do() {
     let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(e.contains(&format!("[{email}] \"Email\"")) && !e.contains("Your name"), "{e}");
     cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
-    // The select nobody chose is pointed out once; the second click sends the form as it is.
-    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
-    assert!(e.contains("not sent yet") && e.contains("\"Red\"") && !e.contains("Your name"), "{e}");
+    // Asked for by the small profile's guard: the select nobody chose is pointed out once, typed.
+    let asked = json!({"selector": format!("ref={send}"), "confirm_defaults": true});
+    let refusal = cmd_refusal(&r, asked.clone());
+    assert_eq!((&refusal["refused"], &refusal["selector"]), (&json!("form_unset"), &json!(format!("ref={send}"))));
+    let fields = refusal["fields"].as_array().unwrap();
+    assert!(
+        fields.iter().any(|f| f["value"] == "Red") && !fields.iter().any(|f| f["label"] == "Your name"),
+        "{refusal}"
+    );
     // An option as the snapshot lists it (`Green=g`) is chosen.
     let chosen = cmd(&r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
     assert_eq!(chosen["selected"], "g", "{chosen}");
-    let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    let sent = cmd(&r, "browser_click", asked);
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
+    // Without the guard (the full profile) the first click sends the form as it is.
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    let fill =
+        json!({"fields": [{"selector": "ref=name", "value": "Ann"}, {"selector": "ref=email", "value": "a@b.test"}]});
+    cmd(&r, "browser_fill_form", fill);
+    let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Send\""))}));
+    assert!(sent["snapshot"].as_str().unwrap().contains("name=Ann"), "{sent}");
 
     // A click on what only shows text does nothing: it says so, with the text or how to save it.
+    // (Asked for by the small profile's guard; without it the click is made.)
     cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
-    let e = cmd_err(&r, "browser_click", json!({"selector": "h1"}));
+    let inert = |selector: &str| json!({"selector": selector, "explain_inert": true});
+    assert_eq!(cmd_refusal(&r, inert("h1"))["refused"], "inert");
+    let e = cmd_err(&r, "browser_click", inert("h1"));
     assert!(e.contains("is a heading: a click on it does nothing") && e.contains("Snapshot page"), "{e}");
-    let e = cmd_err(&r, "browser_click", json!({"selector": "#fees td"}));
+    let e = cmd_err(&r, "browser_click", inert("#fees td"));
     assert!(e.contains("is a table") && e.contains("browser_scrape_table"), "{e}");
-    let e = cmd_err(&r, "browser_click", json!({"selector": "b"}));
+    let e = cmd_err(&r, "browser_click", inert("b"));
     assert!(e.contains("The text around it: \"Intro text with bold words.\""), "{e}");
+    assert_eq!(cmd(&r, "browser_click", json!({"selector": "h1"}))["clicked"], "h1", "no guard: clicked");
     // A heading over a menu of links points at the links, not at the heading as an answer.
     cmd(&r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
-    let e = cmd_err(&r, "browser_click", json!({"selector": "h1"}));
+    let e = cmd_err(&r, "browser_click", inert("h1"));
     assert!(e.contains("What follows it is a menu of links: \"Prices\", \"About us\"."), "{e}");
     cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
     // A ref of a link to the page now open says that this is where it led.

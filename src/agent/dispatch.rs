@@ -10,6 +10,7 @@ use super::snapshot::ClickRedirect;
 use crate::exec::ExecError;
 use crate::llm::{Block, joined_text};
 use crate::protocol::LogKind;
+use crate::protocol::guards::Guard;
 use crate::protocol::tools::{Runs, Timeout, Tool};
 use crate::util::clock;
 use crate::util::schema;
@@ -37,6 +38,8 @@ pub(super) struct ToolOutcome {
     /// It quotes a guess held back (`grounding.rs`): its words are not learned as seen, or the
     /// same guess would pass the next time.
     pub quotes_guess: bool,
+    /// The worker's typed refusal (`{"refused": CODE, …}`), when it refused the call.
+    pub refusal: Option<Value>,
 }
 
 impl ToolOutcome {
@@ -53,7 +56,13 @@ impl ToolOutcome {
             screenshot: None,
             dry_run: false,
             quotes_guess: false,
+            refusal: None,
         }
+    }
+
+    /// The code of the worker's refusal, if it refused (`form_unset`, `inert`, …).
+    pub fn refused(&self) -> Option<&str> {
+        self.refusal.as_ref()?["refused"].as_str()
     }
 
     /// A guess held back: an error whose words are not learned as seen.
@@ -101,14 +110,16 @@ impl Agent {
     /// navigation it means, with a note saying so.
     fn run_redirected(&mut self, name: &str, input: &Value, redirect: ClickRedirect) -> ToolOutcome {
         let selector = input["selector"].as_str().unwrap_or("the element");
-        let (tool, url, log, note) = match redirect {
+        let (guard, tool, url, log, note) = match redirect {
             ClickRedirect::Download(url) => (
+                Guard::FileLinkDownload,
                 Tool::BrowserDownload,
                 url,
                 "on a link to a file: downloaded instead",
                 format!("{selector} links to a file: it was downloaded, not opened (the page stays as it was)."),
             ),
             ClickRedirect::Open(url) => (
+                Guard::EarlierPageLink,
                 Tool::BrowserNavigate,
                 url.clone(),
                 "on a link of an earlier page: its address opened",
@@ -117,20 +128,24 @@ impl Agent {
                 ),
             ),
         };
-        self.runner.log(LogKind::System, &format!("{name} {log}"), None);
+        self.fire(guard, &format!("{name} {log}"));
         let mut outcome = self.run_tool(tool.name(), &json!({"url": url}));
         outcome.content.push(Block::text(note));
         outcome
     }
 
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some((meant, note)) = self.click_as_said(name, input) {
-            self.runner.log(LogKind::System, &format!("{name}: {note}"), None);
+        if let Some((meant, note)) = self.click_as_said(name, input).filter(|_| self.guard_on(Guard::ClickAsSaid)) {
+            self.fire(Guard::ClickAsSaid, &note);
             let mut outcome = self.run_tool(name, &meant);
             outcome.content.push(Block::text(note));
             return outcome;
         }
-        if let Some(redirect) = self.click_redirect(name, input) {
+        let redirect = self.click_redirect(name, input).filter(|r| match r {
+            ClickRedirect::Download(_) => self.guard_on(Guard::FileLinkDownload),
+            ClickRedirect::Open(_) => self.guard_on(Guard::EarlierPageLink),
+        });
+        if let Some(redirect) = redirect {
             return self.run_redirected(name, input, redirect);
         }
         self.step += 1;
@@ -144,6 +159,11 @@ impl Agent {
             Some(held) => held,
             None => self.dispatch_watched(name, input),
         };
+        match outcome.refused() {
+            Some("form_unset") => self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named"),
+            Some("inert") => self.fire(Guard::InertClick, "a click on text answered with the text around it"),
+            _ => {}
+        }
         self.point_at_delivery(name, &mut outcome);
         self.point_at_form_values(name, input, &mut outcome);
         self.point_at_named_path(name, &mut outcome);
@@ -213,12 +233,16 @@ impl Agent {
                 self.result_blocks(name, data)
             }
             Err(ExecError::Stopped) => ToolOutcome::stopped(),
+            Err(ExecError::Refused { message, refusal }) => {
+                ToolOutcome { refusal: Some(refusal), ..ToolOutcome::error(self.runner.scrub(&message)) }
+            }
             Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
         }
     }
 
     pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some((tool, args)) = self.tool_as_program(name, input) {
+        if let Some((tool, args)) = self.tool_as_program(name, input).filter(|_| self.guard_on(Guard::ToolAsProgram)) {
+            self.fire(Guard::ToolAsProgram, &format!("run_command of `{tool}` run as the tool"));
             let mut outcome = self.dispatch(tool, &args);
             outcome.content.push(Block::text(format!(
                 "(`{tool}` is one of your tools, not a program on the machine: it was called as the tool)"
@@ -229,26 +253,14 @@ impl Agent {
             let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
         };
-        if let Some(list) = schema::as_list_of_one(&self.tools[i].input_schema, input) {
-            return self.dispatch(name, &list);
+        if let Some(repaired) = self.repaired(name, i, input) {
+            return repaired;
         }
-        if let Some((fixed, to, from)) = schema::moved_required(&self.tools[i].input_schema, input) {
-            let mut outcome = self.dispatch(name, &fixed);
-            outcome.content.push(Block::text(format!("(`{to}` was taken from `{from}`: {name} takes `{to}`)")));
-            return outcome;
-        }
-        let (known, ignored) = schema::known_arguments(&self.tools[i].input_schema, input);
-        if !ignored.is_empty() {
-            let mut outcome = self.dispatch(name, &known);
-            let names = ignored.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-            outcome.content.push(Block::text(format!("(left out: {names}, which {name} does not take)")));
-            return outcome;
-        }
+        let tool = self.offered[i];
         if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
         }
-        let tool = self.offered[i];
-        if let Some(held) = self.invented_values(tool, input) {
+        if let Some(held) = self.invented_values(tool, input).filter(|_| self.guard_on(Guard::UnseenTyping)) {
             return held;
         }
         if self.record.options.dry_run && tool.spec().acts {
@@ -266,6 +278,34 @@ impl Agent {
                 }
             },
         }
+    }
+
+    /// Arguments repaired (`argument_repair`): a list of one, a required argument under another
+    /// name, unknown keys left out; the call run as repaired, with a note saying so.
+    fn repaired(&mut self, name: &str, i: usize, input: &Value) -> Option<ToolOutcome> {
+        if !self.guard_on(Guard::ArgumentRepair) {
+            return None;
+        }
+        let schema = &self.tools[i].input_schema;
+        if let Some(list) = schema::as_list_of_one(schema, input) {
+            self.fire(Guard::ArgumentRepair, &format!("{name}: a list of one"));
+            return Some(self.dispatch(name, &list));
+        }
+        if let Some((fixed, to, from)) = schema::moved_required(schema, input) {
+            self.fire(Guard::ArgumentRepair, &format!("{name}: `{to}` taken from `{from}`"));
+            let mut outcome = self.dispatch(name, &fixed);
+            outcome.content.push(Block::text(format!("(`{to}` was taken from `{from}`: {name} takes `{to}`)")));
+            return Some(outcome);
+        }
+        let (known, ignored) = schema::known_arguments(schema, input);
+        if !ignored.is_empty() {
+            self.fire(Guard::ArgumentRepair, &format!("{name}: unknown arguments left out"));
+            let mut outcome = self.dispatch(name, &known);
+            let names = ignored.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+            outcome.content.push(Block::text(format!("(left out: {names}, which {name} does not take)")));
+            return Some(outcome);
+        }
+        None
     }
 
     /// The offered tool a shell command runs as if it were a program (`run_command {"command":
@@ -288,6 +328,11 @@ impl Agent {
         let mut params = self.target_params(tool, input);
         if tool.spec().timeout == Timeout::Asked && input["timeout_s"].is_u64() {
             params["timeout_s"] = asked_timeout(input, task.command_timeout_s).into();
+        }
+        if tool == Tool::BrowserClick {
+            // The worker's guards act only where the session's profile asks for them.
+            params["confirm_defaults"] = self.guard_on(Guard::FormDefaults).into();
+            params["explain_inert"] = self.guard_on(Guard::InertClick).into();
         }
         let ask_over = self.download_needs_approval_over(tool);
         if let Some(bytes) = ask_over {

@@ -23,6 +23,7 @@
 use super::Agent;
 use crate::config::Vision;
 use crate::llm::{Block, Message, Role, ToolDef};
+use crate::protocol::guards::Guard;
 use crate::protocol::takeover::BudgetKind;
 use crate::protocol::tools::Tool;
 use crate::protocol::{Mode, SessionRecord, SessionType};
@@ -64,8 +65,9 @@ pub(super) struct FocusState {
     pub delivery_tried: bool,
     /// The next turn asks for the deliverable: the model looked at the same thing a third time.
     pub deliver_next: bool,
-    /// The focus of the turn being made.
+    /// The focus of the turn being made, and the guard that chose it (none: the budget's wrap-up).
     pub turn: Focus,
+    by: Option<Guard>,
 }
 
 /// Tools that produce what a task asks for, or end the session: all a `Deliver` turn offers.
@@ -87,9 +89,7 @@ pub(super) fn delivers(tool: Tool) -> bool {
 
 /// A click on text (a heading, a paragraph) answered with the text around it: the model looked.
 pub(super) fn looked(name: &str, outcome: &super::dispatch::ToolOutcome) -> bool {
-    outcome.is_error
-        && name == Tool::BrowserClick.name()
-        && super::context::first_text(&outcome.content).contains("does nothing. The text around it")
+    name == Tool::BrowserClick.name() && outcome.refused() == Some("inert")
 }
 
 /// A page's or result's identity: its text without ref numbers, hashed.
@@ -174,10 +174,11 @@ impl Agent {
     /// perform_login is the way in (small models submit the empty form instead). Twice at most.
     pub(super) fn with_login_hint(&mut self, page: String) -> String {
         let sign_in = page.lines().any(|l| l.contains("] input password "));
-        if !self.record.has_credentials || !sign_in || self.focus.login_hints >= 2 {
+        if !self.record.has_credentials || !sign_in || self.focus.login_hints >= 2 || !self.guard_on(Guard::LoginHint) {
             return page;
         }
         self.focus.login_hints += 1;
+        self.fire(Guard::LoginHint, "a sign-in form: perform_login named");
         format!(
             "{page}\nA sign-in form is on this page: call perform_login, which fills and submits it with the stored credentials."
         )
@@ -204,15 +205,27 @@ impl Agent {
 
     /// The focus of the turn about to be made; a note saying why goes into the conversation.
     pub(super) fn choose_focus(&mut self, stuck: Option<&str>, budget: Option<BudgetKind>) {
-        let last_turn = self.turn >= self.record.max_turns && self.record.max_turns > 1;
+        let last_turn =
+            self.turn >= self.record.max_turns && self.record.max_turns > 1 && self.guard_on(Guard::LastTurnDeliver);
         let looked_enough = std::mem::take(&mut self.focus.deliver_next) && !self.delivered();
         let focus = if stuck.is_some() || last_turn || budget.is_some() || looked_enough {
             Focus::Deliver
-        } else if self.focus.stale >= STALE_LIMIT {
+        } else if self.focus.stale >= STALE_LIMIT && self.guard_on(Guard::ActTurn) {
             Focus::Act
         } else {
             Focus::Open
         };
+        let why = match (focus, stuck, budget) {
+            (Focus::Open, ..) | (_, _, Some(_)) => None,
+            (Focus::Act, ..) => Some((Guard::ActTurn, "observations brought nothing new: only acting tools run")),
+            (_, Some(_), _) => Some((Guard::StuckDeliver, "stuck: one call that can only deliver")),
+            _ if looked_enough && !last_turn => Some((Guard::LookedEnough, "the same result a third time: deliver")),
+            _ => Some((Guard::LastTurnDeliver, "the last turn: only the tool that delivers")),
+        };
+        if let Some((guard, what)) = why {
+            self.fire(guard, what);
+        }
+        self.focus.by = why.map(|(guard, _)| guard);
         self.focus.turn = focus;
         let task = self.task_line();
         let note = match (focus, stuck) {
@@ -302,7 +315,9 @@ impl Agent {
     /// A click on text that answers with the text around it: say how to keep it, by name (the
     /// model clicked to look; what it looked for may be right there).
     pub(super) fn point_at_delivery(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
-        if looked(name, outcome) && self.deliverable() == Tool::SaveFile && self.named_file().is_some() {
+        let named = self.deliverable() == Tool::SaveFile && self.named_file().is_some();
+        if looked(name, outcome) && named && self.guard_on(Guard::DeliveryHint) {
+            self.fire(Guard::DeliveryHint, "text looked at: the save named");
             outcome
                 .content
                 .push(Block::text(format!("If the text holds the answer, call {} now.", self.deliver_call())));
@@ -312,7 +327,7 @@ impl Agent {
     /// A listing of several paths (`find DIR -type f`) with the file the task names among them:
     /// say where it is and how to read it (small models search on with `grep` instead).
     pub(super) fn point_at_named_path(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
-        if name != Tool::RunCommand.name() || outcome.is_error {
+        if name != Tool::RunCommand.name() || outcome.is_error || !self.guard_on(Guard::NamedPath) {
             return;
         }
         let result: serde_json::Value =
@@ -320,6 +335,7 @@ impl Agent {
         let stdout = result["stdout"].as_str().unwrap_or("");
         let task = self.record.instruction.as_deref().unwrap_or("");
         if let Some((file, path)) = named_path(task, stdout).filter(|_| stdout.trim().lines().nth(1).is_some()) {
+            self.fire(Guard::NamedPath, &format!("{file} is at {path}"));
             outcome
                 .content
                 .push(Block::text(format!("{file} is at {path}: read_file with path \"{path}\" shows what it holds.")));
@@ -331,9 +347,10 @@ impl Agent {
     /// About).
     pub(super) fn note_revisit(&self, outcome: &mut super::dispatch::ToolOutcome) {
         let unopened = self.grounding.unopened();
-        if outcome.is_error || unopened.is_empty() || self.delivered() {
+        if outcome.is_error || unopened.is_empty() || self.delivered() || !self.guard_on(Guard::Revisit) {
             return;
         }
+        self.fire(Guard::Revisit, &format!("{} pages not opened yet named", unopened.len()));
         outcome.content.push(Block::text(format!(
             "You opened this page before. If it does not have what you need, open one not opened yet: {}.",
             unopened.join(", ")
@@ -374,16 +391,16 @@ impl Agent {
     /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`
     /// never written): not run, once; the model is told what to call first.
     pub(super) fn premature_finish(&mut self, name: &str) -> Option<super::dispatch::ToolOutcome> {
-        if name != Tool::FinishTask.name() || self.focus.finish_held || self.delivered() {
+        if name != Tool::FinishTask.name()
+            || self.focus.finish_held
+            || self.delivered()
+            || !self.guard_on(Guard::PrematureFinish)
+        {
             return None;
         }
         let needed = self.task_deliverable().filter(|t| *t != Tool::WriteFile)?;
         self.focus.finish_held = true;
-        self.runner.log(
-            crate::protocol::LogKind::System,
-            "finish_task not run: nothing the task asks for is saved",
-            None,
-        );
+        self.fire(Guard::PrematureFinish, "finish_task not run: nothing the task asks for is saved");
         let call = if needed == self.deliverable() { self.deliver_call() } else { needed.name().to_string() };
         Some(super::dispatch::ToolOutcome::error(format!(
             "Not finished: the task asks you to keep something, and no file is saved yet. Call {call} first, then \
@@ -402,11 +419,9 @@ impl Agent {
         if offered {
             return None;
         }
-        self.runner.log(
-            crate::protocol::LogKind::System,
-            &format!("{name} not run: this turn asks to act or deliver"),
-            None,
-        );
+        if let Some(guard) = self.focus.by {
+            self.fire(guard, &format!("{name} not run: this turn asks to act or deliver"));
+        }
         let what = if self.focus.turn == Focus::Act {
             self.act_now()
         } else {

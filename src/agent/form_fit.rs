@@ -15,12 +15,9 @@
 use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::llm::Block;
-use crate::protocol::LogKind;
+use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
-
-/// The refusal's lead-in, as the worker writes it (`page.js`, `aim`).
-const REFUSAL: &str = "not sent yet: these fields still hold what the page put there: ";
 
 /// A refused submit and the fill the task's words give for it.
 pub(super) struct PendingFill {
@@ -36,14 +33,14 @@ pub(super) struct PendingFill {
 
 /// The `browser_fill_form` arguments that set the refused fields the task names, and the note
 /// that tells the model to make that call and then click; `None` when the task names none.
-pub(super) fn fill_for(task: &str, refusal: &str, page: &str) -> Option<(Value, String)> {
-    let listed = refusal.split_once(REFUSAL)?.1.split(". If the task").next()?;
+pub(super) fn fill_for(task: &str, refusal: &Value, page: &str) -> Option<(Value, String)> {
     let numbers: Vec<&str> = words(task).filter(|w| w.chars().all(|c| c.is_ascii_digit())).collect();
     let mut quoted = quoted(task);
-    let fields: Vec<_> = listed
-        .split("; ")
+    let fields: Vec<_> = refusal["fields"]
+        .as_array()?
+        .iter()
         .filter_map(|field| {
-            let r = field.strip_prefix('[')?.split_once(']')?.0;
+            let r = field["ref"].as_str()?;
             let value = value_for(task, &numbers, &mut quoted, super::snapshot::line_of(page, r)?)?;
             Some(json!({"selector": format!("ref={r}"), "value": value}))
         })
@@ -52,7 +49,7 @@ pub(super) fn fill_for(task: &str, refusal: &str, page: &str) -> Option<(Value, 
         return None;
     }
     let fill = json!({ "fields": fields });
-    let send = refusal.rsplit('`').nth(1).map(|s| format!(", then click `{s}`")).unwrap_or_default();
+    let send = refusal["selector"].as_str().map(|s| format!(", then click `{s}`")).unwrap_or_default();
     let note = format!("The task's words give these values: browser_fill_form {fill}{send}.");
     Some((fill, note))
 }
@@ -60,13 +57,17 @@ pub(super) fn fill_for(task: &str, refusal: &str, page: &str) -> Option<(Value, 
 impl Agent {
     /// A refused submit click: add the fill the task's words give, if any, and remember it.
     pub(super) fn point_at_form_values(&mut self, name: &str, input: &Value, outcome: &mut ToolOutcome) {
-        if !outcome.is_error || name != Tool::BrowserClick.name() {
+        if name != Tool::BrowserClick.name() || outcome.refused() != Some("form_unset") {
+            return;
+        }
+        if !self.guard_on(Guard::FormValues) {
             return;
         }
         let (task, page) = (self.record.instruction.as_deref(), self.last_page.as_deref());
-        let refusal = super::context::first_text(&outcome.content);
+        let refusal = outcome.refusal.clone().unwrap_or_default();
         let found = task.zip(page).and_then(|(task, page)| fill_for(task, &refusal, page));
         if let (Some((fill, note)), Some(selector)) = (found, input["selector"].as_str()) {
+            self.fire(Guard::FormValues, "the task's values for the fields nobody set named");
             outcome.content.push(Block::text(note.clone()));
             self.pending_fill = Some(PendingFill { selector: selector.to_string(), fill, note, held: false });
         }
@@ -84,6 +85,7 @@ impl Agent {
         if pending.held {
             return Some(self.fill_then_send(&pending, input));
         }
+        self.fire(Guard::FormValues, "the same submit clicked again: held once with the task's values");
         let held = ToolOutcome::error(format!(
             "Not clicked: the form still holds what the page put there, not what the task says, so it \
              would be sent wrong. {} (Clicking `{}` once more fills in these values and sends it.)",
@@ -112,7 +114,7 @@ impl Agent {
             return None;
         }
         let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
-        self.runner.log(LogKind::System, &format!("{} held back: {words} seen nowhere", tool.name()), None);
+        self.fire(Guard::UnseenTyping, &format!("{} held back: {words} seen nowhere", tool.name()));
         let pages = self.grounding.unopened();
         let find =
             if pages.is_empty() { String::new() } else { format!(" (pages not opened yet: {})", pages.join(", ")) };
@@ -127,7 +129,7 @@ impl Agent {
     /// The fill the task's words give, then the click that sends the form (not sent if the fill
     /// failed).
     fn fill_then_send(&mut self, pending: &PendingFill, click: &Value) -> ToolOutcome {
-        self.runner.log(LogKind::System, "submit clicked a third time: filled with the task's values first", None);
+        self.fire(Guard::FormValues, "submit clicked a third time: filled with the task's values first");
         // A step of its own (logged, replayable); the click is the call being run.
         let filled = self.run_tool(Tool::BrowserFillForm.name(), &pending.fill);
         if filled.is_error {
@@ -196,36 +198,38 @@ mod tests {
         [e5] select \"Size\" name=size: S (selected) | M | L\n\
         [e6] input number \"Quantity\" name=quantity value=\"1\"\n\
         [e7] button \"Place order\"";
-    const REFUSED: &str = "not sent yet: these fields still hold what the page put there: [e4] \"Item\": \
-        \"Choose…\"; [e5] \"Size\": \"S\"; [e6] \"Quantity\": \"1\". If the task gives values for them, set them \
-        first (browser_select_option, browser_fill_form); to send the form as it is, click `ref=e7` again";
+    fn refused(refs: &[&str], selector: &str) -> Value {
+        let fields: Vec<Value> = refs.iter().map(|r| json!({"ref": r, "label": "x", "value": ""})).collect();
+        json!({"refused": "form_unset", "selector": selector, "fields": fields})
+    }
 
     #[test]
     fn the_task_s_words_fill_the_fields_it_names() {
-        let note = fill_for("Order 3 mugs in size M.", REFUSED, PAGE).unwrap().1;
+        let form = refused(&["e4", "e5", "e6"], "ref=e7");
+        let note = fill_for("Order 3 mugs in size M.", &form, PAGE).unwrap().1;
         assert_eq!(
             note,
             "The task's words give these values: browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\
              \"value\":\"Mug\"},{\"selector\":\"ref=e5\",\"value\":\"M\"},{\"selector\":\"ref=e6\",\"value\":\"3\"}]}, \
              then click `ref=e7`."
         );
-        let caps = fill_for("Order two caps, size L", REFUSED, PAGE).unwrap().1;
+        let caps = fill_for("Order two caps, size L", &form, PAGE).unwrap().1;
         assert!(caps.contains("\"Cap\"") && caps.contains("\"L\"") && !caps.contains("ref=e6"), "{caps}");
     }
 
     #[test]
     fn a_quoted_text_fills_an_empty_search_field() {
         let page = "[e4] input search \"Search\" name=q\n[e5] button \"Search\"";
-        let refused = "not sent yet: these fields still hold what the page put there: [e4] \"Search\": empty. If the \
-            task gives values for them, set them first; to send the form as it is, click `ref=e5` again";
-        let note = fill_for("Search the catalogue for \"lamp\" and save the first price.", refused, page).unwrap().1;
+        let refused = refused(&["e4"], "ref=e5");
+        let note = fill_for("Search the catalogue for \"lamp\" and save the first price.", &refused, page).unwrap().1;
         assert!(note.contains("{\"selector\":\"ref=e4\",\"value\":\"lamp\"}"), "{note}");
-        assert_eq!(fill_for("Search the catalogue for lamps.", refused, page), None, "nothing quoted");
+        assert_eq!(fill_for("Search the catalogue for lamps.", &refused, page), None, "nothing quoted");
     }
 
     #[test]
     fn nothing_named_gives_no_note() {
-        assert_eq!(fill_for("Send the form as it is, a test", REFUSED, PAGE), None);
-        assert_eq!(fill_for("Order 3 mugs", "the form was not sent: [e4] \"Item\": required", PAGE), None);
+        assert_eq!(fill_for("Send the form as it is, a test", &refused(&["e4", "e5", "e6"], "ref=e7"), PAGE), None);
+        let invalid = json!({"refused": "form_invalid", "fields": []});
+        assert_eq!(fill_for("Order 3 mugs", &invalid, PAGE), None);
     }
 }

@@ -8,8 +8,9 @@ use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
+use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
-use crate::protocol::{FileKind, LogKind, SessionType};
+use crate::protocol::{FileKind, SessionType};
 use crate::session::{AskOutcome, ConfirmationOutcome};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -90,7 +91,7 @@ impl Agent {
             },
             _ => content.as_bytes().to_vec(),
         };
-        if input["encoding"].as_str() != Some("base64") {
+        if input["encoding"].as_str() != Some("base64") && self.guard_on(Guard::UnseenSave) {
             let unseen = self.grounding.unseen(content);
             if !unseen.is_empty() && self.grounding.hold(content, self.step) {
                 return self.guess_held_back(&unseen);
@@ -109,7 +110,7 @@ impl Agent {
     /// A short answer with words nothing in the session showed: held back (`grounding.rs`).
     fn guess_held_back(&self, unseen: &[String]) -> ToolOutcome {
         let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
-        self.runner.log(LogKind::System, &format!("save_file held back: {words} seen nowhere"), None);
+        self.fire(Guard::UnseenSave, &format!("save_file held back: {words} seen nowhere"));
         let find = match self.record.session_type {
             SessionType::Browser => match self.grounding.unopened().as_slice() {
                 [] => "Find it on the site first.".to_string(),
@@ -193,7 +194,7 @@ impl Agent {
             (Tool::BrowserType.name(), json!({"selector": user_sel, "text": creds.username})),
             (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose()})),
             // As is: the login form's other fields are the page's business.
-            (Tool::BrowserClick.name(), json!({"selector": submit_sel, "as_is": true})),
+            (Tool::BrowserClick.name(), json!({"selector": submit_sel})),
         ];
         let mut after = Value::Null;
         for (i, (action, params)) in steps.into_iter().enumerate() {

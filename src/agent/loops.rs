@@ -19,7 +19,7 @@
 use super::Agent;
 use super::dispatch::ToolOutcome;
 use crate::llm::Block;
-use crate::protocol::LogKind;
+use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -189,26 +189,31 @@ impl Agent {
     /// Run one call unless it would repeat a loop a third time; note the loops it completes.
     pub(super) fn dispatch_watched(&mut self, name: &str, input: &Value) -> ToolOutcome {
         let call = format!("{name} {input}");
-        if let Some(p) = self.loops.would_repeat(&call) {
+        if let Some(p) = self.loops.would_repeat(&call).filter(|_| self.guard_on(Guard::LoopHold)) {
             let what = self.loops.describe(p);
-            return self.hold_back(&what, "it gave the same results three times");
+            return self.hold_back(Guard::LoopHold, &what, "it gave the same results three times");
         }
         // The same call failed twice already (small models retry between other calls too).
-        if self.loops.failed.get(&call).is_some_and(|n| *n >= FAILED_HOLD) {
+        if self.loops.failed.get(&call).is_some_and(|n| *n >= FAILED_HOLD) && self.guard_on(Guard::FailedHold) {
             let what = format!("`{}`", super::context::excerpt(&call, SHOWN));
-            return self.hold_back(&what, "it failed the same way twice before");
+            return self.hold_back(Guard::FailedHold, &what, "it failed the same way twice before");
         }
         let (tool, n) = &self.loops.streak;
         // A shell's work is one command after another: only its exact repeats are loops.
-        if tool == name && *n >= STREAK_HOLD && name != Tool::RunCommand.name() {
-            return self
-                .hold_back(&format!("{name} ({n} calls in a row)"), "so many calls of one tool bring nothing new");
+        if tool == name && *n >= STREAK_HOLD && name != Tool::RunCommand.name() && self.guard_on(Guard::StreakHold) {
+            let what = format!("{name} ({n} calls in a row)");
+            return self.hold_back(Guard::StreakHold, &what, "so many calls of one tool bring nothing new");
         }
         self.focus.before_call();
         // A URL fetched before is answered with its file, and still counts towards a loop (a
         // small model clicks the same file link again and again).
-        let mut outcome = match self.downloaded_before(name, input).or_else(|| self.printed_before(name)) {
-            Some(done) => done,
+        let done = self.guard_on(Guard::DoneBefore).then(|| self.downloaded_before(name, input)).flatten();
+        let done = done.or_else(|| self.guard_on(Guard::DoneBefore).then(|| self.printed_before(name)).flatten());
+        let mut outcome = match done {
+            Some(done) => {
+                self.fire(Guard::DoneBefore, &format!("{name} answered with the file it made before"));
+                done
+            }
             None => self.dispatch(name, input),
         };
         if outcome.stopped {
@@ -228,7 +233,11 @@ impl Agent {
             let failed = self.loops.failed.entry(call.clone()).or_default();
             *failed += 1;
             // The same text looked at twice: what it says is what the model has to work with.
-            if *failed == FAILED_HOLD && super::focus::looked(name, &outcome) && !self.delivers_by_finish() {
+            if *failed == FAILED_HOLD
+                && super::focus::looked(name, &outcome)
+                && !self.delivers_by_finish()
+                && self.guard_on(Guard::LookedEnough)
+            {
                 self.focus.deliver_next = true;
             }
         }
@@ -236,7 +245,8 @@ impl Agent {
         let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
         self.loops.push(call, if repeat_is_loop(name) { 0 } else { answer });
         // After the result is remembered: the note is not part of it.
-        if self.loops.streak.1 == STREAK_NOTE {
+        if self.loops.streak.1 == STREAK_NOTE && self.guard_on(Guard::LoopNote) {
+            self.fire(Guard::LoopNote, &format!("{name} called {STREAK_NOTE} times in a row"));
             outcome.content.push(Block::text(format!(
                 "You have called {name} {STREAK_NOTE} times in a row. Check that each call brings something new; \
                  if the task is done, finish. {}",
@@ -250,7 +260,11 @@ impl Agent {
     /// A call that repeats the one before or a short cycle: say so (an answer seen before is
     /// not shown again); a second repeat gets the page as it is now.
     fn note_repeat(&mut self, name: &str, same_answer: bool, outcome: &mut ToolOutcome) {
-        match self.loops.repeated() {
+        let repeated = self.loops.repeated().filter(|_| self.guard_on(Guard::LoopNote));
+        if let Some((p, n)) = repeated {
+            self.fire(Guard::LoopNote, &format!("{} repeated {n} time(s)", self.loops.describe(p)));
+        }
+        match repeated {
             // The same text looked at again: the next turn asks for the deliverable instead.
             Some((1, 1)) if outcome.is_error && self.focus.deliver_next => {}
             Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
@@ -260,9 +274,9 @@ impl Agent {
             // An acting call again with another answer (the file it fetched before): kept.
             Some((1, 1)) if !same_answer => outcome.content.push(Block::text(format!(
                 "You made this exact call just before: repeating it brings nothing new. {} {}",
-                match self.deliverable() {
-                    Tool::FinishTask | Tool::FinishExploration => "If the task is done, finish.".to_string(),
-                    _ => format!("If you have what the task asks for, call {} now.", self.deliver_call()),
+                match self.named_deliverable() {
+                    None => "If the task is done, finish.".to_string(),
+                    Some(call) => format!("If you have what the task asks for, call {call} now."),
                 },
                 self.task_line()
             ))),
@@ -350,8 +364,10 @@ impl Agent {
     fn second_repeat(&mut self, name: &str, p: usize, outcome: &mut ToolOutcome) {
         let what = self.loops.describe(p);
         let observes = Tool::from_name(name).is_some_and(|t| !t.spec().acts && !super::focus::delivers(t));
-        let deliver =
-            observes && self.record.session_type != crate::protocol::SessionType::Browser && !self.delivers_by_finish();
+        let deliver = observes
+            && self.record.session_type != crate::protocol::SessionType::Browser
+            && !self.delivers_by_finish()
+            && self.guard_on(Guard::LookedEnough);
         let next = if deliver {
             self.focus.deliver_next = true;
             format!("If what the task asks for is in it, {}.", self.use_it_now())
@@ -367,7 +383,6 @@ impl Agent {
         if let Some(page) = self.current_snapshot() {
             note.push_str(&format!("\n\nThe page as it is now:\n{page}"));
         }
-        self.runner.log(LogKind::System, &format!("loop: {what} repeated twice"), None);
         outcome.content.push(Block::text(note));
     }
 
@@ -376,13 +391,23 @@ impl Agent {
         matches!(self.deliverable(), Tool::FinishTask | Tool::FinishExploration)
     }
 
+    /// The call that keeps what the task asks for, in words, where the delivery hint is on and
+    /// the task's words name one (else the note says only "finish").
+    fn named_deliverable(&self) -> Option<String> {
+        if self.delivers_by_finish() || !self.guard_on(Guard::DeliveryHint) {
+            return None;
+        }
+        self.fire(Guard::DeliveryHint, &format!("named {}", self.deliverable().name()));
+        Some(self.deliver_call())
+    }
+
     /// What "use it" means by name while nothing the task asks for is kept: a small model that
     /// reads the same file again is told the call that keeps it (`call save_file with filename
     /// "found.txt" and …`).
     fn use_it_now(&self) -> String {
-        match self.deliverable() {
-            Tool::FinishTask | Tool::FinishExploration => "use it now".to_string(),
-            _ => format!("call {} now", self.deliver_call()),
+        match self.named_deliverable() {
+            None => "use it now".to_string(),
+            Some(call) => format!("call {call} now"),
         }
     }
 
@@ -396,13 +421,13 @@ impl Agent {
     }
 
     /// A call that would repeat a loop a third time: not run. A second one soon after: stuck.
-    fn hold_back(&mut self, what: &str, because: &str) -> ToolOutcome {
+    fn hold_back(&mut self, guard: Guard, what: &str, because: &str) -> ToolOutcome {
         let persisting = self.loops.last_held.is_some_and(|s| self.step.saturating_sub(s) <= PERSIST_WITHIN);
         self.loops.last_held = Some(self.step);
         if persisting {
             self.loops.stuck = Some(format!("stuck: the model kept repeating {what}"));
         }
-        self.runner.log(LogKind::System, &format!("loop: {what} not run again"), None);
+        self.fire(guard, &format!("{what} not run again"));
         // A small model told only "do something different" repeats itself: name real choices.
         let unopened = self.grounding.unopened();
         let instead = if self.record.session_type == crate::protocol::SessionType::Shell {

@@ -20,6 +20,7 @@ mod dry_run;
 mod focus;
 mod form_fit;
 mod grounding;
+mod guarded;
 mod history;
 mod local;
 mod loops;
@@ -36,6 +37,7 @@ mod wrapup;
 use crate::config::{Config, DEFAULT_LLM, Endpoint, Wire};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::notify::Notifier;
+use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use crate::protocol::{LogKind, SessionRecord, Usage};
 use crate::session::{AgentFn, AgentOutcome, SessionRunner};
@@ -121,6 +123,8 @@ pub struct Agent {
     focus: focus::FocusState,
     /// Every word the session has seen, to hold back a guessed answer once (`grounding.rs`).
     grounding: grounding::Grounding,
+    /// The guards on for this session (`guarded.rs`, the table in `protocol::guards`).
+    guards: guarded::Guards,
     /// Time a person held the session (not counted against its seconds budget).
     paused_for: Duration,
     /// The budget's one wrap-up call was made (`budget.rs`).
@@ -148,6 +152,15 @@ impl Agent {
             (v, _) => v,
         };
         let opened = focus::opens_target(&record);
+        let found = crate::config::profile::Probed {
+            context_tokens: probed.as_ref().and_then(|f| f.context_tokens),
+            native_tools: probed.as_ref().map(|f| f.native_tools),
+        };
+        let config = runner.config();
+        let choice =
+            crate::config::profile::choose(endpoint, record.options.profile, found, config.agent.context_window_tokens);
+        let guards = guarded::Guards::new(&choice, config, &record);
+        runner.set_profile(choice);
         let mut system = prompts::system_prompt(&record, opened);
         if vision == crate::config::Vision::Off {
             system = format!("{system}\n\n{}", vision::TEXT_ONLY);
@@ -160,7 +173,9 @@ impl Agent {
                 ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema.to_value() }
             })
             .collect();
-        let hidden = offered.iter().copied().filter(|t| !focus::lists(*t, &record, vision)).collect();
+        let short = guards.on(crate::protocol::guards::Guard::ShortCatalog);
+        let hidden: Vec<Tool> =
+            offered.iter().copied().filter(|t| short && !focus::lists(*t, &record, vision)).collect();
         let mut opening = prompts::opening_message(&record, opened);
         if let Some(briefing) = runner.briefing() {
             opening.push_str(&format!("\n\n{briefing}"));
@@ -198,6 +213,7 @@ impl Agent {
             replaying: false,
             focus: focus::FocusState::new(opened),
             grounding,
+            guards,
             paused_for: Duration::ZERO,
             budget_wrapped: false,
         }
@@ -209,6 +225,10 @@ impl Agent {
             None => {
                 if !self.resume_from_journal() {
                     self.open_target();
+                }
+                if !self.hidden.is_empty() {
+                    let names: Vec<&str> = self.hidden.iter().map(|t| t.name()).collect();
+                    self.fire(Guard::ShortCatalog, &format!("not listed (run when called): {}", names.join(", ")));
                 }
                 loop {
                     if let Turn::End(outcome) = self.turn() {
@@ -245,7 +265,7 @@ impl Agent {
         // Stuck: one constrained call that asks for the deliverable; stuck again, the end.
         let stuck = self.loops.stuck().map(str::to_string);
         if let Some(reason) = &stuck {
-            if self.focus.delivery_tried {
+            if self.focus.delivery_tried || !self.guard_on(Guard::StuckDeliver) {
                 return self.end_stuck(reason.clone());
             }
             self.focus.delivery_tried = true;
@@ -317,12 +337,15 @@ impl Agent {
     fn call_with_recital(&mut self) -> Result<Reply, LlmError> {
         let recital = Block::text(self.recital());
         let added = match self.messages.last_mut() {
-            Some(last) if last.role == Role::User => {
+            Some(last) if last.role == Role::User && self.guards.on(Guard::Recital) => {
                 last.content.push(recital);
                 true
             }
             _ => false,
         };
+        if added {
+            self.fire(Guard::Recital, "the task, the files saved and the turn close the request");
+        }
         let reply = self.send_view();
         if let Ok(r) = &reply {
             let estimated = self.estimate_request(&self.context());

@@ -14,6 +14,7 @@ use super::dispatch::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;
+use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use crate::session::AgentOutcome;
 use crate::wait::stop::StopSignal;
@@ -82,6 +83,9 @@ impl Agent {
     /// Saved only when every number and name in it was seen in the session (`grounding.rs`).
     /// Says what it saved.
     pub(super) fn answer_in_words(&mut self) -> Option<String> {
+        if !self.guard_on(Guard::AnswerInWords) {
+            return None;
+        }
         let file =
             self.named_file().filter(|f| self.task_deliverable() == Some(Tool::SaveFile) && !f.ends_with(".pdf"))?;
         // Another file saved is not the one the task names (a small model saves `3076` as `sales.csv`).
@@ -103,16 +107,12 @@ impl Agent {
         }
         let unseen = self.grounding.unseen(answer);
         if !unseen.is_empty() {
-            self.runner.log(
-                LogKind::System,
-                &format!("the answer in words was not saved: {unseen:?} seen nowhere"),
-                None,
-            );
+            self.fire(Guard::AnswerInWords, &format!("the answer in words was not saved: {unseen:?} seen nowhere"));
             return None;
         }
         let entry = self.runner.store_file(&file, answer.as_bytes(), crate::protocol::FileKind::Generated).ok()?;
         let saved = format!("Saved {} from the model's answer in words.", entry.filename);
-        self.runner.log(LogKind::System, &saved, None);
+        self.fire(Guard::AnswerInWords, &saved);
         Some(saved)
     }
 
@@ -188,7 +188,10 @@ impl Agent {
     /// A finish in a reply where an earlier call failed: not run, so the model sees the failure.
     pub(super) fn hold_finish(&self, name: &str, failed: Option<&str>) -> Option<ToolOutcome> {
         let failed = failed.filter(|_| name == "finish_task" || name == "finish_exploration")?;
-        self.runner.log(LogKind::System, &format!("{name} not run: {failed} failed in the same reply"), None);
+        if !self.guard_on(Guard::FinishAfterFailure) {
+            return None;
+        }
+        self.fire(Guard::FinishAfterFailure, &format!("{name} not run: {failed} failed in the same reply"));
         Some(ToolOutcome::error(format!(
             "Not finished: {failed}, earlier in this same reply, failed. Read its result first; then fix it, \
              or call {name} again and say in the summary what failed."

@@ -10,6 +10,7 @@
 
 use super::price::Price;
 use super::{ConfigError, positive};
+use crate::protocol::guards::ProfileSetting;
 use crate::util::secret::Secret;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -33,6 +34,8 @@ pub struct ApiConfig {
     pub temperature: Option<f32>,
     /// What its tokens cost (`price.rs`); unset = the list price of a model we know.
     pub price: Option<Price>,
+    /// `auto` (chosen from the endpoint, `profile.rs`), `full` or `small`.
+    pub profile: String,
 }
 
 /// Whether an endpoint's model reads images: `auto` finds out (an error saying images are
@@ -83,6 +86,7 @@ impl Default for ApiConfig {
             vision: Vision::Auto,
             temperature: None,
             price: None,
+            profile: "auto".into(),
         }
     }
 }
@@ -101,6 +105,8 @@ pub struct ProviderConfig {
     pub vision: Option<Vision>,
     pub temperature: Option<f32>,
     pub price: Option<Price>,
+    /// As `api.profile`; empty = `api`'s.
+    pub profile: String,
 }
 
 /// Which wire format an endpoint speaks.
@@ -183,6 +189,8 @@ pub struct Endpoint {
     pub temperature: Option<f32>,
     /// Set in the config, else the list price of its model (`price::list_price`).
     pub price: Option<Price>,
+    /// The configured profile (`auto` unless set).
+    pub profile: ProfileSetting,
 }
 
 fn tool_mode(s: &str) -> Option<ToolMode> {
@@ -231,7 +239,14 @@ impl super::Config {
             vision: self.providers.get(name).and_then(|p| p.vision).unwrap_or(api.vision),
             temperature: self.providers.get(name).and_then(|p| p.temperature).or(api.temperature),
             price: self.price(name, &or_default(model, wire.default_model())),
+            profile: self.profile_setting(name)?,
         })
+    }
+
+    /// The profile configured for endpoint `name`: its own, else `api`'s.
+    fn profile_setting(&self, name: &str) -> Option<ProfileSetting> {
+        let own = self.providers.get(name).map(|p| p.profile.as_str()).filter(|p| !p.is_empty());
+        ProfileSetting::parse(own.unwrap_or(&self.api.profile))
     }
 
     /// What `model` costs on the endpoint `name`: its configured price, else the model's list
@@ -259,6 +274,7 @@ impl super::Config {
         }
         check_temperature("api.temperature", api.temperature)?;
         check_price("api.price", api.price)?;
+        check_profile("api.profile", &api.profile)?;
         for (name, p) in &self.providers {
             let at = format!("providers.{name}");
             if name == DEFAULT_LLM
@@ -274,6 +290,7 @@ impl super::Config {
             }
             check_temperature(&format!("{at}.temperature"), p.temperature)?;
             check_price(&format!("{at}.price"), p.price)?;
+            check_profile(&format!("{at}.profile"), &p.profile)?;
         }
         Ok(())
     }
@@ -283,6 +300,13 @@ fn check_price(at: &str, price: Option<Price>) -> Result<(), ConfigError> {
     match price {
         Some(p) if !p.is_valid() => Err(ConfigError::key(at, "prices are numbers of dollars, 0 or more")),
         _ => Ok(()),
+    }
+}
+
+fn check_profile(at: &str, profile: &str) -> Result<(), ConfigError> {
+    match ProfileSetting::parse(profile) {
+        Some(_) => Ok(()),
+        None => Err(ConfigError::key(at, format!("{profile:?} is not a profile; say auto, full or small"))),
     }
 }
 

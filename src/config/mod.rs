@@ -7,6 +7,7 @@
 mod access;
 mod llm;
 mod price;
+pub mod profile;
 mod show;
 
 pub use access::{ENV_API_TOKEN, ENV_WORKER_TOKEN, MIN_TOKEN_CHARS};
@@ -109,6 +110,9 @@ pub struct AgentConfig {
     pub keep_recent_steps: usize,
     /// What a session may spend unless `POST /sessions` says otherwise (none by default).
     pub budget: Budget,
+    /// Guards switched by name (`protocol::guards`): `NAME: false` turns one off in every profile,
+    /// `NAME: true` on in every profile.
+    pub guards: std::collections::BTreeMap<String, bool>,
 }
 
 /// Shell sessions over SSH (`ssh://user@host[:port]` targets).
@@ -260,6 +264,7 @@ impl Default for AgentConfig {
             context_window_tokens: 0,
             keep_recent_steps: 5,
             budget: Budget::default(),
+            guards: Default::default(),
         }
     }
 }
@@ -406,6 +411,9 @@ impl Config {
     fn validate_limits(&self) -> Result<(), ConfigError> {
         if let Some(why) = self.agent.budget.invalid() {
             return Err(ConfigError::key("agent.budget", why));
+        }
+        if let Some(name) = self.agent.guards.keys().find(|n| crate::protocol::guards::Guard::from_name(n).is_none()) {
+            return Err(ConfigError::key(&format!("agent.guards.{name}"), "no such guard (README lists them)"));
         }
         // A shared token would let every worker drive the API (and read every session).
         if !self.server.api_token.is_empty() && self.server.api_token.expose() == self.server.worker_token.expose() {

@@ -59,6 +59,7 @@ impl Config {
                 ("timeout_s", a.timeout_s.to_string()),
                 ("max_retries", a.max_retries.to_string()),
                 ("price", price(a.price)),
+                ("profile", quoted(&a.profile)),
             ],
         );
         self.write_providers(&mut out);
@@ -92,6 +93,7 @@ impl Config {
                 ("temperature", p.temperature.map_or("null".to_string(), |t| t.to_string())),
                 ("max_tokens", max_tokens),
                 ("price", price(p.price)),
+                ("profile", quoted(&p.profile)),
             ] {
                 let _ = writeln!(out, "    {key}: {value}");
             }
@@ -161,6 +163,7 @@ impl Config {
                 ("context_window_tokens", ag.context_window_tokens.to_string()),
                 ("keep_recent_steps", ag.keep_recent_steps.to_string()),
                 ("budget", serde_json::to_string(&ag.budget).unwrap_or_default()),
+                ("guards", serde_json::to_string(&ag.guards).unwrap_or_default()),
             ],
         );
         let sh = &self.screenshot;
@@ -231,27 +234,35 @@ impl Config {
             let key = if e.api_key.is_empty() { "no key" } else { "key set" };
             let default = if name == DEFAULT_LLM { " (default)" } else { "" };
             let _ = writeln!(out, "#   {name}{default}: {} {} at {}, {key}", e.wire.name(), e.model, e.base_url);
-            if let Some(found) = self.probed(&name, &e) {
+            let (found, probed) = self.probed(&name, &e).unzip();
+            if let Some(found) = found {
                 let _ = writeln!(out, "#     probed: {found}");
             }
+            let choice = super::profile::choose(&e, None, probed.unwrap_or_default(), self.agent.context_window_tokens);
+            let _ = writeln!(out, "#     profile: {} ({})", choice.name.as_str(), choice.why);
         }
     }
 
     /// What `agent-controller probe` found for this endpoint (kept in the output directory),
     /// in words; `tool_mode: auto`, `vision: auto` and the context window use it.
-    fn probed(&self, name: &str, e: &super::Endpoint) -> Option<String> {
+    fn probed(&self, name: &str, e: &super::Endpoint) -> Option<(String, super::profile::Probed)> {
         let text = std::fs::read_to_string(self.output.dir.join("probes.json")).ok()?;
         let all: serde_json::Value = serde_json::from_str(&text).ok()?;
         let v = all.get(name).filter(|v| v["base_url"] == e.base_url.as_str() && v["model"] == e.model.as_str())?;
         let yes = |k: &str| if v[k] == true { "yes" } else { "no" };
         let context = v["context_tokens"].as_u64().map_or("unknown".to_string(), |n| n.to_string());
-        Some(format!(
+        let words = format!(
             "native tools {}, JSON mode {}, images {}, context {context} tokens ({})",
             yes("native_tools"),
             yes("json_mode"),
             yes("vision"),
             v["probed_at"].as_str().unwrap_or("?")
-        ))
+        );
+        let probed = super::profile::Probed {
+            context_tokens: v["context_tokens"].as_u64(),
+            native_tools: v["native_tools"].as_bool(),
+        };
+        Some((words, probed))
     }
 }
 

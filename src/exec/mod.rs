@@ -19,6 +19,12 @@ use std::time::Duration;
 pub enum ExecError {
     /// The target ran it and reported a failure (its message, for the model).
     Failed(String),
+    /// The worker refused the call on purpose: its message for the model and the typed refusal
+    /// (`{"refused": CODE, …fields}`) the controller reads instead of the words.
+    Refused {
+        message: String,
+        refusal: serde_json::Value,
+    },
     Timeout {
         action: String,
         after: Duration,
@@ -32,6 +38,7 @@ impl fmt::Display for ExecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             ExecError::Failed(msg) | ExecError::Disconnected(msg) => f.write_str(msg),
+            ExecError::Refused { message, .. } => f.write_str(message),
             ExecError::Timeout { action, after } => {
                 write!(f, "{action} timed out after {} s without a result from the worker", after.as_secs())
             }

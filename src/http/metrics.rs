@@ -9,6 +9,7 @@
 use super::{Body, Reply, header};
 use crate::hub::WorkerHub;
 use crate::protocol::Status;
+use crate::protocol::guards::Guard;
 use crate::protocol::takeover::EndedBy;
 use crate::session::SessionManager;
 use crate::util::metrics;
@@ -93,9 +94,15 @@ fn render_sessions(out: &mut String, sessions: &SessionManager) {
     }
     // (provider, llm, kind) → tokens.
     let mut tokens: BTreeMap<(String, String, &str), u64> = BTreeMap::new();
+    let mut guards: BTreeMap<&str, u64> = Guard::ALL.iter().map(|g| (g.name(), 0)).collect();
     let (mut pending, mut by_budget) = (0, 0);
     for r in &records {
         *by_status.entry(r.status.as_str()).or_default() += 1;
+        for (name, n) in &r.guards_fired {
+            if let Some(count) = Guard::from_name(name).and_then(|g| guards.get_mut(g.name())) {
+                *count += n;
+            }
+        }
         pending += u64::from(r.confirmation_pending.is_some());
         by_budget += u64::from(r.ended_by == Some(EndedBy::Budget));
         let (provider, llm) = r.llm.as_ref().map_or(("unknown", "unknown"), |l| (l.provider.as_str(), l.name.as_str()));
@@ -123,6 +130,15 @@ fn render_sessions(out: &mut String, sessions: &SessionManager) {
         "Sessions a budget (tokens, dollars, seconds) ended, of those kept.",
     );
     f.sample("", &[], by_budget as f64);
+    let mut f = family(
+        out,
+        "agent_controller_guard_firings_total",
+        "counter",
+        "Times each agent guard acted (README's guard table), in the sessions kept.",
+    );
+    for (guard, n) in &guards {
+        f.sample("", &[("guard", guard)], *n as f64);
+    }
     let mut f = family(
         out,
         "agent_controller_llm_tokens_total",

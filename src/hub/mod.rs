@@ -190,8 +190,12 @@ impl WorkerHub {
     /// `POST /result`. False when the id is not the one the worker was given (late or stray).
     pub fn post_result(&self, worker: &Worker, result: CommandResult) -> bool {
         worker.presence().touch();
+        let refused = !result.success && result.data.as_ref().is_some_and(|d| d["refused"].is_string());
         let outcome = if result.success {
             Ok(result.data.unwrap_or(Value::Null))
+        } else if let Some(refusal) = result.data.filter(|_| refused) {
+            let message = result.error.unwrap_or_else(|| "refused".into());
+            Err(ExecError::Refused { message, refusal })
         } else {
             Err(ExecError::Failed(
                 result

@@ -5,6 +5,7 @@
 //! separately, and the seed's original shapes (no `worker_id`, `has_playwright`) must work.
 //! Only this module and `vault` (which may only deserialize) derive serde for the wire.
 
+pub mod guards;
 pub mod replay;
 pub mod schedule;
 pub mod secrets;
@@ -134,6 +135,12 @@ pub struct SessionOptionsRequest {
     pub approval: Option<Approval>,
     #[serde(default)]
     pub budget: Option<takeover::Budget>,
+    /// `full`, `small` or `auto` (the endpoint's choice, see `config::profile`).
+    #[serde(default)]
+    pub profile: Option<guards::ProfileSetting>,
+    /// Guards switched by name (`guards::Guard`); `"all": false` switches every one off first.
+    #[serde(default)]
+    pub guards: Option<std::collections::BTreeMap<String, bool>>,
 }
 
 /// Who approves a session's commands (`run_command`, `write_file`, `browser_submit_form`)
@@ -168,6 +175,12 @@ pub struct SessionOptions {
     /// As asked in `POST /sessions`; absent means the default (see `SessionRecord::approval`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval: Option<Approval>,
+    /// As asked in `POST /sessions` (the profile chosen is `SessionRecord::profile`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<guards::ProfileSetting>,
+    /// Guards switched by name for this session, as asked.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub guards: std::collections::BTreeMap<String, bool>,
 }
 
 /// Screenshots a session showed the model, and what they cost.
@@ -292,6 +305,12 @@ pub struct SessionRecord {
     pub budget: Option<takeover::BudgetState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<takeover::EndedBy>,
+    /// The profile the agent runs with, and why (set when the agent starts).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<guards::ProfileChoice>,
+    /// How often each guard fired (`guards::Guard` names).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub guards_fired: std::collections::BTreeMap<String, u64>,
 }
 
 #[derive(Debug, Serialize)]

@@ -191,6 +191,16 @@ impl SessionRunner {
         self.session.add_step(step)
     }
 
+    /// The profile the agent runs with, and why (shown in the record).
+    pub fn set_profile(&self, choice: crate::protocol::guards::ProfileChoice) {
+        self.session.update(|r| r.profile = Some(choice))
+    }
+
+    /// A guard fired (`protocol::guards`): counted in the record, which `/metrics` sums.
+    pub fn count_guard(&self, name: &str) {
+        self.session.update(|r| *r.guards_fired.entry(name.to_string()).or_default() += 1)
+    }
+
     /// Count a step of a replayed session: run from the recording, or taken by the model.
     pub fn count_replay_step(&self, replayed: bool) {
         self.session.update(|r| {

@@ -4,6 +4,7 @@
 use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
+use crate::protocol::guards::Guard;
 use crate::protocol::secrets::{Credentials, Notifications};
 use crate::protocol::takeover::{Budget, BudgetState, Spent};
 use crate::protocol::*;
@@ -92,6 +93,8 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         takeover_requested: None,
         budget,
         ended_by: None,
+        profile: None,
+        guards_fired: Default::default(),
     };
     Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications), on_end: None })
 }
@@ -202,6 +205,8 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOp
         screenshot_width: options.screenshot_width,
         screenshot_quality: options.screenshot_quality,
         approval: options.approval,
+        profile: options.profile,
+        guards: options.guards.clone().unwrap_or_default(),
     }
 }
 
@@ -215,6 +220,14 @@ fn check_options(options: &SessionOptionsRequest) -> Result<(), ApiError> {
     }
     if options.screenshot_quality.is_some_and(|q| !SCREENSHOT_QUALITIES.contains(&q)) {
         return bad("`options.screenshot_quality` must be between 10 and 95");
+    }
+    let switched = options.guards.iter().flat_map(|g| g.keys());
+    if let Some(name) = switched.filter(|n| *n != "all").find(|n| Guard::from_name(n).is_none()) {
+        let known: Vec<&str> = Guard::ALL.iter().map(|g| g.name()).collect();
+        return Err(ApiError::BadRequest(format!(
+            "`options.guards`: no guard {name:?}; the guards are: all, {}",
+            known.join(", ")
+        )));
     }
     Ok(())
 }

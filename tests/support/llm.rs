@@ -303,6 +303,11 @@ pub fn empty() -> Step {
     Step::ok(message(vec![], "end_turn"))
 }
 
+/// A config tune for the `small` profile (the short catalog and every small-model guard).
+pub fn small(config: &mut agent_controller::config::Config) {
+    config.api.profile = "small".into();
+}
+
 /// The real daemon with the real agent, talking to a scripted model on loopback. `tune`
 /// adjusts the config before start (limits, timeouts).
 pub fn llm_daemon(

@@ -7,6 +7,7 @@
 //! behaviour (tests and prompts match on them), so change them only on purpose.
 
 use crate::cdp::CdpError;
+use serde_json::Value;
 use std::fmt;
 
 #[derive(Debug)]
@@ -35,6 +36,9 @@ pub enum WorkerError {
     Unsupported { backend: &'static str, tool: &'static str },
     /// The controller refused the result as too large.
     ResultTooLarge,
+    /// The page helpers refused the call on purpose: the words for the model, and the typed
+    /// refusal (`{"refused": CODE, …}`) the controller reads instead of the words.
+    Refused { message: String, detail: Value },
     /// An error with a remark in parentheses (a restart, a dialog, a closed tab).
     Noted(Box<WorkerError>, String),
     /// The browser connection was lost: the next command starts a new browser.
@@ -50,6 +54,22 @@ impl WorkerError {
         WorkerError::Io { doing: doing.into(), source }
     }
 
+    /// A typed refusal from the page helpers: `message` is taken out for the words.
+    pub fn refused(mut detail: Value) -> WorkerError {
+        let message = detail.as_object_mut().and_then(|d| d.remove("message"));
+        let message = message.as_ref().and_then(Value::as_str).unwrap_or("refused").to_string();
+        WorkerError::Refused { message, detail }
+    }
+
+    /// The typed refusal this error carries, if any.
+    pub fn refusal(&self) -> Option<&Value> {
+        match self {
+            WorkerError::Refused { detail, .. } => Some(detail),
+            WorkerError::Noted(e, _) | WorkerError::WillRestart(e) => e.refusal(),
+            _ => None,
+        }
+    }
+
     /// This error with `note` added in parentheses.
     pub fn noted(self, note: impl Into<String>) -> WorkerError {
         WorkerError::Noted(Box::new(self), note.into())
@@ -61,6 +81,7 @@ impl fmt::Display for WorkerError {
         use WorkerError::*;
         match self {
             BadParams(m) | Page(m) | Timeout(m) | Download(m) | Upload(m) | Unavailable(m) => f.write_str(m),
+            Refused { message, .. } => f.write_str(message),
             Browser(e) => e.fmt(f),
             Io { doing, source } => write!(f, "{doing}: {source}"),
             NotAWorkerTool(action) => write!(f, "this worker cannot run `{action}`"),

@@ -160,7 +160,10 @@ impl Link {
     pub fn post_result(&self, id: &str, outcome: &Result<Value, WorkerError>) -> Result<(), LinkError> {
         let mut body = match outcome {
             Ok(data) => json!({"id": id, "success": true, "data": data}),
-            Err(e) => json!({"id": id, "success": false, "error": e.to_string()}),
+            Err(e) => match e.refusal() {
+                Some(refusal) => json!({"id": id, "success": false, "error": e.to_string(), "data": refusal}),
+                None => json!({"id": id, "success": false, "error": e.to_string()}),
+            },
         };
         // The worker's own secrets never leave in a result (a command may print them).
         let known: Vec<&str> = self.token.iter().chain(self.secret.iter()).map(String::as_str).collect();

@@ -186,26 +186,31 @@ if (!window.__ac) { window.__ac = (() => {
     }
     return {x, y, tag: el.tagName.toLowerCase(), text: textOf(el).slice(0, 80)};
   }
-  // A click on `sel`, aimed; refused where it would do nothing a model expects: on a select (a
-  // click does not choose), on a heading, a table or plain text (`inert`), on a submit button
-  // whose form the browser will not send (a required field empty, an email that is not one),
-  // naming those fields by ref, and once on one whose selects or prefilled fields nobody set
-  // (`unset`; `asIs` skips that).
-  function aim(sel, asIs) {
+  // A click on `sel`, aimed; refused (a typed `{refused: CODE, message, …}` the worker turns into
+  // an error) where it would do nothing a model expects: on a select (a click does not choose),
+  // on a submit button whose form the browser will not send (a required field empty, an email
+  // that is not one), naming those fields by ref. The controller's guards ask for two more:
+  // `explainInert`, a heading, a table or plain text answered with the text around it; and
+  // `confirmDefaults`, the first send of a form whose selects or prefilled fields nobody set.
+  function aim(sel, confirmDefaults, explainInert) {
     const el = find(sel);
     if (el.tagName === "SELECT") {
-      const opts = Array.from(el.options).slice(0, 12).map(o => norm(o.text)).join(", ");
-      throw new Error("`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + opts);
+      const options = Array.from(el.options).slice(0, 12).map(o => norm(o.text));
+      return {refused: "select_click", options, message: "`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + options.join(", ")};
     }
-    const still = inert(el, sel);
-    if (still) throw new Error(still);
+    const still = explainInert ? inert(el, sel) : null;
+    if (still) return {refused: "inert", message: still};
     const bad = unsent(el);
-    if (bad.length) throw new Error("the form was not sent: " + bad.join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again");
-    const left = asIs ? [] : unset(el);
-    if (left.length) throw new Error("not sent yet: these fields still hold what the page put there: " + left.join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again");
+    if (bad.length) return {refused: "form_invalid", selector: sel, fields: bad, message: "the form was not sent: " + bad.map(fieldText).join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again"};
+    const left = confirmDefaults ? unset(el) : [];
+    if (left.length) return {refused: "form_unset", selector: sel, fields: left, message: "not sent yet: these fields still hold what the page put there: " + left.map(fieldText).join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again"};
     const at = center(el);
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
+  }
+  // A refused field in words: `[e4] "Size": "S"`.
+  function fieldText(f) {
+    return (f.ref ? "[" + f.ref + "] " : "") + JSON.stringify(f.label) + ": " + (f.problem || (f.value ? JSON.stringify(f.value) : "empty"));
   }
   // A click on a heading, a table or plain text does nothing; small models "click" to look at
   // something. Say so, with the text they were after (a table: how to save it).
@@ -267,18 +272,15 @@ if (!window.__ac) { window.__ac = (() => {
     const left = fields.filter(f => !touched.has(f) && (f.tagName === "SELECT" || f.value !== "" || !anySet));
     if (left.length) warned.add(form);
     return left.slice(0, 8).map(f => {
-      const r = refs.byEl.get(f);
       const value = f.tagName === "SELECT" ? (f.selectedOptions[0] ? norm(f.selectedOptions[0].text) : "") : f.value;
-      return (r ? "[" + r + "] " : "") + JSON.stringify(labelFor(f) || f.name || f.type) + ": " + (value ? JSON.stringify(value.slice(0, 40)) : "empty");
+      return {ref: refs.byEl.get(f) || null, label: labelFor(f) || f.name || f.type, value: value.slice(0, 40)};
     });
   }
   function unsent(el) {
     const form = submitting(el);
     if (!form || form.noValidate || el.closest("button,input").formNoValidate) return [];
-    return Array.from(form.elements).filter(f => f.willValidate && !f.checkValidity()).slice(0, 8).map(f => {
-      const r = refs.byEl.get(f);
-      return (r ? "[" + r + "] " : "") + JSON.stringify(labelFor(f) || f.name || f.type) + ": " + f.validationMessage;
-    });
+    return Array.from(form.elements).filter(f => f.willValidate && !f.checkValidity()).slice(0, 8).map(f => (
+      {ref: refs.byEl.get(f) || null, label: labelFor(f) || f.name || f.type, problem: f.validationMessage}));
   }
   const BUTTONISH = new Set(["submit", "button", "reset", "image", "checkbox", "radio", "file", "hidden", "range", "color"]);
   const takesText = el => el.isContentEditable || el.tagName === "TEXTAREA" || (el.tagName === "INPUT" && !BUTTONISH.has(el.type));

@@ -193,10 +193,15 @@ impl Browser {
         self.page_call("Input.dispatchMouseEvent", params).map(|_| ())
     }
 
-    /// A click, aimed first (`aim` in page.js); `as_is` sends a form without asking about the
-    /// fields nobody set (the controller's own login does).
-    pub(super) fn click(&mut self, selector: &str, as_is: bool) -> Result<Value, WorkerError> {
-        let c = self.eval(&format!("__ac.aim({}, {as_is})", js(selector)))?;
+    /// A click, aimed first (`aim` in page.js), with the checks the controller's guards ask for
+    /// (`confirm_defaults`, `explain_inert`); a refusal comes back typed (`WorkerError::Refused`).
+    pub(super) fn click(&mut self, selector: &str, p: &Value) -> Result<Value, WorkerError> {
+        let flag = |k: &str| p[k].as_bool().unwrap_or(false);
+        let c =
+            self.eval(&format!("__ac.aim({}, {}, {})", js(selector), flag("confirm_defaults"), flag("explain_inert")))?;
+        if c["refused"].is_string() {
+            return Err(WorkerError::refused(c));
+        }
         self.mouse("mouseMoved", &c, 0)?;
         self.mouse("mousePressed", &c, 1)?;
         self.mouse("mouseReleased", &c, 1)?;

@@ -41,7 +41,7 @@ impl Browser {
                 self.then_snapshot(clicked, p)
             }
             Tool::BrowserClick => {
-                let clicked = self.click(required_str(p, "selector")?, p["as_is"].as_bool().unwrap_or(false))?;
+                let clicked = self.click(required_str(p, "selector")?, p)?;
                 self.then_snapshot(clicked, p)
             }
             Tool::BrowserType => self.type_into(p),

@@ -1,0 +1,361 @@
+//! The guard table: every place the agent steps between the model and its tools, one row each.
+//!
+//! A guard is anything that does more than run the call the model made and report its result:
+//! a note added to a result (hint), a call repaired or aimed elsewhere (repair, redirect), a
+//! call not run (hold), a call the controller makes in the model's place (act). Each row says
+//! where it acts, its kind, the profiles it is on in by default, and why it exists. The agent
+//! asks the table before a guard acts and reports each firing by the row's name (one log event,
+//! a count in the session record and in `/metrics`); `agent.guards.NAME: false` in the config
+//! and `options.guards` on a session switch a row off by name.
+//!
+//! Invariant: a guard acts only where its row is on; the `full` profile has no row that holds,
+//! redirects, repairs or acts — it keeps what serves every model (loop detection and its
+//! escalation, the wrap-up), which are rows of both profiles.
+
+use serde::{Deserialize, Serialize};
+
+/// Which set of guards and tools a session's model gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// A capable model: the whole tool catalog, only the guards every model needs.
+    Full,
+    /// A small local model: the short catalog and the guards that measured as helping it.
+    Small,
+}
+
+impl Profile {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Profile::Full => "full",
+            Profile::Small => "small",
+        }
+    }
+}
+
+/// A profile as configured or asked for: one of them, or chosen from the endpoint (`auto`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProfileSetting {
+    #[default]
+    Auto,
+    Full,
+    Small,
+}
+
+impl ProfileSetting {
+    pub fn parse(text: &str) -> Option<ProfileSetting> {
+        match text.trim() {
+            "" | "auto" => Some(ProfileSetting::Auto),
+            "full" => Some(ProfileSetting::Full),
+            "small" => Some(ProfileSetting::Small),
+            _ => None,
+        }
+    }
+
+    pub fn fixed(self) -> Option<Profile> {
+        match self {
+            ProfileSetting::Auto => None,
+            ProfileSetting::Full => Some(Profile::Full),
+            ProfileSetting::Small => Some(Profile::Small),
+        }
+    }
+}
+
+/// The profile a session runs with, and why (shown in the record and by `config check`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProfileChoice {
+    pub name: Profile,
+    pub why: String,
+}
+
+/// Where a guard acts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stage {
+    /// Before a model call: what the turn offers and says.
+    BeforeTurn,
+    /// Before a tool call runs.
+    BeforeCall,
+    /// After a tool call's result came back.
+    AfterResult,
+    /// When the session ends.
+    AtEnd,
+    /// In the worker, asked for by the controller in the command's parameters.
+    Worker,
+}
+
+/// What a guard does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// Adds words to a result or a turn.
+    Hint,
+    /// Fixes a call's arguments or reads it as the tool it names.
+    Repair,
+    /// Runs another call than the one made (another element, another tool).
+    Redirect,
+    /// Does not run the call, once or for good.
+    Hold,
+    /// Makes a call the model did not make.
+    Act,
+}
+
+const BOTH: &[Profile] = &[Profile::Full, Profile::Small];
+const SMALL: &[Profile] = &[Profile::Small];
+
+/// One row of the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub stage: Stage,
+    pub kind: Kind,
+    pub profiles: &'static [Profile],
+    pub why: &'static str,
+}
+
+macro_rules! guards {
+    ($($variant:ident = $name:literal),* $(,)?) => {
+        /// Every guard, in the table's order.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Guard { $($variant),* }
+
+        impl Guard {
+            pub const ALL: &'static [Guard] = &[$(Guard::$variant),*];
+
+            /// The name in logs, metrics, the config and `options.guards`.
+            pub fn name(self) -> &'static str {
+                match self { $(Guard::$variant => $name),* }
+            }
+        }
+    };
+}
+
+guards! {
+    ShortCatalog = "short_catalog",
+    Recital = "recital",
+    ActTurn = "act_turn",
+    LastTurnDeliver = "last_turn_deliver",
+    StuckDeliver = "stuck_deliver",
+    LookedEnough = "looked_enough",
+    PrematureFinish = "premature_finish",
+    FinishAfterFailure = "finish_after_failure",
+    LoginHint = "login_hint",
+    DeliveryHint = "delivery_hint",
+    NamedPath = "named_path",
+    Revisit = "revisit",
+    UnseenSave = "unseen_save",
+    UnseenTyping = "unseen_typing",
+    AnswerInWords = "answer_in_words",
+    FormDefaults = "form_defaults",
+    FormValues = "form_values",
+    InertClick = "inert_click",
+    ClickAsSaid = "click_as_said",
+    FileLinkDownload = "file_link_download",
+    EarlierPageLink = "earlier_page_link",
+    ToolAsProgram = "tool_as_program",
+    ArgumentRepair = "argument_repair",
+    LoopNote = "loop_note",
+    LoopHold = "loop_hold",
+    StreakHold = "streak_hold",
+    FailedHold = "failed_hold",
+    DoneBefore = "done_before",
+}
+
+impl Guard {
+    pub fn from_name(name: &str) -> Option<Guard> {
+        Guard::ALL.iter().copied().find(|g| g.name() == name)
+    }
+
+    /// Whether the guard is on in `profile` unless switched.
+    pub fn in_profile(self, profile: Profile) -> bool {
+        self.row().profiles.contains(&profile)
+    }
+
+    /// The table's row.
+    pub fn row(self) -> Row {
+        use Guard::*;
+        use Kind::*;
+        use Stage::*;
+        let row = |stage, kind, profiles, why| Row { stage, kind, profiles, why };
+        match self {
+            ShortCatalog => row(
+                BeforeTurn,
+                Hint,
+                SMALL,
+                "a short tool list (the rest run when called by name): a small model picks from fewer tools and a short first request",
+            ),
+            Recital => row(
+                BeforeTurn,
+                Hint,
+                SMALL,
+                "the task, the files saved and the turn at the end of every request: small models lose the task in long contexts",
+            ),
+            ActTurn => row(
+                BeforeTurn,
+                Hold,
+                SMALL,
+                "two observations that brought nothing new: the next turn runs only tools that act or deliver",
+            ),
+            LastTurnDeliver => {
+                row(BeforeTurn, Hold, SMALL, "the last turn offers only the tool that delivers what the task asks for")
+            }
+            StuckDeliver => row(
+                BeforeTurn,
+                Hold,
+                BOTH,
+                "loop escalation: a stuck session gets one call that can only deliver before it ends",
+            ),
+            LookedEnough => row(
+                BeforeTurn,
+                Hold,
+                SMALL,
+                "the same text or file looked at a third time: the next turn asks for the deliverable",
+            ),
+            PrematureFinish => row(
+                BeforeCall,
+                Hold,
+                SMALL,
+                "a finish before the file the task names is saved: not run once, the call that saves it named",
+            ),
+            FinishAfterFailure => row(
+                BeforeCall,
+                Hold,
+                SMALL,
+                "no finish in the reply whose earlier call failed: the model has not seen the failure yet",
+            ),
+            LoginHint => row(
+                AfterResult,
+                Hint,
+                SMALL,
+                "a sign-in form in a session with credentials names perform_login (small models submit it empty)",
+            ),
+            DeliveryHint => row(
+                AfterResult,
+                Hint,
+                SMALL,
+                "notes name the call that keeps what the task asks for (save_file with its file name)",
+            ),
+            NamedPath => row(
+                AfterResult,
+                Hint,
+                SMALL,
+                "a listing with the file the task names says where it is and how to read it",
+            ),
+            Revisit => row(AfterResult, Hint, SMALL, "a page opened again names the pages not opened yet"),
+            UnseenSave => row(
+                BeforeCall,
+                Hold,
+                SMALL,
+                "a short save_file whose numbers or names appear nowhere is held once as a guess",
+            ),
+            UnseenTyping => {
+                row(BeforeCall, Hold, SMALL, "text typed into a page that nothing seen holds is held once as invented")
+            }
+            AnswerInWords => row(
+                AtEnd,
+                Act,
+                SMALL,
+                "a task ending without the text file it names: its content asked for in words and saved when grounded",
+            ),
+            FormDefaults => row(
+                Worker,
+                Hold,
+                SMALL,
+                "the first submit of a form whose selects or prefilled fields nobody set is refused once, naming them",
+            ),
+            FormValues => row(
+                AfterResult,
+                Act,
+                SMALL,
+                "a refused submit gets the fill the task's words give; insisted on twice, the controller fills and sends",
+            ),
+            InertClick => row(
+                Worker,
+                Hold,
+                SMALL,
+                "a click on a heading, table or plain text is answered with the text around it instead of clicking",
+            ),
+            ClickAsSaid => row(
+                BeforeCall,
+                Redirect,
+                SMALL,
+                "a click on a ref the reply's words do not name, while they quote one other link or button, clicks that one",
+            ),
+            FileLinkDownload => row(
+                BeforeCall,
+                Redirect,
+                SMALL,
+                "a click on a link to a file downloads it (a viewer has no page to act on)",
+            ),
+            EarlierPageLink => {
+                row(BeforeCall, Redirect, SMALL, "a click on a link ref of an earlier page opens its address")
+            }
+            ToolAsProgram => row(
+                BeforeCall,
+                Repair,
+                SMALL,
+                "run_command of one of the session's tools (`read_file /a`) runs as that tool",
+            ),
+            ArgumentRepair => row(
+                BeforeCall,
+                Repair,
+                SMALL,
+                "arguments under the wrong name, a list of one, or unknown keys are fixed with a note instead of refused",
+            ),
+            LoopNote => row(
+                AfterResult,
+                Hint,
+                BOTH,
+                "loop detection: a repeated call or cycle with the same results is said so, then shown the page",
+            ),
+            LoopHold => row(
+                BeforeCall,
+                Hold,
+                BOTH,
+                "loop escalation: a call that would repeat a loop a third time is not run; held again soon, the session is stuck",
+            ),
+            StreakHold => row(
+                BeforeCall,
+                Hold,
+                BOTH,
+                "loop escalation: one tool called past eight times in a row (not run_command) is held",
+            ),
+            FailedHold => row(
+                BeforeCall,
+                Hold,
+                BOTH,
+                "loop escalation: a call that failed the same way twice is not run again until a new page comes",
+            ),
+            DoneBefore => row(
+                BeforeCall,
+                Hold,
+                BOTH,
+                "a URL downloaded before, or a page printed before as it is now, is answered with its file",
+            ),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_full_only_has_what_serves_every_model() {
+        let mut names: Vec<&str> = Guard::ALL.iter().map(|g| g.name()).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), Guard::ALL.len());
+        for g in Guard::ALL {
+            assert_eq!(Guard::from_name(g.name()), Some(*g));
+            let row = g.row();
+            if g.in_profile(Profile::Full) {
+                assert!(
+                    matches!(row.kind, Kind::Hint | Kind::Hold),
+                    "{}: full never redirects, repairs or acts",
+                    g.name()
+                );
+                assert!(row.why.contains("loop") || *g == Guard::DoneBefore, "{}: full keeps loop handling", g.name());
+            }
+            assert!(g.in_profile(Profile::Small), "{}: small has every guard", g.name());
+        }
+    }
+}
