@@ -25,6 +25,7 @@ mod mcp;
 mod metrics;
 mod openapi;
 mod outputs;
+mod profiles;
 mod prompts;
 mod providers;
 mod replay;

@@ -260,7 +260,7 @@ impl Agent {
         if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
         }
-        if let Some(held) = self.invented_values(tool, input).filter(|_| self.guard_on(Guard::UnseenTyping)) {
+        if let Some(held) = self.guard_on(Guard::UnseenTyping).then(|| self.invented_values(tool, input)).flatten() {
             return held;
         }
         if self.record.options.dry_run && tool.spec().acts {
