@@ -13,9 +13,9 @@ const PAGE: &str = "Page: \"Order\" — https://shop.test/order (HTTP 200)\n\
 
 /// A shop whose order form sends at once unless the controller asks the worker to confirm
 /// untouched fields (the small profile's `form_defaults`): then the first click is refused, once.
-fn shop(d: &TestDaemon, hostname: &str) -> ScriptedWorker {
+fn shop(d: &TestDaemon) -> ScriptedWorker {
     let refused = std::sync::atomic::AtomicBool::new(false);
-    ScriptedWorker::start(&d.worker_client(), hostname, &["browser"], false, move |cmd| {
+    ScriptedWorker::start(&d.worker_client(), "shop-box", &["browser"], false, move |cmd| {
         let p = &cmd["params"];
         let confirm = p["confirm_defaults"] == true;
         match cmd["action"].as_str().unwrap() {
@@ -71,7 +71,7 @@ fn actions(worker: &ScriptedWorker) -> Vec<String> {
 fn a_capable_model_on_the_default_config_is_not_second_guessed() {
     let dir = TempDir::new("profile-full");
     let (d, llm) = llm_daemon(dir.path(), capable_script(), |_| {});
-    let worker = shop(&d, "shop-box");
+    let worker = shop(&d);
     let (id, s) = order(&d, json!({}));
     assert_eq!(s["profile"]["name"], "full", "{s}");
     assert!(s["profile"]["why"].as_str().unwrap().starts_with("auto:"), "{s}");
@@ -98,7 +98,7 @@ fn the_small_profile_s_guards_fire_by_name_and_switch_off_by_name() {
     let mut script = vec![fill(), fill(), click(), click(), save(), save(), finish()];
     script.extend(capable_script());
     let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
-    let worker = shop(&d, "shop-box");
+    let worker = shop(&d);
     let (id, s) = order(&d, json!({"profile": "small"}));
     assert_eq!(s["profile"], json!({"name": "small", "why": "asked for by the session (options.profile)"}));
     let fired = &s["guards_fired"];
@@ -113,13 +113,12 @@ fn the_small_profile_s_guards_fire_by_name_and_switch_off_by_name() {
     let metrics = d.client().get("/metrics").text();
     assert!(metrics.contains("agent_controller_guard_firings_total{guard=\"unseen_typing\"} 1"), "{metrics}");
     assert!(metrics.contains("agent_controller_guard_firings_total{guard=\"loop_hold\"} 0"), "every row is listed");
-    drop(worker);
 
     // The same model with every guard off but the catalog: typed and saved at once.
-    let worker = shop(&d, "shop-box-2");
+    let before = actions(&worker).len();
     let (id, s) = order(&d, json!({"profile": "small", "guards": {"all": false, "short_catalog": true}}));
     assert_eq!(s["guards_fired"], json!({"short_catalog": 1}), "{s}");
-    assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_click"]);
+    assert_eq!(actions(&worker)[before..], ["browser_navigate", "browser_fill_form", "browser_click"]);
     assert_eq!(d.client().get(&format!("/sessions/{id}/files/summary.csv")).text(), "Order,Total\nQZ-7731,4812");
 
     let bad = d.client().post(

@@ -8,7 +8,7 @@
 //! A rejection reaches the model as the tool's result, with the reason.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::llm::{Block, Message, Request};
 use crate::protocol::tools::Tool;
 use crate::protocol::{Approval, Mode};

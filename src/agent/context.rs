@@ -6,7 +6,7 @@
 //! conversation on disk holds no image data.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::llm::{Block, Message, Reply, Role};
 use crate::protocol::{FileKind, SessionType};
 use base64::Engine;

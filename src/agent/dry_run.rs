@@ -3,7 +3,7 @@
 //! nothing. Observing tools run as usual, so the model still sees the real target.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::llm::Block;
 use crate::protocol::SessionType;
 use crate::protocol::tools::Tool;

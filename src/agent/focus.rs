@@ -1,24 +1,14 @@
-//! Keeping a small model on the job. Small models lose the thread in long contexts, observe the
-//! same page again and again instead of acting, and end in a loop although what they need is in
-//! front of them. So:
+//! What each turn offers and says (the `short_catalog`, `recital`, `act_turn`,
+//! `last_turn_deliver`, `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint`,
+//! `delivery_hint`, `named_path` and `revisit` guards), and the session opening its browser target
+//! before the first turn (both profiles).
 //!
-//! - A browser session opens its target before the first turn; the opening message carries the
-//!   page (no turn spent on a navigate the session can do itself).
-//! - Every request ends with a short recital: the task, the files saved so far, the turn. It
-//!   is part of the view only (never journaled), so compaction keeps it word for word.
-//! - After two observations in a row that brought nothing new, the next turn offers only the
-//!   tools that act or deliver.
-//! - When the loop guard finds the session stuck, and on the last turn, one constrained call
-//!   offers only the tools that deliver, with the task restated; only if the model still does
-//!   not deliver does a stuck session end `error`.
-//! - A focused turn says so in a note, requires a tool call (the provider's tool choice) and
-//!   refuses calls outside its set; the tool list itself does not change, since a local server
-//!   would have to read the whole prompt again (90 s on two cores) for a new one — but for the
-//!   last chance, which lists only the tool that delivers (llama.cpp honours "a call is
-//!   required" but not "this tool").
+//! Invariants: a focus note is a real user message (journaled like any other); only the recital
+//! lives in the view alone. The tool list is the same every turn but the last chance, so a local
+//! server keeps its prompt cache; a focused turn requires a call and refuses those outside its set.
 //!
-//! Invariant: a focus note is a real user message (journaled like any other); only the recital
-//! lives in the view alone.
+//! **Rationale:** the last chance lists only the tool that delivers because llama.cpp honours "a
+//! call is required" but not "this tool".
 
 use super::Agent;
 use crate::config::Vision;
@@ -29,7 +19,6 @@ use crate::protocol::tools::Tool;
 use crate::protocol::{Mode, SessionRecord, SessionType};
 use serde_json::json;
 use std::collections::HashSet;
-use std::hash::{Hash, Hasher};
 
 /// Observations in a row that returned what the model already had before only acting tools
 /// are offered.
@@ -88,15 +77,8 @@ pub(super) fn delivers(tool: Tool) -> bool {
 }
 
 /// A click on text (a heading, a paragraph) answered with the text around it: the model looked.
-pub(super) fn looked(name: &str, outcome: &super::dispatch::ToolOutcome) -> bool {
+pub(super) fn looked(name: &str, outcome: &super::outcome::ToolOutcome) -> bool {
     name == Tool::BrowserClick.name() && outcome.refused() == Some("inert")
-}
-
-/// A page's or result's identity: its text without ref numbers, hashed.
-pub(super) fn hash_of(text: &str) -> u64 {
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    super::loops::without_ref_numbers(text).hash(&mut h);
-    h.finish()
 }
 
 /// Whether the model is shown `tool` (else it runs only when called by name): the table's short
@@ -130,7 +112,7 @@ impl FocusState {
 
     /// A page came back from the call now running; remembered.
     pub(super) fn saw_page(&mut self, page: &str) {
-        self.page_was_new = Some(self.seen.insert(hash_of(page)));
+        self.page_was_new = Some(self.seen.insert(super::snapshot::hash_of(page)));
     }
 
     /// Before a call runs.
@@ -142,7 +124,7 @@ impl FocusState {
     /// Whether the call brought a page not seen before.
     pub(super) fn after_call(&mut self, tool: Option<Tool>, result: &str) -> bool {
         let page = self.page_was_new.take();
-        let new = page.unwrap_or_else(|| self.seen.insert(hash_of(result)));
+        let new = page.unwrap_or_else(|| self.seen.insert(super::snapshot::hash_of(result)));
         let observes = tool.is_some_and(|t| !t.spec().acts && !delivers(t));
         self.stale = if observes && !new { self.stale + 1 } else { 0 };
         page == Some(true)
@@ -314,7 +296,7 @@ impl Agent {
 
     /// A click on text that answers with the text around it: say how to keep it, by name (the
     /// model clicked to look; what it looked for may be right there).
-    pub(super) fn point_at_delivery(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
+    pub(super) fn point_at_delivery(&self, name: &str, outcome: &mut super::outcome::ToolOutcome) {
         let named = self.deliverable() == Tool::SaveFile && self.named_file().is_some();
         if looked(name, outcome) && named && self.guard_on(Guard::DeliveryHint) {
             self.fire(Guard::DeliveryHint, "text looked at: the save named");
@@ -326,7 +308,7 @@ impl Agent {
 
     /// A listing of several paths (`find DIR -type f`) with the file the task names among them:
     /// say where it is and how to read it (small models search on with `grep` instead).
-    pub(super) fn point_at_named_path(&self, name: &str, outcome: &mut super::dispatch::ToolOutcome) {
+    pub(super) fn point_at_named_path(&self, name: &str, outcome: &mut super::outcome::ToolOutcome) {
         if name != Tool::RunCommand.name() || outcome.is_error || !self.guard_on(Guard::NamedPath) {
             return;
         }
@@ -345,7 +327,7 @@ impl Agent {
     /// Another page opened before, reached again while nothing the task asks for is kept: the
     /// pages not opened yet, by name (a small model goes Home → Contact → Home and never tries
     /// About).
-    pub(super) fn note_revisit(&self, outcome: &mut super::dispatch::ToolOutcome) {
+    pub(super) fn note_revisit(&self, outcome: &mut super::outcome::ToolOutcome) {
         let unopened = self.grounding.unopened();
         if outcome.is_error || unopened.is_empty() || self.delivered() || !self.guard_on(Guard::Revisit) {
             return;
@@ -390,7 +372,7 @@ impl Agent {
 
     /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`
     /// never written): not run, once; the model is told what to call first.
-    pub(super) fn premature_finish(&mut self, name: &str) -> Option<super::dispatch::ToolOutcome> {
+    pub(super) fn premature_finish(&mut self, name: &str) -> Option<super::outcome::ToolOutcome> {
         if name != Tool::FinishTask.name()
             || self.focus.finish_held
             || self.delivered()
@@ -402,14 +384,14 @@ impl Agent {
         self.focus.finish_held = true;
         self.fire(Guard::PrematureFinish, "finish_task not run: nothing the task asks for is saved");
         let call = if needed == self.deliverable() { self.deliver_call() } else { needed.name().to_string() };
-        Some(super::dispatch::ToolOutcome::error(format!(
+        Some(super::outcome::ToolOutcome::error(format!(
             "Not finished: the task asks you to keep something, and no file is saved yet. Call {call} first, then \
              finish_task."
         )))
     }
 
     /// A call this turn's focus does not offer: not run, and the model is told what is.
-    pub(super) fn refused(&self, name: &str) -> Option<super::dispatch::ToolOutcome> {
+    pub(super) fn refused(&self, name: &str) -> Option<super::outcome::ToolOutcome> {
         let tool = Tool::from_name(name)?;
         let offered = match self.focus.turn {
             Focus::Open => return None,
@@ -427,7 +409,7 @@ impl Agent {
         } else {
             "Deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer"
         };
-        Some(super::dispatch::ToolOutcome::error(format!("Not run. {what}.")))
+        Some(super::outcome::ToolOutcome::error(format!("Not run. {what}.")))
     }
 
     /// What acting means in this session's kind of target (a shell's acting is a command that

@@ -1,19 +1,16 @@
-//! Values a task gives for a form's fields nobody set. The worker refuses a submit click once
-//! when selects or prefilled fields were left as the page put them ("not sent yet: …"); the
-//! task's own words often hold their values ("Order 3 mugs in size M": Item → Mug, Size → M,
-//! Quantity → 3), but a small model told "if the task gives values, set them first" clicks
-//! again and sends the form as it is. So the refusal gets the one `browser_fill_form` call that
-//! sets the fields whose values the task's words name: a select's option named by a word of the
-//! task (a plural too), a number field's value when the task holds one number, an empty text
-//! field's when it quotes one text. A click on the same submit right after (nothing set in
-//! between) is held back once with that call; clicked yet again right after, the form is
-//! filled with those values first and then sent (the model means to send it, and the values
-//! are the task's own words, said twice). And the other way round: values typed that nothing
-//! the session has seen holds (`John Doe` in a contact form the task never asked to send) are
-//! held back once, as a guessed answer is.
+//! Form values (small profile): a submit the worker refused as `form_unset` gets the one
+//! `browser_fill_form` call whose values the task's own words name (an option it names, its one
+//! number, its one quoted text); the same submit clicked again right after is held once with
+//! that call, and clicked a third time the controller makes the fill, then the click
+//! (`form_values`). Values typed into a page that nothing the session saw holds are held once
+//! (`unseen_typing`).
+//!
+//! Invariant: the controller fills only values the task's words name, and only after the model
+//! was told the call twice and clicked to send anyway; it reads the worker's typed refusal,
+//! never its words.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::llm::Block;
 use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;

@@ -5,7 +5,7 @@
 //! into exactly one worker command and tells the model only who it logged in as.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
 use crate::protocol::guards::Guard;

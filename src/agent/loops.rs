@@ -1,23 +1,17 @@
-//! Loops that escalate. Weak models repeat themselves: the same call (failing or not) again and
-//! again, or a short cycle of two or three calls (A, B, A, B…), each answered the same way.
+//! Loops that escalate (both profiles): every call is remembered as its name, arguments and a
+//! hash of its result (ref numbers left out); a loop is the newest calls repeating with period
+//! 1, 2 or 3, results included, so a repeat that brings something new is no loop. The first
+//! repeat is noted, the second gets the page as it is now, a third is not run, and a second
+//! call held back soon after marks the session stuck (`loop_note`, `loop_hold`). One tool called
+//! past eight times in a row (not run_command) and a call that failed twice are held too
+//! (`streak_hold`, `failed_hold`); a URL downloaded before or a page printed before as it is now
+//! is answered with its file (`done_before`).
 //!
-//! Every call is remembered as its name and arguments plus a hash of its result. A loop is the
-//! newest calls repeating with period 1, 2 or 3, results included, so a repeat that brings
-//! something new (a scroll that moves, a page that changed) is no loop. The first repeat gets a
-//! one-line note; the second a plain note and the page as it is now; a call that would repeat the
-//! loop a third time is not run (it never reaches the target); and a second call held back soon
-//! after the first marks the session stuck, which ends it `error` with "stuck: …" (the report
-//! is still written, see `wrapup.rs`). One tool called over and over with new arguments (the
-//! same page saved under ever new names) gets a note at five calls in a row and is held back
-//! past eight; a call that failed twice (in a row or not) is not run a third time until a page not
-//! seen before comes back. Invariant: a
-//! held-back call is answered like any other call, so the
-//! conversation stays complete. A URL downloaded before is not fetched again: the answer names
-//! the file it is already stored as; a page printed to PDF before, as it is now, is not printed
-//! again either.
+//! Invariant: a held-back call is answered like any other call, so the conversation stays
+//! complete.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::llm::Block;
 use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
@@ -160,29 +154,10 @@ fn result_hash(outcome: &ToolOutcome) -> u64 {
     outcome.is_error.hash(&mut h);
     for b in &outcome.content {
         if let Block::Text { text } = b {
-            without_ref_numbers(text).hash(&mut h);
+            super::snapshot::without_ref_numbers(text).hash(&mut h);
         }
     }
     h.finish()
-}
-
-/// `text` with every ref `e123` (after `[` or `=`) written as `e`.
-pub(super) fn without_ref_numbers(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find(['[', '=']) {
-        out.push_str(&rest[..=i]);
-        rest = &rest[i + 1..];
-        if let Some(after) = rest.strip_prefix('e') {
-            let digits = after.chars().take_while(char::is_ascii_digit).count();
-            if digits > 0 {
-                out.push('e');
-                rest = &after[digits..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
 }
 
 impl Agent {
@@ -345,7 +320,7 @@ impl Agent {
 
     /// The latest page's identity.
     fn page_identity(&self) -> Option<u64> {
-        self.last_page.as_deref().map(super::focus::hash_of)
+        self.last_page.as_deref().map(super::snapshot::hash_of)
     }
 
     fn note_download(&mut self, name: &str, input: &Value, outcome: &ToolOutcome) {
@@ -468,7 +443,10 @@ mod tests {
         let nss = ["n", "ss", "ss", "n", "ss", "ss", "n", "ss", "ss"];
         assert_eq!(guard(&nss).repeated(), Some((3, 2)), "a cycle of three, not a pair");
         assert_eq!(guard(&nss).would_repeat("n"), Some(3));
-        assert_eq!(without_ref_numbers("[e12] link → x; ref=e3 [e] e5"), "[e] link → x; ref=e [e] e5");
+        assert_eq!(
+            super::super::snapshot::without_ref_numbers("[e12] link → x; ref=e3 [e] e5"),
+            "[e] link → x; ref=e [e] e5"
+        );
         assert_eq!(guard(&["a", "a", "a"]).would_repeat("a"), Some(1));
         assert_eq!(guard(&["a", "a", "a"]).would_repeat("b"), None);
         assert_eq!(guard(&["a", "bb", "a", "bb", "a", "bb"]).would_repeat("a"), Some(2));

@@ -9,7 +9,7 @@
 //! A query that cannot be answered is a `QueryError`; the model gets its words.
 
 use super::Agent;
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use crate::llm::ToolDef;
 use crate::protocol::tools::{OUTPUT_TOOLS, Tool};
 use serde_json::{Map, Value, json};

@@ -12,6 +12,7 @@ use super::Agent;
 use crate::protocol::SessionType;
 use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
+use std::hash::{Hash, Hasher};
 use std::time::Duration;
 
 /// The shortest snapshot part, whatever the window (the worker's own minimum is 500).
@@ -36,6 +37,32 @@ pub(super) fn render(data: &Value, page: Option<String>) -> String {
         None => text,
     }
 }
+/// A page's or result's identity: its text without ref numbers, hashed.
+pub(super) fn hash_of(text: &str) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    without_ref_numbers(text).hash(&mut h);
+    h.finish()
+}
+
+/// `text` with every ref `e123` (after `[` or `=`) written as `e`.
+pub(super) fn without_ref_numbers(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find(['[', '=']) {
+        out.push_str(&rest[..=i]);
+        rest = &rest[i + 1..];
+        if let Some(after) = rest.strip_prefix('e') {
+            let digits = after.chars().take_while(char::is_ascii_digit).count();
+            if digits > 0 {
+                out.push('e');
+                rest = &after[digits..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The ref a selector names (`ref=e12`, or a bare `e12`), if it names one.
 pub(super) fn ref_in(selector: &str) -> Option<&str> {
     let s = selector.trim().trim_start_matches('[').trim_end_matches(']');

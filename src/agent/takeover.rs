@@ -5,7 +5,8 @@
 //! `task.takeover_timeout_s`), the model is told what they did, their note, and the page as
 //! it is now. No model call is made while paused; a stop ends the wait at once.
 
-use super::dispatch::{ToolOutcome, timeout_for};
+use super::dispatch::timeout_for;
+use super::outcome::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, joined_text};
 use crate::protocol::tools::{Runs, Tool};

@@ -10,7 +10,7 @@
 //! `finish_*` call in a reply where an earlier call failed is not run: the model gets the
 //! results and decides again.
 
-use super::dispatch::ToolOutcome;
+use super::outcome::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;

@@ -84,6 +84,19 @@ pub enum Stage {
     Worker,
 }
 
+impl Stage {
+    /// As README's guard table says it.
+    pub fn words(self) -> &'static str {
+        match self {
+            Stage::BeforeTurn => "before a turn",
+            Stage::BeforeCall => "before a call",
+            Stage::AfterResult => "after a result",
+            Stage::AtEnd => "at the end",
+            Stage::Worker => "in the worker",
+        }
+    }
+}
+
 /// What a guard does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Kind {
@@ -97,6 +110,18 @@ pub enum Kind {
     Hold,
     /// Makes a call the model did not make.
     Act,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Hint => "hint",
+            Kind::Repair => "repair",
+            Kind::Redirect => "redirect",
+            Kind::Hold => "hold",
+            Kind::Act => "act",
+        }
+    }
 }
 
 const BOTH: &[Profile] = &[Profile::Full, Profile::Small];

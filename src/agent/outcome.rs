@@ -1,0 +1,62 @@
+//! What one tool call produced, as the loop and every guard see it: the blocks for the model,
+//! whether it failed, and the facts the controller reads instead of the words (a finish, a
+//! stop, a dry run, a held guess, the worker's typed refusal).
+
+use crate::llm::Block;
+use serde_json::Value;
+
+/// What one tool call produced.
+pub(super) struct ToolOutcome {
+    pub content: Vec<Block>,
+    pub is_error: bool,
+    /// Set by finish_task / finish_exploration: (summary, report).
+    pub finish: Option<(String, Option<String>)>,
+    /// The session was stopped during the call.
+    pub stopped: bool,
+    /// The screenshot it produced, as stored under screenshots/.
+    pub screenshot: Option<String>,
+    /// It was a dry run: nothing was done.
+    pub dry_run: bool,
+    /// It quotes a guess held back (`grounding.rs`): its words are not learned as seen, or the
+    /// same guess would pass the next time.
+    pub quotes_guess: bool,
+    /// The worker's typed refusal (`{"refused": CODE, …}`), when it refused the call.
+    pub refusal: Option<Value>,
+}
+
+impl ToolOutcome {
+    pub fn ok(value: Value) -> ToolOutcome {
+        ToolOutcome::blocks(vec![Block::text(value.to_string())])
+    }
+
+    pub fn blocks(content: Vec<Block>) -> ToolOutcome {
+        ToolOutcome {
+            content,
+            is_error: false,
+            finish: None,
+            stopped: false,
+            screenshot: None,
+            dry_run: false,
+            quotes_guess: false,
+            refusal: None,
+        }
+    }
+
+    /// The code of the worker's refusal, if it refused (`form_unset`, `inert`, …).
+    pub fn refused(&self) -> Option<&str> {
+        self.refusal.as_ref()?["refused"].as_str()
+    }
+
+    /// A guess held back: an error whose words are not learned as seen.
+    pub fn guess_held(message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { quotes_guess: true, ..ToolOutcome::error(message) }
+    }
+
+    pub fn error(message: impl Into<String>) -> ToolOutcome {
+        ToolOutcome { is_error: true, ..ToolOutcome::blocks(vec![Block::text(message.into())]) }
+    }
+
+    pub fn stopped() -> ToolOutcome {
+        ToolOutcome { stopped: true, ..ToolOutcome::error("not run: the session was stopped") }
+    }
+}
