@@ -326,9 +326,7 @@ impl Agent {
     fn call_model(&mut self) -> Result<Reply, LlmError> {
         self.compact_if_needed()?;
         match self.call_with_recital() {
-            Err(LlmError::Rejected(m)) if llm::context_exceeded(&m) && self.compact_after_overflow()? => {
-                self.call_with_recital()
-            }
+            Err(LlmError::ContextExceeded(_)) if self.compact_after_overflow()? => self.call_with_recital(),
             other => other,
         }
     }
@@ -376,7 +374,7 @@ impl Agent {
         };
         match self.provider.complete(&request, self.runner.stop_signal()) {
             // A server that refuses to be made to call a tool is asked again without it.
-            Err(LlmError::Rejected(m)) if require_tool && !llm::context_exceeded(&m) => {
+            Err(LlmError::Rejected(m)) if require_tool => {
                 self.runner.log(LogKind::System, &format!("the endpoint refused a required tool call: {m}"), None);
                 request.require_tool = false;
                 self.provider.complete(&request, self.runner.stop_signal())

@@ -6,7 +6,7 @@
 
 use super::Agent;
 use crate::config::Vision;
-use crate::llm::{self, Block, LlmError, Message, Reply};
+use crate::llm::{Block, LlmError, Message, Reply};
 use crate::protocol::LogKind;
 
 /// Said in the system prompt of a session whose model reads no images.
@@ -42,10 +42,7 @@ impl Agent {
     /// text-only and the call is made once more without them.
     pub(super) fn call_model_seeing(&mut self) -> Result<Reply, LlmError> {
         let first = self.call_model();
-        let refused = match &first {
-            Err(LlmError::Rejected(m) | LlmError::GaveUp(m)) => llm::images_unsupported(m),
-            _ => false,
-        };
+        let refused = matches!(first, Err(LlmError::ImagesUnsupported(_)));
         if !refused || self.vision != Vision::Auto {
             return first;
         }

@@ -36,7 +36,7 @@ impl JsonActions {
             return self.inner.complete(request, stop);
         }
         match self.inner.complete(&Request { json_reply: true, ..*request }, stop) {
-            Err(LlmError::Rejected(m)) if !super::context_exceeded(&m) => {
+            Err(LlmError::Rejected(m)) => {
                 log::info!("the endpoint refused a JSON-only reply ({m}); asking without");
                 self.json_refused.store(true, Ordering::Relaxed);
                 self.inner.complete(request, stop)

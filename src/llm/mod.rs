@@ -161,6 +161,10 @@ pub struct Reply {
 pub enum LlmError {
     /// The API refused the request (400/401/403/404…): retrying cannot help. The API's message.
     Rejected(String),
+    /// The API said the request is longer than the model's context: compacting can help.
+    ContextExceeded(String),
+    /// The API said the model takes no images: the request without them can go.
+    ImagesUnsupported(String),
     /// Retryable failures persisted past `api.max_retries`.
     GaveUp(String),
     /// The model's reply could not be used (not an action, twice; an answer with no content).
@@ -172,7 +176,11 @@ pub enum LlmError {
 impl fmt::Display for LlmError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LlmError::Rejected(m) | LlmError::GaveUp(m) | LlmError::BadReply(m) => f.write_str(m),
+            LlmError::Rejected(m)
+            | LlmError::ContextExceeded(m)
+            | LlmError::ImagesUnsupported(m)
+            | LlmError::GaveUp(m)
+            | LlmError::BadReply(m) => f.write_str(m),
             LlmError::Cancelled => f.write_str("cancelled"),
         }
     }
@@ -181,7 +189,7 @@ impl fmt::Display for LlmError {
 /// Whether an API's error says the request is longer than the model's context (llama.cpp's
 /// "exceeds the available context size", OpenAI's "maximum context length", Anthropic's
 /// "prompt is too long"…): compacting can help, sending it again as it is cannot.
-pub fn context_exceeded(message: &str) -> bool {
+fn context_exceeded(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     ["context size", "context length", "context window", "prompt is too long", "too many tokens", "input is too long"]
         .iter()
@@ -191,7 +199,7 @@ pub fn context_exceeded(message: &str) -> bool {
 /// Whether an API's error says the model cannot take images (llama.cpp's "image input is not
 /// supported", OpenAI's "image_url is only supported by certain models", "not a multimodal
 /// model"…): retrying the same request cannot help, dropping its images can.
-pub fn images_unsupported(message: &str) -> bool {
+fn images_unsupported(message: &str) -> bool {
     let m = message.to_ascii_lowercase();
     let about_images = ["image", "vision", "multimodal", "multi-modal"].iter().any(|w| m.contains(w));
     let refused =

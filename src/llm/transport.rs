@@ -83,11 +83,15 @@ impl Transport {
                 Attempt::Done(200, _, text) => return Ok(text),
                 Attempt::Done(status, headers, text) => {
                     let message = (call.describe)(status, &text);
-                    // Sent again as it is, a request a model cannot take fails the same way.
-                    let final_ = (call.is_final)(status, &text)
-                        || super::images_unsupported(&text)
-                        || super::context_exceeded(&text);
-                    if final_ || !should_retry(status, &headers) {
+                    // Sent again as it is, a request a model cannot take fails the same way: what
+                    // it says is classified here, once, where the error is read.
+                    if super::context_exceeded(&text) {
+                        return Err(LlmError::ContextExceeded(message));
+                    }
+                    if super::images_unsupported(&text) {
+                        return Err(LlmError::ImagesUnsupported(message));
+                    }
+                    if (call.is_final)(status, &text) || !should_retry(status, &headers) {
                         return Err(LlmError::Rejected(message));
                     }
                     let asked = retry_after(&headers).or_else(|| (call.retry_delay)(status, &text));
