@@ -148,3 +148,35 @@ fn provider(provider: &str, base_url: &str, model: &str) -> agent_controller::co
         ..Default::default()
     }
 }
+
+/// A small-profile session on a task none of the guards was written for (a library's opening
+/// hours, two pages, a search typed from the task's words), run the way it should be: no guard
+/// but the catalog and the recital acts, so none costs a turn where nothing went wrong.
+#[test]
+fn the_small_profile_s_guards_stay_quiet_on_a_run_that_goes_right() {
+    let home = "Page: \"City Library\" — https://library.test/ (HTTP 200)\n\
+                [e1] link \"Visit\" → https://library.test/visit\n[e2] input search \"Search\" name=q\n[e3] button \"Go\"";
+    let visit = "Page: \"Visit\" — https://library.test/visit (HTTP 200)\n[e5] heading 1 \"Visit us\"\n\
+                 text \"Open Tuesday to Saturday, 9:30 to 18:00\"\n[e6] link \"Home\" → https://library.test/";
+    let script = vec![
+        tool("browser_type", json!({"selector": "ref=e2", "text": "Saturday"})),
+        tool("browser_click", json!({"selector": "ref=e1"})),
+        tool("save_file", json!({"filename": "hours.txt", "content": "Tuesday to Saturday, 9:30 to 18:00"})),
+        tool("finish_task", json!({"summary": "Open Tuesday to Saturday, 9:30 to 18:00"})),
+    ];
+    let dir = TempDir::new("profile-quiet");
+    let (d, _llm) = llm_daemon(dir.path(), script, small);
+    let _worker = ScriptedWorker::start(&d.worker_client(), "lib-box", &["browser"], false, move |cmd| {
+        let page = if cmd["action"] == "browser_click" { visit } else { home };
+        json!({"success": true, "data": {"url": "https://library.test/", "snapshot": page}})
+    });
+    let c = d.client();
+    let body = json!({"mode": "task", "target": "https://library.test/",
+                      "instruction": "When is the library open on Saturday? Save the hours in hours.txt."});
+    let id = create_session(&c, body);
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(s["profile"]["name"], "small");
+    let fired: Vec<&str> = s["guards_fired"].as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(fired, ["recital", "short_catalog"], "{s}");
+    assert_eq!(c.get(&format!("/sessions/{id}/files/hours.txt")).text(), "Tuesday to Saturday, 9:30 to 18:00");
+}
