@@ -5,7 +5,7 @@
 //! rest and its error is printed as it comes.
 
 use super::client::{ApiClient, path_segment};
-use super::console::{Column, Out, exit, fail, print_table, text_of};
+use super::common::{Column, Out, exit, fail, print_table, text_of};
 use super::table::Align;
 use serde_json::{Map, Value, json};
 use std::fmt;
