@@ -20,7 +20,7 @@
 //! plain TCP only. Buffers stay small on an idle connection: 4 KiB to read, and nothing for
 //! answers between requests.
 
-use super::front::{Limits, Slot};
+use super::conns::{Limits, Slot};
 use super::tls::Client;
 use crate::util::secret::Secret;
 use input::Input;
