@@ -96,6 +96,16 @@ impl fmt::Display for OptionsError {
     }
 }
 
+impl std::error::Error for OptionsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OptionsError::Args(e) => e.source(),
+            OptionsError::Session(e) => Some(e),
+            OptionsError::Param(_) => None,
+        }
+    }
+}
+
 /// The `add` body from the options (all are read, so `finish` sees only the free arguments).
 fn options(args: &mut pico_args::Arguments) -> Result<Value, OptionsError> {
     let text = |args: &mut pico_args::Arguments, key: &'static str| -> Result<Option<String>, OptionsError> {

@@ -109,7 +109,18 @@ impl fmt::Display for BusError {
     }
 }
 
-impl std::error::Error for BusError {}
+impl std::error::Error for BusError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        use BusError::*;
+        match self {
+            Call(e) | SessionSilent(e) | NoA11yBus(e) => Some(e.as_ref()),
+            Reply { source, .. } | RootSilent { source, .. } | NamedSilent { source, .. } => Some(source.as_ref()),
+            NameNotText(e) => Some(e),
+            // Several causes, each already in the message.
+            Silent | NoRootProperty | NoSessionBus | NotFound(_) => None,
+        }
+    }
+}
 
 /// Why a widget could not be pressed.
 pub enum PressError {

@@ -53,7 +53,15 @@ impl fmt::Display for WidgetError {
     }
 }
 
-impl std::error::Error for WidgetError {}
+impl std::error::Error for WidgetError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            #[cfg(feature = "atspi")]
+            WidgetError::NoBus(e) | WidgetError::BusFailed(e) | WidgetError::Gone(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The accessibility bus (connected on first use, and again after it failed) and the ids.
 #[derive(Default)]
