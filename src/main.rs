@@ -11,6 +11,7 @@ use agent_controller::cli::args::{self, Parsed};
 use agent_controller::cli::console;
 use agent_controller::config::Config;
 use agent_controller::daemon::Daemon;
+use agent_controller::util::cause::chain;
 use agent_controller::util::sd_notify;
 use std::fmt;
 use std::path::PathBuf;
@@ -114,7 +115,7 @@ fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
     }
     config.validate().map_err(|e| Failure::Usage(e.to_string()))?;
     config.check_exposure(insecure).map_err(|e| Failure::Usage(e.to_string()))?;
-    init_logging(&config).map_err(|e| Failure::Runtime(e.to_string()))?;
+    init_logging(&config).map_err(|e| Failure::Runtime(chain(&e)))?;
 
     // Block the stop signals in every thread (they inherit the mask) so only sigwait sees them.
     let signals = signals::block_stop_signals().map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -150,6 +151,15 @@ impl fmt::Display for LoggingError {
         match self {
             LoggingError::File(path, e) => write!(f, "cannot open logging.file {path}: {e}"),
             LoggingError::Init(e) => write!(f, "cannot start logging: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for LoggingError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LoggingError::File(_, e) => Some(e),
+            LoggingError::Init(e) => Some(e),
         }
     }
 }

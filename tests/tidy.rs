@@ -227,3 +227,190 @@ fn the_readme_guard_table_agrees_with_the_code() {
     let named = rows.iter().filter(|l| Guard::from_name(l.split('`').nth(1).unwrap_or("")).is_some()).count();
     assert_eq!(named, Guard::ALL.len(), "one row per guard");
 }
+
+/// A `//!` header says what a file is for and what it guarantees, in a few lines; history
+/// belongs in commit messages.
+const MAX_HEADER_WORDS: usize = 200;
+
+/// Where a file sits in its crate: the crate root's folder and the module path below it
+/// (`src/cli/mcp/tools.rs` → `src/`, `[cli, mcp, tools]`; a `mod.rs` is its folder's module).
+fn module_path(rel: &str) -> (String, Vec<String>) {
+    let inside = rel.strip_prefix("src/").unwrap_or(rel);
+    let (root, inside) = match inside.strip_prefix("bin/").and_then(|b| b.split_once('/')) {
+        Some((bin, rest)) => (format!("src/bin/{bin}/"), rest),
+        None => ("src/".to_string(), inside),
+    };
+    let mut segs: Vec<String> = inside.trim_end_matches(".rs").split('/').map(str::to_string).collect();
+    if matches!(segs.last().map(String::as_str), Some("mod" | "lib" | "main")) {
+        segs.pop();
+    }
+    (root, segs)
+}
+
+/// The code a file's own module compiles: line comments dropped, and the unit tests (a
+/// `#[cfg(test)]` item that is a module, `mod tests;` or the inline `mod tests { … }` that ends
+/// a file) left out, since a test module importing its parent is no circle.
+fn code_of(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]" {
+            let next = lines.peek().map(|l| l.trim_start()).unwrap_or("");
+            if next.starts_with("mod ") || next.starts_with("pub mod ") {
+                if next.ends_with(';') {
+                    lines.next();
+                    continue;
+                }
+                break;
+            }
+        }
+        code.push_str(line.split("//").next().unwrap_or(""));
+        code.push('\n');
+    }
+    code
+}
+
+fn skip_space(s: &[u8], mut i: usize) -> usize {
+    while s.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+        i += 1;
+    }
+    i
+}
+
+/// Reads one path tree at `i` (`a::b`, `a::{b, c::{d, self}}`, `a::*`, `a as b`), pushing each
+/// full path below `path`; returns where it ended.
+fn path_tree(s: &[u8], mut i: usize, mut path: Vec<String>, out: &mut Vec<Vec<String>>) -> usize {
+    loop {
+        i = skip_space(s, i);
+        if s.get(i) == Some(&b'{') {
+            i += 1;
+            loop {
+                i = skip_space(s, i);
+                match s.get(i) {
+                    None => return i,
+                    Some(b'}') => return i + 1,
+                    Some(b',') => i += 1,
+                    _ => {
+                        let before = i;
+                        i = path_tree(s, i, path.clone(), out);
+                        i = i.max(before + 1);
+                    }
+                }
+            }
+        }
+        let start = i;
+        while s.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+            i += 1;
+        }
+        let seg = String::from_utf8_lossy(&s[start..i]).to_string();
+        if !seg.is_empty() && seg != "self" {
+            path.push(seg);
+        }
+        let after = skip_space(s, i);
+        if s[after..].starts_with(b"::") {
+            i = after + 2;
+            continue;
+        }
+        out.push(path);
+        return i;
+    }
+}
+
+/// Every path a file names through `crate::`, `self::` or `super::` (in `use` or in code),
+/// resolved to a module path from its crate's root.
+fn named_paths(rel: &str, text: &str) -> Vec<Vec<String>> {
+    let (_, own) = module_path(rel);
+    let code = code_of(text);
+    let s = code.as_bytes();
+    let mut out = Vec::new();
+    for start in 0..s.len() {
+        let before = start.checked_sub(1).map(|b| s[b]);
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':' || c == b'$') {
+            continue;
+        }
+        // `pub(in crate::http)` is a visibility, not an import.
+        if s[..start].ends_with(b"(in ") {
+            continue;
+        }
+        let mut base = match &s[start..] {
+            r if r.starts_with(b"crate::") => Vec::new(),
+            r if r.starts_with(b"self::") || r.starts_with(b"super::") => own.clone(),
+            _ => continue,
+        };
+        let mut i = start;
+        if s[i..].starts_with(b"crate::") {
+            i += "crate::".len();
+        } else if s[i..].starts_with(b"self::") {
+            i += "self::".len();
+        }
+        while s[i..].starts_with(b"super::") {
+            base.pop();
+            i += "super::".len();
+        }
+        path_tree(s, i, base, &mut out);
+    }
+    out
+}
+
+/// Which files each file imports from: the file holding the longest prefix of each path it
+/// names (`crate::cli::console::Out` → `src/cli/console.rs`), itself left out.
+fn file_imports() -> BTreeMap<String, BTreeSet<String>> {
+    let files = files_under("src");
+    let by_module: BTreeMap<(String, Vec<String>), String> =
+        files.iter().map(|(rel, _)| (module_path(rel), rel.clone())).collect();
+    let mut imports = BTreeMap::new();
+    for (rel, text) in &files {
+        let (root, _) = module_path(rel);
+        let mut from = BTreeSet::new();
+        for path in named_paths(rel, text) {
+            let found = (0..=path.len()).rev().find_map(|n| by_module.get(&(root.clone(), path[..n].to_vec())));
+            if let Some(file) = found.filter(|f| *f != rel) {
+                from.insert(file.clone());
+            }
+        }
+        imports.insert(rel.clone(), from);
+    }
+    imports
+}
+
+#[test]
+fn no_two_files_import_each_other() {
+    let imports = file_imports();
+    let mut circles = BTreeSet::new();
+    for (a, from) in &imports {
+        for b in from {
+            if a < b && imports.get(b).is_some_and(|back| back.contains(a)) {
+                circles.insert((a.as_str(), b.as_str()));
+            }
+        }
+    }
+    let found: Vec<String> = circles.iter().map(|(a, b)| format!("{a} <-> {b}")).collect();
+    assert!(
+        found.is_empty(),
+        "files that import each other (move what both need into a file of its own):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The words of a file's `//!` header: its leading `//!` lines.
+fn header_words(text: &str) -> usize {
+    text.lines().map_while(|l| l.strip_prefix("//!")).map(|l| l.split_whitespace().count()).sum()
+}
+
+#[test]
+fn module_headers_stay_short() {
+    let mut long = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        for (rel, text) in files_under(dir) {
+            let words = header_words(&text);
+            if words > MAX_HEADER_WORDS {
+                long.push(format!("{rel}: {words} words"));
+            }
+        }
+    }
+    assert!(
+        long.is_empty(),
+        "//! headers over {MAX_HEADER_WORDS} words (purpose and guarantees only):\n{}",
+        long.join("\n")
+    );
+}

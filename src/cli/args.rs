@@ -8,35 +8,9 @@
 //! a `UsageError` naming it (exit 2). No command means `serve`. The parsed result is handed to
 //! the commands as a canonical argument list (`Parsed::arguments`), so they need not re-check.
 
-pub use super::commands::COMMANDS;
+use super::commands::opt;
+pub use super::commands::{COMMANDS, Cmd, Opt};
 use std::ffi::OsString;
-
-/// One option: its names (short first, long last), the value's name ("" for a switch), help.
-pub struct Opt {
-    pub names: &'static [&'static str],
-    pub value: &'static str,
-    pub help: &'static str,
-}
-
-/// One command.
-pub struct Cmd {
-    pub name: &'static str,
-    /// What follows the command in the usage line.
-    pub usage: &'static str,
-    pub summary: &'static str,
-    pub options: &'static [Opt],
-    /// How many free arguments it takes.
-    pub min_args: usize,
-    pub max_args: usize,
-    /// Whether the global client options (`--api`, `--token`, `--json`) apply.
-    pub client: bool,
-    /// More about the command, shown by `help COMMAND`.
-    pub more: &'static str,
-}
-
-pub(super) const fn opt(names: &'static [&'static str], value: &'static str, help: &'static str) -> Opt {
-    Opt { names, value, help }
-}
 
 pub const GLOBAL: &[Opt] = &[
     opt(&["--api"], "URL", "the daemon's API (default $AGENT_CONTROLLER_API or http://127.0.0.1:5900)"),

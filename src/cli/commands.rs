@@ -1,9 +1,34 @@
 //! The command table: every command of `agent-controller` with its usage, summary, options,
-//! argument counts and longer help. `args.rs` parses by it, and help and the completion
-//! scripts (`completions.rs`) are made from it, so a command is added here alone (and run by
-//! `console.rs`, `main.rs` or `agent-eval`).
+//! argument counts and longer help (`Cmd`, `Opt`). `args.rs` parses by it, and help and the
+//! completion scripts (`completions.rs`) are made from it, so a command is added here alone
+//! (and run by `console.rs`, `main.rs` or `agent-eval`).
 
-use super::args::{Cmd, Opt, opt};
+/// One option: its names (short first, long last), the value's name ("" for a switch), help.
+pub struct Opt {
+    pub names: &'static [&'static str],
+    pub value: &'static str,
+    pub help: &'static str,
+}
+
+/// One command.
+pub struct Cmd {
+    pub name: &'static str,
+    /// What follows the command in the usage line.
+    pub usage: &'static str,
+    pub summary: &'static str,
+    pub options: &'static [Opt],
+    /// How many free arguments it takes.
+    pub min_args: usize,
+    pub max_args: usize,
+    /// Whether the global client options (`--api`, `--token`, `--json`) apply.
+    pub client: bool,
+    /// More about the command, shown by `help COMMAND`.
+    pub more: &'static str,
+}
+
+pub(super) const fn opt(names: &'static [&'static str], value: &'static str, help: &'static str) -> Opt {
+    Opt { names, value, help }
+}
 
 const TASK: &[Opt] = &[
     opt(&["--url"], "URL", "a browser session on this page"),

@@ -5,8 +5,8 @@
 //! paths; `help` completes commands, `completions` shells and `config` its `check`. Help texts
 //! are quoted for each shell so no text can break out of its string.
 
-use super::args::{Cmd, GLOBAL, Opt};
-use super::commands::COMMANDS;
+use super::args::GLOBAL;
+use super::commands::{COMMANDS, Cmd, Opt};
 
 /// The script for `shell`, or `None` for a shell we do not write for.
 pub fn script(shell: &str) -> Option<String> {

@@ -4,7 +4,7 @@
 //! files. Ctrl-C only detaches: the session goes on.
 
 use super::client::{ApiClient, is_active, path_segment};
-use super::console::{Out, USAGE, download, exit, fail, isatty, print_status, shown};
+use super::common::{Answers, Out, USAGE, download, exit, fail, isatty, print_status, shown};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
@@ -37,13 +37,6 @@ impl Decision {
 }
 
 /// `task` / `explore`: create the session, follow it, answer confirmations, fetch the files.
-/// How `task`/`explore` answer confirmations: `--yes`, `--no`, or ask on the terminal.
-#[derive(Clone, Copy)]
-pub(super) struct Answers {
-    pub(super) yes: bool,
-    pub(super) no: bool,
-}
-
 pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pico_args::Arguments) -> u8 {
     let (body, out_dir, answers) = match new_session_body(command, args) {
         Ok(parsed) => parsed,

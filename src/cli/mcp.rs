@@ -18,6 +18,7 @@ mod tools;
 
 use super::client::{ApiClient, ClientError, path_segment};
 use crossbeam_channel::{Receiver, Sender};
+use rpc::ToolResult;
 use rpc::{CallParams, CancelledParams, Id, Incoming, InitializeParams, Request, Response};
 use serde::Serialize;
 use serde_json::Value;
@@ -26,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use tools::{McpTool, ToolResult};
+use tools::McpTool;
 
 pub const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
 /// Answers waiting for the writer; beyond this a sender waits for the client to read.

@@ -7,6 +7,7 @@
 pub mod args;
 pub mod client;
 mod commands;
+mod common;
 pub mod completions;
 pub mod console;
 mod follow;

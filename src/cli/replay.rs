@@ -2,7 +2,7 @@
 //! `POST /sessions/ID/replay`, followed like `task` (the same `--out`, `--yes`/`--no`, `--json`).
 //! A parameter fills `{{name}}` in the recorded steps, or replaces a recorded value `name`.
 
-use super::follow::Answers;
+use super::common::Answers;
 use serde_json::{Map, Value, json};
 use std::path::PathBuf;
 

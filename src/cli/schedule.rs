@@ -5,7 +5,7 @@
 //! rest and its error is printed as it comes.
 
 use super::client::{ApiClient, path_segment};
-use super::console::{Column, Out, exit, fail, print_table, text_of};
+use super::common::{Column, Out, exit, fail, print_table, text_of};
 use super::table::Align;
 use serde_json::{Map, Value, json};
 use std::fmt;
@@ -92,6 +92,16 @@ impl fmt::Display for OptionsError {
             OptionsError::Args(e) => e.fmt(f),
             OptionsError::Session(e) => write!(f, "--session is not JSON: {e}"),
             OptionsError::Param(p) => write!(f, "--param {p:?} is not name=value"),
+        }
+    }
+}
+
+impl std::error::Error for OptionsError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            OptionsError::Args(e) => e.source(),
+            OptionsError::Session(e) => Some(e),
+            OptionsError::Param(_) => None,
         }
     }
 }

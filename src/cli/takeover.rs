@@ -6,7 +6,7 @@
 //! failed exits 1.
 
 use super::client::{ApiClient, ClientError};
-use super::console::{Out, exit, fail, shown};
+use super::common::{Out, exit, fail, shown};
 use serde_json::{Value, json};
 
 /// Run `pause`, `act` or `resume` for session `id` (already a path segment); `rest` is what

@@ -14,6 +14,7 @@ pub mod tasks;
 use crate::cli::client::{ApiClient, ClientError};
 use crate::config::{Config, ConfigError};
 use crate::daemon::{Daemon, StartError};
+use crate::util::cause::chain;
 use crate::util::tls::CaFileError;
 use serde_json::{Value, json};
 use std::fmt;
@@ -123,7 +124,20 @@ impl fmt::Display for EvalError {
     }
 }
 
-impl std::error::Error for EvalError {}
+impl std::error::Error for EvalError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        use EvalError::*;
+        match self {
+            TempDir(e) | Site(e) | Worker { source: e, .. } => Some(e),
+            Daemon(e) => Some(e),
+            // Shown as the inner error's own message, so its cause is the inner one's.
+            OwnPath(e) => e.source(),
+            Config(e) => e.source(),
+            Client(e) => e.source(),
+            _ => None,
+        }
+    }
+}
 
 /// The tasks named (all when none), or the first unknown name.
 pub fn select(names: &[String]) -> Result<Vec<&'static tasks::Task>, EvalError> {
@@ -408,7 +422,7 @@ pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
     let (opts, min_pass) = match parsed_opts {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("agent-controller: {e}");
+            eprintln!("agent-controller: {}", chain(&e));
             return 2;
         }
     };
@@ -418,7 +432,7 @@ pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
     let report = match run(config, &opts) {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("agent-controller: eval: {e}");
+            eprintln!("agent-controller: eval: {}", chain(&e));
             return 2;
         }
     };

@@ -88,7 +88,16 @@ impl fmt::Display for SshError {
     }
 }
 
-impl std::error::Error for SshError {}
+impl std::error::Error for SshError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            // Shown as the target's own message, so its cause is the target's cause.
+            SshError::Target(e) => e.source(),
+            SshError::ControlDir(e) | SshError::Spawn(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl std::str::FromStr for SshTarget {
     type Err = BadTarget;

@@ -1,11 +1,19 @@
-//! Answering off the handler pool: after a response tiny_http reads the rest of an unread
-//! body with no socket timeout, so a request whose body may stall is answered on a short-lived
-//! thread of its own (at most `DRAINING_MAX` at once), never on a pool thread.
+//! Sending a response: `send` (a client that went away is no error), and `send_off_pool`.
+//! After a response tiny_http reads the rest of an unread body with no socket timeout, so a
+//! request whose body may stall is answered on a short-lived thread of its own (at most
+//! `DRAINING_MAX` at once), never on a pool thread.
 
 use super::body::header_value;
-use super::reply::{HttpResponse, send};
+use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use tiny_http::Request;
+use tiny_http::{Request, Response};
+
+/// Answer a request, ignoring a client that already went away.
+pub fn send<R: Read>(request: Request, response: Response<R>) {
+    if let Err(e) = request.respond(response) {
+        log::debug!("client went away before the response was written: {e}");
+    }
+}
 
 /// Requests answered by `send_off_pool` still draining their body.
 static DRAINING: AtomicUsize = AtomicUsize::new(0);
@@ -21,7 +29,7 @@ fn may_stall(request: &Request) -> bool {
 
 /// Answer on a thread of its own when the unread body could stall, so such clients cannot
 /// take the handler pool (eight idle connections would otherwise freeze a server).
-pub(crate) fn send_off_pool(request: Request, response: HttpResponse) {
+pub(crate) fn send_off_pool<R: Read + Send + 'static>(request: Request, response: Response<R>) {
     if !may_stall(&request) {
         return send(request, response);
     }

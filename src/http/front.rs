@@ -11,33 +11,18 @@
 //! On an HTTPS port the relay terminates TLS itself (`tls::Client`), so all of this holds over
 //! TLS too; there a refused connection is closed unanswered (no answer precedes a handshake).
 
+use super::conns::{Limits, Registry, Slot};
 use super::relay;
 use super::tls::{Client, TlsConfig};
 use crate::util::secret::Secret;
-use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
-
-/// What bounds each connection.
-#[derive(Clone, Debug)]
-pub struct Limits {
-    /// Open connections per port at most.
-    pub max_connections: usize,
-    /// From a head's first byte (from the accept, for the first) until its blank line.
-    pub header_timeout: Duration,
-    /// Each read of a request body.
-    pub read_timeout: Duration,
-    /// Each write to the client (about twice that for a whole write), a third of the wait
-    /// for tiny_http's answer (parked polls included), and the silence allowed between two
-    /// requests on one connection.
-    pub idle_timeout: Duration,
-}
 
 /// A running acceptor; dropping it without `stop` leaves its thread running. Declared after
 /// the tiny_http server wherever both are held, so the server is dropped first.
@@ -63,7 +48,7 @@ impl Front {
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
         let token = (!token.is_empty()).then_some(token);
-        let registry = Arc::new(Registry { open: Mutex::new(HashMap::new()), next_id: AtomicU64::new(1), tls, token });
+        let registry = Arc::new(Registry::new(tls, token));
         let accept_from = listener.try_clone()?;
         let stop = Arc::clone(&stopping);
         let thread = std::thread::Builder::new()
@@ -148,71 +133,5 @@ fn refuse(client: &TcpStream, registry: &Registry, why: &str) {
     if registry.tls.is_none() {
         let _ = client.set_nonblocking(true);
         relay::answer(&mut Client::Plain(client), 503, why);
-    }
-}
-
-/// The open connections of a port, and which of them have no request in flight.
-struct Registry {
-    open: Mutex<HashMap<u64, Entry>>,
-    next_id: AtomicU64,
-    /// The port's TLS, if it speaks HTTPS.
-    tls: Option<TlsConfig>,
-    /// The port's bearer token, if it has one: checked before a `100 Continue`.
-    token: Option<Secret>,
-}
-
-struct Entry {
-    fd: RawFd,
-    /// Since when the connection has had no request in flight; `None` while one is.
-    idle_since: Option<Instant>,
-}
-
-impl Registry {
-    fn admit(&self, client: &TcpStream, cap: usize) -> Option<u64> {
-        let mut open = self.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if open.len() >= cap {
-            let oldest = open.iter().filter_map(|(id, e)| Some((*id, e.idle_since?))).min_by_key(|(_, t)| *t)?;
-            if let Some(e) = open.remove(&oldest.0) {
-                // SAFETY: the entry is removed before its thread closes the descriptor (see
-                // `admit`), and we hold the lock, so the fd is still that connection's.
-                unsafe { libc::shutdown(e.fd, libc::SHUT_RDWR) };
-            }
-        }
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        open.insert(id, Entry { fd: client.as_raw_fd(), idle_since: Some(Instant::now()) });
-        Some(id)
-    }
-
-    fn remove(&self, id: u64) {
-        self.open.lock().unwrap_or_else(PoisonError::into_inner).remove(&id);
-    }
-}
-
-/// A connection's place in the registry, held by its relay thread.
-pub struct Slot {
-    registry: Arc<Registry>,
-    id: u64,
-    pub accepted: Instant,
-}
-
-impl Slot {
-    pub fn tls(&self) -> Option<&TlsConfig> {
-        self.registry.tls.as_ref()
-    }
-
-    pub fn token(&self) -> Option<&Secret> {
-        self.registry.token.as_ref()
-    }
-
-    /// Mark a request in flight (not evictable) or finished.
-    pub fn set_busy(&self, busy: bool) {
-        let mut open = self.registry.open.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(e) = open.get_mut(&self.id) {
-            match (busy, e.idle_since) {
-                (true, _) => e.idle_since = None,
-                (false, None) => e.idle_since = Some(Instant::now()),
-                (false, Some(_)) => {}
-            }
-        }
     }
 }

@@ -12,6 +12,7 @@
 
 pub mod api;
 mod body;
+mod conns;
 mod contain;
 mod drain;
 mod front;
@@ -34,15 +35,16 @@ pub use body::{
     check_bearer, header_value, parse_json, percent_decode, percent_encode, query_param, read_body, read_json,
     split_url,
 };
+pub use conns::Limits as ConnLimits;
 pub use contain::contained;
-pub use front::Limits as ConnLimits;
 pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
 pub use tls::{TlsConfig, load as load_tls};
 
+pub use drain::send;
 pub(crate) use drain::send_off_pool;
 pub use incoming::{Incoming, peer_ip};
 pub use reply::{
-    Body, HttpResponse, Reply, error_response, finish, header, json_bytes_response, json_response, responder, send,
+    Body, HttpResponse, Reply, error_response, finish, header, json_bytes_response, json_response, responder,
 };
 pub use stream::{Stream, WriteBody};

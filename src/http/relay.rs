@@ -1,26 +1,19 @@
-//! One client connection, relayed request by request to tiny_http over a private Unix socket
-//! (see `front.rs`). Each request head is read here first: at most `MAX_HEAD` bytes, within
-//! `header_timeout` of its first byte (of the accept, for the first request), or the connection
-//! is answered 431/408 and closed. Every read from the client is bounded by `read_timeout`.
-//! The head is read once, strictly (`head.rs`), and tiny_http gets the head written again from
-//! that reading, never the client's lines; chunked bodies are written again as well.
+//! One client connection (plain or TLS), relayed to tiny_http request by request, each on an inner
+//! connection of its own (a private Unix socket, see `front.rs`).
 //!
-//! A request reaches tiny_http on an inner connection of its own, with `Connection: close` and
-//! the client's address in `PEER_HEADER` (any such header from the client is dropped), so the
-//! inner connection's end marks the end of the response and this thread knows which
-//! connections have a request in flight. The head is held back until the body is complete or
-//! `HOLD` bytes of it have come, so a client that declares a body and never sends it never
-//! takes a handler thread. Bodies are forwarded by their framing (length or chunked), so the
-//! next head on the connection is read here too. A handler that answers before the body has
-//! all come (a refusal) stops the forwarding: the client gets the answer at once, and the
-//! connection ends, rather than the body being drained at the client's pace.
+//! Guarantees: a head is at most `MAX_HEAD` bytes and complete within `header_timeout` of its first
+//! byte (of the accept, for the first; over TLS this bounds the handshake too), else 431/408 and
+//! closed; every read is bounded by `read_timeout`. The head is read once, strictly (`head.rs`),
+//! and tiny_http gets only the head written again from that reading, with `Connection: close` and
+//! the client's address in `PEER_HEADER` (a client's own is dropped); chunked bodies are written
+//! again too. A head is held back until its body is complete or `HOLD` bytes of it came, so a body
+//! never sent takes no handler thread. An answer given before the body ended reaches the client at
+//! once, and the connection ends. An idle connection holds only a 4 KiB read buffer.
 //!
-//! Over TLS the client's bytes are decrypted (and the handshake driven) as they are read, so
-//! the head deadline bounds the wait for the client's handshake bytes as well; splice(2) serves
-//! plain TCP only. Buffers stay small on an idle connection: 4 KiB to read, and nothing for
-//! answers between requests.
+//! **Rationale**: tiny_http has no limits of its own and reads heads its own way; a head read once
+//! here, never passed on as sent, cannot be read differently by the two (no smuggling).
 
-use super::front::{Limits, Slot};
+use super::conns::{Limits, Slot};
 use super::tls::Client;
 use crate::util::secret::Secret;
 use input::Input;

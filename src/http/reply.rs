@@ -2,7 +2,7 @@
 //! parked long poll, or a stream), JSON bodies and errors, `finish` (the one dispatch of a
 //! handler's result), and the `Responder` that answers a parked poll once.
 
-use super::drain::send_off_pool;
+use super::drain::{send, send_off_pool};
 use super::incoming::Incoming;
 use super::stream::{Stream, stream};
 use crate::error::ApiError;
@@ -68,13 +68,6 @@ pub fn error_response(err: &ApiError) -> HttpResponse {
         resp.add_header(header("WWW-Authenticate", "Bearer"));
     }
     resp
-}
-
-/// Answer a request, ignoring a client that already went away.
-pub fn send(request: Request, response: HttpResponse) {
-    if let Err(e) = request.respond(response) {
-        log::debug!("client went away before the response was written: {e}");
-    }
 }
 
 /// Dispatch helper: run a handler and turn its `Result` into exactly one response.

@@ -14,7 +14,8 @@
 //! them until a deadline; threads still busy with a slow client then are left to the process
 //! exit.
 
-use super::front::{Front, Limits};
+use super::conns::Limits;
+use super::front::Front;
 use super::guard::BrowserGuard;
 use super::tls::TlsConfig;
 use std::net::SocketAddr;

@@ -22,6 +22,7 @@ use crate::config::Config;
 use crate::notify::Notifier;
 use crate::session::SessionManager;
 use crate::store::Store;
+use crate::util::cause::chain;
 use crate::util::clock;
 use serde_json::Value;
 use spec::Spec;
@@ -61,7 +62,15 @@ impl fmt::Display for StartupError {
     }
 }
 
-impl std::error::Error for StartupError {}
+impl std::error::Error for StartupError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StartupError::ConfigSchedule { source, .. } => Some(source),
+            StartupError::NameTwice { .. } => None,
+            StartupError::Stored(e) | StartupError::Thread(e) => Some(e),
+        }
+    }
+}
 
 /// Where a schedule was defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -156,7 +165,7 @@ impl Scheduler {
     /// in config.yaml stops the start (naming it); a bad stored one is logged and left out.
     /// The error is the daemon's start-up message.
     pub fn start(config: &Config, store: Store, sessions: Arc<SessionManager>) -> Result<Scheduler, String> {
-        Scheduler::begin(config, store, sessions).map_err(|e| e.to_string())
+        Scheduler::begin(config, store, sessions).map_err(|e| chain(&e))
     }
 
     fn begin(config: &Config, store: Store, sessions: Arc<SessionManager>) -> Result<Scheduler, StartupError> {

@@ -8,6 +8,7 @@ use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleMark;
 use crate::protocol::{CreateSessionRequest, SessionRecord, Status};
 use crate::session::{NewSession, Session};
+use crate::util::cause::chain;
 use crate::util::clock;
 use serde_json::{Value, json};
 use std::sync::{Arc, Weak};
@@ -33,7 +34,11 @@ impl Inner {
                 log::warn!("schedule {name}: run due at {} skipped: {why}", clock::rfc3339_from_ms(due_ms))
             }
             Err(e) => {
-                log::error!("schedule {name}: the run due at {} did not start: {e}", clock::rfc3339_from_ms(due_ms))
+                log::error!(
+                    "schedule {name}: the run due at {} did not start: {}",
+                    clock::rfc3339_from_ms(due_ms),
+                    chain(&e)
+                )
             }
         }
     }
@@ -132,7 +137,7 @@ impl Inner {
             (Arc::clone(&e.spec), stopping)
         };
         if let Err(e) = self.persist(name) {
-            log::error!("schedule {name}: {e}");
+            log::error!("schedule {name}: {}", chain(&e));
         }
         log::info!("schedule {name}: run {run} ({}) ended: {outcome}", record.session_id);
         if !stopping && matches!(outcome, "error" | "diverged") {
@@ -214,7 +219,7 @@ impl Inner {
                         book.entries.insert(name.clone(), Entry::new(Arc::new(spec), Origin::Api, anchor));
                     }
                     Ok(_) => log::error!("schedules/{name}.json names another schedule; left out"),
-                    Err(e) => log::error!("schedules/{name}.json cannot be used ({e}); left out"),
+                    Err(e) => log::error!("schedules/{name}.json cannot be used ({}); left out", chain(&e)),
                 }
             } else if !from_config {
                 log::warn!("schedule {name}: config.yaml defines it too; the stored one is left out");

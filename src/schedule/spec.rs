@@ -46,6 +46,9 @@ impl fmt::Display for ScheduleError {
     }
 }
 
+/// Every variant is its own message (`Session` shows the session's error as it is).
+impl std::error::Error for ScheduleError {}
+
 impl From<ScheduleError> for ApiError {
     fn from(e: ScheduleError) -> ApiError {
         match e {

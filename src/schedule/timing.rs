@@ -60,7 +60,14 @@ impl fmt::Display for WhenError {
     }
 }
 
-impl std::error::Error for WhenError {}
+impl std::error::Error for WhenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WhenError::CronInvalid(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 pub enum When {
     Every { ms: i64 },

@@ -1,24 +1,19 @@
-//! Sessions: their state in memory, mirrored to their folder as it changes, and the thread
-//! each one runs on.
+//! Sessions: their state in memory, mirrored to their folder, and the thread each runs on.
+//! A session is created `waiting`, leases a capable worker on its own thread (`thread.rs`;
+//! then `running`, or `confirming`/`paused` while a person is asked), hands the agent a
+//! `SessionRunner`, and ends `finished`, `error` or `stopped`. `manager.rs` holds them all; the
+//! log, files, writings, confirmations, takeover and budget each have a file here.
 //!
-//! A session is created `waiting`, gets its own OS thread (`thread.rs`), leases a capable
-//! worker (then `running`; `confirming` or `paused` while it waits for a person), hands a
-//! `SessionRunner` to the agent, and ends `finished`, `error` or `stopped`. Its parts: the record
-//! and its stop here, the log (`log.rs`), files (`files.rs`), notes, report and conversation
-//! (`writings.rs`), confirmations (`confirm.rs`), takeover (`takeover.rs`), budget (`budget.rs`);
-//! the manager (`manager.rs`) holds them all.
+//! Disk: session.json is written atomically when the status changes (and at the end), never an
+//! older snapshot over a newer one; counters live in memory and in the journal (`journal.rs`)
+//! for a crash; appended lines follow `output.sync`, and the session's files are synced before
+//! a final status is recorded.
 //!
-//! Disk. session.json is written when the status changes (and once more at the session's end);
-//! counters (turn, usage, images) change in memory, and the journal (`journal.rs`) keeps turn and
-//! usage for a crash. Appended lines follow `output.sync`; before a final status is recorded the
-//! session's files are synced.
-//!
-//! Locks. `state` (the record, the pending confirmation) is never held across disk I/O, so
-//! reading a session or stopping it never waits for the disk. Each file a session appends to or
-//! rewrites has its own I/O lock that orders its writes (`log`, `journal`, `files`, `notes`,
-//! `steps`, `record_written`); an I/O lock may take `state` briefly, never the reverse, and neither is
-//! held while taking the hub's locks. The parker's lock is innermost. session.json is written
-//! atomically after `state` is released, and an older snapshot never overwrites a newer one.
+//! Locks: `state` (the record, the pending confirmation) is never held across disk I/O, so
+//! reading or stopping a session never waits for the disk. Each file written has its own I/O
+//! lock (`log`, `journal`, `files`, `notes`, `steps`, `record_written`), which may take `state`
+//! briefly, never the reverse; neither is held while taking the hub's locks; the parker's lock
+//! is innermost.
 
 mod budget;
 mod confirm;

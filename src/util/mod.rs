@@ -1,9 +1,10 @@
 //! Small helpers shared by the daemon, the console, the MCP server and the worker: time stamps
 //! and randomness, terminal-free output, the `Secret` string, the file-name rule, the JSON-schema
 //! check, the process-wide counters behind `/metrics`, systemd notifications, private temporary
-//! folders, the clients' TLS settings, percent-encoding of URL components, the allocator's settings. Nothing here knows about sessions, routes or models.
+//! folders, the clients' TLS settings, percent-encoding of URL components, the allocator's settings, an error's causes for the log. Nothing here knows about sessions, routes or models.
 
 pub mod ansi;
+pub mod cause;
 pub mod clock;
 pub mod filename;
 pub mod malloc;

@@ -27,7 +27,15 @@ impl fmt::Display for CaFileError {
     }
 }
 
-impl std::error::Error for CaFileError {}
+impl std::error::Error for CaFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CaFileError::Read(_, e) => Some(e),
+            CaFileError::NotPem(_, e) => Some(e.as_ref()),
+            CaFileError::Empty(_) => None,
+        }
+    }
+}
 
 /// The TLS settings for a client: web roots, or only the CA certificates in `ca_file` (PEM).
 pub fn client_tls(ca_file: Option<&Path>) -> Result<TlsConfig, CaFileError> {

@@ -4,6 +4,7 @@
 //! touches the network or the disk, and ends the program with exit code 2 and a message that
 //! says what to write instead. Options win over the environment variables they stand for.
 
+use agent_controller::util::cause::chain;
 use std::path::PathBuf;
 
 pub const USAGE: &str = "\
@@ -96,7 +97,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
         .map_err(|e| Exit::usage(e.to_string()))?;
     let token_on_argv = token.as_deref().is_some_and(|t| !t.is_empty());
     let from_file = match &token_file {
-        Some(path) => Some(crate::hygiene::read_token_file(path).map_err(|e| Exit::usage(e.to_string()))?),
+        Some(path) => Some(crate::hygiene::read_token_file(path).map_err(|e| Exit::usage(chain(&e)))?),
         None => None,
     };
     let token =

@@ -96,7 +96,16 @@ impl fmt::Display for WorkerError {
     }
 }
 
-impl std::error::Error for WorkerError {}
+impl std::error::Error for WorkerError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            WorkerError::Io { source, .. } => Some(source),
+            // The failure a note or a restart is added to.
+            WorkerError::Noted(e, _) | WorkerError::WillRestart(e) => Some(e.as_ref()),
+            _ => None,
+        }
+    }
+}
 
 impl From<CdpError> for WorkerError {
     fn from(e: CdpError) -> WorkerError {

@@ -94,7 +94,14 @@ impl fmt::Display for TokenFileError {
     }
 }
 
-impl std::error::Error for TokenFileError {}
+impl std::error::Error for TokenFileError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            TokenFileError::Read(_, e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 /// The token in `path`: a regular file only its owner can read or write.
 pub fn read_token_file(path: &Path) -> Result<String, TokenFileError> {

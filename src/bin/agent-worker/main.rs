@@ -27,6 +27,7 @@ mod shell;
 mod signals;
 mod worker;
 
+use agent_controller::util::cause::chain;
 use backend::Backend;
 use browser::{Browser, Options};
 use cli::{Args, Exit};
@@ -134,7 +135,7 @@ fn backends(args: &Args, download_dir: PathBuf) -> Vec<Box<dyn Backend>> {
                     Ok(()) => list.push(Box::new(browser)),
                     Err(e) => log(
                         "error",
-                        &format!("browser not offered: {} does not start: {e}", args.browser_path.display()),
+                        &format!("browser not offered: {} does not start: {}", args.browser_path.display(), chain(&e)),
                     ),
                 }
             }
@@ -146,7 +147,7 @@ fn backends(args: &Args, download_dir: PathBuf) -> Vec<Box<dyn Backend>> {
                 }
                 Err(why) => {
                     let level = if args.capabilities_given { "warn" } else { "info" };
-                    log(level, &format!("no app capability: {why}"));
+                    log(level, &format!("no app capability: {}", chain(&why)));
                 }
             },
             _ => {}

@@ -3,7 +3,7 @@
 //! against the tool's schema before a handler runs.
 
 use super::Call;
-use super::tools::{Content, ToolResult};
+use super::rpc::{Content, ToolResult};
 use crate::cli::client::{ClientError, is_active, path_segment};
 use serde_json::{Value, json};
 use std::sync::atomic::Ordering;

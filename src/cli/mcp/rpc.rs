@@ -1,5 +1,5 @@
 //! JSON-RPC 2.0 as the MCP server speaks it: one message per line, read into typed shapes
-//! (`Incoming`), answered with a typed `Response`.
+//! (`Incoming`), answered with a typed `Response`; a tool call's result is `ToolResult`.
 //!
 //! Reading follows the spec where clients differ: a request is a message with a string
 //! `method` and an `id` that is a string or a number; with no such id it is a notification
@@ -199,6 +199,38 @@ pub struct CancelledParams {
     pub request_id: Id,
 }
 
+/// `tools/call`'s result: what the tool says, and whether it failed.
+#[derive(Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResult {
+    pub content: Vec<Content>,
+    pub is_error: bool,
+}
+
+#[derive(Debug, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        /// Base64.
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+}
+
+impl ToolResult {
+    pub fn text(text: String) -> ToolResult {
+        ToolResult { content: vec![Content::Text { text }], is_error: false }
+    }
+
+    pub fn error(text: String) -> ToolResult {
+        ToolResult { content: vec![Content::Text { text }], is_error: true }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +291,14 @@ mod tests {
             err,
             json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32601, "message": "method not found: x\ny"}})
         );
+    }
+
+    #[test]
+    fn results_serialize_as_mcp_content() {
+        let v = serde_json::to_value(ToolResult::error("no".into())).unwrap();
+        assert_eq!(v, serde_json::json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
+        let image = Content::Image { data: "AA==".into(), mime_type: "image/png".into() };
+        let v = serde_json::to_value(image).unwrap();
+        assert_eq!(v, serde_json::json!({"type": "image", "data": "AA==", "mimeType": "image/png"}));
     }
 }

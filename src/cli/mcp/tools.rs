@@ -7,6 +7,7 @@
 
 use super::Call;
 use super::handlers as h;
+use super::rpc::ToolResult;
 use crate::cli::client::ClientError;
 use serde::Serialize;
 use serde_json::Value;
@@ -113,38 +114,6 @@ pub struct ToolList {
 
 pub fn list() -> ToolList {
     ToolList { tools: TOOLS.iter().map(McpTool::listed).collect() }
-}
-
-/// `tools/call`'s result: what the tool says, and whether it failed.
-#[derive(Debug, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ToolResult {
-    pub content: Vec<Content>,
-    pub is_error: bool,
-}
-
-#[derive(Debug, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub enum Content {
-    Text {
-        text: String,
-    },
-    Image {
-        /// Base64.
-        data: String,
-        #[serde(rename = "mimeType")]
-        mime_type: String,
-    },
-}
-
-impl ToolResult {
-    pub fn text(text: String) -> ToolResult {
-        ToolResult { content: vec![Content::Text { text }], is_error: false }
-    }
-
-    pub fn error(text: String) -> ToolResult {
-        ToolResult { content: vec![Content::Text { text }], is_error: true }
-    }
 }
 
 const SESSION: &str = r#"{"session_id": {"type": "string"}}"#;
@@ -380,14 +349,5 @@ mod tests {
         assert_eq!((wait["readOnlyHint"].clone(), wait["openWorldHint"].clone()), (true.into(), false.into()));
         assert_eq!(of("create_session")["idempotentHint"], false);
         assert_eq!(of("act")["destructiveHint"], true);
-    }
-
-    #[test]
-    fn results_serialize_as_mcp_content() {
-        let v = serde_json::to_value(ToolResult::error("no".into())).unwrap();
-        assert_eq!(v, serde_json::json!({"content": [{"type": "text", "text": "no"}], "isError": true}));
-        let image = Content::Image { data: "AA==".into(), mime_type: "image/png".into() };
-        let v = serde_json::to_value(image).unwrap();
-        assert_eq!(v, serde_json::json!({"type": "image", "data": "AA==", "mimeType": "image/png"}));
     }
 }

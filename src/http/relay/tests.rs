@@ -4,7 +4,8 @@
 //! header, the body), which must be what the front's own reading (`parse_head`) says.
 
 use super::head::{Refused, parse_head};
-use crate::http::front::{Front, Limits};
+use crate::http::conns::Limits;
+use crate::http::front::Front;
 use crate::util::secret::Secret;
 use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

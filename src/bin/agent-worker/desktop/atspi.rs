@@ -15,7 +15,7 @@
 //! objects and a deadline. Pressing prefers the widget's own "click"/"press"/"activate" action
 //! for a plain left click, else gives its centre for the pointer.
 
-use super::widgets::{Ids, Node, Obj, Pressed, Scope, Walk, WidgetError, centre, same};
+use super::tree::{Ids, Node, Obj, Pressed, Scope, Walk, centre, same};
 use super::windows::{Win, Windows};
 use super::x::X;
 use std::cell::RefCell;
@@ -109,7 +109,26 @@ impl fmt::Display for BusError {
     }
 }
 
-impl std::error::Error for BusError {}
+impl std::error::Error for BusError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        use BusError::*;
+        match self {
+            Call(e) | SessionSilent(e) | NoA11yBus(e) => Some(e.as_ref()),
+            Reply { source, .. } | RootSilent { source, .. } | NamedSilent { source, .. } => Some(source.as_ref()),
+            NameNotText(e) => Some(e),
+            // Several causes, each already in the message.
+            Silent | NoRootProperty | NoSessionBus | NotFound(_) => None,
+        }
+    }
+}
+
+/// Why a widget could not be pressed.
+pub enum PressError {
+    /// It is gone or does not answer.
+    Gone(BusError),
+    /// It (its role and name) has no place on screen.
+    OffScreen(String),
+}
 
 /// What one call per fact tells about an object.
 pub struct Info {
@@ -278,10 +297,10 @@ fn short(e: &zbus::Error) -> String {
 }
 
 /// Walk the widgets of the visible windows in scope. Err only when the bus itself fails.
-pub fn walk(bus: &Bus, x: &X, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<Walk, WidgetError> {
+pub fn walk(bus: &Bus, x: &X, ids: &mut Ids, wins: &Windows, scope: &Scope) -> Result<Walk, BusError> {
     let pids = window_pids(x, wins);
     bus.ask_all_again();
-    let apps = bus.applications().map_err(WidgetError::BusFailed)?;
+    let apps = bus.applications()?;
     let mut walk = Walk { windows: Vec::new(), visited: 0, notes: Vec::new(), found_via: bus.found_via };
     let mut found: Vec<(usize, String, Obj, Info)> = Vec::new();
     for app in apps {
@@ -408,13 +427,13 @@ fn node(
 
 /// Press widget `obj` as a plain left click would: with its click-like action when
 /// `use_action` and it has one, else by telling where its centre is (screen pixels).
-pub fn press(bus: &Bus, obj: &Obj, use_action: bool) -> Result<Pressed, WidgetError> {
+pub fn press(bus: &Bus, obj: &Obj, use_action: bool) -> Result<Pressed, PressError> {
     bus.ask_all_again();
-    let info = bus.info(obj).map_err(WidgetError::Gone)?;
+    let info = bus.info(obj).map_err(PressError::Gone)?;
     let what = if info.name.is_empty() { info.role.clone() } else { format!("{} {:?}", info.role, info.name) };
     let rect = info.implements("Component").then(|| bus.extents(obj).ok()).flatten().filter(|r| r.2 > 0 && r.3 > 0);
     if use_action && info.implements("Action") {
-        let actions = bus.actions(obj).map_err(WidgetError::Gone)?;
+        let actions = bus.actions(obj).map_err(PressError::Gone)?;
         let pick = CLICK_ACTIONS.iter().find_map(|want| actions.iter().position(|a| a.eq_ignore_ascii_case(want)));
         if let Some(i) = pick.filter(|&i| bus.do_action(obj, i).unwrap_or(false)) {
             return Ok(Pressed { what, action: Some(actions[i].clone()), centre: rect.map(centre) });
@@ -422,7 +441,7 @@ pub fn press(bus: &Bus, obj: &Obj, use_action: bool) -> Result<Pressed, WidgetEr
     }
     match rect.filter(|_| info.has(state::SHOWING)) {
         Some(rect) => Ok(Pressed { what, action: None, centre: Some(centre(rect)) }),
-        None => Err(WidgetError::OffScreen(what)),
+        None => Err(PressError::OffScreen(what)),
     }
 }
 

@@ -4,8 +4,9 @@
 //! The parts: `x.rs` the connection and its facts, `capture.rs` screenshots (grab, shrink,
 //! encode), `windows.rs` the window list (EWMH or the plain tree) and activation, `input.rs`
 //! synthetic pointer and keyboard input, `keymap.rs` key names and keycodes, `tools.rs` one
-//! handler per tool of the table, `widgets.rs` widgets as the tools show and click them, and
-//! `atspi.rs` (cargo feature `atspi`) the accessibility bus they come from.
+//! handler per tool of the table, `widgets.rs` widgets as the tools show and click them,
+//! `tree.rs` what a walk of them finds and their ids, and `atspi.rs` (cargo feature `atspi`)
+//! the accessibility bus they come from.
 //!
 //! Invariants: coordinates the model gives are in the space of the last screenshot image (or,
 //! before any, of the image the current settings would give) and are mapped back to screen
@@ -20,6 +21,7 @@ mod capture;
 mod input;
 mod keymap;
 mod tools;
+mod tree;
 mod widgets;
 mod windows;
 mod x;

@@ -69,7 +69,15 @@ impl fmt::Display for DisplayError {
     }
 }
 
-impl std::error::Error for DisplayError {}
+impl std::error::Error for DisplayError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DisplayError::Connect { source, .. } => Some(source),
+            DisplayError::Request { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
 
 pub struct X {
     pub conn: RustConnection,
