@@ -163,3 +163,47 @@ fn a_dollar_budget_uses_the_configured_price() {
     assert!((s["budget"]["spent"]["usd"].as_f64().unwrap() - 0.615).abs() < 1e-6, "{s}");
     assert_eq!(llm.requests().len(), 3);
 }
+
+/// `step` with the usage a provider reports for it.
+fn reporting(mut step: Step, usage: Value) -> Step {
+    step.body["usage"] = usage;
+    step
+}
+
+/// The input tokens `/metrics` shows for the default endpoint.
+fn metric_input_tokens(c: &Client) -> u64 {
+    let metrics = c.get("/metrics").text();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("agent_controller_llm_tokens_total{") && l.contains("kind=\"input\""))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A provider reporting `u64::MAX` input tokens: each call counts at most the per-call cap, the
+/// sums never wrap (a debug build would panic), and the budget ends the session.
+#[test]
+fn a_provider_reporting_u64_max_tokens_is_capped_and_ends_the_session_by_budget() {
+    let dir = TempDir::new("budget-huge-usage");
+    let huge = json!({"input_tokens": u64::MAX, "output_tokens": 20, "cache_read_input_tokens": 50});
+    let mut script = looking(1, Duration::ZERO);
+    script.push(tool("save_file", json!({"filename": "answer.txt", "content": "what I found"})));
+    script.extend(looking(3, Duration::ZERO));
+    let script = script.into_iter().map(|s| reporting(s, huge.clone())).collect();
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _w = worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "find it",
+               "options": {"budget": {"tokens": 1000}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!((s["ended_by"].as_str(), s["budget"]["exceeded"].as_str()), (Some("budget"), Some("tokens")), "{s}");
+    assert_eq!(llm.requests().len(), 2, "the first call spends the budget, then the wrap-up call");
+    let cap = agent_controller::llm::MAX_CALL_TOKENS;
+    assert_eq!(s["usage"]["input_tokens"], 2 * cap, "{s}");
+    assert_eq!(s["budget"]["spent"]["tokens"], 2 * (cap + 20 + 5), "{s}");
+    assert_eq!(metric_input_tokens(&c), 2 * cap);
+    assert_eq!(c.get("/health").status, 200);
+}

@@ -9,6 +9,7 @@
 //! candidate as a clear error. `RESOURCE_EXHAUSTED` is retried after its `retryDelay`. The key
 //! goes only into the `x-goog-api-key` header, never into the URL.
 
+use super::limits::tokens;
 use super::transport::{Call, Transport};
 use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage};
 use crate::util::secret::Secret;
@@ -199,13 +200,13 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
         other => StopReason::Other(other.to_string()),
     };
     let u = &v["usageMetadata"];
-    let cached = u["cachedContentTokenCount"].as_u64().unwrap_or(0);
-    let usage = TokenUsage {
-        input: u["promptTokenCount"].as_u64().unwrap_or(0).saturating_sub(cached),
-        output: u["candidatesTokenCount"].as_u64().unwrap_or(0) + u["thoughtsTokenCount"].as_u64().unwrap_or(0),
-        cache_read: cached,
-        cache_write: 0,
-    };
+    let cached = tokens(&u["cachedContentTokenCount"]);
+    let usage = TokenUsage::reported(
+        tokens(&u["promptTokenCount"]).saturating_sub(cached),
+        tokens(&u["candidatesTokenCount"]).saturating_add(tokens(&u["thoughtsTokenCount"])),
+        cached,
+        0,
+    );
     Ok(Reply { content, stop_reason, usage })
 }
 

@@ -9,15 +9,17 @@ use crate::protocol::Usage;
 use crate::protocol::takeover::{BudgetKind, BudgetState, EndedBy};
 use std::time::{Duration, Instant};
 
-/// Tokens as a budget counts them: cache reads at a tenth, everything else whole.
+/// Tokens as a budget counts them: cache reads at a tenth, everything else whole (saturating).
 pub fn weighted_tokens(u: &Usage) -> u64 {
-    u.input_tokens + u.output_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens.div_ceil(10)
+    [u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens.div_ceil(10)]
+        .into_iter()
+        .fold(0u64, u64::saturating_add)
 }
 
 impl Session {
     /// Count a model call's usage against the budget (under the state lock, with the usage).
     pub(super) fn spend(&self, budget: &mut BudgetState, llm: Option<&crate::protocol::LlmChoice>, usage: &Usage) {
-        budget.spent.tokens += weighted_tokens(usage);
+        budget.spent.tokens = budget.spent.tokens.saturating_add(weighted_tokens(usage));
         let price = llm.and_then(|l| self.config.price(&l.name, &l.model));
         if let (Some(price), Some(usd)) = (price, budget.spent.usd.as_mut()) {
             *usd += price.usd(usage);
@@ -92,5 +94,7 @@ mod tests {
         };
         assert_eq!(weighted_tokens(&u), 260);
         assert_eq!(weighted_tokens(&Usage { cache_read_input_tokens: 1, ..Usage::default() }), 1);
+        let max = Usage { input_tokens: u64::MAX, output_tokens: 1, ..Usage::default() };
+        assert_eq!(weighted_tokens(&max), u64::MAX, "saturates, never wraps");
     }
 }

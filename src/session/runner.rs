@@ -228,8 +228,9 @@ impl SessionRunner {
         self.session.update(|r| {
             if sent {
                 r.images.sent += 1;
-                r.images.bytes += bytes;
-                r.images.estimated_tokens += width * height / 750;
+                r.images.bytes = r.images.bytes.saturating_add(bytes);
+                let tokens = width.saturating_mul(height) / 750;
+                r.images.estimated_tokens = r.images.estimated_tokens.saturating_add(tokens);
             } else {
                 r.images.skipped += 1;
             }
