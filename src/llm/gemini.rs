@@ -174,7 +174,7 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
         serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
     let Some(candidate) = v["candidates"].get(0) else {
         let why = v["promptFeedback"]["blockReason"].as_str().unwrap_or("no candidates in the reply");
-        return Err(LlmError::Rejected(format!("Gemini returned no answer: {why}")));
+        return Err(LlmError::Rejected(format!("Gemini returned no answer: {}", super::bounded_message(why))));
     };
     let mut content = Vec::new();
     for (i, part) in candidate["content"]["parts"].as_array().into_iter().flatten().enumerate() {

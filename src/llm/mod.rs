@@ -20,7 +20,7 @@ pub mod openai;
 pub mod probe;
 pub mod transport;
 
-pub use limits::MAX_CALL_TOKENS;
+pub use limits::{MAX_CALL_TOKENS, MAX_ERROR_CHARS, bounded_message};
 
 use crate::config::{Config, Endpoint, ToolMode, Wire};
 use crate::wait::stop::StopSignal;

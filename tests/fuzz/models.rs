@@ -1,5 +1,5 @@
 //! What models send back: the three wire formats' replies, their usage figures (capped per
-//! call) and error bodies (`llm::openai`,
+//! call) and error bodies (bounded) (`llm::openai`,
 //! `llm::anthropic`, `llm::gemini`, the transport's retry headers), JSON-mode actions
 //! (`llm::actions`), the schema check every tool call passes (`util::schema`), and the
 //! `tool_outputs_*` tools' arguments (JSONPath, line ranges) over stored outputs.
@@ -178,6 +178,8 @@ fn fuzz_model_error_bodies() {
             gemini::api_message(status, &body),
         ] {
             prop_assert!(m.contains(&status.to_string()), "{m}");
+            let kept = agent_controller::llm::bounded_message(&m);
+            prop_assert!(kept.chars().count() <= agent_controller::llm::MAX_ERROR_CHARS + 60, "{kept}");
         }
         let sane = |d: Option<Duration>| d.is_none_or(|d| d > Duration::ZERO && d <= Duration::from_secs(60));
         prop_assert!(sane(gemini::retry_delay(status, &body)));
