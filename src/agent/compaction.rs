@@ -181,7 +181,7 @@ impl Agent {
         }
         let messages = [Message::user(vec![Block::text(log)])];
         let request = Request::plain(SUMMARY_PROMPT, &messages, 1500);
-        let summary = match self.provider.complete(&request, self.runner.stop_signal()) {
+        let summary = match self.complete(&request) {
             Ok(reply) => Message::assistant(reply.content).text(),
             Err(LlmError::Cancelled) => return Err(LlmError::Cancelled),
             Err(e) => {
