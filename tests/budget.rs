@@ -163,3 +163,122 @@ fn a_dollar_budget_uses_the_configured_price() {
     assert!((s["budget"]["spent"]["usd"].as_f64().unwrap() - 0.615).abs() < 1e-6, "{s}");
     assert_eq!(llm.requests().len(), 3);
 }
+
+/// `step` with the usage a provider reports for it.
+fn reporting(mut step: Step, usage: Value) -> Step {
+    step.body["usage"] = usage;
+    step
+}
+
+/// Tokens as the budget counts them, from the record's `usage` (every scripted call reads 50
+/// from the cache, a whole tenth).
+fn weighted(u: &Value) -> u64 {
+    let n = |k: &str| u[k].as_u64().unwrap();
+    n("input_tokens") + n("output_tokens") + n("cache_creation_input_tokens") + n("cache_read_input_tokens") / 10
+}
+
+/// The input tokens `/metrics` shows for the default endpoint.
+fn metric_input_tokens(c: &Client) -> u64 {
+    let metrics = c.get("/metrics").text();
+    let line = metrics
+        .lines()
+        .find(|l| l.starts_with("agent_controller_llm_tokens_total{") && l.contains("kind=\"input\""))
+        .unwrap_or_else(|| panic!("{metrics}"));
+    line.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
+/// A provider reporting `u64::MAX` input tokens: each call counts at most the per-call cap, the
+/// sums never wrap (a debug build would panic), and the budget ends the session.
+#[test]
+fn a_provider_reporting_u64_max_tokens_is_capped_and_ends_the_session_by_budget() {
+    let dir = TempDir::new("budget-huge-usage");
+    let huge = json!({"input_tokens": u64::MAX, "output_tokens": 20, "cache_read_input_tokens": 50});
+    let mut script = looking(1, Duration::ZERO);
+    script.push(tool("save_file", json!({"filename": "answer.txt", "content": "what I found"})));
+    script.extend(looking(3, Duration::ZERO));
+    let script = script.into_iter().map(|s| reporting(s, huge.clone())).collect();
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _w = worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "find it",
+               "options": {"budget": {"tokens": 1000}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!((s["ended_by"].as_str(), s["budget"]["exceeded"].as_str()), (Some("budget"), Some("tokens")), "{s}");
+    assert_eq!(llm.requests().len(), 2, "the first call spends the budget, then the wrap-up call");
+    let cap = agent_controller::llm::MAX_CALL_TOKENS;
+    assert_eq!(s["usage"]["input_tokens"], 2 * cap, "{s}");
+    assert_eq!(s["budget"]["spent"]["tokens"], 2 * (cap + 20 + 5), "{s}");
+    assert_eq!(metric_input_tokens(&c), 2 * cap);
+    assert_eq!(c.get("/health").status, 200);
+}
+
+/// The compaction's summary call counts like any other: its 50 000 tokens trip a 30 000-token
+/// budget, and `usage`, the budget and `/metrics` agree on every call.
+#[test]
+fn a_compaction_call_counts_against_the_budget() {
+    let dir = TempDir::new("budget-compaction");
+    let summary = reporting(
+        text("Scrolled down three times; nothing found yet."),
+        json!({"input_tokens": 50_000, "output_tokens": 20, "cache_read_input_tokens": 50}),
+    );
+    let mut script = looking(3, Duration::ZERO);
+    script.push(tool("save_file", json!({"filename": "answer.txt", "content": "what I found"})));
+    script.extend(looking(6, Duration::ZERO));
+    let llm = ScriptedLlm::start_full(crate::support::wire::Wire::Anthropic, "", script, Some(summary));
+    let mut config = test_config(dir.path());
+    config.api.base_url = llm.url.clone();
+    config.api.api_key = agent_controller::util::secret::Secret::new("sk-test-key-123");
+    config.agent.compact_at_tokens = 1500;
+    config.agent.keep_recent_steps = 1;
+    let d = TestDaemon::start(config.clone(), agent_controller::agent::llm_agent(&config));
+    let _w = worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "find it",
+               "options": {"budget": {"tokens": 30000}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    let log = c.get(&format!("/sessions/{id}/log")).json().to_string();
+    assert!(log.contains("context compacted"), "{log}");
+    assert_eq!((s["ended_by"].as_str(), s["budget"]["exceeded"].as_str()), (Some("budget"), Some("tokens")), "{s}");
+    let input = s["usage"]["input_tokens"].as_u64().unwrap();
+    assert!(input >= 50_000, "{s}");
+    assert_eq!(s["budget"]["spent"]["tokens"].as_u64().unwrap(), weighted(&s["usage"]), "{s}");
+    assert_eq!(metric_input_tokens(&c), input);
+    llm.assert_well_formed();
+}
+
+/// The approval validator's call counts too: an exploration whose validator reports 50 000
+/// tokens ends by its 30 000-token budget instead of finishing.
+#[test]
+fn a_validator_call_counts_against_the_budget() {
+    let dir = TempDir::new("budget-validator");
+    let script = vec![
+        tool("run_command", json!({"command": "uptime"})),
+        reporting(text("APPROVE"), json!({"input_tokens": 50_000, "output_tokens": 3})),
+        tool("finish_exploration", json!({"summary": "looked"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _w = ScriptedWorker::start(
+        &d.worker_client(),
+        "sh",
+        &["shell"],
+        false,
+        |_| json!({"success": true, "data": {"exit_code": 0, "stdout": "up 3 days", "stderr": ""}}),
+    );
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "explore", "type": "shell", "target": "sh", "goal": "what runs here",
+               "options": {"budget": {"tokens": 30000}}}),
+    );
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(llm.requests().len(), 3, "the turn, the validator, the wrap-up");
+    assert_eq!(s["ended_by"], "budget", "{s}");
+    assert_eq!(s["usage"]["input_tokens"], 50_200, "{s}");
+    assert_eq!(metric_input_tokens(&c), 50_200);
+}

@@ -329,3 +329,29 @@ fn named_endpoints_and_unknown_names() {
     assert_eq!(reqs[0].header("authorization"), None, "a local server gets no key");
     local.assert_well_formed();
 }
+
+/// An endpoint answering a 5 MB JSON error: its message is cut where it is read, so the
+/// session's `error` (on `GET /sessions/ID` and in `session.json`), its log and its report stay
+/// small, and say how long the message was.
+#[test]
+fn a_huge_error_message_from_the_endpoint_is_bounded() {
+    let dir = TempDir::new("huge-error");
+    let message = "no ".repeat(1_700_000);
+    let (d, _llm) = llm_daemon(dir.path(), vec![Step::error(400, "invalid_request_error", &message)], |_| {});
+    let _w = ok_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "i"}));
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "error", "{s}");
+    let error = s["error"].as_str().unwrap();
+    assert!(error.contains("Anthropic API 400 invalid_request_error: no no"), "{error}");
+    assert!(error.len() < 2_100 && error.ends_with("characters in all]"), "{} bytes", error.len());
+    let folder = dir.path().join(&id);
+    let on_disk = std::fs::metadata(folder.join("session.json")).unwrap().len();
+    assert!(on_disk < 20_000, "session.json is {on_disk} bytes");
+    assert!(c.get(&format!("/sessions/{id}")).body.len() < 20_000);
+    for file in ["log.jsonl", "report.md"] {
+        let size = std::fs::metadata(folder.join(file)).unwrap().len();
+        assert!(size < 50_000, "{file} is {size} bytes");
+    }
+}

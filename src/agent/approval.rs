@@ -83,7 +83,7 @@ impl Agent {
         );
         let messages = [Message::user(vec![Block::text(question)])];
         let request = Request::plain(VALIDATOR_PROMPT, &messages, 200);
-        let verdict = match self.provider.complete(&request, self.runner.stop_signal()) {
+        let verdict = match self.complete(&request) {
             Ok(reply) => Message::assistant(reply.content).text(),
             Err(e) => {
                 return Gate::Refused(ToolOutcome::error(format!("not run: the validator could not be asked ({e})")));

@@ -136,7 +136,7 @@ impl Agent {
 
     /// Remember what the server counted for a request whose estimate was `estimated`.
     pub(super) fn calibrate(&mut self, usage: TokenUsage, estimated: u64) {
-        let counted = usage.input + usage.cache_read + usage.cache_write;
+        let counted = usage.input.saturating_add(usage.cache_read).saturating_add(usage.cache_write);
         if counted > 0 && estimated > 0 {
             self.measured = Measured { counted, estimated };
         }
@@ -181,7 +181,7 @@ impl Agent {
         }
         let messages = [Message::user(vec![Block::text(log)])];
         let request = Request::plain(SUMMARY_PROMPT, &messages, 1500);
-        let summary = match self.provider.complete(&request, self.runner.stop_signal()) {
+        let summary = match self.complete(&request) {
             Ok(reply) => Message::assistant(reply.content).text(),
             Err(LlmError::Cancelled) => return Err(LlmError::Cancelled),
             Err(e) => {

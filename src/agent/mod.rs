@@ -290,7 +290,6 @@ impl Agent {
                 return Turn::End(AgentOutcome::Failed(msg));
             }
         };
-        self.runner.add_usage(&record_usage(reply.usage));
         for block in &reply.content {
             if let Block::Text { text } = block {
                 if !text.trim().is_empty() {
@@ -372,15 +371,27 @@ impl Agent {
             messages: &messages,
             max_tokens: self.max_tokens,
         };
-        match self.provider.complete(&request, self.runner.stop_signal()) {
+        match self.complete(&request) {
             // A server that refuses to be made to call a tool is asked again without it.
             Err(LlmError::Rejected(m)) if require_tool => {
                 self.runner.log(LogKind::System, &format!("the endpoint refused a required tool call: {m}"), None);
                 request.require_tool = false;
-                self.provider.complete(&request, self.runner.stop_signal())
+                self.complete(&request)
             }
             other => other,
         }
+    }
+
+    /// One model call on the session's stop, its usage counted once (`usage`, the budget,
+    /// `/metrics`). Every call the loop makes goes through here: turns, compaction, the
+    /// validator, the last word, the answer in words (the report after a stop, on a thread of
+    /// its own, counts its own).
+    pub(super) fn complete(&self, request: &Request<'_>) -> Result<Reply, LlmError> {
+        let reply = self.provider.complete(request, self.runner.stop_signal());
+        if let Ok(r) = &reply {
+            self.runner.add_usage(&record_usage(r.usage));
+        }
+        reply
     }
 
     /// A reply without tool calls gets one nudge; the second ends the session with its text.

@@ -98,8 +98,7 @@ impl Agent {
             self.task_line()
         );
         let messages = [Message::user(vec![Block::text(prompt)])];
-        let reply = self.provider.complete(&Request::plain(ANSWER_SYSTEM, &messages, 512), self.runner.stop_signal());
-        let reply = reply.inspect(|r| self.runner.add_usage(&super::record_usage(r.usage))).ok()?;
+        let reply = self.complete(&Request::plain(ANSWER_SYSTEM, &messages, 512)).ok()?;
         let text = super::context::last_text(&reply);
         let answer = text.trim().trim_matches('`').trim();
         if answer.is_empty() || answer.eq_ignore_ascii_case("none") || answer.len() > ANSWER_CHARS {
@@ -153,6 +152,8 @@ impl Agent {
             // The session's own stop is raised: this call has a signal of its own.
             let unstopped = StopSignal::default();
             if let Ok(reply) = provider.complete(&request, &unstopped) {
+                // Counted too: it lands after the end, and session.json is written again.
+                runner.add_usage(&super::record_usage(reply.usage));
                 let text = super::context::last_text(&reply);
                 if !text.is_empty() {
                     runner.write_report(&scrub(&format!("{head}{STOPPED}\n\n{text}\n{tail}")));
@@ -173,11 +174,8 @@ impl Agent {
         let messages = [Message::user(vec![Block::text(prompt)])];
         let max_tokens = self.max_tokens;
         let request = Request::plain(LAST_WORD_SYSTEM, &messages, max_tokens);
-        match self.provider.complete(&request, self.runner.stop_signal()) {
-            Ok(reply) => {
-                self.runner.add_usage(&super::record_usage(reply.usage));
-                Some(super::context::last_text(&reply)).filter(|t| !t.is_empty())
-            }
+        match self.complete(&request) {
+            Ok(reply) => Some(super::context::last_text(&reply)).filter(|t| !t.is_empty()),
             Err(e) => {
                 self.runner.log(LogKind::Error, &format!("the final report call failed: {e}"), None);
                 None

@@ -23,7 +23,7 @@ impl Price {
 
     /// What `usage` cost.
     pub fn usd(&self, usage: &Usage) -> f64 {
-        let input = (usage.input_tokens + usage.cache_creation_input_tokens) as f64 * self.input_per_mtok;
+        let input = (usage.input_tokens as f64 + usage.cache_creation_input_tokens as f64) * self.input_per_mtok;
         let output = usage.output_tokens as f64 * self.output_per_mtok;
         let read = usage.cache_read_input_tokens as f64 * self.cache_read_per_mtok.unwrap_or(self.input_per_mtok);
         (input + output + read) / 1_000_000.0

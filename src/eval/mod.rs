@@ -374,7 +374,7 @@ fn first_request_tokens(session_dir: &Path) -> Option<u64> {
             ["input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"]
                 .iter()
                 .map(|k| u[*k].as_u64().unwrap_or(0))
-                .sum::<u64>()
+                .fold(0u64, u64::saturating_add)
         })
         .find(|&n| n > 0)
 }

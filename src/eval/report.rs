@@ -33,7 +33,9 @@ impl Row {
         self.turns = session["turn"].as_u64().unwrap_or(0);
         let usage = &session["usage"];
         let n = |k: &str| usage[k].as_u64().unwrap_or(0);
-        self.input_tokens = n("input_tokens") + n("cache_read_input_tokens") + n("cache_creation_input_tokens");
+        self.input_tokens = n("input_tokens")
+            .saturating_add(n("cache_read_input_tokens"))
+            .saturating_add(n("cache_creation_input_tokens"));
         self.output_tokens = n("output_tokens");
         self.first_request_tokens = first_request_tokens;
     }
@@ -92,7 +94,7 @@ impl Report {
     }
 
     pub fn totals(&self) -> String {
-        let sum = |f: fn(&Row) -> u64| self.rows.iter().map(f).sum::<u64>();
+        let sum = |f: fn(&Row) -> u64| self.rows.iter().map(f).fold(0u64, u64::saturating_add);
         let secs: f64 = self.rows.iter().map(|r| r.seconds).sum();
         let mut out = String::new();
         let _ = write!(

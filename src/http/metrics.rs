@@ -100,7 +100,7 @@ fn render_sessions(out: &mut String, sessions: &SessionManager) {
         *by_status.entry(r.status.as_str()).or_default() += 1;
         for (name, n) in &r.guards_fired {
             if let Some(count) = Guard::from_name(name).and_then(|g| guards.get_mut(g.name())) {
-                *count += n;
+                *count = count.saturating_add(*n);
             }
         }
         pending += u64::from(r.confirmation_pending.is_some());
@@ -113,7 +113,8 @@ fn render_sessions(out: &mut String, sessions: &SessionManager) {
             ("cache_read", u.cache_read_input_tokens),
             ("cache_creation", u.cache_creation_input_tokens),
         ] {
-            *tokens.entry((provider.to_string(), llm.to_string(), kind)).or_default() += n;
+            let sum = tokens.entry((provider.to_string(), llm.to_string(), kind)).or_default();
+            *sum = sum.saturating_add(n);
         }
     }
     let mut f = family(out, "agent_controller_sessions", "gauge", "Sessions by status.");

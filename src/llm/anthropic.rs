@@ -169,16 +169,16 @@ pub fn parse_reply(body: &str) -> Result<Reply, LlmError> {
         }
     }
     let u = &v["usage"];
-    let n = |k: &str| u[k].as_u64().unwrap_or(0);
+    let n = |k: &str| super::limits::tokens(&u[k]);
     Ok(Reply {
         content,
         stop_reason: stop_reason(v["stop_reason"].as_str().unwrap_or("end_turn")),
-        usage: TokenUsage {
-            input: n("input_tokens"),
-            output: n("output_tokens"),
-            cache_write: n("cache_creation_input_tokens"),
-            cache_read: n("cache_read_input_tokens"),
-        },
+        usage: TokenUsage::reported(
+            n("input_tokens"),
+            n("output_tokens"),
+            n("cache_read_input_tokens"),
+            n("cache_creation_input_tokens"),
+        ),
     })
 }
 

@@ -9,6 +9,7 @@
 //! candidate as a clear error. `RESOURCE_EXHAUSTED` is retried after its `retryDelay`. The key
 //! goes only into the `x-goog-api-key` header, never into the URL.
 
+use super::limits::tokens;
 use super::transport::{Call, Transport};
 use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage};
 use crate::util::secret::Secret;
@@ -173,7 +174,7 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
         serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
     let Some(candidate) = v["candidates"].get(0) else {
         let why = v["promptFeedback"]["blockReason"].as_str().unwrap_or("no candidates in the reply");
-        return Err(LlmError::Rejected(format!("Gemini returned no answer: {why}")));
+        return Err(LlmError::Rejected(format!("Gemini returned no answer: {}", super::bounded_message(why))));
     };
     let mut content = Vec::new();
     for (i, part) in candidate["content"]["parts"].as_array().into_iter().flatten().enumerate() {
@@ -199,13 +200,13 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
         other => StopReason::Other(other.to_string()),
     };
     let u = &v["usageMetadata"];
-    let cached = u["cachedContentTokenCount"].as_u64().unwrap_or(0);
-    let usage = TokenUsage {
-        input: u["promptTokenCount"].as_u64().unwrap_or(0).saturating_sub(cached),
-        output: u["candidatesTokenCount"].as_u64().unwrap_or(0) + u["thoughtsTokenCount"].as_u64().unwrap_or(0),
-        cache_read: cached,
-        cache_write: 0,
-    };
+    let cached = tokens(&u["cachedContentTokenCount"]);
+    let usage = TokenUsage::reported(
+        tokens(&u["promptTokenCount"]).saturating_sub(cached),
+        tokens(&u["candidatesTokenCount"]).saturating_add(tokens(&u["thoughtsTokenCount"])),
+        cached,
+        0,
+    );
     Ok(Reply { content, stop_reason, usage })
 }
 

@@ -140,15 +140,6 @@ fn to_call(action: Action, tools: &[ToolDef]) -> Result<(String, Value), Unusabl
     }
 }
 
-fn add(a: TokenUsage, b: TokenUsage) -> TokenUsage {
-    TokenUsage {
-        input: a.input + b.input,
-        output: a.output + b.output,
-        cache_read: a.cache_read + b.cache_read,
-        cache_write: a.cache_write + b.cache_write,
-    }
-}
-
 impl Provider for JsonActions {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
         // No tools (a report written at the end): plain text in, plain text out.
@@ -163,7 +154,7 @@ impl Provider for JsonActions {
         for attempt in 0..2 {
             let plain = Request::plain(&system, &messages, request.max_tokens);
             let reply = self.complete_json(&plain, stop)?;
-            usage = add(usage, reply.usage);
+            usage = usage.plus(reply.usage);
             let text = super::joined_text(&reply.content, "\n");
             match actions::read(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {
                 Ok((name, args)) => {

@@ -15,9 +15,12 @@ pub mod anthropic;
 mod callers;
 pub mod gemini;
 mod json_mode;
+mod limits;
 pub mod openai;
 pub mod probe;
 pub mod transport;
+
+pub use limits::{MAX_CALL_TOKENS, MAX_ERROR_CHARS, bounded_message};
 
 use crate::config::{Config, Endpoint, ToolMode, Wire};
 use crate::wait::stop::StopSignal;

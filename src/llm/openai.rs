@@ -10,6 +10,7 @@
 //! text (a fenced JSON block or `<tool_call>` tags), read with the JSON-action normalizer. The
 //! key, when there is one, goes only into the `Authorization` header.
 
+use super::limits::tokens;
 use super::transport::{Call, Transport};
 use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, actions};
 use crate::util::secret::Secret;
@@ -217,13 +218,13 @@ pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError>
         other => StopReason::Other(other.to_string()),
     };
     let u = &v["usage"];
-    let cached = u["prompt_tokens_details"]["cached_tokens"].as_u64().unwrap_or(0);
-    let usage = TokenUsage {
-        input: u["prompt_tokens"].as_u64().unwrap_or(0).saturating_sub(cached),
-        output: u["completion_tokens"].as_u64().unwrap_or(0),
-        cache_read: cached,
-        cache_write: 0,
-    };
+    let cached = tokens(&u["prompt_tokens_details"]["cached_tokens"]);
+    let usage = TokenUsage::reported(
+        tokens(&u["prompt_tokens"]).saturating_sub(cached),
+        tokens(&u["completion_tokens"]),
+        cached,
+        0,
+    );
     Ok(Reply { content, stop_reason, usage })
 }
 

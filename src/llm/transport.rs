@@ -5,8 +5,8 @@
 //! images (the agent drops them and asks again); a server's `x-should-retry` wins;
 //! `retry-after-ms` / `retry-after` honoured up to 60 s, otherwise 0.5 s doubling to 8 s with up
 //! to 25 % jitter; at most `api.max_retries` retries. Other statuses fail at once with the API's
-//! own message (the adapter words it). Keys only ever go into a header, and error texts never
-//! carry a URL.
+//! own message (the adapter words it), cut to `MAX_ERROR_CHARS`. Keys only ever go into a
+//! header, and error texts never carry a URL.
 //!
 //! Where an attempt runs: over a pooled connection, on the caller's own thread, and a stop
 //! shuts that connection down (a hand-off to another thread and back cost two thread wake-ups
@@ -82,7 +82,9 @@ impl Transport {
             let (delay, failure) = match attempt {
                 Attempt::Done(200, _, text) => return Ok(text),
                 Attempt::Done(status, headers, text) => {
-                    let message = (call.describe)(status, &text);
+                    // An endpoint's words are bounded here, where they are read: a 5 MB error
+                    // body never reaches the record, the log or a terminal.
+                    let message = super::bounded_message(&(call.describe)(status, &text));
                     // Sent again as it is, a request a model cannot take fails the same way: what
                     // it says is classified here, once, where the error is read.
                     if super::context_exceeded(&text) {

@@ -221,11 +221,14 @@ pub struct Usage {
 }
 
 impl Usage {
+    /// Add another call's usage; the sums saturate (a provider's figures are capped per call,
+    /// a journal read back is not).
     pub fn add(&mut self, other: &Usage) {
-        self.input_tokens += other.input_tokens;
-        self.output_tokens += other.output_tokens;
-        self.cache_creation_input_tokens += other.cache_creation_input_tokens;
-        self.cache_read_input_tokens += other.cache_read_input_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
+        self.cache_creation_input_tokens =
+            self.cache_creation_input_tokens.saturating_add(other.cache_creation_input_tokens);
+        self.cache_read_input_tokens = self.cache_read_input_tokens.saturating_add(other.cache_read_input_tokens);
     }
 }
 

@@ -7,17 +7,38 @@
 use super::Session;
 use crate::protocol::Usage;
 use crate::protocol::takeover::{BudgetKind, BudgetState, EndedBy};
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// Tokens as a budget counts them: cache reads at a tenth, everything else whole.
+/// Tokens as a budget counts them: cache reads at a tenth, everything else whole (saturating).
 pub fn weighted_tokens(u: &Usage) -> u64 {
-    u.input_tokens + u.output_tokens + u.cache_creation_input_tokens + u.cache_read_input_tokens.div_ceil(10)
+    [u.input_tokens, u.output_tokens, u.cache_creation_input_tokens, u.cache_read_input_tokens.div_ceil(10)]
+        .into_iter()
+        .fold(0u64, u64::saturating_add)
 }
 
 impl Session {
+    /// Count a model call's usage: the record's sums and the budget's spending, both
+    /// saturating. What the journal keeps of it is returned. A call that lands after the
+    /// session ended (the report after a stop) is written to session.json at once.
+    pub(super) fn count_usage(&self, usage: &Usage) -> Value {
+        let mut state = self.lock();
+        let record = &mut state.record;
+        record.usage.add(usage);
+        let llm = record.llm.clone();
+        if let Some(budget) = record.budget.as_mut() {
+            self.spend(budget, llm.as_ref(), usage);
+        }
+        let progress = json!({"progress": {"turn": record.turn, "usage": record.usage}});
+        if !record.status.is_active() {
+            self.unlock_and_save(state);
+        }
+        progress
+    }
+
     /// Count a model call's usage against the budget (under the state lock, with the usage).
-    pub(super) fn spend(&self, budget: &mut BudgetState, llm: Option<&crate::protocol::LlmChoice>, usage: &Usage) {
-        budget.spent.tokens += weighted_tokens(usage);
+    fn spend(&self, budget: &mut BudgetState, llm: Option<&crate::protocol::LlmChoice>, usage: &Usage) {
+        budget.spent.tokens = budget.spent.tokens.saturating_add(weighted_tokens(usage));
         let price = llm.and_then(|l| self.config.price(&l.name, &l.model));
         if let (Some(price), Some(usd)) = (price, budget.spent.usd.as_mut()) {
             *usd += price.usd(usage);
@@ -92,5 +113,7 @@ mod tests {
         };
         assert_eq!(weighted_tokens(&u), 260);
         assert_eq!(weighted_tokens(&Usage { cache_read_input_tokens: 1, ..Usage::default() }), 1);
+        let max = Usage { input_tokens: u64::MAX, output_tokens: 1, ..Usage::default() };
+        assert_eq!(weighted_tokens(&max), u64::MAX, "saturates, never wraps");
     }
 }

@@ -228,26 +228,19 @@ impl SessionRunner {
         self.session.update(|r| {
             if sent {
                 r.images.sent += 1;
-                r.images.bytes += bytes;
-                r.images.estimated_tokens += width * height / 750;
+                r.images.bytes = r.images.bytes.saturating_add(bytes);
+                let tokens = width.saturating_mul(height) / 750;
+                r.images.estimated_tokens = r.images.estimated_tokens.saturating_add(tokens);
             } else {
                 r.images.skipped += 1;
             }
         })
     }
 
-    /// Count a model call's tokens; the journal keeps the running totals for a crash.
+    /// Count a model call's tokens (in `usage`, the budget and so `/metrics`); the journal
+    /// keeps the running totals for a crash. Every call a session makes comes here once.
     pub fn add_usage(&self, usage: &Usage) {
-        let mut progress = Value::Null;
-        let session = &self.session;
-        session.update(|r| {
-            r.usage.add(usage);
-            let llm = r.llm.clone();
-            if let Some(budget) = r.budget.as_mut() {
-                session.spend(budget, llm.as_ref(), usage);
-            }
-            progress = serde_json::json!({"progress": {"turn": r.turn, "usage": r.usage}});
-        });
+        let progress = self.session.count_usage(usage);
         self.session.append_journal(&progress);
     }
 

@@ -1,4 +1,5 @@
-//! What models send back: the three wire formats' replies and error bodies (`llm::openai`,
+//! What models send back: the three wire formats' replies, their usage figures (capped per
+//! call) and error bodies (bounded) (`llm::openai`,
 //! `llm::anthropic`, `llm::gemini`, the transport's retry headers), JSON-mode actions
 //! (`llm::actions`), the schema check every tool call passes (`util::schema`), and the
 //! `tool_outputs_*` tools' arguments (JSONPath, line ranges) over stored outputs.
@@ -104,14 +105,22 @@ fn reply_examples() -> Vec<Value> {
             {"functionCall": {"name": "browser_navigate", "args": {"url": "https://a.test/"}}, "thoughtSignature": "c2ln"}]},
             "finishReason": "STOP"}], "usageMetadata": {"promptTokenCount": 3, "cachedContentTokenCount": 9}}),
         json!({"promptFeedback": {"blockReason": "SAFETY"}}),
+        json!({"content": [], "usage": {"input_tokens": u64::MAX, "output_tokens": u64::MAX,
+            "cache_read_input_tokens": u64::MAX, "cache_creation_input_tokens": u64::MAX},
+            "choices": [{"message": {"content": "x"}}], "usageMetadata": {"promptTokenCount": u64::MAX,
+            "candidatesTokenCount": u64::MAX, "thoughtsTokenCount": u64::MAX}}),
         json!({"error": {"message": "slow down", "type": "rate_limit_error", "status": "RESOURCE_EXHAUSTED",
             "details": [{"retryDelay": "17s"}]}}),
     ]
 }
 
-/// The common promises of a parsed reply: calls have names' ids, no empty text, and the stop
-/// reason says whether there are calls.
+/// The common promises of a parsed reply: calls have names' ids, no empty text, the stop
+/// reason says whether there are calls, and no usage figure passes the per-call cap.
 fn check_reply(reply: &Reply, ids_unique: bool) -> Result<(), TestCaseError> {
+    let u = reply.usage;
+    for n in [u.input, u.output, u.cache_read, u.cache_write] {
+        prop_assert!(n <= agent_controller::llm::MAX_CALL_TOKENS, "{u:?}");
+    }
     let mut ids = std::collections::HashSet::new();
     for b in &reply.content {
         match b {
@@ -169,6 +178,8 @@ fn fuzz_model_error_bodies() {
             gemini::api_message(status, &body),
         ] {
             prop_assert!(m.contains(&status.to_string()), "{m}");
+            let kept = agent_controller::llm::bounded_message(&m);
+            prop_assert!(kept.chars().count() <= agent_controller::llm::MAX_ERROR_CHARS + 60, "{kept}");
         }
         let sane = |d: Option<Duration>| d.is_none_or(|d| d > Duration::ZERO && d <= Duration::from_secs(60));
         prop_assert!(sane(gemini::retry_delay(status, &body)));
