@@ -7,6 +7,7 @@
 //! seconds, why it failed) and the totals, or JSON lines with `--json`. Nothing of it runs in
 //! the daemon; `make eval` points it at the local model of `../shared/tools/real-llm/`.
 
+mod loopback;
 mod report;
 pub mod site;
 pub mod tasks;
