@@ -1,12 +1,15 @@
 //! The eval's website on loopback: the pages under `site/` (compiled in), PDFs of random bytes
 //! made at start, a catalogue search, and forms whose posts are recorded, so a task is judged
 //! by what reached the site, never by what the model says it did. The account pages need the
-//! cookie that a sign-in with this run's password sets. The HTTP is `loopback.rs`'s: one
-//! request per connection, so no page waits on a pool.
+//! cookie that a sign-in with this run's password sets. The MiniWoB++ suite's pages and their
+//! reward records are `miniwob/serve.rs`'s, under `/miniwob/` and `/ac-miniwob/`. The HTTP is
+//! `loopback.rs`'s: one request per connection, so no page waits on a pool.
 
 use super::loopback;
+use super::miniwob::serve::{Episode, Pages};
 use crate::util::clock::random_u64;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 const PAGES: &[(&str, &str)] = &[
@@ -43,6 +46,7 @@ struct State {
     username: String,
     password: String,
     session_cookie: String,
+    miniwob: Pages,
 }
 
 pub struct Site {
@@ -53,8 +57,9 @@ pub struct Site {
 }
 
 impl Site {
-    /// Serve on a free loopback port; `username`/`password` open the account pages.
-    pub fn start(username: &str, password: &str) -> std::io::Result<Site> {
+    /// Serve on a free loopback port; `username`/`password` open the account pages; `miniwob`
+    /// is the MiniWoB++ package's `html` folder when that suite runs.
+    pub fn start(username: &str, password: &str, miniwob: Option<PathBuf>) -> std::io::Result<Site> {
         let pdfs = PDFS.iter().map(|n| (*n, random_pdf(n))).collect();
         let state = Arc::new(State {
             posts: Mutex::new(Vec::new()),
@@ -62,6 +67,7 @@ impl Site {
             username: username.to_string(),
             password: password.to_string(),
             session_cookie: format!("{:016x}{:016x}", random_u64(), random_u64()),
+            miniwob: Pages::new(miniwob),
         });
         let st = Arc::clone(&state);
         let server = loopback::Server::start(move |request| handle(&st, request))?;
@@ -76,6 +82,16 @@ impl Site {
     /// Every form posted so far.
     pub fn posts(&self) -> Vec<Post> {
         self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// A MiniWoB++ task page with the hook's seed and episode id.
+    pub fn miniwob_url(&self, task: &str, seed: u32, episode: &str) -> String {
+        format!("{}/miniwob/miniwob/{task}.html?ac_seed={seed}&ac_episode={episode}", self.url)
+    }
+
+    /// What the MiniWoB++ hook reported for `episode` so far.
+    pub fn episode(&self, episode: &str) -> Option<Episode> {
+        self.state.miniwob.episode(episode)
     }
 
     /// Forget the posts (before the next task).
@@ -106,8 +122,8 @@ fn handle(state: &State, request: loopback::Request) -> loopback::Response {
 }
 
 /// What a route answers: a status, headers and a body.
-struct Answer {
-    status: u16,
+pub(in crate::eval) struct Answer {
+    pub(in crate::eval) status: u16,
     headers: Vec<(&'static str, String)>,
     body: Vec<u8>,
 }
@@ -117,8 +133,13 @@ impl Answer {
         Answer { status, headers: vec![("Content-Type", "text/html; charset=utf-8".into())], body: html.into_bytes() }
     }
 
-    fn bytes(kind: &str, body: Vec<u8>) -> Answer {
+    pub(in crate::eval) fn bytes(kind: &str, body: Vec<u8>) -> Answer {
         Answer { status: 200, headers: vec![("Content-Type", kind.to_string())], body }
+    }
+
+    pub(in crate::eval) fn text(status: u16, text: &str) -> Answer {
+        let kind = "text/plain; charset=utf-8".to_string();
+        Answer { status, headers: vec![("Content-Type", kind)], body: text.as_bytes().to_vec() }
     }
 
     fn redirect(to: &str) -> Answer {
@@ -127,6 +148,9 @@ impl Answer {
 }
 
 fn route(state: &State, method: &str, path: &str, query: &str, body: &str, signed_in: bool) -> Answer {
+    if let Some(answer) = state.miniwob.route(method == "POST", path, query, body) {
+        return answer;
+    }
     match (method, path) {
         ("GET", "/catalogue.html") => Answer::html(200, catalogue(&form_value(query, "q"))),
         ("GET", "/account.html") if signed_in => Answer::html(200, ACCOUNT.to_string()),
