@@ -41,7 +41,8 @@ lint:
 
 # The eval's tasks on the local model of ../shared/tools/real-llm, in both wire formats and JSON
 # mode (needs Chromium; builds and starts the model server the first time). EVAL_ARGS passes
-# options on, e.g. EVAL_ARGS="--tasks price,search --repeat 3".
+# options on, e.g. EVAL_ARGS="--tasks price,search --repeat 3"; EVAL_SUITE=miniwob runs the
+# MiniWoB++ development split instead of the own tasks.
 eval: build
 	scripts/eval.sh target/release -- $(EVAL_ARGS)
 

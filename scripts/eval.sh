@@ -4,7 +4,9 @@
 # OpenAI-compatible one, and JSON action mode. Builds and starts the model server when it is not
 # there (the first build takes about 6 minutes and 1.2 GB; never in CI).
 # Usage: scripts/eval.sh [BIN_DIR] [-- extra eval options, e.g. --tasks price,search --repeat 3]
-# EVAL_MODES picks the modes (default "anthropic openai json"); REAL_LLM_DIR the model's folder.
+# EVAL_MODES picks the modes (default "anthropic openai json"); EVAL_SUITE the suite (own, the
+# default, or miniwob: MiniWoB++'s development split, fetched with pip the first time);
+# REAL_LLM_DIR the model's folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release}; shift || true
@@ -32,6 +34,6 @@ for mode in ${EVAL_MODES:-anthropic openai json}; do
     json) args=(--llm local-openai --tool-mode json) ;;
     *) echo "unknown mode $mode (anthropic, openai, json)" >&2; exit 2 ;;
   esac
-  echo "== $mode"
-  "$bin/agent-controller" eval --config "$config" --worker "$bin/agent-worker" "${args[@]}" "$@"
+  echo "== ${EVAL_SUITE:-own} $mode"
+  "$bin/agent-controller" eval --config "$config" --worker "$bin/agent-worker" --suite "${EVAL_SUITE:-own}" "${args[@]}" "$@"
 done

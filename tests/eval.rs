@@ -2,6 +2,9 @@
 //! and agent-worker (real Chromium), against a scripted model. The model's script passes two
 //! tasks (an answer saved, a form sent through the real browser) and fails one (it finishes
 //! without the file), so the judge is seen to look at the disk and the site, not the words.
+//! The miniwob suite runs on a MiniWoB-shaped fixture of our own (`fixtures/miniwob/`: seeded
+//! query, START cover, a short time limit, a reward) without pip, and on the real package's
+//! click-test when pip can fetch it.
 
 use crate::support::llm::*;
 use crate::support::worker::have_chromium;
@@ -145,4 +148,148 @@ fn probe_finds_what_an_endpoint_can_do_and_auto_uses_it() {
     let s = wait_status(&d.client(), &id, "finished");
     assert_eq!(s["summary"], "done");
     assert!(llm2.requests()[0].body.get("tools").is_none(), "JSON mode: {}", llm2.requests()[0].body);
+}
+
+/// `agent-controller eval …` with the config and these environment variables: (exit code, stdout, stderr).
+fn eval(config: &std::path::Path, args: &[&str], env: &[(&str, &std::path::Path)]) -> (Option<i32>, String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-controller"));
+    command.args(["eval", "--config"]).arg(config).args(args);
+    for (k, v) in env {
+        command.env(k, v);
+    }
+    let out = command.output().unwrap();
+    let text = |b: &[u8]| String::from_utf8_lossy(b).to_string();
+    (out.status.code(), text(&out.stdout), text(&out.stderr))
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let dest = to.join(path.file_name().unwrap());
+        if path.is_dir() { copy_dir(&path, &dest) } else { std::fs::copy(&path, &dest).map(|_| ()).unwrap() }
+    }
+}
+
+/// Every distinct text of the requests that starts with `prefix` and runs to the next `.`.
+fn asked(llm: &ScriptedLlm, prefix: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for r in llm.requests() {
+        let body = r.body.to_string();
+        for (i, _) in body.match_indices(prefix) {
+            let end = body[i..].find('.').map_or(body.len(), |e| i + e + 1);
+            if !found.contains(&body[i..end].to_string()) {
+                found.push(body[i..end].to_string());
+            }
+        }
+    }
+    found
+}
+
+/// The fixture pages stand in for the package (put in the cache, so pip is never asked): the
+/// instruction is the page's own seeded query, the START cover is skipped, the page's 1.5 s limit
+/// is lifted (the first click comes after 2 s; an episode never ended is "no reward", not a
+/// time-out), and only the page's reward passes a run, whatever the model says.
+#[test]
+fn the_miniwob_suite_seeds_each_page_lifts_its_limit_and_judges_by_its_reward() {
+    if !have_chromium() {
+        return;
+    }
+    let script = vec![
+        // click-test, run 1: the right button, after the page's own limit would have ended it.
+        tool("browser_click", json!({"selector": "#target"})).delayed(std::time::Duration::from_secs(2)),
+        tool("finish_task", json!({"summary": "Clicked."})),
+        // click-test-2, run 1: the wrong one, and says otherwise.
+        tool("browser_click", json!({"selector": "#other"})),
+        tool("finish_task", json!({"summary": "Clicked the right button."})),
+        // click-test, run 2: never clicks.
+        tool("finish_task", json!({"summary": "Clicked the button."})),
+        // click-test-2, run 2: the right one.
+        tool("browser_click", json!({"selector": "#target"})),
+        tool("finish_task", json!({"summary": "Done."})),
+    ];
+    let llm = ScriptedLlm::start(script);
+    let dir = TempDir::new("eval-miniwob");
+    let config = config_for(&llm, dir.path());
+    let cache = dir.path().join("cache");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/miniwob");
+    copy_dir(&fixture, &cache.join("agent-controller/miniwob/1.1.0/html"));
+    let args =
+        ["--suite", "miniwob", "--tasks", "click-test,click-test-2", "--repeat", "2", "--max-turns", "4", "--json"];
+    let (code, stdout, stderr) = eval(&config, &args, &[("XDG_CACHE_HOME", &cache), ("TMPDIR", dir.path())]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let rows = report["rows"].as_array().unwrap();
+    let row = |task: &str, run: u64| rows.iter().find(|r| r["task"] == task && r["run"] == run).unwrap().clone();
+    let first = row("click-test", 1);
+    assert_eq!((first["pass"].clone(), first["reward"].clone()), (json!(true), json!(1.0)), "{report}");
+    let wrong = row("click-test-2", 1);
+    assert_eq!((wrong["pass"].clone(), wrong["reward"].clone()), (json!(false), json!(-1.0)), "{report}");
+    assert_eq!(wrong["why"], "reward -1 (wrong button)", "the page's word, not the model's: {report}");
+    let idle = row("click-test", 2);
+    assert_eq!((idle["pass"].clone(), idle["reward"].clone()), (json!(false), Value::Null), "{report}");
+    assert_eq!(idle["why"], "no reward", "no time-out ended it: {report}");
+    assert_eq!(row("click-test-2", 2)["pass"], true, "{report}");
+
+    // Each session was told exactly its page's query; the seed differs between runs.
+    assert_ne!(first["seed"], idle["seed"]);
+    let queries = asked(&llm, "Click the button labelled ");
+    assert_eq!(queries.len(), 2, "one query per run of click-test: {queries:?}");
+    assert_eq!(asked(&llm, "Press the button that says ").len(), 2);
+
+    // Per task and per run.
+    assert_eq!(report["tasks"][0], json!({"task": "click-test", "passed": 1, "runs": 2, "pattern": "10"}));
+    assert_eq!(report["tasks"][1]["pattern"], "01");
+    assert_eq!((report["min_run_percent"].clone(), report["max_run_percent"].clone()), (json!(50.0), json!(50.0)));
+    assert_eq!((report["suite"].clone(), report["passed"].clone()), (json!("miniwob"), json!(2)));
+    assert_eq!(report["guards"], Value::Null, "no guards option unless asked for");
+}
+
+/// The real MiniWoB++ package (fetched with pip into the usual cache, once) and its click-test
+/// page: the query is the page's, the click on its button is rewarded by its own code.
+#[test]
+fn the_miniwob_suite_runs_the_real_click_test_page() {
+    if !have_chromium() {
+        return;
+    }
+    let script = vec![
+        tool("browser_click", json!({"selector": "#subbtn"})),
+        tool("finish_task", json!({"summary": "Clicked the button."})),
+    ];
+    let llm = ScriptedLlm::start(script);
+    let dir = TempDir::new("eval-miniwob-real");
+    let config = config_for(&llm, dir.path());
+    let args = ["--suite", "miniwob", "--tasks", "click-test", "--max-turns", "4", "--json"];
+    let (code, stdout, stderr) = eval(&config, &args, &[("TMPDIR", dir.path())]);
+    if code == Some(2) && (stderr.contains("pip download miniwob") || stderr.contains("needs pip")) {
+        eprintln!("SKIPPED: the MiniWoB++ package could not be fetched with pip: {stderr}");
+        return;
+    }
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let row = &report["rows"][0];
+    assert_eq!((row["pass"].clone(), row["reward"].clone()), (json!(true), json!(1.0)), "{report}");
+    assert_eq!(asked(&llm, "Click the button."), ["Click the button."]);
+}
+
+/// What the miniwob suite refuses before it starts anything: a held-out task, an unknown suite,
+/// a guards value that is not on or off; `--list` names the 36 development tasks.
+#[test]
+fn the_miniwob_suite_runs_only_the_development_split() {
+    let dir = TempDir::new("eval-miniwob-usage");
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "").unwrap();
+    let (code, listed, _) = eval(&config, &["--suite", "miniwob", "--list"], &[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(listed.lines().count(), 36, "{listed}");
+    assert!(listed.contains("click-test ") && !listed.contains("book-flight"), "{listed}");
+    let (code, _, stderr) = eval(&config, &["--suite", "miniwob", "--tasks", "book-flight"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("no task \"book-flight\" in the miniwob suite") && stderr.contains("development split"));
+    let (code, _, stderr) = eval(&config, &["--suite", "webshop"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--suite \"webshop\": say own or miniwob"), "{stderr}");
+    let (code, _, stderr) = eval(&config, &["--suite", "miniwob", "--guards", "maybe"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--guards \"maybe\": say on or off"), "{stderr}");
 }

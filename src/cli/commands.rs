@@ -272,9 +272,10 @@ pub const COMMANDS: &[Cmd] = &[
     local(
         cmd(
             "eval",
-            "[--llm NAME] [--model M] [--tool-mode native|json] [--tasks a,b] [--repeat N] [--min-pass PCT] [OPTIONS]",
+            "[--suite own|miniwob] [--llm NAME] [--tool-mode native|json] [--tasks a,b] [--repeat N] [--min-pass PCT] [OPTIONS]",
             "run the eval's tasks on a model through the whole system and print how many it finished",
             &[
+                opt(&["--suite"], "NAME", "own (the eval's tasks, default) or miniwob (MiniWoB++'s development split)"),
                 opt(&["--config"], "FILE", "config file with the model endpoints (default ./config.yaml)"),
                 opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:; default api)"),
                 opt(&["--model"], "MODEL", "another model on that endpoint"),
@@ -283,6 +284,9 @@ pub const COMMANDS: &[Cmd] = &[
                 opt(&["--repeat"], "N", "run each task N times (default 1)"),
                 opt(&["--max-turns"], "N", "turns per session (default 15)"),
                 opt(&["--min-pass"], "PCT", "exit 1 when fewer than PCT % of the runs pass"),
+                opt(&["--profile"], "NAME", "run the sessions with this agent profile (options.profile)"),
+                opt(&["--guards"], "on|off", "off: the sessions run with every guard off (options.guards)"),
+                opt(&["--ablate"], "NAMES", "take these guards out (comma-separated or repeated; options.guards)"),
                 opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
                 opt(&["--list"], "", "list the tasks and exit"),
                 opt(&["--keep"], "", "keep the sessions' folders (logs, steps, files) and say where"),
@@ -290,8 +294,9 @@ pub const COMMANDS: &[Cmd] = &[
             ],
         ),
         "Starts a daemon, the eval's website and an agent-worker (browser, shell; needs Chromium) on loopback, \
-         runs each task as a session and judges it by what landed on disk or on the site. Exit codes: 0, 1 \
-         below --min-pass, 2 usage or config error.",
+         runs each task as a session and judges it by what landed on disk or on the site. The miniwob suite \
+         fetches the MiniWoB++ package once with pip into ~/.cache/agent-controller/miniwob and judges each \
+         run by the page's own reward. Exit codes: 0, 1 below --min-pass, 2 usage or config error.",
     ),
     local(
         cmd(

@@ -2,11 +2,16 @@
 //!
 //! It starts everything on loopback in one process — the daemon (output in a private temporary
 //! folder), the eval's website (`site.rs`) and a real `agent-worker` (browser and shell) — then
-//! runs each task of `tasks.rs` as a session on the chosen endpoint, one at a time, and judges
-//! it by what landed on disk or on the site. It prints a row per run (pass, turns, tokens,
-//! seconds, why it failed) and the totals, or JSON lines with `--json`. Nothing of it runs in
-//! the daemon; `make eval` points it at the local model of `../shared/tools/real-llm/`.
+//! runs each task of the suite as a session on the chosen endpoint, one at a time, and judges
+//! it by what landed on disk or on the site: the own suite's tasks (`tasks.rs`), or MiniWoB++'s
+//! development split judged by each page's own reward (`miniwob/`). It prints a row per run
+//! (pass, turns, tokens, seconds, why it failed, guards fired) and the totals, or JSON with
+//! `--json` (`command.rs`). Nothing of it runs in the daemon; `make eval` points it at the
+//! local model of `../shared/tools/real-llm/`.
 
+pub mod command;
+mod loopback;
+pub mod miniwob;
 mod report;
 pub mod site;
 pub mod tasks;
@@ -14,7 +19,6 @@ pub mod tasks;
 use crate::cli::client::{ApiClient, ClientError};
 use crate::config::{Config, ConfigError};
 use crate::daemon::{Daemon, StartError};
-use crate::util::cause::chain;
 use crate::util::tls::CaFileError;
 use serde_json::{Value, json};
 use std::fmt;
@@ -23,6 +27,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use tasks::{Evidence, Kind, Setup, TASKS};
 
+pub use command::command;
 pub use report::{Report, Row};
 
 /// The worker's hostname; shell tasks target it.
@@ -39,8 +44,36 @@ fn password() -> String {
 /// What shows a row as soon as it is judged.
 pub type ShowRow = Box<dyn Fn(&Row)>;
 
+/// Which tasks the eval runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Suite {
+    /// The eval's own tasks (`tasks.rs`).
+    #[default]
+    Own,
+    /// MiniWoB++'s development split (`miniwob::DEV_TASKS`).
+    Miniwob,
+}
+
+impl Suite {
+    pub fn parse(name: &str) -> Option<Suite> {
+        match name {
+            "own" => Some(Suite::Own),
+            "miniwob" => Some(Suite::Miniwob),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Suite::Own => "own",
+            Suite::Miniwob => "miniwob",
+        }
+    }
+}
+
 /// How the eval is run (from the command line).
 pub struct Options {
+    pub suite: Suite,
     pub llm: String,
     pub model: Option<String>,
     pub tool_mode: Option<String>,
@@ -48,6 +81,10 @@ pub struct Options {
     pub tasks: Vec<String>,
     pub repeat: u32,
     pub max_turns: u32,
+    /// The session body's `options.profile`, only when given.
+    pub profile: Option<String>,
+    /// The session body's `options.guards` (`{"all": false}`, `{"NAME": false}`), only when given.
+    pub guards: Option<Value>,
     /// The worker binary (default: `agent-worker` beside this one).
     pub worker: Option<PathBuf>,
     /// The longest one session may take.
@@ -62,8 +99,14 @@ pub struct Options {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum EvalError {
-    /// A task name that is none of `TASKS`.
-    UnknownTask(String),
+    /// A task name that is none of the suite's (the suite, the name).
+    UnknownTask(Suite, String),
+    /// `--suite` names neither `own` nor `miniwob`.
+    UnknownSuite(String),
+    /// `--guards` is neither `on` nor `off`.
+    Guards(String),
+    /// The MiniWoB++ package could not be had.
+    Miniwob(miniwob::fetch::FetchError),
     /// `--llm` names no endpoint of the config.
     NoEndpoint(String),
     /// `--tool-mode` is not native, json or auto.
@@ -98,10 +141,18 @@ impl fmt::Display for EvalError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use EvalError::*;
         match self {
-            UnknownTask(n) => {
+            UnknownTask(Suite::Own, n) => {
                 let known: Vec<&str> = TASKS.iter().map(|t| t.name).collect();
                 write!(f, "no eval task {n:?}; the tasks are: {}", known.join(", "))
             }
+            UnknownTask(Suite::Miniwob, n) => write!(
+                f,
+                "no task {n:?} in the miniwob suite, which runs only the development split: {}",
+                miniwob::DEV_TASKS.join(", ")
+            ),
+            UnknownSuite(s) => write!(f, "--suite {s:?}: say own or miniwob"),
+            Guards(g) => write!(f, "--guards {g:?}: say on or off"),
+            Miniwob(e) => e.fmt(f),
             NoEndpoint(llm) => write!(f, "no model endpoint {llm:?} in the config"),
             ToolMode(mode) => write!(f, "--tool-mode {mode:?}: say native, json or auto"),
             NotANumber(name, v) => write!(f, "{name} {v:?} is not a number"),
@@ -139,32 +190,60 @@ impl std::error::Error for EvalError {
     }
 }
 
-/// The tasks named (all when none), or the first unknown name.
-pub fn select(names: &[String]) -> Result<Vec<&'static tasks::Task>, EvalError> {
+/// One task of a suite.
+#[derive(Clone, Copy)]
+pub enum Chosen {
+    Own(&'static tasks::Task),
+    Miniwob(&'static str),
+}
+
+/// The suite's tasks named (all when none), or the first unknown name.
+pub fn select(suite: Suite, names: &[String]) -> Result<Vec<Chosen>, EvalError> {
+    let all: Vec<Chosen> = match suite {
+        Suite::Own => TASKS.iter().map(Chosen::Own).collect(),
+        Suite::Miniwob => miniwob::DEV_TASKS.iter().map(|t| Chosen::Miniwob(t)).collect(),
+    };
     if names.is_empty() {
-        return Ok(TASKS.iter().collect());
+        return Ok(all);
     }
-    names.iter().map(|n| TASKS.iter().find(|t| t.name == n).ok_or_else(|| EvalError::UnknownTask(n.clone()))).collect()
+    let name = |c: &Chosen| match c {
+        Chosen::Own(t) => t.name,
+        Chosen::Miniwob(t) => t,
+    };
+    names
+        .iter()
+        .map(|n| all.iter().find(|c| name(c) == n).copied().ok_or_else(|| EvalError::UnknownTask(suite, n.clone())))
+        .collect()
 }
 
 /// Run the eval: start the stack, run every selected task `repeat` times, judge each.
 pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
-    let chosen = select(&opts.tasks)?;
+    let chosen = select(opts.suite, &opts.tasks)?;
     let endpoint = config.endpoint(&opts.llm).ok_or_else(|| EvalError::NoEndpoint(opts.llm.clone()))?;
     if let Some(mode) = &opts.tool_mode {
         set_tool_mode(&mut config, &opts.llm, mode)?;
     }
+    let package = match opts.suite {
+        Suite::Miniwob => Some(miniwob::fetch::ensure().map_err(EvalError::Miniwob)?),
+        Suite::Own => None,
+    };
     let scratch = crate::util::private_temp_dir("agent-controller-eval-").map_err(EvalError::TempDir)?;
-    let stack = Stack::start(config, &scratch, opts)?;
+    let stack = Stack::start(config, &scratch, package, opts)?;
     let mut report = Report {
+        suite: opts.suite.name().into(),
         llm: opts.llm.clone(),
         model: opts.model.clone().unwrap_or(endpoint.model),
         tool_mode: opts.tool_mode.clone().unwrap_or_else(|| mode_name(endpoint.tool_mode).into()),
+        profile: opts.profile.clone(),
+        guards: opts.guards.clone(),
         rows: Vec::new(),
     };
     for run in 1..=opts.repeat.max(1) {
         for task in &chosen {
-            let row = stack.run_task(task, run, opts);
+            let row = match task {
+                Chosen::Own(task) => stack.run_task(task, run, opts),
+                Chosen::Miniwob(task) => miniwob::run_task(&stack, task, run, opts),
+            };
             if let Some(show) = &opts.on_row {
                 show(&row);
             }
@@ -210,7 +289,7 @@ struct Stack {
 }
 
 impl Stack {
-    fn start(mut config: Config, scratch: &Path, opts: &Options) -> Result<Stack, EvalError> {
+    fn start(mut config: Config, scratch: &Path, package: Option<PathBuf>, opts: &Options) -> Result<Stack, EvalError> {
         let output = scratch.join("output");
         config.output.dir = output.clone();
         config.server.host = "127.0.0.1".into();
@@ -222,7 +301,7 @@ impl Stack {
         let daemon = Daemon::start(config, agent).map_err(EvalError::Daemon)?;
         let api = format!("http://{}", daemon.api_addr());
         let client = ApiClient::new(Some(api), None, None).map_err(EvalError::Client)?;
-        let site = site::Site::start(USERNAME, &password()).map_err(EvalError::Site)?;
+        let site = site::Site::start(USERNAME, &password(), package).map_err(EvalError::Site)?;
         let worker = start_worker(opts, &daemon, scratch)?;
         let stack = Stack { daemon: Some(daemon), client, site, worker, scratch: scratch.to_path_buf(), output };
         stack.wait_for_worker()?;
@@ -252,7 +331,8 @@ impl Stack {
         let prepared = task.prepare(&Setup { site: &self.site, dir });
         let started = Instant::now();
         let mut row = Row::new(task.name, task.kind.name(), run);
-        let id = match self.create(task.kind, &prepared, opts) {
+        let creds = prepared.credentials.as_ref();
+        let id = match self.create(task.kind, &prepared.target, &prepared.instruction, creds, opts) {
             Ok(id) => id,
             Err(e) => {
                 row.why = e.to_string();
@@ -271,16 +351,16 @@ impl Stack {
         row
     }
 
-    fn create(&self, kind: Kind, p: &tasks::Prepared, opts: &Options) -> Result<String, EvalError> {
-        let mut body = json!({
-            "mode": "task", "type": kind.name(), "target": p.target, "instruction": p.instruction,
-            "llm": opts.llm,
-            "options": {"max_turns": opts.max_turns, "auto_confirm": true, "approval": "auto"},
-        });
-        if let Some(model) = &opts.model {
-            body["model"] = json!(model);
-        }
-        if let Some((username, password)) = &p.credentials {
+    fn create(
+        &self,
+        kind: Kind,
+        target: &str,
+        instruction: &str,
+        credentials: Option<&(String, String)>,
+        opts: &Options,
+    ) -> Result<String, EvalError> {
+        let mut body = session_body(kind, target, instruction, opts);
+        if let Some((username, password)) = credentials {
             body["credentials"] = json!({"username": username, "password": password});
         }
         let session = self.client.post("/sessions", &body).map_err(EvalError::NotCreated)?;
@@ -321,6 +401,43 @@ impl Stack {
             })
             .collect()
     }
+}
+
+/// A task session's body: the target and instruction, the endpoint, and the options; `profile`
+/// and `guards` only when given (a daemon that knows neither refuses them).
+pub fn session_body(kind: Kind, target: &str, instruction: &str, opts: &Options) -> Value {
+    let mut body = json!({
+        "mode": "task", "type": kind.name(), "target": target, "instruction": instruction,
+        "llm": opts.llm,
+        "options": {"max_turns": opts.max_turns, "auto_confirm": true, "approval": "auto"},
+    });
+    if let Some(model) = &opts.model {
+        body["model"] = json!(model);
+    }
+    if let Some(profile) = &opts.profile {
+        body["options"]["profile"] = json!(profile);
+    }
+    if let Some(guards) = &opts.guards {
+        body["options"]["guards"] = guards.clone();
+    }
+    body
+}
+
+/// `options.guards` from `--guards on|off` and the `--ablate` names: `{"all": false}` for off,
+/// `{"NAME": false}` for each guard taken out; None when neither was given (or only `on`).
+pub fn guards_option(guards: Option<&str>, ablate: &[String]) -> Result<Option<Value>, EvalError> {
+    let mut out = serde_json::Map::new();
+    match guards {
+        None | Some("on") => {}
+        Some("off") => {
+            out.insert("all".into(), json!(false));
+        }
+        Some(other) => return Err(EvalError::Guards(other.to_string())),
+    }
+    for name in ablate.iter().flat_map(|a| a.split(',')).map(str::trim).filter(|n| !n.is_empty()) {
+        out.insert(name.to_string(), json!(false));
+    }
+    Ok((!out.is_empty()).then_some(Value::Object(out)))
 }
 
 impl Drop for Stack {
@@ -385,64 +502,57 @@ fn excerpt(text: &str, max: usize) -> String {
     if cut.len() < text.len() { format!("{cut}…") } else { cut }
 }
 
-/// The tasks, one line each (`eval --list`).
-pub fn task_list() -> String {
-    TASKS.iter().map(|t| format!("{:<14} {}\n", t.name, t.kind.name())).collect()
+/// The suite's tasks, one line each (`eval --list`).
+pub fn task_list(suite: Suite) -> String {
+    match suite {
+        Suite::Own => TASKS.iter().map(|t| format!("{:<19} {}\n", t.name, t.kind.name())).collect(),
+        Suite::Miniwob => miniwob::task_list(),
+    }
 }
 
-/// `agent-controller eval`: the options from the command line, the rows as they come, the
-/// totals; the exit code (0, 1 below `--min-pass`, 2 for a usage or start-up error).
-pub fn command(parsed: &crate::cli::args::Parsed, config: Config) -> u8 {
-    let json = parsed.options.iter().any(|(n, _)| *n == "--json");
-    let number = |name: &'static str, default: u32| -> Result<u32, EvalError> {
-        parsed.value(name).map_or(Ok(default), |v| v.parse().map_err(|_| EvalError::NotANumber(name, v.to_string())))
-    };
-    let parsed_opts = (|| -> Result<(Options, Option<u32>), EvalError> {
-        let opts = Options {
-            llm: parsed.value("--llm").unwrap_or(crate::config::DEFAULT_LLM).to_string(),
-            model: parsed.value("--model").map(str::to_string),
-            tool_mode: parsed.value("--tool-mode").map(str::to_string),
-            tasks: parsed
-                .value("--tasks")
-                .map(|t| t.split(',').map(|s| s.trim().to_string()).collect())
-                .unwrap_or_default(),
-            repeat: number("--repeat", 1)?.max(1),
-            max_turns: number("--max-turns", 15)?.max(1),
-            worker: parsed.value("--worker").map(PathBuf::from),
-            session_timeout: Duration::from_secs(900),
-            keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),
-            on_row: (!json).then(|| Box::new(|row: &Row| println!("{}", row.line())) as ShowRow),
-        };
-        let min_pass = parsed
-            .value("--min-pass")
-            .map(|v| v.parse().map_err(|_| EvalError::NotANumber("--min-pass", v.to_string())))
-            .transpose()?;
-        Ok((opts, min_pass))
-    })();
-    let (opts, min_pass) = match parsed_opts {
-        Ok(o) => o,
-        Err(e) => {
-            eprintln!("agent-controller: {}", chain(&e));
-            return 2;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn opts(profile: Option<&str>, guards: Option<Value>) -> Options {
+        Options {
+            suite: Suite::Miniwob,
+            llm: "api".into(),
+            model: None,
+            tool_mode: None,
+            tasks: Vec::new(),
+            repeat: 1,
+            max_turns: 7,
+            profile: profile.map(str::to_string),
+            guards,
+            worker: None,
+            session_timeout: Duration::from_secs(1),
+            keep: false,
+            on_row: None,
         }
-    };
-    if !json {
-        println!("{}", report::HEADER);
     }
-    let report = match run(config, &opts) {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("agent-controller: eval: {}", chain(&e));
-            return 2;
-        }
-    };
-    if json {
-        println!("{}", report.to_json());
-    } else {
-        println!("{}", report.totals());
+
+    #[test]
+    fn profile_and_guards_reach_the_session_only_when_given() {
+        let plain = session_body(Kind::Browser, "http://x/", "Click.", &opts(None, None));
+        assert_eq!(plain["options"], json!({"max_turns": 7, "auto_confirm": true, "approval": "auto"}));
+        let guards = guards_option(Some("off"), &["loop,submit_hold".into(), "refs".into()]).unwrap();
+        let body = session_body(Kind::Browser, "http://x/", "Click.", &opts(Some("small"), guards));
+        assert_eq!(body["options"]["profile"], "small");
+        assert_eq!(
+            body["options"]["guards"],
+            json!({"all": false, "loop": false, "submit_hold": false, "refs": false})
+        );
+        assert_eq!(guards_option(Some("on"), &[]).unwrap(), None);
+        assert_eq!(guards_option(None, &["loop".into()]).unwrap(), Some(json!({"loop": false})));
+        assert!(matches!(guards_option(Some("no"), &[]), Err(EvalError::Guards(_))));
     }
-    match min_pass {
-        Some(min) if report.pass_percent() < f64::from(min) => 1,
-        _ => 0,
+
+    #[test]
+    fn each_suite_names_its_own_tasks() {
+        assert_eq!(select(Suite::Miniwob, &[]).unwrap().len(), 36);
+        assert!(matches!(select(Suite::Miniwob, &["price".into()]), Err(EvalError::UnknownTask(Suite::Miniwob, _))));
+        assert!(matches!(select(Suite::Own, &["click-test".into()]), Err(EvalError::UnknownTask(Suite::Own, _))));
+        assert!(matches!(select(Suite::Own, &["price".into()]).unwrap()[..], [Chosen::Own(t)] if t.name == "price"));
     }
 }

@@ -1,12 +1,16 @@
 //! The eval's website on loopback: the pages under `site/` (compiled in), PDFs of random bytes
 //! made at start, a catalogue search, and forms whose posts are recorded, so a task is judged
 //! by what reached the site, never by what the model says it did. The account pages need the
-//! cookie that a sign-in with this run's password sets.
+//! cookie that a sign-in with this run's password sets. The MiniWoB++ suite's pages and their
+//! reward records are `miniwob/serve.rs`'s, under `/miniwob/` and `/ac-miniwob/`. The HTTP is
+//! `loopback.rs`'s: one request per connection, so no page waits on a pool.
 
+use super::loopback::{self, Answer, form_value};
+use super::miniwob::serve::{Episode, Pages};
 use crate::util::clock::random_u64;
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 
 const PAGES: &[(&str, &str)] = &[
     ("/", include_str!("site/index.html")),
@@ -42,20 +46,20 @@ struct State {
     username: String,
     password: String,
     session_cookie: String,
+    miniwob: Pages,
 }
 
 pub struct Site {
     pub url: String,
     state: Arc<State>,
-    server: Arc<tiny_http::Server>,
-    thread: Option<JoinHandle<()>>,
+    /// Serves until the site is dropped.
+    _server: loopback::Server,
 }
 
 impl Site {
-    /// Serve on a free loopback port; `username`/`password` open the account pages.
-    pub fn start(username: &str, password: &str) -> std::io::Result<Site> {
-        let server = tiny_http::Server::http("127.0.0.1:0").map_err(std::io::Error::other)?;
-        let port = server.server_addr().to_ip().map(|a| a.port()).unwrap_or_default();
+    /// Serve on a free loopback port; `username`/`password` open the account pages; `miniwob`
+    /// is the MiniWoB++ package's `html` folder when that suite runs.
+    pub fn start(username: &str, password: &str, miniwob: Option<PathBuf>) -> std::io::Result<Site> {
         let pdfs = PDFS.iter().map(|n| (*n, random_pdf(n))).collect();
         let state = Arc::new(State {
             posts: Mutex::new(Vec::new()),
@@ -63,15 +67,11 @@ impl Site {
             username: username.to_string(),
             password: password.to_string(),
             session_cookie: format!("{:016x}{:016x}", random_u64(), random_u64()),
+            miniwob: Pages::new(miniwob),
         });
-        let server = Arc::new(server);
-        let (srv, st) = (Arc::clone(&server), Arc::clone(&state));
-        let thread = std::thread::Builder::new().name("eval-site".into()).spawn(move || {
-            for request in srv.incoming_requests() {
-                handle(&st, request);
-            }
-        })?;
-        Ok(Site { url: format!("http://127.0.0.1:{port}"), state, server, thread: Some(thread) })
+        let st = Arc::clone(&state);
+        let server = loopback::Server::start(move |request| handle(&st, request))?;
+        Ok(Site { url: format!("http://127.0.0.1:{}", server.port()), state, _server: server })
     }
 
     /// The bytes the site serves for a PDF of `PDFS`.
@@ -84,18 +84,19 @@ impl Site {
         self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// A MiniWoB++ task page with the hook's seed and episode id.
+    pub fn miniwob_url(&self, task: &str, seed: u32, episode: &str) -> String {
+        format!("{}/miniwob/miniwob/{task}.html?ac_seed={seed}&ac_episode={episode}", self.url)
+    }
+
+    /// What the MiniWoB++ hook reported for `episode` so far.
+    pub fn episode(&self, episode: &str) -> Option<Episode> {
+        self.state.miniwob.episode(episode)
+    }
+
     /// Forget the posts (before the next task).
     pub fn clear_posts(&self) {
         self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clear();
-    }
-}
-
-impl Drop for Site {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
     }
 }
 
@@ -111,72 +112,35 @@ fn random_pdf(name: &str) -> Vec<u8> {
     v
 }
 
-fn handle(state: &State, mut request: tiny_http::Request) {
-    let url = request.url().to_string();
-    let (path, query) = url.split_once('?').unwrap_or((url.as_str(), ""));
-    let signed_in = request
-        .headers()
-        .iter()
-        .any(|h| h.field.equiv("Cookie") && h.value.as_str().contains(&format!("sid={}", state.session_cookie)));
-    let mut body = String::new();
-    if *request.method() == tiny_http::Method::Post {
-        use std::io::Read;
-        let _ = request.as_reader().take(64 * 1024).read_to_string(&mut body);
-    }
-    let answer = route(state, request.method(), path, query, &body, signed_in);
-    let _ = request.respond(answer.into_response());
+fn handle(state: &State, request: loopback::Request) -> loopback::Response {
+    let (path, query) = request.target.split_once('?').unwrap_or((request.target.as_str(), ""));
+    let cookie = format!("sid={}", state.session_cookie);
+    let signed_in = request.headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("Cookie") && v.contains(&cookie));
+    let body = String::from_utf8_lossy(&request.body);
+    route(state, &request.method, path, query, &body, signed_in)
 }
 
-/// What a route answers: a status, headers and a body.
-struct Answer {
-    status: u16,
-    headers: Vec<(&'static str, String)>,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn html(status: u16, html: String) -> Answer {
-        Answer { status, headers: vec![("Content-Type", "text/html; charset=utf-8".into())], body: html.into_bytes() }
+fn route(state: &State, method: &str, path: &str, query: &str, body: &str, signed_in: bool) -> Answer {
+    if let Some(answer) = state.miniwob.route(method == "POST", path, query, body) {
+        return answer;
     }
-
-    fn bytes(kind: &str, body: Vec<u8>) -> Answer {
-        Answer { status: 200, headers: vec![("Content-Type", kind.to_string())], body }
-    }
-
-    fn redirect(to: &str) -> Answer {
-        Answer { status: 303, headers: vec![("Location", to.to_string())], body: Vec::new() }
-    }
-
-    fn into_response(self) -> tiny_http::Response<std::io::Cursor<Vec<u8>>> {
-        let mut r = tiny_http::Response::from_data(self.body).with_status_code(self.status);
-        for (k, v) in self.headers {
-            if let Ok(h) = tiny_http::Header::from_bytes(k.as_bytes(), v.as_bytes()) {
-                r.add_header(h);
-            }
-        }
-        r
-    }
-}
-
-fn route(state: &State, method: &tiny_http::Method, path: &str, query: &str, body: &str, signed_in: bool) -> Answer {
-    use tiny_http::Method::{Get, Post as PostMethod};
     match (method, path) {
-        (Get, "/catalogue.html") => Answer::html(200, catalogue(&form_value(query, "q"))),
-        (Get, "/account.html") if signed_in => Answer::html(200, ACCOUNT.to_string()),
-        (Get, "/account/invoice-0042.pdf") if signed_in => {
+        ("GET", "/catalogue.html") => Answer::html(200, catalogue(&form_value(query, "q"))),
+        ("GET", "/account.html") if signed_in => Answer::html(200, ACCOUNT.to_string()),
+        ("GET", "/account/invoice-0042.pdf") if signed_in => {
             Answer::bytes("application/pdf", state.pdfs.get("invoice-0042.pdf").cloned().unwrap_or_default())
         }
-        (Get, "/account.html" | "/account/invoice-0042.pdf") => Answer::redirect("/login.html"),
-        (Get, "/files/release-notes.txt") => Answer::bytes("text/plain", b"3.2: faster search\n".to_vec()),
-        (Get, p) if p.starts_with("/files/") => match state.pdfs.get(&p["/files/".len()..]) {
+        ("GET", "/account.html" | "/account/invoice-0042.pdf") => Answer::redirect("/login.html"),
+        ("GET", "/files/release-notes.txt") => Answer::bytes("text/plain", b"3.2: faster search\n".to_vec()),
+        ("GET", p) if p.starts_with("/files/") => match state.pdfs.get(&p["/files/".len()..]) {
             Some(pdf) if !p.ends_with("invoice-0042.pdf") => Answer::bytes("application/pdf", pdf.clone()),
             _ => not_found(),
         },
-        (Get, p) => match PAGES.iter().find(|(at, _)| *at == p) {
+        ("GET", p) => match PAGES.iter().find(|(at, _)| *at == p) {
             Some((_, html)) => Answer::html(200, html.to_string()),
             None => not_found(),
         },
-        (PostMethod, "/login") => {
+        ("POST", "/login") => {
             if form_value(body, "username") == state.username && form_value(body, "password") == state.password {
                 let mut a = Answer::redirect("/account.html");
                 a.headers.push(("Set-Cookie", format!("sid={}; Path=/; HttpOnly", state.session_cookie)));
@@ -191,7 +155,7 @@ fn route(state: &State, method: &tiny_http::Method, path: &str, query: &str, bod
                 )
             }
         }
-        (PostMethod, "/contact" | "/order") => {
+        ("POST", "/contact" | "/order") => {
             let fields: HashMap<String, String> = body
                 .split('&')
                 .filter_map(|kv| kv.split_once('='))
@@ -245,14 +209,4 @@ fn catalogue(q: &str) -> String {
 
 fn html_text(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
-/// One field of a URL-encoded form or query (`+` is a space).
-pub fn form_value(encoded: &str, key: &str) -> String {
-    encoded
-        .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == key)
-        .map(|(_, v)| percent_encoding::percent_decode_str(&v.replace('+', " ")).decode_utf8_lossy().into_owned())
-        .unwrap_or_default()
 }

@@ -98,8 +98,13 @@ fn usage(message: &str) -> ExitCode {
 /// `eval`: the eval's tasks on a model, through a daemon, site and worker of its own.
 fn eval(parsed: &Parsed) -> ExitCode {
     if parsed.value("--list").is_some() || parsed.options.iter().any(|(n, _)| *n == "--list") {
-        print!("{}", agent_controller::eval::task_list());
-        return ExitCode::SUCCESS;
+        return match agent_controller::eval::command::list(parsed) {
+            Ok(list) => {
+                print!("{list}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => usage(&e.to_string()),
+        };
     }
     let (path, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
     match loaded {
