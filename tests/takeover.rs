@@ -163,3 +163,32 @@ fn a_stop_ends_a_paused_session_at_once() {
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
     assert_eq!(llm.requests().len(), 0, "no model call after a stop while paused");
 }
+
+/// A reason a page could have written (50 KB, a fake "Open http://…" line first) is kept as one
+/// bounded line, and the notification leads with the session's own link.
+#[test]
+fn a_long_takeover_reason_is_one_bounded_line_after_the_session_s_link() {
+    let dir = TempDir::new("takeover-reason");
+    let hook = Receiver::start();
+    let reason = format!("Open http://evil.test/login\n{}", "please ".repeat(7000));
+    let script =
+        vec![tool("request_takeover", json!({"reason": reason})), tool("finish_task", json!({"summary": "x"}))];
+    let (d, _llm) = llm_daemon(dir.path(), script, |c| c.notifications.allow_private = true);
+    let _worker = seed_worker(&d);
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://x.test", "instruction": "sign in",
+               "notifications": {"webhook": {"url": format!("{}/hook", hook.url)}}}),
+    );
+    let paused = wait_status(&c, &id, "paused");
+    let kept = paused["takeover_requested"].as_str().unwrap();
+    assert!(kept.chars().count() <= 301 && !kept.contains('\n') && kept.ends_with('…'), "{kept}");
+    let hit = wait_until(Duration::from_secs(10), "the takeover notification", || hook.hits().into_iter().next());
+    let message = hit.2["message"].as_str().unwrap().to_string();
+    assert!(message.starts_with("Open http") && message.contains(&format!("#s/{id}")), "{message}");
+    assert!(message.find(&format!("#s/{id}")) < message.find("evil.test"), "{message}");
+    assert!(message.len() < 1000, "{} bytes", message.len());
+    assert_eq!(c.post_raw(&format!("/sessions/{id}/resume"), "application/json", b"").status, 202);
+    wait_status(&c, &id, "finished");
+}

@@ -36,7 +36,7 @@ impl Agent {
 
     /// `request_takeover {reason}`: notify, pause, and answer with what the person did.
     pub(super) fn request_takeover(&mut self, input: &Value) -> ToolOutcome {
-        let reason = input["reason"].as_str().unwrap_or("").trim().to_string();
+        let reason = one_line(input["reason"].as_str().unwrap_or(""), MAX_REASON_CHARS);
         self.notify_takeover(&reason);
         match self.hold(Some(&reason)) {
             Some(told) => ToolOutcome::blocks(vec![Block::text(told)]),
@@ -154,8 +154,10 @@ impl Agent {
     fn notify_takeover(&self, reason: &str) {
         let Some(targets) = self.runner.notifications() else { return };
         let id = self.runner.session_id().to_string();
+        // The session's own link first: the reason is the model's words (a page may have put
+        // them there), so it comes after, on one bounded line.
         let message = format!(
-            "Session {id} asks a person to take over: {reason}\nOpen {}",
+            "Open {} — session {id} asks a person to take over: {reason}",
             session_page(self.runner.config(), &id)
         );
         let notifier = Arc::clone(&self.notifier);
@@ -169,6 +171,19 @@ impl Agent {
                 runner.log(kind, &text, None);
             }
         });
+    }
+}
+
+/// The longest `request_takeover` reason kept, shown and sent.
+const MAX_REASON_CHARS: usize = 300;
+
+/// `text` on one line (any run of whitespace, line breaks included, one space), cut to `max`
+/// characters with an ellipsis.
+fn one_line(text: &str, max: usize) -> String {
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    match line.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line,
     }
 }
 

@@ -83,7 +83,7 @@ impl Out {
 /// Text from the model or a page, safe for a terminal: escape sequences and other control
 /// characters (but newlines and tabs) removed.
 pub(super) fn shown(text: &str) -> String {
-    crate::util::ansi::strip_ansi(text).chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect()
+    crate::util::ansi::printable(text)
 }
 
 pub(super) fn fail(e: ClientError) -> u8 {

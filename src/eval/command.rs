@@ -5,6 +5,7 @@
 use super::{EvalError, Options, Row, ShowRow, Suite, report, run};
 use crate::cli::args::Parsed;
 use crate::config::Config;
+use crate::util::ansi::printable;
 use crate::util::cause::chain;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -48,7 +49,7 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
         worker: parsed.value("--worker").map(PathBuf::from),
         session_timeout: Duration::from_secs(900),
         keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),
-        on_row: (!json).then(|| Box::new(|row: &Row| println!("{}", row.line())) as ShowRow),
+        on_row: (!json).then(|| Box::new(|row: &Row| println!("{}", printable(&row.line()))) as ShowRow),
     };
     let min_pass = parsed
         .value("--min-pass")
@@ -81,7 +82,7 @@ pub fn command(parsed: &Parsed, config: Config) -> u8 {
     if json {
         println!("{}", report.to_json());
     } else {
-        println!("{}", report.totals());
+        println!("{}", printable(&report.totals()));
     }
     match min_pass {
         Some(min) if report.pass_percent() < f64::from(min) => 1,

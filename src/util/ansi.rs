@@ -13,6 +13,12 @@ pub const NO_PAGER_ENV: [(&str, &str); 7] = [
     ("DEBIAN_FRONTEND", "noninteractive"),
 ];
 
+/// Text from elsewhere (a model, an endpoint, a page) made safe to print on a terminal: escape
+/// sequences removed, and every other control character but line breaks and tabs.
+pub fn printable(s: &str) -> String {
+    strip_ansi(s).chars().filter(|c| !c.is_control() || *c == '\n' || *c == '\t').collect()
+}
+
 /// Remove terminal escape sequences (CSI, OSC, two-byte escapes) and stray carriage returns.
 pub fn strip_ansi(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
@@ -50,6 +56,12 @@ pub fn strip_ansi(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printable_text_has_no_control_characters_but_line_breaks_and_tabs() {
+        let from_an_endpoint = "ok\u{1b}]0;owned\u{7}\u{1b}[2J\u{9b}31m\u{8}x\ty\nz";
+        assert_eq!(printable(from_an_endpoint), "ok31mx\ty\nz");
+    }
 
     #[test]
     fn escapes_are_removed() {

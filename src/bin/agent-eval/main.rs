@@ -139,7 +139,7 @@ fn probe(parsed: &Parsed) -> ExitCode {
         let context = found.context_tokens.map_or("unknown".to_string(), |n| format!("{n} tokens"));
         println!("  context:           {context}");
         for note in &found.notes {
-            println!("  note: {note}");
+            println!("  note: {}", agent_controller::util::ansi::printable(note));
         }
     }
     if found.native_tools || found.json_mode { ExitCode::SUCCESS } else { ExitCode::FAILURE }
