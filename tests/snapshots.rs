@@ -225,3 +225,58 @@ fn clicks_say_what_they_cannot_do() {
     let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={about}")}));
     assert!(e.contains("is not on this page; it is a link to the page you are on now"), "{e}");
 }
+
+/// What the page makes clickable gets a ref whatever its tag, and states show: a click on the
+/// span's ref runs its handler, and the accordion keeps its ref when it opens, in the same
+/// document and on a later one that starts open.
+#[test]
+fn snapshots_show_clickables_and_states() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("states");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "states-box", "browser");
+    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "look"}));
+    let (r, _done) = test_agent.next();
+
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/states", site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    let like = ref_of(&snap, "clickable \"Like\"");
+    assert!(snap.contains("text \"Tell us:\"") && snap.contains("text \"if you agree.\""), "{snap}");
+    ref_of(&snap, "clickable \"Open card\"");
+    assert_eq!(snap.matches("Open card").count(), 1, "a pointer div holding a pointer span is one item: {snap}");
+    ref_of(&snap, "tab \"Profile\" (selected)");
+    ref_of(&snap, "tab \"Settings\"");
+    assert!(!snap.contains("\"Settings\" (selected)"), "{snap}");
+    let acc = ref_of(&snap, "button \"Shipping details\" (collapsed)");
+    let more = ref_of(&snap, "clickable \"More info\" (collapsed)");
+    let bold = ref_of(&snap, "button \"Bold\" (not pressed)");
+    ref_of(&snap, "button \"Delete\" (disabled)");
+    ref_of(&snap, "input text \"Code\" name=code (required)");
+    ref_of(&snap, "input text \"Account\" name=account value=\"ACC-7\" (read-only)");
+    assert!(!snap.contains("Ships in 3 days") && !snap.contains("Hidden details text"), "closed: {snap}");
+
+    let click = |r_: &str| {
+        let v = cmd(&r, "browser_click", json!({"selector": format!("ref={r_}")}));
+        v["snapshot"].as_str().unwrap_or_else(|| panic!("{v}")).to_string()
+    };
+    let after = click(&like);
+    assert!(after.contains(&format!("[{like}] clickable \"Liked\"")), "the handler ran: {after}");
+    let after = click(&ref_of(&snap, "clickable \"Open card\""));
+    assert!(after.contains("text \"card opened\""), "the listener ran: {after}");
+    let after = click(&acc);
+    assert!(after.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{after}");
+    assert!(after.contains("Ships in 3 days"), "{after}");
+    let after = click(&more);
+    assert!(after.contains(&format!("[{more}] clickable \"More info\" (expanded)")), "{after}");
+    assert!(after.contains("Hidden details text"), "{after}");
+    let after = click(&bold);
+    assert!(after.contains(&format!("[{bold}] button \"Bold\" (pressed)")), "{after}");
+    // Another document where the accordion starts open: the ref it had (state marks aside).
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/states?open=1", site.url)}));
+    let open = nav["snapshot"].as_str().unwrap();
+    assert!(open.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{open}");
+}

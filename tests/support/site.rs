@@ -71,6 +71,27 @@ fn snapshot_page() -> String {
     )
 }
 
+/// A page of what the page makes clickable and of states: a span with `onclick`, a pointer div
+/// (with a pointer span in it) whose listener page JS added, tabs, an accordion, `<details>`, a
+/// toggle, a disabled button, a required and a read-only field. `open` starts the accordion open.
+fn states_page(open: bool) -> String {
+    let (expanded, hidden) = if open { ("true", "") } else { ("false", " hidden") };
+    format!(
+        r#"<h1>States</h1><p>Tell us: <span id="like" onclick="this.textContent='Liked'">Like</span> if you agree.</p>
+        <div id="card" style="cursor:pointer"><span style="cursor:pointer">Open card</span></div><p id="card-out"></p>
+        <script>document.getElementById('card').addEventListener('click', () => {{
+          document.getElementById('card-out').textContent = 'card opened'; }});</script>
+        <div role="tablist"><div role="tab" aria-selected="true">Profile</div><div role="tab" aria-selected="false">Settings</div></div>
+        <h3><button id="acc" aria-expanded="{expanded}" aria-controls="panel" onclick="const p = document.getElementById('panel');
+          p.hidden = !p.hidden; this.setAttribute('aria-expanded', String(!p.hidden))">Shipping details</button></h3>
+        <div id="panel"{hidden}>Ships in 3 days</div>
+        <details><summary>More info</summary><p>Hidden details text</p></details>
+        <button aria-pressed="false" onclick="this.setAttribute('aria-pressed', 'true')">Bold</button>
+        <button disabled>Delete</button>
+        <label>Code <input name="code" required></label> <label>Account <input name="account" value="ACC-7" readonly></label>"#
+    )
+}
+
 impl Site {
     pub fn start() -> Site {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
@@ -223,6 +244,7 @@ impl Site {
                          <p id='out' style='position:absolute;top:300px'></p>",
                     )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    ("GET", "/states") => html(page("States", &states_page(rq.url().contains("open=1")))),
                     ("GET", "/menu") => html(page(
                         "Menu",
                         r#"<header><h1>Shop</h1><nav><a href="/prices">Prices</a> · <a href="/about.html">About us</a></nav></header>

@@ -1,8 +1,9 @@
 // agent-worker page snapshot: what the model reads of a page, with refs it can act on.
 // Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part) once per document.
 // Invariants: hidden elements are left out; a password's value never appears; every element
-// shown gets a ref `eN` (text only where a click does something there) that stays the same for that element while the document lives, and that
-// an element looking the same on a later page of the session gets again (`known`, see page.js);
+// shown gets a ref `eN` (text only where a click does something there) that stays the same for
+// that element while the document lives, and that an element looking the same (its line without
+// values and state marks) on a later page of the session gets again (`known`, see page.js);
 // new numbers start at `floor`, so a ref never names two different things; the text is at most
 // `max` characters, and what is left out comes as further parts (`part` 2, 3…).
 if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
@@ -10,6 +11,11 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   const SKIP = new Set(["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE", "SVG", "HEAD", "OPTION", "DATALIST"]);
   const BUTTON_INPUTS = new Set(["submit", "button", "reset", "image"]);
   const RUN_CHARS = 300, CELL_CHARS = 60, ROWS = 15, OPTIONS = 15;
+  // What the page makes clickable is one line when its text is at most this long (a longer
+  // one is a region: its parts stand, its text with a ref).
+  const FOLD_CHARS = 200;
+  // ARIA roles a person clicks, shown by their role's name (`tab "Profile" (selected)`).
+  const CLICK_ROLES = new Set(["link", "tab", "menuitem", "menuitemcheckbox", "menuitemradio", "option", "treeitem", "checkbox", "radio", "switch"]);
   // Elements nested deeper are left out: a page can nest 100 000 deep, and the walk recurses.
   const MAX_DEPTH = 256;
   let depth = 0;
@@ -34,6 +40,20 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const own = Array.from(l.childNodes).filter(n => n !== el && !(n.contains && n.contains(el)));
     return norm(own.map(n => n.nodeType === 1 ? n.innerText : n.textContent).join(" ")) || ac.labelFor(el);
   }
+  // What a person sees of an element's state: ` (collapsed) (disabled)`. keyOf strips these.
+  function states(el) {
+    const a = n => el.getAttribute(n), out = [];
+    const exp = el.tagName === "SUMMARY" && el.parentElement && el.parentElement.tagName === "DETAILS"
+      ? String(el.parentElement.open) : a("aria-expanded");
+    if (exp === "true" || exp === "false") out.push(exp === "true" ? "expanded" : "collapsed");
+    if (a("aria-selected") === "true") out.push("selected");
+    if (a("aria-pressed") === "true" || a("aria-pressed") === "false") out.push(a("aria-pressed") === "true" ? "pressed" : "not pressed");
+    if (a("aria-checked") === "true" || a("aria-checked") === "false") out.push(a("aria-checked") === "true" ? "checked" : "not checked");
+    if (el.matches(":disabled") || a("aria-disabled") === "true") out.push("disabled");
+    if (el.required || a("aria-required") === "true") out.push("required");
+    if ((el.readOnly && /^(INPUT|TEXTAREA)$/.test(el.tagName)) || a("aria-readonly") === "true") out.push("read-only");
+    return out.map(s => ` (${s})`).join("");
+  }
   function describeField(el, tag) {
     const label = fieldLabel(el);
     const name = el.getAttribute("name") ? ` name=${el.getAttribute("name")}` : "";
@@ -41,15 +61,14 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       const opts = Array.from(el.options);
       const listed = opts.slice(0, OPTIONS).map(o => cut(norm(o.text), 40) + (o.value && o.value !== norm(o.text) ? `=${cut(o.value, 30)}` : "") + (o.selected ? " (selected)" : ""));
       const more = opts.length > OPTIONS ? ` | … ${opts.length - OPTIONS} more` : "";
-      return `select ${q(label)}${name}: ${listed.join(" | ")}${more}`;
+      return `select ${q(label)}${name}${states(el)}: ${listed.join(" | ")}${more}`;
     }
     const type = tag === "textarea" ? "textarea" : (el.type || "text");
     let value = "";
     if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
     else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
     else if (el.value) value = ` value=${q(el.value)}`;
-    const flags = (el.disabled ? " disabled" : "") + (el.required ? " required" : "");
-    return `${type === "textarea" ? "textarea" : "input " + type} ${q(label)}${name}${value}${flags}`;
+    return `${type === "textarea" ? "textarea" : "input " + type} ${q(label)}${name}${value}${states(el)}`;
   }
   function tableLines(t) {
     const rows = Array.from(t.rows).filter(r => shown(r));
@@ -60,9 +79,22 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   }
   const CLICKABLE = "[onclick],[role=button],[role=link],[role=tab],[role=menuitem],[tabindex]";
   const clickable = el => !!el && (!!el.closest(CLICKABLE) || getComputedStyle(el).cursor === "pointer");
-    // An element's key across documents: its line without what changes as it is used (values,
-  // checked and selected marks).
-  const keyOf = line => line.replace(/ value=.*$/, "").replace(/ \((?:filled[^)]*|empty|checked|not checked|selected)\)/g, "");
+  // Why the page makes an element clickable (the tags and roles shown as what they are aside):
+  // a role a person clicks, `onclick`, a tabindex of 0 or more, or a pointer cursor its parent
+  // does not already give it. Listeners added by addEventListener are not visible here; most
+  // pages that add one set the pointer cursor for people.
+  function clickWhy(el, tag, role) {
+    if (tag === "summary") return "clickable";
+    if (CLICK_ROLES.has(role)) return role;
+    if (el.hasAttribute("onclick") || (el.getAttribute("tabindex") !== null && el.tabIndex >= 0)) return "clickable";
+    const up = el.parentElement;
+    if (getComputedStyle(el).cursor === "pointer" && !(up && getComputedStyle(up).cursor === "pointer")) return "clickable";
+    return null;
+  }
+  // An element's key across documents: its line without what changes as it is used (values,
+  // state marks).
+  const STATE_MARKS = / \((?:filled[^)]*|empty|checked|not checked|selected|expanded|collapsed|pressed|not pressed|disabled|required|read-only)\)/g;
+  const keyOf = line => line.replace(/ value=.*$/, "").replace(STATE_MARKS, "");
   // One pass over a document (and the same-origin frames in it), in document order.
   function collect(doc, state, indent) {
     const items = state.items;
@@ -72,11 +104,26 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       // where something on it reacts to a click (small models click paragraphs otherwise).
       if (run && /[\p{L}\p{N}]/u.test(run.text)) {
         const line = `text ${JSON.stringify(cut(norm(run.text), RUN_CHARS))}`;
-        items.push({kind: "text", ref: clickable(run.block) ? state.ref(run.block, line) : null, line, indent});
+        items.push({kind: "text", el: clickable(run.block) ? run.block : null, key: line, line, indent});
       }
       run = null;
     };
-    const item = (kind, el, line, more) => { flush(); items.push({kind, ref: state.ref(el, keyOf(line)), line, more, indent}); };
+    const item = (kind, el, line, more, name) => { flush(); items.push({kind, el, key: keyOf(line), line, more, name, indent}); };
+    // An element walked into, then shown as one line (`line(name)`) when what it holds is only
+    // text, images and headings, at most FOLD_CHARS: a pointer div holding a pointer span is one
+    // item. Otherwise its parts stand (a card with a button, a heading with a link in it).
+    function fold(el, inTable, line) {
+      flush();
+      const start = items.length;
+      walk(el, inTable);
+      flush();
+      const inner = items.slice(start);
+      const alts = inner.filter(i => i.kind === "image").map(i => i.name).join(" ");
+      const name = norm(el.innerText) || norm(el.getAttribute("aria-label") || el.getAttribute("title") || el.getAttribute("alt")) || alts;
+      if (!name || name.length > FOLD_CHARS || !inner.every(i => /^(text|image|heading)$/.test(i.kind))) return;
+      items.length = start;
+      item(line.kind, el, line(name));
+    }
     function walk(node, inTable) {
       if (depth >= MAX_DEPTH) return;
       depth++;
@@ -98,20 +145,29 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     }
     function visit(el, inTable) {
       const tag = el.tagName.toLowerCase(), role = el.getAttribute("role");
-      if (/^h[1-6]$/.test(tag)) return item("heading", el, `heading ${tag[1]} ${q(el.innerText)}`);
-      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el))} → ${el.href}`);
+      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el))}${states(el)} → ${el.href}`);
       if (tag === "button" || role === "button" || (tag === "input" && BUTTON_INPUTS.has(el.type)))
-        return item("button", el, `button ${q(ac.textOf(el) || el.value || el.getAttribute("aria-label"))}${el.disabled ? " disabled" : ""}`);
+        return item("button", el, `button ${q(ac.textOf(el) || el.value || el.getAttribute("aria-label"))}${states(el)}`);
       if (tag === "input" || tag === "textarea" || tag === "select") return item("field", el, describeField(el, tag));
       if (tag === "label" && el.control) { flush(); return walk(el, true); }
       if (tag === "table" && !inTable) {
         const t = tableLines(el);
         item("table", el, t.head, t.lines);
         flush();
-        return walk(el, true);
+        return walk(el, {clicks: 0});
       }
       if (tag === "iframe" || tag === "frame") return frame(el);
-      if (tag === "img" && el.alt) return item("image", el, `image ${q(el.alt)}`);
+      if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable)) {
+        const text = norm(el.innerText);
+        return item("field", el, `textbox ${q(el.getAttribute("aria-label") || "")}${text ? ` value=${q(text)}` : ""}`);
+      }
+      const why = clickWhy(el, tag, role);
+      if (why) {
+        const tableClicks = inTable && typeof inTable === "object" && ++inTable.clicks > ROWS;
+        if (!tableClicks) return fold(el, inTable, Object.assign(name => `${why} ${q(name)}${states(el)}`, {kind: "clickable"}));
+      }
+      if (/^h[1-6]$/.test(tag)) return fold(el, inTable, Object.assign(name => `heading ${tag[1]} ${q(name)}`, {kind: "heading"}));
+      if (tag === "img" && el.alt) return item("image", el, `image ${q(el.alt)}`, undefined, el.alt);
       if (/^(p|div|li|td|th|section|article|main|header|footer|nav|ul|ol|dd|dt|form|tr|br|hr)$/.test(tag)) flush();
       walk(el, inTable);
       if (/^(p|div|li|section|article|main|header|footer|nav|ul|ol|form)$/.test(tag)) flush();
@@ -158,7 +214,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   return function snapshot(max, floor, reset, known, part) {
     const state = ac.refState(floor, reset, known);
     const items = [];
-    collect(document, {items, ref: state.assign}, "");
+    collect(document, {items}, "");
+    for (const it of items) if (it.el) it.ref = state.assign(it.el, it.key);
     const code = status();
     const http = code ? ` (HTTP ${code})` : "";
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;

@@ -3,15 +3,16 @@
 //! a selector that matched nothing is answered with.
 //!
 //! The page side is `snapshot.js`: title, URL, HTTP status, then headings, links (absolute
-//! `href`), buttons, fields (never a password's value), selects with their options, tables
-//! with their first rows, and short runs of visible text, each with a ref `eN` that any selector
-//! argument accepts as `ref=eN`. An element keeps its ref across the snapshots of its document,
-//! and one that looks the same on a later page (the same kind and line, values aside) gets the
-//! ref it had (`ref_keys`, key → ref, kept per session); new refs grow across the pages of a
-//! session (`ref_floor`), so a ref never names two different things. Each session starts again
-//! at `e1`, so a replay meets the refs it recorded. The text is bounded by the
-//! command's `snapshot_chars` (the controller sends `agent.snapshot_chars`, less for a small
-//! context window); a longer page comes in parts, `browser_snapshot {page: 2}` and on.
+//! `href`), buttons, fields with their values (never a password's), selects, tables with their
+//! first rows, what the page makes clickable whatever its tag (`clickable "Like"`), states
+//! (`(collapsed)`, `(disabled)`…), and short runs of visible text, each with a ref `eN` that any
+//! selector argument accepts as `ref=eN`. An element keeps its ref across the snapshots of its
+//! document, and one that looks the same on a later page (the same kind and line, values and
+//! state marks aside) gets the ref it had (`ref_keys`, key → ref, kept per session); new refs
+//! grow across the pages of a session (`ref_floor`), so a ref never names two different things.
+//! Each session starts again at `e1`, so a replay meets the refs it recorded. The text is bounded
+//! by the command's `snapshot_chars` (the controller sends `agent.snapshot_chars`, less for a
+//! small context window); a longer page comes in parts, `browser_snapshot {page: 2}` and on.
 
 use super::Browser;
 use crate::error::WorkerError;
