@@ -23,6 +23,35 @@ fn all_text(body: &Value) -> String {
     body["messages"].to_string()
 }
 
+/// A sign-in task whose model asks a person to take over (`reason`), then finishes; its
+/// notifications go to a webhook. The session once paused, and what keeps it alive (bind every
+/// field: one left to `..` is dropped at once, the model's server or the worker with it).
+struct Asked {
+    d: TestDaemon,
+    llm: ScriptedLlm,
+    hook: Receiver,
+    id: String,
+    paused: Value,
+    _worker: ScriptedWorker,
+    _dir: TempDir,
+}
+
+fn asked_for_a_person(name: &str, reason: &str) -> Asked {
+    let dir = TempDir::new(name);
+    let hook = Receiver::start();
+    let script =
+        vec![tool("request_takeover", json!({"reason": reason})), tool("finish_task", json!({"summary": "signed in"}))];
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.notifications.allow_private = true);
+    let worker = seed_worker(&d);
+    let id = create_session(
+        &d.client(),
+        json!({"mode": "task", "target": "https://x.test", "instruction": "sign in",
+               "notifications": {"webhook": {"url": format!("{}/hook", hook.url)}}}),
+    );
+    let paused = wait_status(&d.client(), &id, "paused");
+    Asked { d, llm, hook, id, paused, _worker: worker, _dir: dir }
+}
+
 #[test]
 fn a_person_pauses_acts_and_hands_back() {
     let dir = TempDir::new("takeover");
@@ -97,21 +126,9 @@ fn a_person_pauses_acts_and_hands_back() {
 
 #[test]
 fn the_model_asks_for_a_person_who_is_notified_and_their_acts_come_back() {
-    let dir = TempDir::new("takeover-asked");
-    let hook = Receiver::start();
-    let script = vec![
-        tool("request_takeover", json!({"reason": "a CAPTCHA blocks the sign-in"})),
-        tool("finish_task", json!({"summary": "signed in"})),
-    ];
-    let (d, llm) = llm_daemon(dir.path(), script, |c| c.notifications.allow_private = true);
-    let _worker = seed_worker(&d);
+    let Asked { d, llm, hook, id, paused, _worker, _dir } =
+        asked_for_a_person("takeover-asked", "a CAPTCHA blocks the sign-in");
     let c = d.client();
-    let id = create_session(
-        &c,
-        json!({"mode": "task", "target": "https://x.test", "instruction": "sign in",
-               "notifications": {"webhook": {"url": format!("{}/hook", hook.url)}}}),
-    );
-    let paused = wait_status(&c, &id, "paused");
     assert_eq!(paused["takeover_requested"], "a CAPTCHA blocks the sign-in");
     let hit = wait_until(Duration::from_secs(10), "the takeover notification", || hook.hits().into_iter().next());
     let message = hit.2.to_string();
@@ -168,20 +185,9 @@ fn a_stop_ends_a_paused_session_at_once() {
 /// bounded line, and the notification leads with the session's own link.
 #[test]
 fn a_long_takeover_reason_is_one_bounded_line_after_the_session_s_link() {
-    let dir = TempDir::new("takeover-reason");
-    let hook = Receiver::start();
     let reason = format!("Open http://evil.test/login\n{}", "please ".repeat(7000));
-    let script =
-        vec![tool("request_takeover", json!({"reason": reason})), tool("finish_task", json!({"summary": "x"}))];
-    let (d, _llm) = llm_daemon(dir.path(), script, |c| c.notifications.allow_private = true);
-    let _worker = seed_worker(&d);
+    let Asked { d, llm: _llm, hook, id, paused, _worker, _dir } = asked_for_a_person("takeover-reason", &reason);
     let c = d.client();
-    let id = create_session(
-        &c,
-        json!({"mode": "task", "target": "https://x.test", "instruction": "sign in",
-               "notifications": {"webhook": {"url": format!("{}/hook", hook.url)}}}),
-    );
-    let paused = wait_status(&c, &id, "paused");
     let kept = paused["takeover_requested"].as_str().unwrap();
     assert!(kept.chars().count() <= 301 && !kept.contains('\n') && kept.ends_with('…'), "{kept}");
     let hit = wait_until(Duration::from_secs(10), "the takeover notification", || hook.hits().into_iter().next());
