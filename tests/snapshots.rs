@@ -62,6 +62,7 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.contains("input email \"Email\" name=user value=\"bob@example.test\""), "{snap}");
     assert!(snap.contains("input password \"Password\" name=pass (filled; value hidden)"), "{snap}");
     assert!(!nav.to_string().contains("PLANTED-PW-VALUE"), "a password's value never appears");
+    assert_eq!(nav["sign_in"], true, "a password field is said as a field, not left to the words");
     assert!(snap.contains("select \"Color\" name=color: Red=r | Green=g (selected)"), "{snap}");
     assert!(!snap.contains("HIDDEN-TEXT") && !snap.contains("Hidden link"), "hidden elements are dropped: {snap}");
     assert!(snap.contains(&format!("iframe {}/frame:", site.url)) && snap.contains("  [e"), "{snap}");

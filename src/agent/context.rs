@@ -27,7 +27,8 @@ impl Agent {
                 map.insert("image".into(), json!("attached"));
             }
         }
-        let page = self.take_page(&mut data).map(|p| self.with_login_hint(p));
+        let sign_in = data.as_object_mut().and_then(|d| d.remove("sign_in")) == Some(json!(true));
+        let page = self.take_page(&mut data).map(|p| self.with_login_hint(p, sign_in));
         let text = super::snapshot::render(&data, page);
         let max = self.runner.config().agent.max_tool_output_chars;
         let text = if text.chars().count() > max { self.persist_output(name, &text) } else { text };

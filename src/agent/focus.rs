@@ -154,8 +154,7 @@ impl Agent {
 
     /// A page with a password field, in a session with stored credentials: say that
     /// perform_login is the way in (small models submit the empty form instead). Twice at most.
-    pub(super) fn with_login_hint(&mut self, page: String) -> String {
-        let sign_in = page.lines().any(|l| l.contains("] input password "));
+    pub(super) fn with_login_hint(&mut self, page: String, sign_in: bool) -> String {
         if !self.record.has_credentials || !sign_in || self.focus.login_hints >= 2 || !self.guard_on(Guard::LoginHint) {
             return page;
         }

@@ -221,6 +221,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
     const r = render(items, Math.max(max, 500), header, part);
     return {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
+            sign_in: items.some(i => i.kind === "field" && i.line.startsWith("input password")),
             next_ref: state.next(), keys: state.keys(items.map(i => i.ref).filter(Boolean))};
   };
 })(); }

@@ -49,6 +49,10 @@ impl Browser {
             }
         }
         let mut out = json!({"url": v["url"], "title": v["title"], "status": v["status"], "snapshot": v["snapshot"]});
+        // A page with a password field, as a fact the controller reads (not the snapshot's words).
+        if v["sign_in"] == true {
+            out["sign_in"] = json!(true);
+        }
         if let Some(code) = v["status"].as_u64().filter(|c| *c >= 400) {
             out["warning"] = json!(format!(
                 "the server answered HTTP {code}: this is an error page, not the page asked for; check the URL \
