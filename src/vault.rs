@@ -255,6 +255,7 @@ mod tests {
                 username_selector: None,
                 password_selector: None,
                 submit_selector: None,
+                domain: None,
             }),
             notifications: Some(Notifications {
                 telegram: None,
@@ -275,6 +276,7 @@ mod tests {
                 username_selector: None,
                 password_selector: None,
                 submit_selector: None,
+                domain: None,
             }),
             notifications: None,
             ..Default::default()

@@ -570,11 +570,11 @@ fn shell_task_runs_commands_and_searches_its_history() {
     wait_status(&w.d.client(), &id, "finished");
     let reqs = w.llm.requests();
     assert_eq!(reqs[0].tool_names(), catalog(Mode::Task, SessionType::Shell, false), "the whole catalog");
-    let found: Value = serde_json::from_str(reqs[2].last_results()[0]["content"][0]["text"].as_str().unwrap()).unwrap();
+    let found: Value = serde_json::from_str(&reqs[2].last_result_data()).unwrap();
     let matches = found["matches"].as_array().unwrap();
     assert!(!matches.is_empty() && matches.iter().all(|m| m.to_string().contains("LINUX-KERNEL-6")), "{found}");
     // The second search does not find the first one's answer (it would grow with each search).
-    let again = reqs[3].last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    let again = reqs[3].last_result_data();
     assert!(!again.contains("matches\\\""), "{again}");
     assert_eq!(serde_json::from_str::<Value>(&again).unwrap()["matches"].as_array().unwrap().len(), matches.len());
 }

@@ -6,8 +6,11 @@ use crate::support::llm::*;
 use crate::support::*;
 use serde_json::{Value, json};
 
+/// A result as JSON: what the target gave comes between the boundary's markers, what the
+/// controller says about it (the stored output's description, the list) does not.
 fn result_json(req: &Recorded) -> Value {
     let text = req.last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    let text = if text.starts_with("<<") { req.inside_markers(&text) } else { text };
     serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
@@ -46,6 +49,8 @@ fn a_large_json_output_is_stored_and_traversed() {
     assert_eq!(stored["id"], id_of);
     assert!(stored["size_chars"].as_u64().unwrap() > 200_000, "{stored}");
     assert!(stored["preview"].as_str().unwrap().len() <= 1500 * 4);
+    reqs[1].inside_markers(stored["preview"].as_str().unwrap());
+    assert!(reqs[5].last_results()[0]["content"][0]["text"].as_str().unwrap().starts_with("<<page "));
     assert_eq!(stored["stats"]["keys"]["links"], "array[3000] of objects {text, url}");
     assert_eq!(stored["available_tools"][2], "tool_outputs_extract");
     assert!(reqs[1].body.to_string().len() < 40_000, "the context got the description, not the output");

@@ -28,11 +28,13 @@ impl Agent {
             }
         }
         let sign_in = data.as_object_mut().and_then(|d| d.remove("sign_in")) == Some(json!(true));
-        let page = self.take_page(&mut data).map(|p| self.with_login_hint(p, sign_in));
+        let page = self.take_page(&mut data);
         let text = super::snapshot::render(&data, page);
         let max = self.runner.config().agent.max_tool_output_chars;
-        let text = if text.chars().count() > max { self.persist_output(name, &text) } else { text };
+        let text =
+            if text.chars().count() > max { self.persist_output(name, &text) } else { self.boundary.wrap(&text) };
         let mut content = vec![Block::text(text)];
+        content.extend(self.login_hint(sign_in).map(Block::text));
         content.extend(images);
         ToolOutcome { screenshot, ..ToolOutcome::blocks(content) }
     }
@@ -103,11 +105,12 @@ fn frame_hash(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
+/// The first text block, without the boundary's markers: what the target said.
 pub(super) fn first_text(blocks: &[Block]) -> String {
     blocks
         .iter()
         .find_map(|b| match b {
-            Block::Text { text } => Some(text.clone()),
+            Block::Text { text } => Some(super::boundary::Boundary::inner(text).to_string()),
             _ => None,
         })
         .unwrap_or_default()

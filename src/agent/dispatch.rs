@@ -178,10 +178,12 @@ impl Agent {
                 self.result_blocks(name, data)
             }
             Err(ExecError::Stopped) => ToolOutcome::stopped(),
-            Err(ExecError::Refused { message, refusal }) => {
-                ToolOutcome { refusal: Some(refusal), ..ToolOutcome::error(self.runner.scrub(&message)) }
-            }
-            Err(e) => ToolOutcome::error(self.runner.scrub(&e.to_string())),
+            // The worker's words may quote the page (a label, the text around a click).
+            Err(ExecError::Refused { message, refusal }) => ToolOutcome {
+                refusal: Some(refusal),
+                ..ToolOutcome::error(self.boundary.wrap(&self.runner.scrub(&message)))
+            },
+            Err(e) => ToolOutcome::error(self.boundary.wrap(&self.runner.scrub(&e.to_string()))),
         }
     }
 

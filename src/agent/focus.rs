@@ -46,7 +46,7 @@ pub(super) struct FocusState {
     seen: HashSet<u64>,
     /// Whether the page returned by the call now running was new (set by `saw_page`).
     page_was_new: Option<bool>,
-    /// Sign-in forms pointed out so far (`with_login_hint`).
+    /// Sign-in forms pointed out so far (`login_hint`).
     login_hints: u32,
     /// A finish before the deliverable existed was answered once (`premature_finish`).
     finish_held: bool,
@@ -154,14 +154,15 @@ impl Agent {
 
     /// A page with a password field, in a session with stored credentials: say that
     /// perform_login is the way in (small models submit the empty form instead). Twice at most.
-    pub(super) fn with_login_hint(&mut self, page: String, sign_in: bool) -> String {
+    pub(super) fn login_hint(&mut self, sign_in: bool) -> Option<String> {
         if !self.record.has_credentials || !sign_in || self.focus.login_hints >= 2 || !self.guard_on(Guard::LoginHint) {
-            return page;
+            return None;
         }
         self.focus.login_hints += 1;
         self.fire(Guard::LoginHint, "a sign-in form: perform_login named");
-        format!(
-            "{page}\nA sign-in form is on this page: call perform_login, which fills and submits it with the stored credentials."
+        Some(
+            "A sign-in form is on this page: call perform_login, which fills and submits it with the stored credentials."
+                .to_string(),
         )
     }
 

@@ -8,6 +8,7 @@ use super::Agent;
 use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
+use crate::protocol::domains::{DomainPattern, host_of};
 use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use crate::protocol::{FileKind, SessionType};
@@ -52,7 +53,9 @@ impl Agent {
             Tool::RequestTakeover => self.request_takeover(input),
             Tool::SearchHistory => {
                 let max = input["max_results"].as_u64().unwrap_or(20) as usize;
-                ToolOutcome::ok(self.search_history(input["query"].as_str().unwrap_or(""), max))
+                // Lines of earlier results: the target's words, so data between the markers.
+                let found = self.search_history(input["query"].as_str().unwrap_or(""), max);
+                ToolOutcome::blocks(vec![Block::text(self.boundary.wrap(&found.to_string()))])
             }
             Tool::ToolOutputsList
             | Tool::ToolOutputsStats
@@ -188,11 +191,15 @@ impl Agent {
             .submit_selector
             .clone()
             .unwrap_or_else(|| format!("{FORM} :is(button[type=submit],input[type=submit],button:not([type]))"));
+        let Some(site) = credential_site(creds.domain.as_deref(), &login_url) else {
+            return ToolOutcome::error(format!("not typed: the login URL {login_url} names no host"));
+        };
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
+        // `only_on`: the worker types nothing unless the page is on the credentials' site then.
         let steps = [
             (Tool::BrowserNavigate.name(), json!({"url": login_url})),
-            (Tool::BrowserType.name(), json!({"selector": user_sel, "text": creds.username})),
-            (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose()})),
+            (Tool::BrowserType.name(), json!({"selector": user_sel, "text": creds.username, "only_on": site})),
+            (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose(), "only_on": site})),
             // As is: the login form's other fields are the page's business.
             (Tool::BrowserClick.name(), json!({"selector": submit_sel})),
         ];
@@ -200,6 +207,17 @@ impl Agent {
         for (i, (action, params)) in steps.into_iter().enumerate() {
             let what = ["open the login page", "type the username", "type the password", "submit the form"][i];
             match self.runner.execute(action, params, timeout) {
+                Ok(v) if i == 0 && !landed_on(&v, &site) => {
+                    let host = v["url"].as_str().and_then(host_of).unwrap_or_default();
+                    self.runner.log(
+                        crate::protocol::LogKind::System,
+                        &format!("perform_login: the login page is on {host}, not {site}: nothing typed"),
+                        None,
+                    );
+                    return ToolOutcome::error(format!(
+                        "not typed: the login page {login_url} led to {host:?}, and these credentials are for {site} only. Nothing was typed; tell the user."
+                    ));
+                }
                 Ok(v) => after = v,
                 Err(ExecError::Stopped) => return ToolOutcome::stopped(),
                 Err(e) => return ToolOutcome::error(format!("login failed at \"{what}\": {e}")),
@@ -210,8 +228,24 @@ impl Agent {
         // The page after it is the latest page (a click on its file link is then a download).
         let page = self.take_page(&mut after).unwrap_or_default();
         ToolOutcome::blocks(vec![Block::text(format!(
-            "Submitted the login form at {login_url} as {}. Read the page after it to see whether the login worked:\n{page}",
-            creds.username
+            "Submitted the login form at {login_url} as {}. Read the page after it to see whether the login worked:\n{}",
+            creds.username,
+            self.boundary.wrap(&page)
         ))])
     }
+}
+
+/// The site credentials are typed on: the request's `domain`, else the login URL's host.
+fn credential_site(domain: Option<&str>, login_url: &str) -> Option<String> {
+    match domain {
+        Some(d) => DomainPattern::parse(d).ok().map(|p| p.to_string()),
+        None => host_of(login_url).and_then(|h| DomainPattern::parse(&h).ok()).map(|p| p.to_string()),
+    }
+}
+
+/// Whether a navigation's result is on `site` (one without a URL is left to the worker's
+/// own check before each keystroke).
+fn landed_on(result: &Value, site: &str) -> bool {
+    let Some(host) = result["url"].as_str().and_then(host_of) else { return true };
+    DomainPattern::parse(site).is_ok_and(|p| p.allows(&host))
 }

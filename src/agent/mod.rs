@@ -12,6 +12,7 @@
 //! tool call in it has its result, whatever ended the session.
 
 mod approval;
+mod boundary;
 mod budget;
 mod compaction;
 mod context;
@@ -126,10 +127,26 @@ pub struct Agent {
     grounding: grounding::Grounding,
     /// The guards on for this session (`guarded.rs`, the table in `protocol::guards`).
     guards: guarded::Guards,
+    /// The markers around what the target shows (`boundary.rs`).
+    boundary: boundary::Boundary,
     /// Time a person held the session (not counted against its seconds budget).
     paused_for: Duration,
     /// The budget's one wrap-up call was made (`budget.rs`).
     budget_wrapped: bool,
+}
+
+/// The mode's prompt, the boundary's line, and the text-only note for a model without images.
+fn system_prompt(
+    record: &SessionRecord,
+    opened: bool,
+    boundary: &boundary::Boundary,
+    vision: crate::config::Vision,
+) -> String {
+    let system = format!("{}\n\n{}", prompts::system_prompt(record, opened), boundary.prompt_line());
+    match vision {
+        crate::config::Vision::Off => format!("{system}\n\n{}", vision::TEXT_ONLY),
+        _ => system,
+    }
 }
 
 /// What one turn decided.
@@ -162,10 +179,8 @@ impl Agent {
             crate::config::profile::choose(endpoint, record.options.profile, found, config.agent.context_window_tokens);
         let guards = guarded::Guards::new(&choice, config, &record);
         runner.set_profile(choice);
-        let mut system = prompts::system_prompt(&record, opened);
-        if vision == crate::config::Vision::Off {
-            system = format!("{system}\n\n{}", vision::TEXT_ONLY);
-        }
+        let boundary = boundary::Boundary::new(record.session_type);
+        let system = system_prompt(&record, opened, &boundary, vision);
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
         let tools = offered
             .iter()
@@ -215,6 +230,7 @@ impl Agent {
             focus: focus::FocusState::new(opened),
             grounding,
             guards,
+            boundary,
             paused_for: Duration::ZERO,
             budget_wrapped: false,
         }

@@ -39,7 +39,7 @@ impl Agent {
     /// An output too long for the context: stored, and described for the model.
     pub(super) fn persist_output(&mut self, tool: &str, text: &str) -> String {
         let size = text.chars().count();
-        let preview = head_and_tail(text, size);
+        let preview = self.boundary.wrap(&head_and_tail(text, size));
         let id = match self.runner.save_tool_output(tool, text) {
             Ok(id) => id,
             Err(e) => {
@@ -95,7 +95,8 @@ impl Agent {
         };
         let max = self.runner.config().agent.max_tool_output_chars;
         match answer(tool, &text, input, max) {
-            Ok(v) => ToolOutcome::ok(v),
+            // What the target gave, read back: data between the markers like the first time.
+            Ok(v) => ToolOutcome::blocks(vec![crate::llm::Block::text(self.boundary.wrap(&v.to_string()))]),
             Err(e) => ToolOutcome::error(e),
         }
     }

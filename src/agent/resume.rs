@@ -106,7 +106,7 @@ fn block_of(b: &Value) -> Option<Block> {
 
 /// The `"url"` of a result's JSON (its first line; a snapshot may follow).
 fn url_in(text: &str) -> Option<String> {
-    let head: Value = serde_json::from_str(text.lines().next()?).ok()?;
+    let head: Value = serde_json::from_str(super::boundary::Boundary::inner(text).lines().next()?).ok()?;
     let url = head["url"].as_str()?;
     (url.starts_with("http://") || url.starts_with("https://")).then(|| url.to_string())
 }

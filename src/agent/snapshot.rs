@@ -228,7 +228,7 @@ impl Agent {
         let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
         self.runner.scrub_json(&mut data);
         let page = self.take_page(&mut data)?;
-        Some(render(&data, Some(page)))
+        Some(self.boundary.wrap(&render(&data, Some(page))))
     }
 }
 

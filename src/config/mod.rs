@@ -159,6 +159,8 @@ pub struct BrowserConfig {
     pub viewport_width: u32,
     pub viewport_height: u32,
     pub dialogs: crate::protocol::DialogPolicy,
+    /// The hosts every session's browser may reach (empty: any); a session may narrow it.
+    pub allowed_domains: Vec<crate::protocol::domains::DomainPattern>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -277,6 +279,7 @@ impl Default for BrowserConfig {
             viewport_width: 1280,
             viewport_height: 720,
             dialogs: crate::protocol::DialogPolicy::Dismiss,
+            allowed_domains: Vec::new(),
         }
     }
 }

@@ -8,7 +8,7 @@
 //! session went and that the target's state is new. With none free, the session holds no
 //! worker and the next tool call leases one first (the same one, if it came back).
 
-use super::{Worker, WorkerHub};
+use super::{CommandScope, Worker, WorkerHub};
 use crate::exec::{ExecError, Executor};
 use crate::wait::stop::StopSignal;
 use serde_json::Value;
@@ -26,7 +26,7 @@ pub struct WorkerExecutor {
     hub: Arc<WorkerHub>,
     /// The worker leased now; `None` after one was lost and no other was free.
     worker: Mutex<Option<Arc<Worker>>>,
-    session_id: String,
+    scope: CommandScope,
     capability: String,
     /// The worker the session asked for (id or hostname): a move goes only there.
     preferred: Option<String>,
@@ -46,12 +46,18 @@ impl WorkerExecutor {
         WorkerExecutor {
             hub,
             worker: Mutex::new(Some(worker)),
-            session_id,
+            scope: CommandScope::session(&session_id),
             capability: capability.to_string(),
             preferred,
             stop,
             on_move: Box::new(|_| {}),
         }
+    }
+
+    /// The hosts the session's browser may reach, sent with every command.
+    pub fn allowing(mut self, allowed: Vec<crate::protocol::domains::DomainPattern>) -> Self {
+        self.scope.allowed_domains = allowed;
+        self
     }
 
     pub fn on_move(mut self, on_move: OnMove) -> Self {
@@ -66,7 +72,7 @@ impl WorkerExecutor {
     /// Give back the worker held now (the session has ended).
     pub fn release(&self) {
         if let Some(worker) = self.current().take() {
-            self.hub.release(&worker, &self.session_id);
+            self.hub.release(&worker, &self.scope.session_id);
         }
     }
 
@@ -74,7 +80,8 @@ impl WorkerExecutor {
     fn lease_again(&self) -> Option<Arc<Worker>> {
         let deadline = Instant::now() + MOVE_WAIT;
         let preferred = self.preferred.as_deref();
-        let next = self.hub.lease(&self.session_id, &self.capability, preferred, &self.stop, Some(deadline)).ok()?;
+        let next =
+            self.hub.lease(&self.scope.session_id, &self.capability, preferred, &self.stop, Some(deadline)).ok()?;
         (self.on_move)(&next);
         *self.current() = Some(Arc::clone(&next));
         Some(next)
@@ -82,7 +89,7 @@ impl WorkerExecutor {
 
     /// The worker is gone: release it, lease another if one is free now; what to tell the model.
     fn move_on(&self, lost: &Arc<Worker>, why: &str) -> String {
-        self.hub.release(lost, &self.session_id);
+        self.hub.release(lost, &self.scope.session_id);
         *self.current() = None;
         match self.lease_again() {
             Some(next) => format!(
@@ -119,7 +126,7 @@ impl Executor for WorkerExecutor {
                 self.hub.availability(&self.capability)
             )));
         };
-        match self.hub.execute(&worker, &self.session_id, action, params, timeout, &self.stop) {
+        match self.hub.execute(&worker, &self.scope, action, params, timeout, &self.stop) {
             // Only a worker that is gone: one that restarted or re-polled is still this session's.
             Err(ExecError::Disconnected(why)) if !self.stop.is_raised() && !worker.is_connected() => {
                 Err(ExecError::Disconnected(self.move_on(&worker, &why)))

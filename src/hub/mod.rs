@@ -116,6 +116,19 @@ pub struct WorkerHub {
     shutting_down: AtomicBool,
 }
 
+/// Who a command is for: its session, and the hosts that session's browser may reach.
+#[derive(Debug, Clone, Default)]
+pub struct CommandScope {
+    pub session_id: String,
+    pub allowed_domains: Vec<crate::protocol::domains::DomainPattern>,
+}
+
+impl CommandScope {
+    pub fn session(session_id: &str) -> CommandScope {
+        CommandScope { session_id: session_id.to_string(), allowed_domains: Vec::new() }
+    }
+}
+
 impl WorkerHub {
     pub fn new(settings: HubSettings, parker: Arc<Parker>) -> WorkerHub {
         WorkerHub {
@@ -152,7 +165,7 @@ impl WorkerHub {
     pub fn execute(
         &self,
         worker: &Arc<Worker>,
-        session_id: &str,
+        scope: &CommandScope,
         action: &str,
         params: Value,
         timeout: Duration,
@@ -163,8 +176,9 @@ impl WorkerHub {
             id: id.clone(),
             action: action.to_string(),
             params,
-            session_id: session_id.to_string(),
+            session_id: scope.session_id.clone(),
             timeout_s: timeout.as_secs(),
+            allowed_domains: scope.allowed_domains.clone(),
         };
         if !worker.is_connected() {
             return Err(ExecError::Disconnected(format!(
@@ -292,7 +306,9 @@ mod tests {
         stop: &Arc<StopSignal>,
     ) -> std::thread::JoinHandle<Result<Value, ExecError>> {
         let (hub, w, stop) = (Arc::clone(hub), Arc::clone(w), Arc::clone(stop));
-        std::thread::spawn(move || hub.execute(&w, "s1", "run_command", json!({"command": "ls"}), timeout, &stop))
+        std::thread::spawn(move || {
+            hub.execute(&w, &CommandScope::session("s1"), "run_command", json!({"command": "ls"}), timeout, &stop)
+        })
     }
 
     /// Poll as the worker until a command comes; the command.
@@ -364,7 +380,9 @@ mod tests {
         let (w, _) = register(&hub, "pc-01", &["shell"]);
         w.presence().connected = false;
         let stop = StopSignal::new(false);
-        let err = hub.execute(&w, "s1", "run_command", Value::Null, Duration::from_secs(5), &stop).unwrap_err();
+        let err = hub
+            .execute(&w, &CommandScope::session("s1"), "run_command", Value::Null, Duration::from_secs(5), &stop)
+            .unwrap_err();
         assert!(matches!(&err, ExecError::Disconnected(m) if m.contains("was not sent")), "{err:?}");
         assert_eq!(hub.connected_count(), 0);
     }

@@ -271,6 +271,7 @@ mod tests {
             params: Value::Null,
             session_id: "s".into(),
             timeout_s: 5,
+            allowed_domains: Vec::new(),
         }
     }
 

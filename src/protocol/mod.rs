@@ -5,6 +5,7 @@
 //! separately, and the seed's original shapes (no `worker_id`, `has_playwright`) must work.
 //! Only this module and `vault` (which may only deserialize) derive serde for the wire.
 
+pub mod domains;
 pub mod guards;
 pub mod replay;
 pub mod schedule;
@@ -141,6 +142,9 @@ pub struct SessionOptionsRequest {
     /// Guards switched by name (`guards::Guard`); `"all": false` switches every one off first.
     #[serde(default)]
     pub guards: Option<std::collections::BTreeMap<String, bool>>,
+    /// The hosts the browser may reach (`domains`), within config's `browser.allowed_domains`.
+    #[serde(default)]
+    pub allowed_domains: Option<Vec<String>>,
 }
 
 /// Who approves a session's commands (`run_command`, `write_file`, `browser_submit_form`)
@@ -160,8 +164,7 @@ pub enum Approval {
 pub struct SessionOptions {
     pub max_turns: u32,
     pub auto_confirm: bool,
-    /// Acting tools say what they would do and do nothing. (Like the fields below, shown only
-    /// when set.)
+    /// Acting tools say what they would do and do nothing (this and below: shown when set).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dry_run: bool,
     /// How long to wait for a free capable worker before giving up (none: as long as it takes).
@@ -181,6 +184,9 @@ pub struct SessionOptions {
     /// Guards switched by name for this session, as asked.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub guards: std::collections::BTreeMap<String, bool>,
+    /// The hosts the browser may reach (the session's list, else the config's); in each command.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<domains::DomainPattern>,
 }
 
 /// Screenshots a session showed the model, and what they cost.
@@ -567,6 +573,8 @@ pub struct Command {
     /// How long the controller waits for the result; a worker should not work past it.
     #[serde(default)]
     pub timeout_s: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<domains::DomainPattern>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -20,6 +20,10 @@ pub struct Credentials {
     pub password_selector: Option<String>,
     #[serde(default)]
     pub submit_selector: Option<String>,
+    /// The site the credentials belong to (`example.com`, `*.example.com`); else the host of
+    /// `login_url`, else of the target. They are typed on no other host.
+    #[serde(default)]
+    pub domain: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -63,6 +63,7 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     let moved = Arc::clone(session);
     let executor =
         WorkerExecutor::new(Arc::clone(hub), worker, session.id.clone(), capability, record.requested_worker, stop)
+            .allowing(record.options.allowed_domains.clone())
             .on_move(Box::new(move |next| {
                 moved.update(|r| r.worker = Some(next.hostname.clone()));
                 moved.log(

@@ -4,6 +4,7 @@
 use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
+use crate::protocol::domains::DomainPattern;
 use crate::protocol::guards::Guard;
 use crate::protocol::secrets::{Credentials, Notifications};
 use crate::protocol::takeover::{Budget, BudgetState, Spent};
@@ -44,6 +45,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         return bad("`options.max_turns` must be between 1 and 10000");
     }
     check_options(&options)?;
+    let allowed_domains = allowed_domains(options.allowed_domains.as_deref(), &config.browser.allowed_domains)?;
     check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
     if is_ssh_target(&target) {
         if session_type != SessionType::Shell {
@@ -69,7 +71,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         target,
         instruction,
         goal,
-        options: session_options(&options, max_turns),
+        options: SessionOptions { allowed_domains, ..session_options(&options, max_turns) },
         has_credentials: req.credentials.is_some(),
         notifications,
         requested_worker,
@@ -105,6 +107,9 @@ pub fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&N
     if let Some(c) = credentials {
         if c.username.is_empty() || c.password.is_empty() {
             return Err(bad("`credentials` need a non-empty `username` and `password`"));
+        }
+        if let Some(domain) = &c.domain {
+            DomainPattern::parse(domain).map_err(|e| ApiError::BadRequest(format!("`credentials.domain`: {e}")))?;
         }
         too_short("credentials.password", c.password.expose())?;
     }
@@ -207,7 +212,26 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOp
         approval: options.approval,
         profile: options.profile,
         guards: options.guards.clone().unwrap_or_default(),
+        allowed_domains: Vec::new(),
     }
+}
+
+/// The session's allow-list: its own, which may narrow the config's but not widen it, else
+/// the config's.
+fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result<Vec<DomainPattern>, ApiError> {
+    let Some(asked) = asked else { return Ok(config.to_vec()) };
+    let bad = |m: String| ApiError::BadRequest(format!("`options.allowed_domains`: {m}"));
+    if asked.len() > 100 {
+        return Err(bad("at most 100 patterns".into()));
+    }
+    let parsed = asked.iter().map(|p| DomainPattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    if parsed.is_empty() && !config.is_empty() {
+        return Err(bad("an empty list would lift config.yaml's `browser.allowed_domains`".into()));
+    }
+    if let Some(wider) = parsed.iter().find(|p| !config.is_empty() && !config.iter().any(|c| p.within(c))) {
+        return Err(bad(format!("{wider} is outside config.yaml's `browser.allowed_domains`")));
+    }
+    Ok(parsed)
 }
 
 fn check_options(options: &SessionOptionsRequest) -> Result<(), ApiError> {

@@ -239,8 +239,16 @@ fn fuzz_worker_results() {
         let Ok(mut result) = parse_json::<CommandResult>(&posted.body) else { return Ok(()) };
         let stop = StopSignal::default();
         std::thread::scope(|s| {
-            let waiting =
-                s.spawn(|| hub.execute(&worker, "sess_fuzz", "run_command", json!({}), Duration::from_secs(5), &stop));
+            let waiting = s.spawn(|| {
+                hub.execute(
+                    &worker,
+                    &agent_controller::hub::CommandScope::session("sess_fuzz"),
+                    "run_command",
+                    json!({}),
+                    Duration::from_secs(5),
+                    &stop,
+                )
+            });
             let (tx, rx) = crossbeam_channel::bounded(1);
             hub.poll(&worker, Box::new(move |body| drop(tx.send(body))));
             let sent: Command = serde_json::from_slice(&rx.recv_timeout(Duration::from_secs(5)).unwrap()).unwrap();

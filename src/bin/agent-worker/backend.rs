@@ -39,6 +39,8 @@ pub struct Context<'a> {
     pub deadline: Option<Instant>,
     /// The session the command belongs to (a browser numbers its refs per session).
     pub session_id: &'a str,
+    /// The hosts the session's browser may reach; empty: any.
+    pub allowed_domains: &'a [agent_controller::protocol::domains::DomainPattern],
 }
 
 /// Uploads a finished file for the current command and says how the controller stored it.

@@ -139,7 +139,8 @@ impl Worker {
             .filter(|&t| t > 0)
             .and_then(|t| started.checked_add(Duration::from_secs(t).saturating_sub(Duration::from_secs(2))));
         let upload = Upload { link: &self.link, session_id: &cmd.session_id, command_id: &cmd.id };
-        let ctx = Context { uploader: &upload, deadline, session_id: &cmd.session_id };
+        let ctx =
+            Context { uploader: &upload, deadline, session_id: &cmd.session_id, allowed_domains: &cmd.allowed_domains };
         let (tool, backend) = backend::route(&mut self.backends, &cmd.action)?;
         backend.run(tool, &cmd.params, &ctx)
     }

@@ -101,6 +101,7 @@ impl Browser {
         let mut current = url.to_string();
         let mut hops = 0;
         loop {
+            self.check_url(&current)?;
             let mut req = agent.get(&current).header("User-Agent", &ua);
             if !cookies.is_empty() {
                 req = req.header("Cookie", cookies.join("; "));

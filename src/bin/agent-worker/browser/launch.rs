@@ -286,9 +286,19 @@ fn chromium(opts: &Options, profile: &Path) -> Command {
 }
 
 /// A fresh browser context for the session `session_id`, with one tab attached; the previous
-/// session's context is disposed of, with its tabs, cookies and storage.
-pub fn enter_context(r: &mut Running, session_id: &str, width: u32, height: u32) -> Result<(), WorkerError> {
-    let created = r.cdp.call(None, "Target.createBrowserContext", json!({}), CALL)?;
+/// session's context is disposed of, with its tabs, cookies and storage. `proxy`: the
+/// allow-list's gate and the hosts that bypass it (`gate.rs`).
+pub fn enter_context(
+    r: &mut Running,
+    session_id: &str,
+    (width, height): (u32, u32),
+    proxy: Option<(String, String)>,
+) -> Result<(), WorkerError> {
+    let params = match proxy {
+        Some((server, bypass)) => json!({"proxyServer": server, "proxyBypassList": bypass}),
+        None => json!({}),
+    };
+    let created = r.cdp.call(None, "Target.createBrowserContext", params, CALL)?;
     let context = created["browserContextId"]
         .as_str()
         .ok_or_else(|| WorkerError::Browser(CdpError::Protocol("the browser gave no context id".into())))?

@@ -14,6 +14,7 @@
 //! one page target of the command's session's context.
 
 mod download;
+mod gate;
 mod keys;
 mod launch;
 mod page;
@@ -24,6 +25,7 @@ mod util;
 use crate::backend::{Backend, Context};
 use crate::cdp::CdpError;
 use crate::error::WorkerError;
+use agent_controller::protocol::domains::{DomainPattern, allowed, host_of};
 use agent_controller::protocol::tools::Tool;
 use agent_controller::protocol::{DialogPolicy, WorkerSettings};
 use launch::Running;
@@ -58,6 +60,10 @@ pub struct Browser {
     ref_keys: serde_json::Map<String, Value>,
     /// How confirm() and prompt() are answered unless the model said otherwise.
     dialogs: DialogPolicy,
+    /// The allow-list's gate, started for the first session with a list (`gate.rs`).
+    gate: Option<gate::Gate>,
+    /// The hosts the current command's session may reach (empty: any).
+    allowed: Vec<DomainPattern>,
 }
 
 /// The remark added when a command had to start a new browser.
@@ -75,6 +81,8 @@ impl Browser {
             refs_reset: false,
             ref_keys: serde_json::Map::new(),
             dialogs: DialogPolicy::Dismiss,
+            gate: None,
+            allowed: Vec::new(),
         }
     }
 
@@ -115,16 +123,81 @@ impl Browser {
     /// Work in `session_id`'s own browser context: a session never sees another's cookies,
     /// storage, cache or tabs. The previous session's context goes when the next one begins.
     fn enter_session(&mut self, session_id: &str) -> Result<(), WorkerError> {
-        let (w, h) = (self.opts.width, self.opts.height);
+        let size = (self.opts.width, self.opts.height);
         let r = self.r()?;
         if r.context.is_some() && r.context_session == session_id {
             return Ok(());
         }
+        let proxy = self.gated()?;
         let started = std::time::Instant::now();
-        launch::enter_context(r, session_id, w, h)?;
+        launch::enter_context(self.r()?, session_id, size, proxy)?;
         let ms = started.elapsed().as_millis();
         crate::log("info", &format!("browser: a fresh browser context for session {session_id} in {ms} ms"));
         Ok(())
+    }
+
+    /// With an allow-list: the gate as the context's proxy, and the allowed hosts (only they)
+    /// bypassing it.
+    fn gated(&mut self) -> Result<Option<(String, String)>, WorkerError> {
+        if self.allowed.is_empty() {
+            return Ok(None);
+        }
+        if self.gate.is_none() {
+            self.gate = Some(gate::Gate::start().map_err(|e| WorkerError::io("starting the allow-list's gate", e))?);
+        }
+        let server = self.gate.as_ref().map(gate::Gate::proxy).unwrap_or_default();
+        let hosts: Vec<String> = self.allowed.iter().map(DomainPattern::bypass_rules).collect();
+        Ok(Some((server, format!("<-loopback>;{}", hosts.join(";")))))
+    }
+
+    /// A URL the session may not open: refused before anything is sent.
+    fn check_url(&self, url: &str) -> Result<(), WorkerError> {
+        match host_of(url) {
+            Some(host) if !allowed(&self.allowed, &host) => Err(self.blocked(&host)),
+            _ => Ok(()),
+        }
+    }
+
+    /// `only_on` (a credential's site, `perform_login`): the page must be on it now, or
+    /// nothing is typed.
+    fn check_site(&mut self, site: &Value) -> Result<(), WorkerError> {
+        let pattern = DomainPattern::parse(site.as_str().unwrap_or("")).map_err(WorkerError::bad)?;
+        let href = self.eval("location.href")?;
+        let host = host_of(href.as_str().unwrap_or("")).unwrap_or_default();
+        if pattern.allows(&host) {
+            return Ok(());
+        }
+        Err(WorkerError::refused(json!({
+            "refused": "credential_site",
+            "host": host,
+            "site": pattern.to_string(),
+            "message": format!("not typed: the page is on {host:?}, and these credentials are for {pattern} only"),
+        })))
+    }
+
+    fn blocked(&self, host: &str) -> WorkerError {
+        let list: Vec<String> = self.allowed.iter().map(ToString::to_string).collect();
+        WorkerError::refused(json!({
+            "refused": "domain_blocked",
+            "host": host,
+            "allowed_domains": list,
+            "message": format!("blocked: {host} is not among this session's allowed domains ({})", list.join(", ")),
+        }))
+    }
+
+    /// What the gate blocked during the command, on its result; a navigation that ended on a
+    /// blocked host (a redirect) is the refusal itself.
+    fn report_blocked(&mut self, tool: Tool, result: Result<Value, WorkerError>) -> Result<Value, WorkerError> {
+        let Some(blocked) = self.gate.as_ref().and_then(gate::Gate::take) else { return result };
+        let landed =
+            result.as_ref().ok().and_then(|v| host_of(v["url"].as_str()?)).filter(|h| !allowed(&self.allowed, h));
+        let first = blocked["hosts"][0].as_str().unwrap_or("another host").to_string();
+        match (tool, result) {
+            (Tool::BrowserNavigate, Err(_)) => Err(self.blocked(&first)),
+            (Tool::BrowserNavigate, Ok(_)) if landed.is_some() => Err(self.blocked(&landed.unwrap_or(first))),
+            (_, Ok(v)) => Ok(with(v, "blocked_requests", blocked)),
+            (_, Err(e)) => Err(e.noted(format!("blocked requests to {}", blocked["hosts"]))),
+        }
     }
 
     fn r(&mut self) -> Result<&mut Running, WorkerError> {
@@ -192,6 +265,10 @@ impl Backend for Browser {
     }
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        self.allowed = ctx.allowed_domains.to_vec();
+        if tool == Tool::BrowserNavigate {
+            self.check_url(params["url"].as_str().unwrap_or(""))?;
+        }
         let restarted = self.ensure()?;
         if let Err(e) = self.enter_session(ctx.session_id) {
             return Err(self.recover(e));
@@ -201,6 +278,9 @@ impl Backend for Browser {
             self.ref_session = ctx.session_id.to_string();
             self.ref_floor = 0;
             self.refs_reset = true;
+        }
+        if let Some(site) = params.get("only_on") {
+            self.check_site(site)?;
         }
         let policy = self.dialogs;
         let cdp = &mut self.r()?.cdp;
@@ -216,6 +296,7 @@ impl Backend for Browser {
             },
             ok => ok,
         };
+        let result = self.report_blocked(tool, result);
         let result = self.report_dialogs(result);
         match (result, restarted) {
             (Ok(v), true) => Ok(with(v, "note", json!(RESTARTED))),
