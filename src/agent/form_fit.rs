@@ -229,4 +229,22 @@ mod tests {
         let invalid = json!({"refused": "form_invalid", "fields": []});
         assert_eq!(fill_for("Order 3 mugs", &invalid, PAGE), None);
     }
+
+    #[test]
+    fn guard_form_values_fires_on_an_order_form_the_task_names() {
+        let (fill, note) = fill_for("Order 2 caps in size S.", &refused(&["e4", "e5", "e6"], "ref=e7"), PAGE).unwrap();
+        assert_eq!(fill["fields"].as_array().map(Vec::len), Some(3), "{fill}");
+        assert!(note.ends_with("then click `ref=e7`."), "{note}");
+    }
+
+    #[test]
+    fn guard_form_values_is_quiet_on_a_sign_in_form_and_a_search_already_typed() {
+        let sign_in = "[e2] input email \"Email\" name=user value=\"bob@example.test\"\n\
+                       [e3] input password \"Password\" name=pass\n[e4] button \"Sign in\"";
+        let task = "Sign in and download the 2024 report.";
+        assert_eq!(fill_for(task, &refused(&["e2"], "ref=e4"), sign_in), None, "the task's year is no email");
+        let search = "[e4] input search \"Search\" name=q value=\"desk lamp\"\n[e5] button \"Go\"";
+        let task = "Search the catalogue for \"lamp\" and save the first price.";
+        assert_eq!(fill_for(task, &refused(&["e4"], "ref=e5"), search), None, "what the model typed stays");
+    }
 }
