@@ -423,7 +423,8 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
                 "title": "Thank you", "snapshot": "[e8] heading 1 \"Thank you\""}}),
             "browser_click" => json!({"success": false, "error": "not sent yet: the form's fields hold what the page \
                 put there", "data": {"refused": "form_unset", "selector": "ref=e7", "fields": [
-                    {"ref": "e4", "label": "Item", "value": "Choose…"}, {"ref": "e6", "label": "Quantity", "value": "1"}]}}),
+                    {"ref": "e4", "label": "Item", "kind": "select", "value": "Choose…", "options": ["Choose…", "Mug", "Cap"]},
+                    {"ref": "e6", "label": "Quantity", "kind": "number", "value": "1"}]}}),
             "browser_fill_form" => {
                 filled.store(true, SeqCst);
                 json!({"success": true, "data": {"filled": 2}})

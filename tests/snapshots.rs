@@ -188,6 +188,8 @@ fn clicks_say_what_they_cannot_do() {
         fields.iter().any(|f| f["value"] == "Red") && !fields.iter().any(|f| f["label"] == "Your name"),
         "{refusal}"
     );
+    let color = fields.iter().find(|f| f["value"] == "Red").unwrap();
+    assert_eq!((&color["kind"], &color["options"]), (&json!("select"), &json!(["Red", "Green"])), "typed: {refusal}");
     // An option as the snapshot lists it (`Green=g`) is chosen.
     let chosen = cmd(&r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
     assert_eq!(chosen["selected"], "g", "{chosen}");
