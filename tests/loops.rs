@@ -186,7 +186,7 @@ fn the_same_acting_call_with_new_answers_is_a_loop_too() {
 }
 
 #[test]
-fn the_same_page_printed_under_new_names_is_stored_once() {
+fn guard_done_before_prints_a_page_again_after_a_click() {
     let pdf = |name: &str| tool("browser_save_as_pdf", json!({"filename": name}));
     let click = tool("browser_click", json!({"selector": "ref=e1"}));
     let script =
@@ -205,6 +205,8 @@ fn the_same_page_printed_under_new_names_is_stored_once() {
     wait_status(&c, &id, "finished");
     let printed = actions(&worker).iter().filter(|a| *a == "browser_save_as_pdf").count();
     assert_eq!(printed, 2, "once, and again after a click that may have changed the page: {:?}", actions(&worker));
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!(s["guards_fired"]["done_before"], 1, "the second print only: {s}");
     let again = result_text(&llm.requests()[2]);
     assert!(again.contains("was saved as a PDF before") && again.contains("r.pdf"), "{again}");
 }
@@ -283,7 +285,7 @@ fn the_last_report_is_plain_text_in_json_action_mode_too() {
 }
 
 #[test]
-fn one_tool_over_and_over_with_new_arguments_escalates_too() {
+fn guard_streak_hold_fires_on_one_tool_over_and_over_with_new_arguments() {
     let mut script: Vec<Step> =
         (0..10).map(|i| tool("save_note", json!({"content": format!("saved page-{i}.pdf")}))).collect();
     script.push(text("Nothing else."));
@@ -306,7 +308,7 @@ fn one_tool_over_and_over_with_new_arguments_escalates_too() {
 }
 
 #[test]
-fn a_url_downloaded_before_is_not_fetched_again() {
+fn guard_done_before_answers_a_url_downloaded_before() {
     let dl = || tool("browser_download", json!({"url": "https://a.test/guide.pdf"}));
     let script = vec![dl(), dl(), tool("finish_task", json!({"summary": "got the guide"}))];
     let dir = TempDir::new("loop-download");
@@ -421,7 +423,8 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
                 "title": "Thank you", "snapshot": "[e8] heading 1 \"Thank you\""}}),
             "browser_click" => json!({"success": false, "error": "not sent yet: the form's fields hold what the page \
                 put there", "data": {"refused": "form_unset", "selector": "ref=e7", "fields": [
-                    {"ref": "e4", "label": "Item", "value": "Choose…"}, {"ref": "e6", "label": "Quantity", "value": "1"}]}}),
+                    {"ref": "e4", "label": "Item", "kind": "select", "value": "Choose…", "options": ["Choose…", "Mug", "Cap"]},
+                    {"ref": "e6", "label": "Quantity", "kind": "number", "value": "1"}]}}),
             "browser_fill_form" => {
                 filled.store(true, SeqCst);
                 json!({"success": true, "data": {"filled": 2}})
@@ -626,7 +629,7 @@ fn values_typed_from_nowhere_are_held_back_once() {
 }
 
 #[test]
-fn a_shell_session_runs_many_different_commands() {
+fn guard_streak_hold_is_quiet_on_a_shell_session_of_many_commands() {
     let mut script: Vec<Step> =
         (0..10).map(|i| tool("run_command", json!({"command": format!("wc -l /srv/part-{i}.txt")}))).collect();
     script.push(tool("finish_task", json!({"summary": "counted"})));
@@ -641,8 +644,9 @@ fn a_shell_session_runs_many_different_commands() {
     );
     let c = d.client();
     let id = create_session(&c, json!({"mode": "task", "type": "shell", "target": "box", "instruction": "count"}));
-    wait_status(&c, &id, "finished");
+    let s = wait_status(&c, &id, "finished");
     assert_eq!(actions(&worker).len(), 10, "no command held back for being one more of the same tool");
+    assert_eq!(s["guards_fired"]["streak_hold"], Value::Null, "{s}");
 }
 
 #[test]

@@ -21,7 +21,8 @@ fn shop(d: &TestDaemon) -> ScriptedWorker {
         match cmd["action"].as_str().unwrap() {
             "browser_click" if confirm && !refused.swap(true, std::sync::atomic::Ordering::SeqCst) => {
                 json!({"success": false, "error": "not sent yet", "data": {"refused": "form_unset",
-                       "selector": "ref=e7", "fields": [{"ref": "e4", "label": "Size", "value": "S"}]}})
+                       "selector": "ref=e7", "fields": [{"ref": "e4", "label": "Size", "kind": "select", "value": "S",
+                                                                    "options": ["S", "M", "L"]}]}})
             }
             "browser_click" => json!({"success": true, "data": {"url": "https://shop.test/thanks",
                 "snapshot": "Page: \"Thanks\" — https://shop.test/thanks (HTTP 200)\n[e9] heading 1 \"Thank you\""}}),

@@ -188,6 +188,8 @@ fn clicks_say_what_they_cannot_do() {
         fields.iter().any(|f| f["value"] == "Red") && !fields.iter().any(|f| f["label"] == "Your name"),
         "{refusal}"
     );
+    let color = fields.iter().find(|f| f["value"] == "Red").unwrap();
+    assert_eq!((&color["kind"], &color["options"]), (&json!("select"), &json!(["Red", "Green"])), "typed: {refusal}");
     // An option as the snapshot lists it (`Green=g`) is chosen.
     let chosen = cmd(&r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
     assert_eq!(chosen["selected"], "g", "{chosen}");
@@ -280,4 +282,37 @@ fn snapshots_show_clickables_and_states() {
     let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/states?open=1", site.url)}));
     let open = nav["snapshot"].as_str().unwrap();
     assert!(open.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{open}");
+}
+
+/// The worker's two guards on what they were not written for, asked for as the small profile
+/// asks: a form whose one field was typed is sent at the first click (`form_defaults`), and a
+/// click on a link goes where it leads (`inert_click`).
+#[test]
+fn guards_form_defaults_and_inert_click_are_quiet_on_a_typed_form_and_a_link() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("guards-worker-quiet");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "guard-box", "browser");
+    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "send"}));
+    let (r, _done) = test_agent.next();
+    let guarded = |selector: &str| json!({"selector": selector, "confirm_defaults": true, "explain_inert": true});
+
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/form2", site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    cmd(
+        &r,
+        "browser_type",
+        json!({"selector": format!("ref={}", ref_of(&snap, "Your email")), "text": "zoe@example.test"}),
+    );
+    let sent = cmd(&r, "browser_click", guarded(&format!("ref={}", ref_of(&snap, "Send order"))));
+    assert!(sent["snapshot"].as_str().unwrap().contains("Order received"), "sent at the first click: {sent}");
+
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
+    let about = ref_of(nav["snapshot"].as_str().unwrap(), "link \"About us\"");
+    let clicked = cmd(&r, "browser_click", guarded(&format!("ref={about}")));
+    assert!(clicked["url"].as_str().unwrap_or_default().ends_with("/about.html"), "followed: {clicked}");
 }

@@ -19,6 +19,7 @@ mod durability;
 mod eval;
 mod files;
 mod fuzz;
+mod guards;
 mod hostile;
 mod lifecycle;
 mod loops;

@@ -226,6 +226,27 @@ fn the_readme_guard_table_agrees_with_the_code() {
     assert_eq!(named, Guard::ALL.len(), "one row per guard");
 }
 
+/// Every guard has a test named for it (`guard_login_hint_fires_on_…`, `…_is_quiet_on_…`), so a
+/// guard added without tests fails here: each is tested on the case it was written for and on
+/// one it was not, where it must do no harm (issue 38).
+#[test]
+fn every_guard_has_a_test_named_for_it() {
+    use agent_controller::protocol::guards::Guard;
+    let mut tests = Vec::new();
+    for (_, text) in files_under("src").into_iter().chain(files_under("tests")) {
+        let mut after_test = false;
+        for line in text.lines().map(str::trim) {
+            if let Some(signature) = line.strip_prefix("fn ").filter(|_| after_test) {
+                tests.push(signature.split('(').next().unwrap_or_default().to_string());
+            }
+            after_test = line == "#[test]" || (after_test && line.starts_with("#["));
+        }
+    }
+    let untested: Vec<&str> =
+        Guard::ALL.iter().map(|g| g.name()).filter(|name| !tests.iter().any(|t| t.contains(name))).collect();
+    assert!(untested.is_empty(), "guards without a test named for them: {untested:?}");
+}
+
 /// A `//!` header says what a file is for and what it guarantees, in a few lines; history
 /// belongs in commit messages.
 const MAX_HEADER_WORDS: usize = 200;

@@ -515,4 +515,38 @@ mod tests {
         assert_eq!(f.stale, 0, "something new");
         assert!(call(&mut f, Tool::BrowserSnapshot, Some("[e2] link \"B\""), "{}"), "a page not seen before");
     }
+
+    #[test]
+    fn guard_act_turn_is_due_after_the_same_text_read_again_and_again() {
+        let mut f = FocusState::new(true);
+        call(&mut f, Tool::BrowserNavigate, Some("[e1] input search \"Search\""), "{}");
+        for _ in 0..3 {
+            call(&mut f, Tool::BrowserGetText, None, "Search the catalogue");
+        }
+        assert!(f.stale >= STALE_LIMIT, "the next turn only acts: {}", f.stale);
+    }
+
+    #[test]
+    fn guard_act_turn_is_quiet_on_a_shell_reading_one_new_file_after_another() {
+        let mut f = FocusState::new(false);
+        for i in 0..5 {
+            call(&mut f, Tool::ReadFile, None, &format!("part {i}: 12 lines"));
+            assert_eq!(f.stale, 0, "each file brings something new");
+        }
+    }
+
+    #[test]
+    fn guard_named_path_fires_on_a_find_listing_with_the_file_the_task_reads() {
+        let task = "A file named budget-2025.csv is somewhere under /srv. Save its total in answer.txt.";
+        let listing = "/srv/a/readme.md\n/srv/finance/budget-2025.csv\n";
+        assert_eq!(named_path(task, listing), Some(("budget-2025.csv", "/srv/finance/budget-2025.csv")));
+    }
+
+    #[test]
+    fn guard_named_path_is_quiet_where_the_task_names_a_path_or_only_what_it_keeps() {
+        let listing = "/srv/app.log\n/srv/old/app.log\n/srv/answer.txt\n";
+        assert_eq!(named_path("Count the lines of /srv/app.log; save the count in answer.txt.", listing), None);
+        assert_eq!(named_path("Save the number of log files in answer.txt.", listing), None);
+        assert_eq!(named_path("Open the shop and save the price in answer.txt.", "Page: \"Shop\""), None);
+    }
 }

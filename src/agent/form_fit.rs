@@ -30,7 +30,8 @@ pub(super) struct PendingFill {
 
 /// The `browser_fill_form` arguments that set the refused fields the task names, and the note
 /// that tells the model to make that call and then click; `None` when the task names none.
-pub(super) fn fill_for(task: &str, refusal: &Value, page: &str) -> Option<(Value, String)> {
+/// Each field is read as the worker typed it (`kind`, `value`, a select's `options`).
+pub(super) fn fill_for(task: &str, refusal: &Value) -> Option<(Value, String)> {
     let numbers: Vec<&str> = words(task).filter(|w| w.chars().all(|c| c.is_ascii_digit())).collect();
     let mut quoted = quoted(task);
     let fields: Vec<_> = refusal["fields"]
@@ -38,7 +39,7 @@ pub(super) fn fill_for(task: &str, refusal: &Value, page: &str) -> Option<(Value
         .iter()
         .filter_map(|field| {
             let r = field["ref"].as_str()?;
-            let value = value_for(task, &numbers, &mut quoted, super::snapshot::line_of(page, r)?)?;
+            let value = value_for(task, &numbers, &mut quoted, field)?;
             Some(json!({"selector": format!("ref={r}"), "value": value}))
         })
         .collect();
@@ -60,9 +61,8 @@ impl Agent {
         if !self.guard_on(Guard::FormValues) {
             return;
         }
-        let (task, page) = (self.record.instruction.as_deref(), self.last_page.as_deref());
         let refusal = outcome.refusal.clone().unwrap_or_default();
-        let found = task.zip(page).and_then(|(task, page)| fill_for(task, &refusal, page));
+        let found = self.record.instruction.as_deref().and_then(|task| fill_for(task, &refusal));
         if let (Some((fill, note)), Some(selector)) = (found, input["selector"].as_str()) {
             self.fire(Guard::FormValues, "the task's values for the fields nobody set named");
             outcome.content.push(Block::text(note.clone()));
@@ -141,20 +141,20 @@ impl Agent {
     }
 }
 
-/// The value the task names for the field a snapshot line shows: a select's option it names,
-/// a number field's one number, an empty text field's one quoted text (`Search for "lamp"`;
+/// The value the task names for a refused field, by its kind: a select's option it names, a
+/// number field's one number, an empty text field's one quoted text (`Search for "lamp"`;
 /// taken by the first such field).
-fn value_for(task: &str, numbers: &[&str], quoted: &mut Vec<&str>, line: &str) -> Option<String> {
-    if let Some(select) = line.strip_prefix("select ") {
-        let options = select.split_once(": ")?.1.split(" | ").map(|o| o.trim_end_matches(" (selected)"));
-        let named: Vec<&str> = options.map(|o| o.split('=').next().unwrap_or(o)).filter(|o| names(task, o)).collect();
-        return (named.len() == 1).then(|| named[0].to_string());
+fn value_for(task: &str, numbers: &[&str], quoted: &mut Vec<&str>, field: &Value) -> Option<String> {
+    match field["kind"].as_str()? {
+        "select" => {
+            let options = field["options"].as_array()?.iter().filter_map(Value::as_str);
+            let named: Vec<&str> = options.filter(|o| names(task, o)).collect();
+            (named.len() == 1).then(|| named[0].to_string())
+        }
+        "number" => (numbers.len() == 1).then(|| numbers[0].to_string()),
+        "text" => (field["value"] == "" && quoted.len() == 1).then(|| quoted.remove(0).to_string()),
+        _ => None,
     }
-    if line.starts_with("input number ") {
-        return (numbers.len() == 1).then(|| numbers[0].to_string());
-    }
-    let text_field = ["input text ", "input search ", "textarea "].iter().any(|k| line.starts_with(k));
-    (text_field && !line.contains(" value=") && quoted.len() == 1).then(|| quoted.remove(0).to_string())
 }
 
 /// The texts a task quotes ("lamp", “lamp”).
@@ -190,43 +190,68 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
 mod tests {
     use super::*;
 
-    const PAGE: &str = "[e3] heading 1 \"Order form\"\n\
-        [e4] select \"Item\" name=item: Choose… (selected) | Mug=mug | T-shirt=tshirt | Cap=cap\n\
-        [e5] select \"Size\" name=size: S (selected) | M | L\n\
-        [e6] input number \"Quantity\" name=quantity value=\"1\"\n\
-        [e7] button \"Place order\"";
-    fn refused(refs: &[&str], selector: &str) -> Value {
-        let fields: Vec<Value> = refs.iter().map(|r| json!({"ref": r, "label": "x", "value": ""})).collect();
+    /// A refused field as the worker types it.
+    fn field(r: &str, kind: &str, value: &str) -> Value {
+        json!({"ref": r, "label": "x", "kind": kind, "value": value})
+    }
+
+    fn select(r: &str, value: &str, options: &[&str]) -> Value {
+        json!({"ref": r, "label": "x", "kind": "select", "value": value, "options": options})
+    }
+
+    fn refused(fields: Vec<Value>, selector: &str) -> Value {
         json!({"refused": "form_unset", "selector": selector, "fields": fields})
+    }
+
+    /// The order form: item and size selects at what the page chose, a quantity of 1.
+    fn order() -> Value {
+        let item = select("e4", "Choose…", &["Choose…", "Mug", "T-shirt", "Cap"]);
+        refused(vec![item, select("e5", "S", &["S", "M", "L"]), field("e6", "number", "1")], "ref=e7")
     }
 
     #[test]
     fn the_task_s_words_fill_the_fields_it_names() {
-        let form = refused(&["e4", "e5", "e6"], "ref=e7");
-        let note = fill_for("Order 3 mugs in size M.", &form, PAGE).unwrap().1;
+        let note = fill_for("Order 3 mugs in size M.", &order()).unwrap().1;
         assert_eq!(
             note,
             "The task's words give these values: browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\
              \"value\":\"Mug\"},{\"selector\":\"ref=e5\",\"value\":\"M\"},{\"selector\":\"ref=e6\",\"value\":\"3\"}]}, \
              then click `ref=e7`."
         );
-        let caps = fill_for("Order two caps, size L", &form, PAGE).unwrap().1;
+        let caps = fill_for("Order two caps, size L", &order()).unwrap().1;
         assert!(caps.contains("\"Cap\"") && caps.contains("\"L\"") && !caps.contains("ref=e6"), "{caps}");
     }
 
     #[test]
     fn a_quoted_text_fills_an_empty_search_field() {
-        let page = "[e4] input search \"Search\" name=q\n[e5] button \"Search\"";
-        let refused = refused(&["e4"], "ref=e5");
-        let note = fill_for("Search the catalogue for \"lamp\" and save the first price.", &refused, page).unwrap().1;
+        let refused = refused(vec![field("e4", "text", "")], "ref=e5");
+        let note = fill_for("Search the catalogue for \"lamp\" and save the first price.", &refused).unwrap().1;
         assert!(note.contains("{\"selector\":\"ref=e4\",\"value\":\"lamp\"}"), "{note}");
-        assert_eq!(fill_for("Search the catalogue for lamps.", &refused, page), None, "nothing quoted");
+        assert_eq!(fill_for("Search the catalogue for lamps.", &refused), None, "nothing quoted");
     }
 
     #[test]
     fn nothing_named_gives_no_note() {
-        assert_eq!(fill_for("Send the form as it is, a test", &refused(&["e4", "e5", "e6"], "ref=e7"), PAGE), None);
+        assert_eq!(fill_for("Send the form as it is, a test", &order()), None);
         let invalid = json!({"refused": "form_invalid", "fields": []});
-        assert_eq!(fill_for("Order 3 mugs", &invalid, PAGE), None);
+        assert_eq!(fill_for("Order 3 mugs", &invalid), None);
+        let untyped = refused(vec![json!({"ref": "e6", "label": "Quantity", "value": "1"})], "ref=e7");
+        assert_eq!(fill_for("Order 3 mugs", &untyped), None, "a field of no known kind is left alone");
+    }
+
+    #[test]
+    fn guard_form_values_fires_on_an_order_form_the_task_names() {
+        let (fill, note) = fill_for("Order 2 caps in size S.", &order()).unwrap();
+        assert_eq!(fill["fields"].as_array().map(Vec::len), Some(3), "{fill}");
+        assert!(note.ends_with("then click `ref=e7`."), "{note}");
+    }
+
+    #[test]
+    fn guard_form_values_is_quiet_on_a_sign_in_form_and_a_search_already_typed() {
+        let sign_in = refused(vec![field("e2", "email", "bob@example.test"), field("e3", "password", "")], "ref=e4");
+        assert_eq!(fill_for("Sign in and download the 2024 report.", &sign_in), None, "the year is no email");
+        let typed = refused(vec![field("e4", "text", "desk lamp")], "ref=e5");
+        let task = "Search the catalogue for \"lamp\" and save the first price.";
+        assert_eq!(fill_for(task, &typed), None, "what the model typed stays");
     }
 }

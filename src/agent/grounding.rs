@@ -212,4 +212,58 @@ mod tests {
         assert_eq!(g.link_elsewhere("e9"), None, "shown on this page too");
         assert_eq!(g.link_elsewhere("e5"), None, "never shown");
     }
+
+    const SEARCH: &str = "Page: \"Catalogue\" — http://h/search (HTTP 200)\n[e2] input search \"Search\" name=q\n\
+                          [e3] button \"Go\"\n[e4] link \"Desk lamp\" → http://h/item/7\n[e5] link \"Next\" → http://h/search?p=2";
+
+    #[test]
+    fn guard_earlier_page_link_fires_on_a_link_ref_of_the_page_before() {
+        let mut g = seen(&[SEARCH]);
+        g.saw("Page: \"Desk lamp\" — http://h/item/7 (HTTP 200)\n[e8] button \"Add to cart\"");
+        assert_eq!(g.link_elsewhere("e5"), Some("http://h/search?p=2"), "Next, from the results before");
+    }
+
+    #[test]
+    fn guard_earlier_page_link_is_quiet_on_the_page_open_now_and_its_form() {
+        let g = seen(&[SEARCH]);
+        for r in ["e2", "e3", "e4", "e5"] {
+            assert_eq!(g.link_elsewhere(r), None, "{r}: on the page open now, or no link: the worker clicks it");
+        }
+    }
+
+    #[test]
+    fn guard_unseen_save_fires_on_a_number_no_result_showed() {
+        let mut g = seen(&["How many lines has /srv/app.log? Save the count in answer.txt.", "{\"exit_code\":0}"]);
+        assert_eq!(g.unseen("1000"), vec!["1000"]);
+        assert!(g.hold("1000", 3), "held once");
+    }
+
+    #[test]
+    fn guard_unseen_save_is_quiet_on_a_shell_count_and_a_composed_table() {
+        let g = seen(&[
+            "How many lines has /srv/app.log? Save the count in answer.txt.",
+            "{\"exit_code\":0,\"stdout\":\"4812 /srv/app.log\\n\"}",
+        ]);
+        assert!(g.unseen("4812").is_empty(), "the count the command printed");
+        assert!(g.unseen("4812 lines").is_empty());
+        assert!(g.unseen("Region,Total\nNorth,17\nSouth,25\nAll,42\n").is_empty(), "a composed table is not looked up");
+    }
+
+    #[test]
+    fn guard_revisit_fires_when_a_page_opened_before_comes_back() {
+        let mut g = seen(&[SEARCH]);
+        g.saw("Page: \"Desk lamp\" — http://h/item/7 (HTTP 200)");
+        assert!(g.revisits(SEARCH), "back to the results");
+        assert_eq!(g.unopened(), vec!["\"Next\" http://h/search?p=2"], "what the note names");
+    }
+
+    #[test]
+    fn guard_revisit_is_quiet_on_results_paged_through_and_a_page_reloaded() {
+        let mut g = seen(&[SEARCH]);
+        assert!(!g.revisits(SEARCH), "the same page again is no revisit");
+        let page2 = "Page: \"Catalogue\" — http://h/search?p=2 (HTTP 200)\n[e9] link \"Next\" → http://h/search?p=3";
+        assert!(!g.revisits(page2), "a new page");
+        g.saw(page2);
+        assert!(!g.revisits("Page: \"Catalogue\" — http://h/search?p=3 (HTTP 200)"), "and the next one");
+    }
 }

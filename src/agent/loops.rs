@@ -459,4 +459,28 @@ mod tests {
         }
         assert_eq!((g.repeated(), g.would_repeat("scroll")), (None, None));
     }
+
+    #[test]
+    fn guard_loop_note_then_loop_hold_fire_on_the_same_snapshot_again_and_again() {
+        let snap = "browser_snapshot {}";
+        assert_eq!(guard(&[snap, snap]).repeated(), Some((1, 1)), "loop_note: the first repeat");
+        assert_eq!(guard(&[snap, snap, snap]).repeated(), Some((1, 2)), "loop_note: the page shown");
+        assert_eq!(guard(&[snap, snap, snap]).would_repeat(snap), Some(1), "loop_hold: not run a fourth time");
+    }
+
+    #[test]
+    fn guard_loop_note_and_loop_hold_are_quiet_on_a_next_button_and_a_shell_s_commands() {
+        // The same "Next" click, page after page: each result is new.
+        let mut g = LoopGuard::default();
+        for page in 0..6 {
+            g.push("browser_click {\"selector\":\"ref=e9\"}".into(), page);
+        }
+        assert_eq!((g.repeated(), g.would_repeat("browser_click {\"selector\":\"ref=e9\"}")), (None, None));
+        // A shell's commands, one after another, answering alike.
+        let mut g = LoopGuard::default();
+        for i in 0..6 {
+            g.push(format!("run_command {{\"command\":\"wc -l /srv/part-{i}.txt\"}}"), 7);
+        }
+        assert_eq!((g.repeated(), g.would_repeat("run_command {\"command\":\"wc -l /srv/part-6.txt\"}")), (None, None));
+    }
 }

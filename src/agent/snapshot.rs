@@ -274,4 +274,44 @@ mod tests {
         assert_eq!(meant_ref(HOME, "e6", "'About usability'"), None, "a quoted name ends with its quote");
         assert_eq!(meant_ref(HOME, "e9", "'About us'"), None, "a ref not on the page");
     }
+
+    /// A search form and its results: what `click_as_said` and `file_link_download` were not
+    /// written for.
+    const SEARCH: &str = "[e2] input search \"Search\" name=q value=\"lamp\"\n[e3] button \"Go\"\n\
+                          [e4] link \"Lamps\" → http://h/c/lamps\n[e5] link \"Lamp shades\" → http://h/c/shades";
+
+    #[test]
+    fn guard_click_as_said_fires_when_the_words_quote_another_link() {
+        let said = "The \"About us\" link should have the address. Clicking it.";
+        assert_eq!(meant_ref(HOME, "e7", said).as_deref(), Some("e5"), "Go clicked, About us meant");
+    }
+
+    #[test]
+    fn guard_click_as_said_is_quiet_on_a_search_form() {
+        // The button it clicks is named, or only the search term is quoted: the click stands.
+        assert_eq!(meant_ref(SEARCH, "e3", "I typed 'lamp' into the search box; now I click Go."), None);
+        assert_eq!(meant_ref(SEARCH, "e3", "Searching for 'lamp'."), None, "a term is no link's name");
+        assert_eq!(meant_ref(SEARCH, "e4", "Open the 'Lamps' category."), None, "the ref it names");
+        assert_eq!(meant_ref(SEARCH, "e2", "Type into the search field."), None, "a field, not a link");
+    }
+
+    #[test]
+    fn guard_file_link_download_fires_on_a_link_to_a_file() {
+        let line = "[e7] link \"Annual report (PDF, 2 MB)\" → https://h/reports/2024.pdf";
+        assert_eq!(file_link(line), Some("https://h/reports/2024.pdf"));
+        assert_eq!(
+            file_link("[e8] link \"Data\" → https://h/export/sales.CSV#top"),
+            Some("https://h/export/sales.CSV#top")
+        );
+    }
+
+    #[test]
+    fn guard_file_link_download_is_quiet_on_pages_searches_and_buttons() {
+        for line in SEARCH.lines() {
+            assert_eq!(file_link(line), None, "{line}");
+        }
+        assert_eq!(file_link("[e2] link \"Reports\" → https://h/reports?format=pdf"), None, "a page that lists files");
+        assert_eq!(file_link("[e3] link \"report.pdf\" → https://h/view?file=report.pdf"), None, "a viewer page");
+        assert_eq!(file_link("[e4] button \"Download PDF\""), None, "a button is clicked");
+    }
 }

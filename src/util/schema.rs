@@ -249,4 +249,31 @@ mod tests {
         let (fixed, _, _) = moved_required(&save, &json!({"command": "save_file 1.5 a.md", "content": "1"})).unwrap();
         assert_eq!(fixed["filename"], "a.md", "a number is no file name");
     }
+
+    #[test]
+    fn guard_argument_repair_fires_on_a_list_of_one_a_moved_url_and_unknown_keys() {
+        let fill = Tool::BrowserFillForm.spec().input_schema.to_value();
+        assert!(as_list_of_one(&fill, &json!({"selector": "ref=e2", "value": "lamp"})).is_some());
+        let nav = Tool::BrowserNavigate.spec().input_schema.to_value();
+        assert!(moved_required(&nav, &json!({"href": "https://shop.test/search?q=lamp"})).is_some());
+        let click = Tool::BrowserClick.spec().input_schema.to_value();
+        assert_eq!(known_arguments(&click, &json!({"selector": "ref=e3", "wait": 2})).1, ["wait"]);
+    }
+
+    #[test]
+    fn guard_argument_repair_is_quiet_on_well_formed_calls() {
+        let calls = [
+            (Tool::BrowserFillForm, json!({"fields": [{"selector": "ref=e2", "value": "lamp"}]})),
+            (Tool::BrowserNavigate, json!({"url": "https://shop.test/search?q=lamp"})),
+            (Tool::BrowserClick, json!({"selector": "ref=e3"})),
+            (Tool::RunCommand, json!({"command": "grep -c ERROR /srv/app.log", "timeout_s": 30})),
+            (Tool::SaveFile, json!({"filename": "answer.txt", "content": "42"})),
+        ];
+        for (tool, input) in calls {
+            let schema = tool.spec().input_schema.to_value();
+            assert_eq!(as_list_of_one(&schema, &input), None, "{input}");
+            assert_eq!(moved_required(&schema, &input), None, "{input}");
+            assert_eq!(known_arguments(&schema, &input), (input.clone(), Vec::new()), "{input}");
+        }
+    }
 }

@@ -1,0 +1,319 @@
+//! The small profile's guards that act inside the agent, through the real daemon on a scripted
+//! model and a scripted worker: each fires on the case it was written for (its firing counted
+//! under its name in the session record), and is quiet on a task or page it was not written for
+//! (a search form, a shell task, a task that keeps no file), where the run goes as the model
+//! asked. Pure guards are tested beside their functions (`src/agent/*.rs`).
+
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+
+/// A small-profile session run to `status`: its record, the model's requests, the worker's commands.
+struct Run {
+    record: Value,
+    requests: Vec<Recorded>,
+    commands: Vec<Value>,
+    files: Vec<String>,
+}
+
+impl Run {
+    fn fired(&self, guard: &str) -> u64 {
+        self.record["guards_fired"][guard].as_u64().unwrap_or(0)
+    }
+
+    fn actions(&self) -> Vec<&str> {
+        self.commands.iter().map(|c| c["action"].as_str().unwrap()).collect()
+    }
+
+    /// The text of the `i`th request's first tool result.
+    fn result(&self, i: usize) -> String {
+        self.requests[i].last_results()[0]["content"].to_string()
+    }
+}
+
+fn run(
+    tag: &str,
+    script: Vec<Step>,
+    caps: &str,
+    body: Value,
+    status: &str,
+    respond: impl Fn(&Value) -> Value + Send + 'static,
+) -> Run {
+    let dir = TempDir::new(tag);
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &[caps], false, respond);
+    let c = d.client();
+    let id = create_session(&c, body);
+    let record = wait_status(&c, &id, status);
+    let files = c.get(&format!("/sessions/{id}/files")).json();
+    let files = files.as_array().unwrap().iter().map(|f| f["filename"].as_str().unwrap().to_string()).collect();
+    let commands = worker.seen.lock().unwrap().clone();
+    assert_eq!(record["guards_fired"]["short_catalog"], 1, "the small profile's guards are on: {record}");
+    Run { record, requests: llm.requests(), commands, files }
+}
+
+fn task(target: &str, instruction: &str) -> Value {
+    json!({"mode": "task", "target": target, "instruction": instruction})
+}
+
+fn shell_task(instruction: &str) -> Value {
+    json!({"mode": "task", "type": "shell", "target": "box", "instruction": instruction})
+}
+
+const SEARCH: &str = "Page: \"Catalogue\" — https://shop.test/ (HTTP 200)\n\
+    [e2] input search \"Search\" name=q\n[e3] button \"Go\"\n[e4] link \"About\" → https://shop.test/about";
+const RESULTS: &str = "Page: \"Results\" — https://shop.test/search?q=lamp (HTTP 200)\n\
+    text \"Desk lamp, 24.90 EUR\"\n[e6] link \"Desk lamp\" → https://shop.test/item/7";
+
+/// A shop with a search form: a click on Go shows the results; everything else the search page.
+fn shop(cmd: &Value) -> Value {
+    let page = if cmd["action"] == "browser_click" { RESULTS } else { SEARCH };
+    json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": page}})
+}
+
+fn finish(summary: &str) -> Step {
+    tool("finish_task", json!({"summary": summary}))
+}
+
+#[test]
+fn guard_short_catalog_fires_and_a_tool_it_hides_still_runs_when_called() {
+    let scrape = tool("browser_scrape_links", json!({}));
+    let r = run(
+        "g-catalog",
+        vec![scrape, finish("listed")],
+        "browser",
+        task("https://shop.test/", "list the links"),
+        "finished",
+        shop,
+    );
+    assert_eq!(r.fired("short_catalog"), 1, "{}", r.record);
+    assert!(!r.requests[0].tool_names().contains(&"browser_scrape_links".to_string()), "not listed");
+    assert_eq!(r.actions(), ["browser_navigate", "browser_scrape_links"], "but run when called by name");
+}
+
+#[test]
+fn guard_recital_closes_each_request_and_stays_out_of_the_conversation() {
+    let script = vec![tool("browser_snapshot", json!({})), finish("seen")];
+    let dir = TempDir::new("g-recital");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let _worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &["browser"], false, shop);
+    let c = d.client();
+    let id = create_session(&c, task("https://shop.test/", "look at the shop"));
+    let record = wait_status(&c, &id, "finished");
+    assert_eq!(record["guards_fired"]["recital"], 2, "one per request: {record}");
+    for req in llm.requests() {
+        let last = req.body["messages"].as_array().unwrap().last().unwrap()["content"].as_array().unwrap().clone();
+        assert!(last.last().unwrap().to_string().contains("(Reminder) Your task: look at the shop"), "{last:?}");
+    }
+    let conversation = c.get(&format!("/sessions/{id}/conversation")).text();
+    assert!(!conversation.contains("(Reminder)"), "the record keeps what was said: {conversation}");
+}
+
+#[test]
+fn guard_login_hint_fires_on_a_sign_in_form() {
+    let body = json!({"mode": "task", "target": "https://a.test/login", "instruction": "open my account",
+                      "credentials": {"username": "u", "password": "p-secret", "login_url": "https://a.test/login"}});
+    let r = run("g-login", vec![finish("signed in")], "browser", body, "finished", |_| {
+        json!({"success": true, "data": {"url": "https://a.test/login", "sign_in": true, "snapshot":
+            "Page: \"Sign in\" — https://a.test/login (HTTP 200)\n[e2] input email \"Email\"\n[e3] input password \"Password\""}})
+    });
+    assert_eq!(r.fired("login_hint"), 1, "{}", r.record);
+    let opening = r.requests[0].body["messages"][0].to_string();
+    assert!(opening.contains("call perform_login, which fills and submits it"), "{opening}");
+}
+
+#[test]
+fn guard_login_hint_is_quiet_on_a_search_form() {
+    let body = json!({"mode": "task", "target": "https://shop.test/", "instruction": "find a lamp",
+                      "credentials": {"username": "u", "password": "p-secret", "login_url": "https://shop.test/login"}});
+    let r = run("g-login-quiet", vec![finish("found")], "browser", body, "finished", shop);
+    assert_eq!(r.fired("login_hint"), 0, "{}", r.record);
+    assert!(!r.requests[0].body["messages"].to_string().contains("perform_login, which"), "no hint");
+}
+
+#[test]
+fn guard_last_turn_deliver_fires_on_the_last_of_several_turns() {
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "About"}));
+    let script = vec![tool("browser_snapshot", json!({})), save, text("Saved About in answer.txt.")];
+    let mut body = task("https://shop.test/", "Save the name of the shop's last link in answer.txt.");
+    body["options"] = json!({"max_turns": 2});
+    let r = run("g-last-turn", script, "browser", body, "finished", shop);
+    assert_eq!(r.fired("last_turn_deliver"), 1, "{}", r.record);
+    assert_eq!(r.requests[1].tool_names(), ["save_file"], "the last turn offers the deliverable");
+    assert_eq!(r.files, ["answer.txt"]);
+}
+
+#[test]
+fn guard_last_turn_deliver_is_quiet_on_a_one_turn_session() {
+    let mut body = task("https://shop.test/", "Save the name of the shop's last link in answer.txt.");
+    body["options"] = json!({"max_turns": 1});
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "About"}));
+    let r = run("g-last-turn-quiet", vec![save, text("About")], "browser", body, "finished", shop);
+    assert_eq!(r.fired("last_turn_deliver"), 0, "{}", r.record);
+    assert!(r.requests[0].tool_names().len() > 1, "the one turn is open: {:?}", r.requests[0].tool_names());
+    assert!(r.requests[0].body.get("tool_choice").is_none(), "no call is required");
+}
+
+/// A shell session reading one file three times while the task keeps no file: what it reads is
+/// not the answer to keep, so the next turn stays open (`looked_enough`, `stuck_deliver` quiet).
+#[test]
+fn guards_looked_enough_and_stuck_deliver_are_quiet_on_a_task_that_keeps_no_file() {
+    let read = || tool("read_file", json!({"path": "/srv/app.log"}));
+    let script =
+        vec![read(), read(), read(), tool("run_command", json!({"command": "wc -l /srv/app.log"})), finish("12 lines")];
+    let r = run(
+        "g-looked-quiet",
+        script,
+        "shell",
+        shell_task("How long is /srv/app.log?"),
+        "finished",
+        |cmd| json!({"success": true, "data": {"path": cmd["params"]["path"], "content": "a\nb\n", "stdout": "12 /srv/app.log\n"}}),
+    );
+    assert_eq!((r.fired("looked_enough"), r.fired("stuck_deliver")), (0, 0), "{}", r.record);
+    assert!(r.requests[3].tool_names().len() > 1, "not only the deliverable: {:?}", r.requests[3].tool_names());
+    assert_eq!(r.actions(), ["read_file", "read_file", "read_file", "run_command"]);
+}
+
+/// A task that keeps no file, finished in the same reply as a call that worked: honoured at once.
+#[test]
+fn guards_premature_finish_and_finish_after_failure_are_quiet_on_a_task_that_keeps_no_file() {
+    let reply = tools(
+        None,
+        &[
+            ("browser_type", json!({"selector": "ref=e2", "text": "lamp"})),
+            ("finish_task", json!({"summary": "typed"})),
+        ],
+    );
+    let r = run(
+        "g-finish-quiet",
+        vec![reply],
+        "browser",
+        task("https://shop.test/", "Type lamp into the search."),
+        "finished",
+        shop,
+    );
+    assert_eq!(r.record["summary"], "typed");
+    assert_eq!((r.fired("premature_finish"), r.fired("finish_after_failure")), (0, 0), "{}", r.record);
+    assert_eq!(r.requests.len(), 1);
+}
+
+fn inert(cmd: &Value) -> Value {
+    match cmd["action"].as_str().unwrap() {
+        "browser_click" => json!({"success": false, "data": {"refused": "inert"}, "error": "`ref=e2` is a \
+            heading: a click on it does nothing. The text around it: \"Team $45 per month\"."}),
+        _ => {
+            json!({"success": true, "data": {"url": "https://a.test/", "snapshot": "[e1] heading 1 \"Pricing\"\n[e2] heading 2 \"Team\""}})
+        }
+    }
+}
+
+#[test]
+fn guards_inert_click_and_delivery_hint_fire_on_text_clicked_in_a_task_that_names_its_file() {
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "$45"}));
+    let script = vec![tool("browser_click", json!({"selector": "ref=e2"})), save, finish("$45")];
+    let body = task("https://a.test/", "What does the Team plan cost? Save just the price in answer.txt.");
+    let r = run("g-delivery", script, "browser", body, "finished", inert);
+    assert_eq!((r.fired("inert_click"), r.fired("delivery_hint")), (1, 1), "{}", r.record);
+    assert!(r.result(1).contains(r#"call save_file with filename \"answer.txt\""#), "{}", r.result(1));
+    assert_eq!(r.commands[1]["params"]["explain_inert"], true, "asked of the worker");
+}
+
+#[test]
+fn guard_delivery_hint_is_quiet_when_the_task_names_no_file() {
+    let script = vec![tool("browser_click", json!({"selector": "ref=e2"})), finish("$45")];
+    let r = run(
+        "g-delivery-quiet",
+        script,
+        "browser",
+        task("https://a.test/", "What does the Team plan cost?"),
+        "finished",
+        inert,
+    );
+    assert_eq!(r.fired("delivery_hint"), 0, "{}", r.record);
+    assert!(!r.result(1).contains("call save_file"), "{}", r.result(1));
+}
+
+#[test]
+fn guard_unseen_typing_fires_on_a_name_nothing_showed() {
+    let typed = || tool("browser_type", json!({"selector": "ref=e2", "text": "John Doe"}));
+    let r = run(
+        "g-typing",
+        vec![typed(), finish("stopped")],
+        "browser",
+        task("https://shop.test/", "Find a lamp."),
+        "finished",
+        shop,
+    );
+    assert_eq!(r.fired("unseen_typing"), 1, "{}", r.record);
+    assert_eq!(r.actions(), ["browser_navigate"], "held back");
+}
+
+#[test]
+fn guard_unseen_typing_is_quiet_on_a_search_the_task_words() {
+    let typed = tool("browser_type", json!({"selector": "ref=e2", "text": "Desk lamp"}));
+    let r = run(
+        "g-typing-quiet",
+        vec![typed, finish("searched")],
+        "browser",
+        task("https://shop.test/", "Search the shop for a Desk lamp."),
+        "finished",
+        shop,
+    );
+    assert_eq!(r.fired("unseen_typing"), 0, "{}", r.record);
+    assert_eq!(r.actions(), ["browser_navigate", "browser_type"], "typed at the first call");
+}
+
+/// A task whose file is a PDF, ended in words: no call asks for a text file's content.
+#[test]
+fn guard_answer_in_words_is_quiet_on_a_task_that_keeps_a_pdf() {
+    let script = vec![text("I looked at the shop."), text("The shop sells lamps.")];
+    let r = run(
+        "g-words-quiet",
+        script,
+        "browser",
+        task("https://shop.test/", "Save the shop's page as shop.pdf."),
+        "finished",
+        shop,
+    );
+    assert_eq!(r.fired("answer_in_words"), 0, "{}", r.record);
+    assert_eq!(r.requests.len(), 2, "the reply, the nudge: no extra call");
+    assert!(r.files.is_empty(), "{:?}", r.files);
+}
+
+#[test]
+fn guard_tool_as_program_is_quiet_on_a_real_program() {
+    let cat = tool("run_command", json!({"command": "cat /srv/notes.txt"}));
+    let r = run(
+        "g-program-quiet",
+        vec![cat, finish("read")],
+        "shell",
+        shell_task("What do /srv/notes.txt say?"),
+        "finished",
+        |_| json!({"success": true, "data": {"exit_code": 0, "stdout": "code 42\n"}}),
+    );
+    assert_eq!(r.fired("tool_as_program"), 0, "{}", r.record);
+    assert_eq!((r.actions(), &r.commands[0]["params"]["command"]), (vec!["run_command"], &json!("cat /srv/notes.txt")));
+}
+
+/// A click that failed twice is held the third time; once a new page comes, it runs again.
+#[test]
+fn guard_failed_hold_fires_on_a_third_try_and_is_quiet_after_a_new_page() {
+    let click = || tool("browser_click", json!({"selector": "#buy"}));
+    let snap = || tool("browser_snapshot", json!({}));
+    let nav = tool("browser_navigate", json!({"url": "https://shop.test/item/7"}));
+    let script = vec![click(), snap(), click(), snap(), click(), nav, click(), finish("bought")];
+    let r = run("g-failed", script, "browser", task("https://shop.test/", "Buy a lamp."), "finished", |cmd| {
+        let p = &cmd["params"];
+        match cmd["action"].as_str().unwrap() {
+            "browser_click" => json!({"success": false, "error": "no element matches `#buy`"}),
+            "browser_navigate" if p["url"] == "https://shop.test/item/7" => {
+                json!({"success": true, "data": {"snapshot": RESULTS}})
+            }
+            _ => json!({"success": true, "data": {"snapshot": SEARCH}}),
+        }
+    });
+    assert_eq!(r.fired("failed_hold"), 1, "{}", r.record);
+    assert!(r.result(5).contains("it failed the same way twice before"), "{}", r.result(5));
+    let clicks = r.actions().iter().filter(|a| **a == "browser_click").count();
+    assert_eq!(clicks, 3, "the third try held, the one on the new page run: {:?}", r.actions());
+}
