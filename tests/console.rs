@@ -58,10 +58,25 @@ fn task_follows_to_the_end_with_yes_and_downloads_the_files() {
     let out = TempDir::new("console-out");
     let o = console(
         &d,
-        &["task", "--url", "https://x.test/", "get the report", "--yes", "--out", out.path().to_str().unwrap()],
+        &[
+            "task",
+            "--url",
+            "https://x.test/",
+            "get the report",
+            "--yes",
+            "--allow-domain",
+            "x.test",
+            "--allow-domain",
+            "*.cdn.test",
+            "--out",
+            out.path().to_str().unwrap(),
+        ],
     );
     let t = text(&o);
     assert_eq!(o.status.code(), Some(0), "{t}");
+    let id = t.split("session ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap().trim_end_matches(':');
+    let record = d.client().get(&format!("/sessions/{id}")).json();
+    assert_eq!(record["options"]["allowed_domains"], serde_json::json!(["x.test", "*.cdn.test"]), "{record}");
     for needle in [
         "session sess_",
         "tool",

@@ -44,6 +44,7 @@ const TASK: &[Opt] = &[
     opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
     opt(&["--auto-confirm"], "", "approve every confirmation without asking"),
     opt(&["--dry-run"], "", "acting tools say what they would do and do nothing"),
+    opt(&["--allow-domain"], "HOST", "the browser reaches only these hosts (repeat; *.example.com)"),
     opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
     opt(&["--no"], "", "deny confirmations"),
 ];
@@ -63,6 +64,7 @@ const EXPLORE: &[Opt] = &[
     opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
     opt(&["--auto-confirm"], "", "approve every confirmation without asking"),
     opt(&["--dry-run"], "", "acting tools say what they would do and do nothing"),
+    opt(&["--allow-domain"], "HOST", "the browser reaches only these hosts (repeat; *.example.com)"),
     opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
     opt(&["--no"], "", "deny confirmations"),
 ];

@@ -30,7 +30,7 @@ token from --token | AGENT_CONTROLLER_TOKEN; a private CA from --ca-file | AGENT
     agent-controller explore --url URL [--goal G]       explore and print the report
     agent-controller explore --title WINDOW [--goal G]
     agent-controller replay ID [--param NAME=VALUE]… [--instruction TEXT]   re-run a session's steps
-        --worker NAME  --max-turns N  --auto-confirm  --dry-run  --yes | --no  --out DIR  --json
+        --worker NAME  --max-turns N  --auto-confirm  --dry-run  --allow-domain HOST  --yes | --no  --out DIR  --json
         --approval auto|validator|human  --llm NAME  --model MODEL
         --username U (password from AGENT_CONTROLLER_PASSWORD)
     agent-controller sessions | status ID | log ID [-f] | report ID | notes ID | files ID

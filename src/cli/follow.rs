@@ -105,6 +105,7 @@ fn new_session_body(
     let out_dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
     let auto = args.contains("--auto-confirm");
     let dry_run = args.contains("--dry-run");
+    let allowed: Vec<String> = args.values_from_str("--allow-domain").map_err(|e| e.to_string())?;
     let answers = Answers { yes: args.contains("--yes"), no: args.contains("--no") };
     if answers.yes && answers.no {
         return Err("--yes and --no together".into());
@@ -150,6 +151,9 @@ fn new_session_body(
     }
     if dry_run {
         options["dry_run"] = json!(true);
+    }
+    if !allowed.is_empty() {
+        options["allowed_domains"] = json!(allowed);
     }
     if let Some(n) = max_turns {
         options["max_turns"] = json!(n);

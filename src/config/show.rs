@@ -187,6 +187,7 @@ impl Config {
                 ("viewport_width", b.viewport_width.to_string()),
                 ("viewport_height", b.viewport_height.to_string()),
                 ("dialogs", format!("{:?}", b.dialogs).to_lowercase()),
+                ("allowed_domains", serde_json::to_string(&b.allowed_domains).unwrap_or_default()),
             ],
         );
         self.write_storage(out);

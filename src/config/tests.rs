@@ -65,3 +65,13 @@ fn the_two_tokens_must_differ() {
     c.server.worker_token = Secret::new("same");
     assert!(c.validate().unwrap_err().to_string().contains("server.worker_token"));
 }
+
+#[test]
+fn an_allow_list_is_parsed_and_a_wildcard_over_a_top_level_domain_refused() {
+    let c = Config::from_yaml("browser:\n  allowed_domains: [example.com, \"*.Example.org\", 127.0.0.1]\n").unwrap();
+    let shown: Vec<String> = c.browser.allowed_domains.iter().map(ToString::to_string).collect();
+    assert_eq!(shown, ["example.com", "*.example.org", "127.0.0.1"]);
+    let e = Config::from_yaml("browser:\n  allowed_domains: [\"*.com\"]\n").unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("browser.allowed_domains") && e.contains("top-level"), "{e}");
+}

@@ -40,6 +40,9 @@ pub fn create_session(c: &Call<'_>) -> Outcome {
     if let Some(b) = args["auto_confirm"].as_bool() {
         options["auto_confirm"] = json!(b);
     }
+    if let Some(list) = args.get("allowed_domains").filter(|v| !v.is_null()) {
+        options["allowed_domains"] = list.clone();
+    }
     body["options"] = options;
     c.rest.post("/sessions", &body).map(|s| {
         ToolResult::text(format!(

@@ -195,6 +195,8 @@ async function createSubmitted(event) {
   if (state.llms && state.llms.length > 1 && llm) body.llm = llm;
   const options = { auto_confirm: $('f-auto').checked };
   if ($('f-dry').checked) options.dry_run = true;
+  const domains = $('f-domains').value.split(/[\s,]+/).filter(Boolean);
+  if (domains.length) options.allowed_domains = domains;
   if ($('f-approval').value) options.approval = $('f-approval').value;
   const turns = parseInt($('f-turns').value, 10);
   if (turns > 0) options.max_turns = turns;
@@ -287,6 +289,7 @@ function renderRecord(r) {
   const parts = [r.mode, r.type, llm && `model ${llm}`, r.worker && `worker ${r.worker}`, `turn ${r.turn}/${r.max_turns}`];
   if (r.options && r.options.dry_run) parts.push('dry run');
   if (r.options && r.options.auto_confirm) parts.push('auto-confirm');
+  if (r.options && r.options.allowed_domains) parts.push(`only ${r.options.allowed_domains.join(', ')}`);
   parts.push(`created ${r.created_at}`);
   $('s-meta').textContent = parts.filter(Boolean).join(' · ');
   $('s-usage').textContent = usageText(r);
