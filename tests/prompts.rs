@@ -35,7 +35,7 @@ fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
     // The session opened the page itself: the opening carries it, and no navigate is asked for.
     let opening = &reqs[0].body["messages"][0]["content"];
     assert!(opening[0]["text"].as_str().unwrap().ends_with("You have at most 200 turns."), "{opening}");
-    assert_eq!(opening[1]["text"], "The page is open (you need not navigate to it):", "{opening}");
+    assert_eq!(opening[1]["text"], "The page is open already:", "{opening}");
     assert!(asked.contains("already open") && !asked.contains("First call browser_navigate"), "{asked}");
     // The request ends with the task recited.
     let last = opening.as_array().unwrap().last().unwrap()["text"].as_str().unwrap();

@@ -145,7 +145,7 @@ impl Agent {
         let label = if outcome.is_error {
             format!("Opening {} failed:", self.record.target)
         } else {
-            "The page is open (you need not navigate to it):".to_string()
+            "The page is open already:".to_string()
         };
         let opening = &mut self.messages[0].content;
         opening.push(Block::text(label));

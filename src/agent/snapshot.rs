@@ -26,16 +26,22 @@ pub(super) fn take(data: &mut Value) -> Option<String> {
     }
 }
 
-/// A result's JSON followed by its snapshot's lines.
+/// A result's JSON followed by its snapshot's lines. With a page, its header line already
+/// says the title and HTTP status: the JSON line keeps the rest (the URL stays for a resumed
+/// session to find).
 pub(super) fn render(data: &Value, page: Option<String>) -> String {
-    let text = match data {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+    let Some(page) = page else {
+        return match data {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
     };
-    match page {
-        Some(page) => format!("{text}\n{page}"),
-        None => text,
+    let mut head = data.clone();
+    if let Some(map) = head.as_object_mut() {
+        map.remove("title");
+        map.remove("status");
     }
+    format!("{head}\n{page}")
 }
 /// A page's or result's identity: its text without ref numbers, hashed.
 pub(super) fn hash_of(text: &str) -> u64 {
