@@ -647,6 +647,7 @@ fn guard_streak_hold_is_quiet_on_a_shell_session_of_many_commands() {
     let s = wait_status(&c, &id, "finished");
     assert_eq!(actions(&worker).len(), 10, "no command held back for being one more of the same tool");
     assert_eq!(s["guards_fired"]["streak_hold"], Value::Null, "{s}");
+    assert_eq!(s["guards_fired"]["loop_note"], Value::Null, "ten different commands are no loop: {s}");
 }
 
 #[test]

@@ -2,7 +2,8 @@
 //! hash of its result (ref numbers left out); a loop is the newest calls repeating with period
 //! 1, 2 or 3, results included, so a repeat that brings something new is no loop. The first
 //! repeat is noted, the second gets the page as it is now, a third is not run, and a second
-//! call held back soon after marks the session stuck (`loop_note`, `loop_hold`). One tool called
+//! call held back soon after marks the session stuck (`loop_note`, `loop_hold`). One tool (not
+//! run_command: a shell's commands are new work) is noted after five calls in a row. One tool called
 //! past eight times in a row (not run_command) and a call that failed twice are held too
 //! (`streak_hold`, `failed_hold`); a URL downloaded before or a page printed before as it is now
 //! is answered with its file (`done_before`).
@@ -220,7 +221,9 @@ impl Agent {
         let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
         self.loops.push(call, if repeat_is_loop(name) { 0 } else { answer });
         // After the result is remembered: the note is not part of it.
-        if self.loops.streak.1 == STREAK_NOTE && self.guard_on(Guard::LoopNote) {
+        // A shell's commands are new work each time (a repeated one is caught below).
+        let streak = self.loops.streak.1 == STREAK_NOTE && name != Tool::RunCommand.name();
+        if streak && self.guard_on(Guard::LoopNote) {
             self.fire(Guard::LoopNote, &format!("{name} called {STREAK_NOTE} times in a row"));
             outcome.content.push(Block::text(format!(
                 "You have called {name} {STREAK_NOTE} times in a row. Check that each call brings something new; \
