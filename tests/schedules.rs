@@ -124,6 +124,12 @@ fn bad_schedules_are_refused_with_the_reason() {
         (json!({"name": "r", "every": "1h", "replay_of": "sess_nope"}), "replay_of"),
         (json!({"name": "t", "cron": "0 6 * * *", "tz": "Nowhere/Land", "session": task()}), "tz"),
         (json!({"name": "u", "every": "1h", "session": task(), "sometimes": true}), "unknown field"),
+        (json!(["a", "1h"]), "must be a JSON object"),
+        (
+            json!({"name": "b", "every": "1h", "session": {"mode": "task", "target": "x", "instruction": "i",
+                "options": {"budget": [5, 2.5, 9]}}}),
+            "`options.budget` must be a JSON object",
+        ),
     ];
     for (body, needle) in cases {
         let r = c.post("/schedules", &body);

@@ -32,8 +32,8 @@ mod web;
 pub mod worker_api;
 
 pub use body::{
-    check_bearer, header_value, parse_json, percent_decode, percent_encode, query_param, read_body, read_json,
-    split_url,
+    check_bearer, header_value, parse_json, parse_worker_json, percent_decode, percent_encode, query_param, read_body,
+    read_json, read_worker_json, split_url,
 };
 pub use conns::Limits as ConnLimits;
 pub use contain::contained;

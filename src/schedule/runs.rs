@@ -99,7 +99,7 @@ impl Inner {
     fn start_session(self: &Arc<Self>, spec: &Spec, run: u64) -> Result<Arc<Session>, crate::error::ApiError> {
         let mut new: NewSession = match &spec.task {
             Task::Session(body) => {
-                let req: CreateSessionRequest = serde_json::from_value(body.clone())
+                let req: CreateSessionRequest = crate::protocol::strict::from_value(body)
                     .map_err(|e| crate::error::ApiError::BadRequest(format!("`session`: {e}")))?;
                 self.sessions.validate(req)?
             }

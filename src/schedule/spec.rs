@@ -9,6 +9,7 @@ use crate::protocol::CreateSessionRequest;
 use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleRequest;
 use crate::protocol::secrets::Notifications;
+use crate::protocol::strict;
 use crate::session::SessionManager;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -87,7 +88,7 @@ pub struct Spec {
 /// removed a replayed session, which each run then reports).
 pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, ScheduleError> {
     let invalid = ScheduleError::Invalid;
-    let req: ScheduleRequest = serde_json::from_value(raw.clone()).map_err(|e| invalid(format!("schedule: {e}")))?;
+    let req: ScheduleRequest = strict::from_value(&raw).map_err(|e| invalid(format!("schedule: {e}")))?;
     check_name(&req.name)?;
     let when = When::parse(req.every.as_deref(), req.cron.as_deref(), req.tz.as_deref())
         .map_err(|e| invalid(e.to_string()))?;
@@ -114,7 +115,7 @@ pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, 
     let notify = match req.notify {
         None => None,
         Some(v) => {
-            let targets: Notifications = serde_json::from_value(v).map_err(|e| invalid(format!("`notify`: {e}")))?;
+            let targets: Notifications = strict::from_value(&v).map_err(|e| invalid(format!("`notify`: {e}")))?;
             crate::session::check_secrets(None, Some(&targets)).map_err(|e| invalid(format!("`notify`: {e}")))?;
             Some(targets)
         }
@@ -141,7 +142,7 @@ fn check_name(name: &str) -> Result<(), ScheduleError> {
 /// The session body must be one `POST /sessions` accepts.
 fn check_session(body: &Value, sessions: &SessionManager, deep: bool) -> Result<(), ScheduleError> {
     let req: CreateSessionRequest =
-        serde_json::from_value(body.clone()).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
+        strict::from_value(body).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
     if deep {
         sessions.validate(req).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
     }
