@@ -1,7 +1,8 @@
 //! A person takes over. Before each model call, a pause someone asked for (`POST /pause`)
 //! holds the session; `request_takeover` holds it at the model's own request and notifies the
 //! session's targets. While paused, each act the person sends runs on the worker as theirs
-//! (`"by": "human"` in the log and the step log); when they resume (or nobody comes within
+//! (`"by": "human"` in the log and the step log; in a dry run an acting one is described, not
+//! done, as the model's would be); when they resume (or nobody comes within
 //! `task.takeover_timeout_s`), the model is told what they did, their note, and the page as
 //! it is now. No model call is made while paused; a stop ends the wait at once.
 
@@ -119,11 +120,16 @@ impl Agent {
             Some(json!({"tool": name, "input": input, "by": "human"})),
         );
         let started = Instant::now();
-        let task = &self.runner.config().task;
-        let timeout = timeout_for(act.tool, &act.input, task.command_timeout_s, task.download_timeout_s);
-        let params = self.target_params(act.tool, &act.input);
-        let result = self.runner.execute(name, params, timeout);
-        let outcome = self.target_outcome(name, result);
+        // A dry run holds for the person too: an acting tool is described, not done.
+        let outcome = if self.record.options.dry_run && act.tool.spec().acts {
+            self.dry_run(act.tool, &act.input)
+        } else {
+            let task = &self.runner.config().task;
+            let timeout = timeout_for(act.tool, &act.input, task.command_timeout_s, task.download_timeout_s);
+            let params = self.target_params(act.tool, &act.input);
+            let result = self.runner.execute(name, params, timeout);
+            self.target_outcome(name, result)
+        };
         let excerpt = self.record_result(name, &input, &outcome, started, true);
         let text = joined_text(&outcome.content, "\n");
         let status = if outcome.is_error { "failed" } else { "done" };
@@ -132,6 +138,7 @@ impl Agent {
             "tool": name,
             "by": "human",
             "is_error": outcome.is_error,
+            "dry_run": outcome.dry_run,
             "result": text,
             "screenshot": outcome.screenshot,
         });
