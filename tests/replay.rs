@@ -103,3 +103,47 @@ fn a_replay_runs_without_the_model_and_hands_over_where_the_page_changed() {
     let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"nothing-like-this": "x"}}));
     assert_error(&r, 400, "bad_request");
 }
+
+/// A replay runs where its steps were recorded. A shell session pinned to host-a, replayed
+/// while host-a is busy and host-b free, waits for host-a (it ran on any free worker: a
+/// recorded command ran on another machine); `worker` in the body names another on purpose.
+#[test]
+fn a_replay_runs_on_the_worker_it_was_recorded_on() {
+    let script = vec![
+        tool("run_command", json!({"command": "touch /srv/flag"})),
+        tool("finish_task", json!({"summary": "flag set"})),
+        // The session that keeps host-a busy meanwhile.
+        tool("finish_task", json!({"summary": "busy"})).delayed(Duration::from_secs(3)),
+    ];
+    let dir = TempDir::new("replay-where");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let answer = |_: &Value| json!({"success": true, "data": {"stdout": "", "stderr": "", "exit_code": 0}});
+    let a = ScriptedWorker::start(&d.worker_client(), "host-a", &["shell"], false, answer);
+    let b = ScriptedWorker::start(&d.worker_client(), "host-b", &["shell"], false, answer);
+    let commands = |w: &ScriptedWorker| w.seen.lock().unwrap().iter().filter(|c| c["action"] == "run_command").count();
+    let c = d.client();
+    let shell = |what: &str| json!({"mode": "task", "type": "shell", "target": "prod-db", "instruction": what, "worker": "host-a"});
+    let first = create_session(&c, shell("set the flag"));
+    assert_eq!(ended(&c, &first)["status"], "finished");
+    // The target of a shell session on a worker is a label: the model is told the machine.
+    let opening = llm.requests()[0].body["messages"][0].to_string();
+    assert!(opening.contains("\\\"host-a\\\"") && opening.contains("prod-db"), "{opening}");
+
+    let busy = create_session(&c, shell("wait"));
+    wait_status(&c, &busy, "running");
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["requested_worker"], "host-a", "{}", r.text());
+    let replay = r.json()["session_id"].as_str().unwrap().to_string();
+    let s = ended(&c, &replay);
+    assert_eq!((s["status"].as_str(), s["worker"].as_str()), (Some("finished"), Some("host-a")), "{s}");
+    assert_eq!((commands(&a), commands(&b)), (2, 0), "the recorded command ran on host-a only");
+
+    // Elsewhere only when the body says so; a worker that never registered is refused.
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"worker": "host-b"}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let s = ended(&c, r.json()["session_id"].as_str().unwrap());
+    assert_eq!(s["worker"], "host-b", "{s}");
+    assert_eq!(commands(&b), 1);
+    assert_error(&c.post(&format!("/sessions/{first}/replay"), &json!({"worker": "nobody"})), 400, "bad_request");
+}

@@ -20,6 +20,9 @@ pub struct ReplayRequest {
     /// A new instruction (for the model, if the replay hands over to it).
     #[serde(default)]
     pub instruction: Option<String>,
+    /// The worker to run on instead of the one the steps were recorded on (by hostname or id).
+    #[serde(default)]
+    pub worker: Option<String>,
 }
 
 /// What a replayed session records about its replay.

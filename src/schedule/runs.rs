@@ -104,7 +104,7 @@ impl Inner {
                 self.sessions.validate(req)?
             }
             Task::Replay { source, params } => {
-                let req = ReplayRequest { params: params.clone(), instruction: None };
+                let req = ReplayRequest { params: params.clone(), instruction: None, worker: None };
                 self.sessions.prepare_replay(source, req)?
             }
         };

@@ -106,7 +106,7 @@ pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, 
         (Some(_), None) => return Err(invalid("`params` are for `replay_of` schedules".into())),
         (None, Some(source)) => {
             if deep {
-                let replay = ReplayRequest { params: req.params.clone(), instruction: None };
+                let replay = ReplayRequest { params: req.params.clone(), instruction: None, worker: None };
                 sessions.prepare_replay(&source, replay).map_err(|e| invalid(format!("`replay_of`: {e}")))?;
             }
             Task::Replay { source, params: req.params }

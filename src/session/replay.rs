@@ -2,6 +2,11 @@
 //! options, whose record carries the source's worker steps (from `steps.jsonl`) with the
 //! caller's parameters filled in. The agent runs them without the model (`agent/replay.rs`).
 //!
+//! A replay runs where its steps were recorded: on the worker the source asked for, else the
+//! one that served it (an `ssh://` target names its host itself), unless the request names
+//! another `worker`. It waits for that worker as a session asking for it by name would; one
+//! that is not registered is a 400 naming it.
+//!
 //! Replayed are the steps that ran on the target, succeeded and were no dry run, in order.
 //! Parameters: `{{name}}` in a recorded argument takes the value of `name`; a name that is no
 //! placeholder is a recorded value to replace. A placeholder without a value, or a parameter
@@ -11,7 +16,7 @@ use super::{NewSession, Session, SessionManager};
 use crate::error::ApiError;
 use crate::protocol::replay::{ReplayInfo, ReplayRequest, ReplayStep};
 use crate::protocol::tools::{Runs, Tool};
-use crate::protocol::{CreateSessionRequest, Mode};
+use crate::protocol::{CreateSessionRequest, Mode, is_ssh_target};
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -42,8 +47,16 @@ impl SessionManager {
         if let Some(o) = options.as_object_mut() {
             o.remove("dry_run");
         }
+        // Never "any free worker": a recorded command belongs to the machine it ran on.
+        let recorded = if is_ssh_target(&record.target) {
+            None
+        } else {
+            record.requested_worker.clone().or(record.worker.clone())
+        };
+        let explicit = req.worker.clone().filter(|w| !w.trim().is_empty());
+        let worker = explicit.clone().or(recorded.clone());
         let body = json!({
-            "mode": record.mode, "target": record.target, "type": record.session_type,
+            "mode": record.mode, "target": record.target, "type": record.session_type, "worker": worker,
             "instruction": req.instruction.clone().or(record.instruction.clone()),
             "goal": if record.mode == Mode::Explore { record.goal.clone() } else { None },
             "llm": Some(llm.name).filter(|n| !n.is_empty()), "model": Some(llm.model).filter(|m| !m.is_empty()),
@@ -51,7 +64,12 @@ impl SessionManager {
         });
         let create: CreateSessionRequest = serde_json::from_value(body)
             .map_err(|e| ApiError::Internal(format!("cannot build the replay session: {e}")))?;
-        let mut new = self.validate(create)?;
+        let mut new = self.validate(create).map_err(|e| match (e, &recorded) {
+            (ApiError::BadRequest(m), Some(w)) if explicit.is_none() => ApiError::BadRequest(format!(
+                "{m}: the replay runs on {w:?}, where session {source} was recorded; name another with `worker`"
+            )),
+            (e, _) => e,
+        })?;
         let params = req.params.keys().cloned().collect();
         new.record.replay = Some(ReplayInfo { source: source.to_string(), params, steps, ..Default::default() });
         Ok(new)
