@@ -147,3 +147,61 @@ fn a_replay_runs_on_the_worker_it_was_recorded_on() {
     assert_eq!(commands(&b), 1);
     assert_error(&c.post(&format!("/sessions/{first}/replay"), &json!({"worker": "nobody"})), 400, "bad_request");
 }
+
+/// What a person typed while taking over is kept only as its length, so a replay cannot type
+/// it again: it asks for it as a parameter (`typed_1`) instead of typing the placeholder
+/// `[6 characters typed by the person]` and reporting success. The value given is typed, and
+/// kept out of the replay's log and step log; a replay of that replay asks for it again.
+#[test]
+fn a_replay_asks_for_what_a_person_typed() {
+    let script = vec![
+        tool("request_takeover", json!({"reason": "a one-time code is needed"})),
+        tool("browser_click", json!({"selector": "#go"})),
+        tool("finish_task", json!({"summary": "signed in"})),
+    ];
+    let dir = TempDir::new("replay-typed");
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let w = ScriptedWorker::start(
+        &d.worker_client(),
+        "typebox",
+        &["browser"],
+        true,
+        |cmd| json!({"success": true, "data": {"ok": true, "action": cmd["action"]}}),
+    );
+    let typed = |w: &ScriptedWorker| -> Vec<String> {
+        let seen = w.seen.lock().unwrap();
+        seen.iter().filter(|c| c["action"] == "browser_type").map(|c| c["params"]["text"].to_string()).collect()
+    };
+    let c = d.client();
+    let first = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "sign in"}));
+    wait_status(&c, &first, "paused");
+    let r = c.post(
+        &format!("/sessions/{first}/act"),
+        &json!({"tool": "browser_type", "input": {"selector": "#code", "text": "424242"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.post(&format!("/sessions/{first}/resume"), &json!({})).status, 202);
+    assert_eq!(ended(&c, &first)["status"], "finished");
+
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({}));
+    assert_error(&r, 400, "bad_request");
+    assert!(r.json()["error"].as_str().unwrap().contains("typed_1"), "{}", r.text());
+    assert_eq!(typed(&w), ["\"424242\""], "nothing typed again: {:?}", typed(&w));
+
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"typed_1": "777111"}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let second = r.json()["session_id"].as_str().unwrap().to_string();
+    let s = ended(&c, &second);
+    assert_eq!((s["status"].as_str(), s["replay"]["replayed_steps"].as_u64()), (Some("finished"), Some(3)), "{s}");
+    assert_eq!(typed(&w)[1], "\"777111\"");
+    let written = std::fs::read_to_string(dir.path().join(&second).join("log.jsonl")).unwrap()
+        + &std::fs::read_to_string(dir.path().join(&second).join("steps.jsonl")).unwrap();
+    assert!(!written.contains("777111"), "{written}");
+
+    let r = c.post(&format!("/sessions/{second}/replay"), &json!({}));
+    assert_error(&r, 400, "bad_request");
+    let r = c.post(&format!("/sessions/{second}/replay"), &json!({"params": {"typed_1": "555000"}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    ended(&c, r.json()["session_id"].as_str().unwrap());
+    assert_eq!(typed(&w)[2], "\"555000\"");
+}

@@ -120,6 +120,9 @@ pub struct Agent {
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
+    /// Where the step being recorded holds what a person typed (`protocol::takeover`): marked
+    /// `typed` in the step log, so a replay asks for it again.
+    typed_args: Vec<String>,
     /// What the next turn offers, and what the model has already seen (`focus.rs`).
     focus: focus::FocusState,
     /// Every word the session has seen, to hold back a guessed answer once (`grounding.rs`).
@@ -212,6 +215,7 @@ impl Agent {
             pending_fill: None,
             journaled: Default::default(),
             replaying: false,
+            typed_args: Vec::new(),
             focus: focus::FocusState::new(opened),
             grounding,
             guards,

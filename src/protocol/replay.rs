@@ -53,6 +53,8 @@ pub struct ReplayStep {
     pub args: Value,
     /// The snapshot line of the element a `ref=` selector named when it was recorded.
     pub target: Option<String>,
+    /// Where `args` hold what a person typed (JSON pointers), filled from `typed_N` parameters.
+    pub typed: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
