@@ -180,10 +180,8 @@ impl Agent {
         let short = guards.on(crate::protocol::guards::Guard::ShortCatalog);
         let hidden: Vec<Tool> =
             offered.iter().copied().filter(|t| short && !focus::lists(*t, &record, vision)).collect();
-        let mut opening = prompts::opening_message(&record, opened);
-        if let Some(briefing) = runner.briefing() {
-            opening.push_str(&format!("\n\n{briefing}"));
-        }
+        let briefing = runner.briefing().map(|b| format!("\n\n{b}")).unwrap_or_default();
+        let opening = prompts::opening_message(&record, opened) + &briefing;
         let mut grounding = grounding::Grounding::default();
         grounding.saw(&opening);
         if record.session_type == crate::protocol::SessionType::App {

@@ -37,6 +37,7 @@ pub use body::{
 };
 pub use conns::Limits as ConnLimits;
 pub use contain::contained;
+pub use front::sweep_stale_dirs;
 pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
 pub use tls::{TlsConfig, load as load_tls};

@@ -7,10 +7,10 @@
 //! output directory (`store/schedules.rs`) with their run count and last run, so they survive
 //! a restart; those from config.yaml (`schedules:`) are read at start and cannot be changed
 //! through the API, but their run state is kept the same way. Runs missed while the daemon was
-//! down are dropped, or made up by one run at start with `catch_up: true`. There are at most
-//! `server.max_schedules`, each running at most once per `server.schedule_min_interval_s`. A
-//! run goes on being the schedule's across a resume after a restart and across the schedule's
-//! delete and re-creation under the same name: the next one waits for it.
+//! down are dropped, or made up by one run at start with `catch_up: true`. At most
+//! `server.max_schedules`, each run at most once per `server.schedule_min_interval_s`. A run
+//! stays the schedule's when resumed after a restart, or when the schedule is deleted and made
+//! again: the next one waits for it.
 //!
 //! Lock order: the book → the session manager's locks (a run's status is read under the book);
 //! the book is never held while a session is created or a file written.
