@@ -22,17 +22,6 @@ struct Strict<'de> {
     path: String,
 }
 
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 impl<'de> de::Deserializer<'de> for Strict<'de> {
     type Error = Error;
 
@@ -53,16 +42,20 @@ impl<'de> de::Deserializer<'de> for Strict<'de> {
 
     fn deserialize_struct<V: Visitor<'de>>(
         self,
-        _name: &'static str,
-        _fields: &'static [&'static str],
+        name: &'static str,
+        fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, Error> {
-        if self.value.is_object() {
-            return self.deserialize_any(visitor);
+        match self.value {
+            Value::Object(_) => self.deserialize_any(visitor),
+            // No "invalid type: " prefix: the API's error text keeps this one whole (no value in it).
+            Value::Array(_) => {
+                let place = if self.path.is_empty() { "the body".to_string() } else { format!("`{}`", self.path) };
+                Err(Error::custom(format!("{place} must be a JSON object, not an array")))
+            }
+            // What serde_json says of a scalar (its value is left out of the API's answer).
+            scalar => scalar.deserialize_struct(name, fields, visitor),
         }
-        // No "invalid type: " prefix: the API's error text keeps this one whole (no value in it).
-        let place = if self.path.is_empty() { "the body".to_string() } else { format!("`{}`", self.path) };
-        Err(Error::custom(format!("{place} must be a JSON object, not {}", kind(self.value))))
     }
 
     fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, Error> {
