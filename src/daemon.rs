@@ -166,6 +166,11 @@ fn start_servers(
     stopping: &Arc<AtomicBool>,
     tls: Option<TlsConfig>,
 ) -> Result<(HttpServer, HttpServer), StartError> {
+    // A killed daemon (an `eval` run's, say) left its fronts' socket folders behind.
+    let swept = crate::http::sweep_stale_dirs();
+    if swept > 0 {
+        log::info!("removed {swept} socket folders of daemons that are gone");
+    }
     let host = if config.server.host == "localhost" { "127.0.0.1" } else { config.server.host.as_str() };
     let loopback = config.binds_loopback();
     let api_routes = Api {

@@ -3,7 +3,7 @@
 //! `Secret` wraps a string that must never reach a file, a log line or an API response: it has
 //! no `Serialize`, its `Debug` prints a placeholder, and its bytes are overwritten when dropped.
 //! The vault holds a session's credentials and notification secrets (their wire shapes are
-//! `protocol::secrets`) in memory only; it is
+//! `protocol::secrets`), and what a person typed given again to a replay, in memory only; it is
 //! emptied when the session ends. `Vault::scrub` is the last line of defence: every text the
 //! session writes to disk passes through it, so a secret the model or a worker echoes back is
 //! replaced before it lands. Each secret is also hunted in the forms it travels in: URL- and
@@ -31,6 +31,8 @@ const FORM_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(
 pub struct Vault {
     pub credentials: Option<Credentials>,
     pub notifications: Option<Notifications>,
+    /// What a person typed, given again to a replay (`typed_N`).
+    typed: Vec<crate::util::secret::Secret>,
     /// The secrets in every form they are hunted in, built once: every log line is scrubbed.
     forms: std::sync::OnceLock<Vec<String>>,
 }
@@ -39,7 +41,14 @@ const REDACTED: &str = "[redacted]";
 
 impl Vault {
     pub fn new(credentials: Option<Credentials>, notifications: Option<Notifications>) -> Vault {
-        Vault { credentials, notifications, forms: Default::default() }
+        Vault { credentials, notifications, typed: Vec::new(), forms: Default::default() }
+    }
+
+    /// The vault also holding `typed`, texts a person typed (a replay's `typed_N` parameters).
+    pub fn with_typed(mut self, typed: Vec<crate::util::secret::Secret>) -> Vault {
+        self.typed = typed;
+        self.forms = Default::default();
+        self
     }
 
     /// Whether anything would be scrubbed (most sessions hold no credentials).
@@ -71,6 +80,7 @@ impl Vault {
                 }
             }
         }
+        out.extend(self.typed.iter().map(|t| t.expose().to_string()));
         out.retain(|s| s.len() >= MIN_SECRET_CHARS);
         let mut all: Vec<String> = out.iter().flat_map(|s| encodings(s)).collect();
         // Longest first, so a URL is replaced whole before its query string is looked for.
@@ -110,6 +120,7 @@ impl Vault {
     pub fn clear(&mut self) {
         self.credentials = None;
         self.notifications = None;
+        self.typed.clear();
         self.forms = Default::default();
     }
 }

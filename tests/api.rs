@@ -100,6 +100,13 @@ fn bad_input_gets_json_errors() {
         (br#"{"mode":"explore","target":"x","credentials":{"username":"u"}}"#, "password"),
         (br#"{"mode":"explore","target":"x","notifications":{"webhook":{"url":"ftp://x"}}}"#, "webhook"),
         (br#"[1,2]"#, "invalid"),
+        // serde reads a struct from a list of its fields in order: not here.
+        (
+            br#"{"mode":"explore","target":"x","options":{"budget":[5,2.5,9]}}"#,
+            "`options.budget` must be a JSON object",
+        ),
+        (br#"["explore","x"]"#, "the body must be a JSON object"),
+        (br#"{"mode":"explore","target":"x","credentials":["u","longpassword"]}"#, "`credentials` must be"),
     ];
     for (body, needle) in cases {
         let r = c.post_raw("/sessions", "application/json", body);

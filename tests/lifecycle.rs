@@ -321,3 +321,30 @@ fn daemon_log_never_shows_tokens() {
         assert!(!String::from_utf8_lossy(&bytes).contains("PLANTED"), "secret in {path:?}");
     }
 }
+
+/// A daemon killed (an `eval` run's, say) leaves its fronts' socket folders in the temporary
+/// directory; the next daemon removes those whose process is gone, and no live one's.
+#[test]
+fn a_daemon_sweeps_the_socket_folders_of_killed_ones() {
+    let mut gone = std::process::Command::new("true").spawn().unwrap();
+    let dead = gone.id();
+    gone.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let stale = tmp.join(format!("agent-controller-{dead}-api-5e1f5e1f5e1f5e1f"));
+    let live = tmp.join(format!("agent-controller-{}-api-1a1a1a1a1a1a1a1a", std::process::id()));
+    let kept = tmp.join(format!("agent-controller-{dead}-worker-api-6e6e6e6e6e6e6e6e"));
+    for dir in [&stale, &live, &kept] {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join("http.sock"), b"").unwrap();
+    }
+    std::fs::write(kept.join("something else"), b"not ours to delete").unwrap();
+    let dir = TempDir::new("sweep");
+    let _d = TestDaemon::idle(test_config(dir.path()));
+    let (stale_there, live_there, kept_there) = (stale.exists(), live.exists(), kept.exists());
+    for d in [&stale, &live, &kept] {
+        let _ = std::fs::remove_dir_all(d);
+    }
+    assert!(!stale_there, "the dead daemon's folder is removed");
+    assert!(live_there, "a running process's folder stays");
+    assert!(kept_there, "a folder holding more than a socket stays");
+}

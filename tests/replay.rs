@@ -103,3 +103,105 @@ fn a_replay_runs_without_the_model_and_hands_over_where_the_page_changed() {
     let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"nothing-like-this": "x"}}));
     assert_error(&r, 400, "bad_request");
 }
+
+/// A replay runs where its steps were recorded. A shell session pinned to host-a, replayed
+/// while host-a is busy and host-b free, waits for host-a (it ran on any free worker: a
+/// recorded command ran on another machine); `worker` in the body names another on purpose.
+#[test]
+fn a_replay_runs_on_the_worker_it_was_recorded_on() {
+    let script = vec![
+        tool("run_command", json!({"command": "touch /srv/flag"})),
+        tool("finish_task", json!({"summary": "flag set"})),
+        // The session that keeps host-a busy meanwhile.
+        tool("finish_task", json!({"summary": "busy"})).delayed(Duration::from_secs(3)),
+    ];
+    let dir = TempDir::new("replay-where");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let answer = |_: &Value| json!({"success": true, "data": {"stdout": "", "stderr": "", "exit_code": 0}});
+    let a = ScriptedWorker::start(&d.worker_client(), "host-a", &["shell"], false, answer);
+    let b = ScriptedWorker::start(&d.worker_client(), "host-b", &["shell"], false, answer);
+    let commands = |w: &ScriptedWorker| w.seen.lock().unwrap().iter().filter(|c| c["action"] == "run_command").count();
+    let c = d.client();
+    let shell = |what: &str| json!({"mode": "task", "type": "shell", "target": "prod-db", "instruction": what, "worker": "host-a"});
+    let first = create_session(&c, shell("set the flag"));
+    assert_eq!(ended(&c, &first)["status"], "finished");
+    // The target of a shell session on a worker is a label: the model is told the machine.
+    let opening = llm.requests()[0].body["messages"][0].to_string();
+    assert!(opening.contains("\\\"host-a\\\"") && opening.contains("prod-db"), "{opening}");
+
+    let busy = create_session(&c, shell("wait"));
+    wait_status(&c, &busy, "running");
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    assert_eq!(r.json()["requested_worker"], "host-a", "{}", r.text());
+    let replay = r.json()["session_id"].as_str().unwrap().to_string();
+    let s = ended(&c, &replay);
+    assert_eq!((s["status"].as_str(), s["worker"].as_str()), (Some("finished"), Some("host-a")), "{s}");
+    assert_eq!((commands(&a), commands(&b)), (2, 0), "the recorded command ran on host-a only");
+
+    // Elsewhere only when the body says so; a worker that never registered is refused.
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"worker": "host-b"}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let s = ended(&c, r.json()["session_id"].as_str().unwrap());
+    assert_eq!(s["worker"], "host-b", "{s}");
+    assert_eq!(commands(&b), 1);
+    assert_error(&c.post(&format!("/sessions/{first}/replay"), &json!({"worker": "nobody"})), 400, "bad_request");
+}
+
+/// What a person typed while taking over is kept only as its length, so a replay cannot type
+/// it again: it asks for it as a parameter (`typed_1`) instead of typing the placeholder
+/// `[6 characters typed by the person]` and reporting success. The value given is typed, and
+/// kept out of the replay's log and step log; a replay of that replay asks for it again.
+#[test]
+fn a_replay_asks_for_what_a_person_typed() {
+    let script = vec![
+        tool("request_takeover", json!({"reason": "a one-time code is needed"})),
+        tool("browser_click", json!({"selector": "#go"})),
+        tool("finish_task", json!({"summary": "signed in"})),
+    ];
+    let dir = TempDir::new("replay-typed");
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let w = ScriptedWorker::start(
+        &d.worker_client(),
+        "typebox",
+        &["browser"],
+        true,
+        |cmd| json!({"success": true, "data": {"ok": true, "action": cmd["action"]}}),
+    );
+    let typed = |w: &ScriptedWorker| -> Vec<String> {
+        let seen = w.seen.lock().unwrap();
+        seen.iter().filter(|c| c["action"] == "browser_type").map(|c| c["params"]["text"].to_string()).collect()
+    };
+    let c = d.client();
+    let first = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "sign in"}));
+    wait_status(&c, &first, "paused");
+    let r = c.post(
+        &format!("/sessions/{first}/act"),
+        &json!({"tool": "browser_type", "input": {"selector": "#code", "text": "424242"}}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(c.post(&format!("/sessions/{first}/resume"), &json!({})).status, 202);
+    assert_eq!(ended(&c, &first)["status"], "finished");
+
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({}));
+    assert_error(&r, 400, "bad_request");
+    assert!(r.json()["error"].as_str().unwrap().contains("typed_1"), "{}", r.text());
+    assert_eq!(typed(&w), ["\"424242\""], "nothing typed again: {:?}", typed(&w));
+
+    let r = c.post(&format!("/sessions/{first}/replay"), &json!({"params": {"typed_1": "777111"}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let second = r.json()["session_id"].as_str().unwrap().to_string();
+    let s = ended(&c, &second);
+    assert_eq!((s["status"].as_str(), s["replay"]["replayed_steps"].as_u64()), (Some("finished"), Some(3)), "{s}");
+    assert_eq!(typed(&w)[1], "\"777111\"");
+    let written = std::fs::read_to_string(dir.path().join(&second).join("log.jsonl")).unwrap()
+        + &std::fs::read_to_string(dir.path().join(&second).join("steps.jsonl")).unwrap();
+    assert!(!written.contains("777111"), "{written}");
+
+    let r = c.post(&format!("/sessions/{second}/replay"), &json!({}));
+    assert_error(&r, 400, "bad_request");
+    let r = c.post(&format!("/sessions/{second}/replay"), &json!({"params": {"typed_1": "555000"}}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    ended(&c, r.json()["session_id"].as_str().unwrap());
+    assert_eq!(typed(&w)[2], "\"555000\"");
+}

@@ -15,6 +15,13 @@ fn instant_agent() -> AgentFn {
     Arc::new(|_runner| AgentOutcome::Finished { summary: "done".into() })
 }
 
+/// The test config with runs allowed a second apart (60 s at least by default).
+fn config(dir: &std::path::Path) -> agent_controller::config::Config {
+    let mut c = test_config(dir);
+    c.server.schedule_min_interval_s = 1;
+    c
+}
+
 fn task() -> Value {
     json!({"mode": "task", "target": "https://example.test/", "instruction": "fetch the report"})
 }
@@ -45,7 +52,7 @@ fn ended(c: &Client, id: &str) -> Value {
 #[test]
 fn every_runs_are_marked_listed_counted_and_stop_after_delete() {
     let dir = TempDir::new("sched-every");
-    let d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let d = TestDaemon::start(config(dir.path()), instant_agent());
     let _w = worker(&d);
     let c = d.client();
     let r = c.post("/schedules", &json!({"name": "tick", "every": "1s", "session": task()}));
@@ -100,7 +107,7 @@ fn every_runs_are_marked_listed_counted_and_stop_after_delete() {
 #[test]
 fn bad_schedules_are_refused_with_the_reason() {
     let dir = TempDir::new("sched-bad");
-    let d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let d = TestDaemon::start(config(dir.path()), instant_agent());
     let c = d.client();
     let ok = json!({"name": "daily", "cron": "0 6 * * *", "session": task()});
     assert_eq!(c.post("/schedules", &ok).status, 201);
@@ -124,6 +131,12 @@ fn bad_schedules_are_refused_with_the_reason() {
         (json!({"name": "r", "every": "1h", "replay_of": "sess_nope"}), "replay_of"),
         (json!({"name": "t", "cron": "0 6 * * *", "tz": "Nowhere/Land", "session": task()}), "tz"),
         (json!({"name": "u", "every": "1h", "session": task(), "sometimes": true}), "unknown field"),
+        (json!(["a", "1h"]), "must be a JSON object"),
+        (
+            json!({"name": "b", "every": "1h", "session": {"mode": "task", "target": "x", "instruction": "i",
+                "options": {"budget": [5, 2.5, 9]}}}),
+            "`options.budget` must be a JSON object",
+        ),
     ];
     for (body, needle) in cases {
         let r = c.post("/schedules", &body);
@@ -145,7 +158,7 @@ fn bad_schedules_are_refused_with_the_reason() {
 #[test]
 fn a_schedule_outlives_a_restart_and_config_schedules_are_read_only() {
     let dir = TempDir::new("sched-restart");
-    let mut config = test_config(dir.path());
+    let mut config = config(dir.path());
     config.schedules = vec![json!({"name": "from-config", "cron": "0 3 1 * *", "session": task()})];
     let mut d = TestDaemon::start(config.clone(), instant_agent());
     let c = d.client();
@@ -182,7 +195,7 @@ fn a_schedule_outlives_a_restart_and_config_schedules_are_read_only() {
 #[test]
 fn runs_missed_while_down_are_made_up_once_only_with_catch_up() {
     let dir = TempDir::new("sched-catch-up");
-    let mut d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let mut d = TestDaemon::start(config(dir.path()), instant_agent());
     let c = d.client();
     for (name, catch_up) in [("caught", true), ("dropped", false)] {
         let body = json!({"name": name, "every": "1h", "session": task(), "catch_up": catch_up});
@@ -197,7 +210,7 @@ fn runs_missed_while_down_are_made_up_once_only_with_catch_up() {
         kept["created_ms"] = json!(now_ms - 9_000_000);
         std::fs::write(&path, serde_json::to_vec(&kept).unwrap()).unwrap();
     }
-    let d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let d = TestDaemon::start(config(dir.path()), instant_agent());
     let _w = worker(&d);
     let c = d.client();
     wait_runs(&c, "caught", 1);
@@ -212,7 +225,7 @@ fn runs_missed_while_down_are_made_up_once_only_with_catch_up() {
 fn a_run_still_going_makes_the_next_one_skip() {
     let dir = TempDir::new("sched-overlap");
     // The idle agent holds its session until it is stopped.
-    let d = TestDaemon::idle(test_config(dir.path()));
+    let d = TestDaemon::idle(config(dir.path()));
     let _w = worker(&d);
     let c = d.client();
     assert_eq!(c.post("/schedules", &json!({"name": "slow", "every": "1s", "session": task()})).status, 201);
@@ -246,7 +259,10 @@ fn a_replay_schedule_fetches_the_file_again_without_the_model() {
     ];
     let dir = TempDir::new("sched-replay");
     let hooks = Receiver::start();
-    let (d, llm) = llm_daemon(dir.path(), script, |c| c.notifications.allow_private = true);
+    let (d, llm) = llm_daemon(dir.path(), script, |c| {
+        c.notifications.allow_private = true;
+        c.server.schedule_min_interval_s = 1;
+    });
     let uploader = d.worker_client();
     let fail = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let failing = Arc::clone(&fail);
@@ -297,7 +313,7 @@ fn a_replay_schedule_fetches_the_file_again_without_the_model() {
 #[test]
 fn the_console_adds_lists_runs_and_removes_a_schedule() {
     let dir = TempDir::new("sched-console");
-    let d = TestDaemon::start(test_config(dir.path()), instant_agent());
+    let d = TestDaemon::start(config(dir.path()), instant_agent());
     let _w = worker(&d);
     let run = |args: &[&str]| {
         let o = std::process::Command::new(binary())
@@ -334,4 +350,91 @@ fn the_console_adds_lists_runs_and_removes_a_schedule() {
 
 fn no_schedules(c: &Client) -> bool {
     c.get("/schedules").json().as_array().unwrap().is_empty()
+}
+
+/// Schedules are capped (`server.max_schedules`) and run at least a minute apart
+/// (`server.schedule_min_interval_s`): `every: 1s` made a session a second.
+#[test]
+fn schedules_are_capped_and_at_least_a_minute_apart() {
+    let dir = TempDir::new("sched-limits");
+    let mut config = test_config(dir.path());
+    config.server.max_schedules = 2;
+    let d = TestDaemon::start(config, instant_agent());
+    let c = d.client();
+    for every in ["1s", "59s"] {
+        let r = c.post("/schedules", &json!({"name": "fast", "every": every, "session": task()}));
+        assert_error(&r, 400, "bad_request");
+        assert!(r.json()["error"].as_str().unwrap().contains("schedule_min_interval_s"), "{}", r.text());
+    }
+    for name in ["a", "b"] {
+        let r = c.post("/schedules", &json!({"name": name, "every": "1m", "session": task()}));
+        assert_eq!(r.status, 201, "{}", r.text());
+    }
+    let r = c.post("/schedules", &json!({"name": "c", "cron": "0 6 * * *", "session": task()}));
+    assert_error(&r, 409, "conflict");
+    assert!(r.json()["error"].as_str().unwrap().contains("server.max_schedules"), "{}", r.text());
+    assert_eq!(c.delete("/schedules/a").status, 200);
+    assert_eq!(c.post("/schedules", &json!({"name": "c", "cron": "0 6 * * *", "session": task()})).status, 201);
+}
+
+/// A schedule deleted and made again under its name while its run still goes does not start a
+/// second run beside it.
+#[test]
+fn a_schedule_made_again_does_not_overlap_the_old_one_s_run() {
+    let dir = TempDir::new("sched-again");
+    // The idle agent holds its session until it is stopped.
+    let d = TestDaemon::idle(config(dir.path()));
+    let _w = worker(&d);
+    let c = d.client();
+    let body = json!({"name": "again", "every": "1h", "session": task()});
+    assert_eq!(c.post("/schedules", &body).status, 201);
+    let r = c.post("/schedules/again/run", &json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let first = r.json()["session_id"].as_str().unwrap().to_string();
+    assert_eq!(c.delete("/schedules/again").status, 200);
+    assert_eq!(c.post("/schedules", &body).status, 201);
+    assert_error(&c.post("/schedules/again/run", &json!({})), 409, "conflict");
+    assert_eq!(c.get("/schedules/again").json()["running"], true);
+    assert_eq!(runs_of(&c, "again").len(), 1, "never two at once");
+    assert_eq!(c.delete(&format!("/sessions/{first}")).status, 200);
+    wait_until(Duration::from_secs(10), "the old run to end", || {
+        (c.get("/schedules/again").json()["running"] == false).then_some(())
+    });
+    assert_eq!(c.post("/schedules/again/run", &json!({})).status, 201);
+}
+
+/// A run a restart interrupted and a person resumed is the schedule's run again: the next run
+/// waits for it, and its end is recorded (it was neither: runs overlapped, its end was lost).
+#[test]
+fn a_resumed_scheduled_run_stays_linked_to_its_schedule() {
+    let dir = TempDir::new("sched-resume");
+    let mut d = TestDaemon::idle(config(dir.path()));
+    let w = worker(&d);
+    let c = d.client();
+    assert_eq!(c.post("/schedules", &json!({"name": "night", "every": "1h", "session": task()})).status, 201);
+    let r = c.post("/schedules/night/run", &json!({}));
+    assert_eq!(r.status, 201, "{}", r.text());
+    let id = r.json()["session_id"].as_str().unwrap().to_string();
+    wait_status(&c, &id, "running");
+    drop(w);
+    d.shutdown();
+
+    let d = TestDaemon::idle(config(dir.path()));
+    let _w = worker(&d);
+    let c = d.client();
+    let r = c.post(&format!("/sessions/{id}/resume"), &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
+    wait_status(&c, &id, "running");
+    assert_eq!(c.get("/schedules/night").json()["running"], true);
+    assert_error(&c.post("/schedules/night/run", &json!({})), 409, "conflict");
+    assert_eq!(c.delete(&format!("/sessions/{id}")).status, 200);
+    let metrics = wait_until(Duration::from_secs(10), "the run's end to be recorded", || {
+        let m = c.get("/metrics").text();
+        m.contains("agent_controller_schedule_runs_total{schedule=\"night\",outcome=\"stopped\"} 1").then_some(m)
+    });
+    assert!(!metrics.contains("outcome=\"finished\""), "{metrics}");
+    let night = c.get("/schedules/night").json();
+    assert_eq!((night["running"].as_bool(), night["last_run"]["status"].as_str()), (Some(false), Some("stopped")));
+    let kept: Value = serde_json::from_slice(&std::fs::read(dir.path().join("schedules/night.json")).unwrap()).unwrap();
+    assert_eq!(kept["last"]["status"], "stopped", "{kept}");
 }

@@ -243,15 +243,17 @@ fn session_folders_and_files_are_private() {
     let (runner, done) = test_agent.next();
     runner.save_note(None, "a note");
     runner.store_file("out.txt", b"hello", agent_controller::protocol::FileKind::Generated).unwrap();
+    let stored = runner.save_tool_output("run_command", "a long output").unwrap();
     done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
     wait_status(&d.client(), &id, "finished");
     unsafe { libc::umask(old) };
     let mode = |p: std::path::PathBuf| std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
     let sess = dir.path().join(&id);
-    for sub in ["", "files", "screenshots"] {
+    for sub in ["", "files", "screenshots", "tool_outputs"] {
         assert_eq!(mode(sess.join(sub)), 0o700, "{sub}");
     }
-    for f in ["session.json", "log.jsonl", "notes.json", "files/out.txt"] {
+    let output = format!("tool_outputs/{stored}.txt");
+    for f in ["session.json", "log.jsonl", "notes.json", "files/out.txt", output.as_str()] {
         assert_eq!(mode(sess.join(f)), 0o600, "{f}");
     }
 }

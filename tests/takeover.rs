@@ -198,3 +198,89 @@ fn a_long_takeover_reason_is_one_bounded_line_after_the_session_s_link() {
     assert_eq!(c.post_raw(&format!("/sessions/{id}/resume"), "application/json", b"").status, 202);
     wait_status(&c, &id, "finished");
 }
+
+/// A session paused at its model's request, on a seed-shaped worker that holds
+/// `browser_press_key` for a while (`slow`); bind every field, as with `Asked`.
+struct Paused {
+    d: TestDaemon,
+    id: String,
+    worker: ScriptedWorker,
+    _llm: ScriptedLlm,
+    _dir: TempDir,
+}
+
+fn paused_session(name: &str, mode: &str, options: Value, slow: Duration) -> Paused {
+    let dir = TempDir::new(name);
+    let finish = if mode == "explore" { "finish_exploration" } else { "finish_task" };
+    let script = vec![
+        tool("request_takeover", json!({"reason": "a person is needed"})),
+        tool(finish, json!({"summary": "done", "report": "done"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let worker = ScriptedWorker::start(&d.worker_client(), "actbox", &["browser"], true, move |cmd| {
+        if cmd["action"] == "browser_press_key" {
+            std::thread::sleep(slow);
+        }
+        json!({"success": true, "data": {"ok": true, "action": cmd["action"]}})
+    });
+    let (key, what) = if mode == "explore" { ("goal", "look around") } else { ("instruction", "sign in") };
+    let id =
+        create_session(&d.client(), json!({"mode": mode, "target": "https://x.test", key: what, "options": options}));
+    wait_status(&d.client(), &id, "paused");
+    Paused { d, id, worker, _llm: llm, _dir: dir }
+}
+
+/// An act is one of the tools the session's mode offers, and in a dry run an acting one is
+/// described, not done (it ran `write_file` for real and an exploration's act downloaded).
+#[test]
+fn acts_keep_to_the_mode_s_tools_and_the_dry_run() {
+    let explore = paused_session("act-explore", "explore", json!({}), Duration::ZERO);
+    let c = explore.d.client();
+    let act = |id: &str, body: Value| c.post(&format!("/sessions/{id}/act"), &body);
+    let r = act(&explore.id, json!({"tool": "browser_download", "input": {"url": "https://x.test/a.pdf"}}));
+    assert_error(&r, 400, "bad_request");
+    let seen = explore.worker.seen.lock().unwrap().clone();
+    assert!(!seen.iter().any(|c| c["action"] == "browser_download"), "{seen:?}");
+    // What an exploration offers still runs.
+    assert_eq!(act(&explore.id, json!({"tool": "browser_snapshot", "input": {}})).status, 200);
+
+    let dry = paused_session("act-dry", "task", json!({"dry_run": true}), Duration::ZERO);
+    let c = dry.d.client();
+    let act = |body: Value| c.post(&format!("/sessions/{}/act", dry.id), &body);
+    let r = act(json!({"tool": "browser_click", "input": {"selector": "#buy"}}));
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        (r.json()["dry_run"].as_bool(), r.json()["is_error"].as_bool()),
+        (Some(true), Some(false)),
+        "{}",
+        r.text()
+    );
+    // Observing still looks at the real page.
+    let r = act(json!({"tool": "browser_snapshot", "input": {}}));
+    assert_eq!(r.json()["dry_run"], false, "{}", r.text());
+    let seen = dry.worker.seen.lock().unwrap().clone();
+    assert!(!seen.iter().any(|c| c["action"] == "browser_click"), "the click was not done: {seen:?}");
+    assert!(seen.iter().any(|c| c["action"] == "browser_snapshot"), "{seen:?}");
+    let steps = c.get(&format!("/sessions/{}/steps", dry.id)).json();
+    let click = steps.as_array().unwrap().iter().find(|s| s["tool"] == "browser_click").unwrap();
+    assert_eq!((click["by"].as_str(), click["dry_run"].as_bool()), (Some("human"), Some(true)), "{steps}");
+}
+
+/// A stop while the act's command runs on the worker says so: the act did start.
+#[test]
+fn a_stop_during_an_act_says_the_act_was_running() {
+    let s = paused_session("act-stop", "task", json!({}), Duration::from_secs(3));
+    let c = s.d.client();
+    let (id, acting) = (s.id.clone(), c.clone());
+    let act = std::thread::spawn(move || {
+        acting.post(&format!("/sessions/{id}/act"), &json!({"tool": "browser_press_key", "input": {"key": "Enter"}}))
+    });
+    wait_until(Duration::from_secs(10), "the act to reach the worker", || {
+        s.worker.seen.lock().unwrap().iter().any(|c| c["action"] == "browser_press_key").then_some(())
+    });
+    assert_eq!(c.delete(&format!("/sessions/{}", s.id)).status, 200);
+    let r = act.join().unwrap();
+    assert_error(&r, 409, "conflict");
+    let said = r.json()["error"].as_str().unwrap().to_string();
+    assert!(said.contains("while the act was running") && !said.contains("before the act ran"), "{said}");
+}

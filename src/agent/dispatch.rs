@@ -162,6 +162,9 @@ impl Agent {
             data["by"] = "human".into();
             step["by"] = "human".into();
         }
+        if !self.typed_args.is_empty() {
+            step["typed"] = json!(self.typed_args);
+        }
         let kind = if outcome.is_error { LogKind::Error } else { LogKind::Result };
         self.runner.log(kind, &format!("{name}{who}: {shown}"), Some(data));
         self.runner.add_step(step);

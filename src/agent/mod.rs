@@ -121,6 +121,9 @@ pub struct Agent {
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
+    /// Where the step being recorded holds what a person typed (`protocol::takeover`): marked
+    /// `typed` in the step log, so a replay asks for it again.
+    typed_args: Vec<String>,
     /// What the next turn offers, and what the model has already seen (`focus.rs`).
     focus: focus::FocusState,
     /// Every word the session has seen, to hold back a guessed answer once (`grounding.rs`).
@@ -192,10 +195,8 @@ impl Agent {
         let short = guards.on(crate::protocol::guards::Guard::ShortCatalog);
         let hidden: Vec<Tool> =
             offered.iter().copied().filter(|t| short && !focus::lists(*t, &record, vision)).collect();
-        let mut opening = prompts::opening_message(&record, opened);
-        if let Some(briefing) = runner.briefing() {
-            opening.push_str(&format!("\n\n{briefing}"));
-        }
+        let briefing = runner.briefing().map(|b| format!("\n\n{b}")).unwrap_or_default();
+        let opening = prompts::opening_message(&record, opened) + &briefing;
         let mut grounding = grounding::Grounding::default();
         grounding.saw(&opening);
         if record.session_type == crate::protocol::SessionType::App {
@@ -227,6 +228,7 @@ impl Agent {
             pending_fill: None,
             journaled: Default::default(),
             replaying: false,
+            typed_args: Vec::new(),
             focus: focus::FocusState::new(opened),
             grounding,
             guards,

@@ -5,7 +5,7 @@
 //! are observe-only. A confirmation is asked for only where the session needs one (never under
 //! `auto_confirm`, which would approve it anyway).
 
-use crate::protocol::{Mode, SessionRecord, SessionType};
+use crate::protocol::{Mode, SessionRecord, SessionType, is_ssh_target};
 
 const PAGES: &str = "Pages come back as a snapshot: one line per element, a ref on each you can act on, e.g.\n\
 [e7] link \"Pricing\" → https://example.com/pricing\n\
@@ -114,11 +114,19 @@ pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
         }
         SessionType::App => (format!("Application window: {}", record.target), " Start with get_ui_tree.".to_string()),
         // The machine's name quoted and said to be one: a bare `Machine: eval-box` reads to a
-        // small model like a command to run.
-        SessionType::Shell => (
-            format!("Machine: the host named \"{}\" (run_command runs your commands there)", record.target),
-            " Start with a read-only command.".to_string(),
-        ),
+        // small model like a command to run. On a worker, the target is only the session's label:
+        // the commands run on the worker's own machine, and that is the one named.
+        SessionType::Shell => {
+            let machine = match &record.worker {
+                Some(host) if !is_ssh_target(&record.target) && *host != record.target => format!(
+                    "Machine: the host named \"{host}\", which this session calls \"{}\" (run_command runs your \
+                     commands there)",
+                    record.target
+                ),
+                _ => format!("Machine: the host named \"{}\" (run_command runs your commands there)", record.target),
+            };
+            (machine, " Start with a read-only command.".to_string())
+        }
     };
     let what = match record.mode {
         Mode::Task => format!("Task: {}", record.instruction.as_deref().unwrap_or("")),

@@ -5,15 +5,18 @@
 //! text selector must exist (waited for a few seconds, for pages that render late). A step that
 //! diverges or fails hands over to the model: the opening message gets what was replayed, the
 //! step that did not go through and why, and the page as it is now; the session then goes on as
-//! any other. Every replayed step is in the step log with `replayed: true`. A replay that runs
+//! any other. Every replayed step is in the step log with `replayed: true`. What a person typed
+//! (given again as a `typed_N` parameter) is shown to the model as its length only. A replay that runs
 //! through ends `finished` without a single model call.
 
 use super::Agent;
+use super::context::excerpt;
 use super::snapshot::{line_of, ref_in};
 use crate::exec::ExecError;
 use crate::llm::Block;
 use crate::protocol::LogKind;
 use crate::protocol::replay::{ReplayInfo, ReplayStep};
+use crate::protocol::takeover::hide_typed;
 use crate::protocol::tools::Tool;
 use crate::protocol::{SessionType, tools::Runs};
 use crate::session::AgentOutcome;
@@ -89,7 +92,9 @@ impl Agent {
                 return None;
             }
             self.replaying = true;
+            self.typed_args = step.typed.clone();
             let outcome = self.run_tool(&step.tool, &step.args);
+            self.typed_args.clear();
             self.replaying = false;
             if outcome.stopped {
                 return Some(AgentOutcome::Stopped);
@@ -167,7 +172,7 @@ impl Agent {
         let done: Vec<String> = info.steps[..at]
             .iter()
             .enumerate()
-            .map(|(i, s)| format!("{}. {} {}", i + 1, s.tool, super::context::excerpt(&s.args.to_string(), 200)))
+            .map(|(i, s)| format!("{}. {} {}", i + 1, s.tool, excerpt(&hide_typed(&s.args, &s.typed).to_string(), 200)))
             .collect();
         let mut text = format!(
             "This session replays the steps of session {}. {} of {} steps went through:\n{}\n\
@@ -179,7 +184,7 @@ impl Agent {
             if done.is_empty() { "(none)".to_string() } else { done.join("\n") },
             at + 1,
             step.tool,
-            super::context::excerpt(&step.args.to_string(), 300),
+            excerpt(&hide_typed(&step.args, &step.typed).to_string(), 300),
         );
         if let Some(page) = self.current_snapshot() {
             text.push_str(&format!("\n\nThe page now:\n{page}"));

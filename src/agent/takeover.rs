@@ -1,7 +1,8 @@
 //! A person takes over. Before each model call, a pause someone asked for (`POST /pause`)
 //! holds the session; `request_takeover` holds it at the model's own request and notifies the
 //! session's targets. While paused, each act the person sends runs on the worker as theirs
-//! (`"by": "human"` in the log and the step log); when they resume (or nobody comes within
+//! (`"by": "human"` in the log and the step log; in a dry run an acting one is described, not
+//! done, as the model's would be); when they resume (or nobody comes within
 //! `task.takeover_timeout_s`), the model is told what they did, their note, and the page as
 //! it is now. No model call is made while paused; a stop ends the wait at once.
 
@@ -9,6 +10,7 @@ use super::dispatch::timeout_for;
 use super::outcome::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, joined_text};
+use crate::protocol::takeover::{hide_typed, typed_pointers};
 use crate::protocol::tools::{Runs, Tool};
 use crate::protocol::{LogKind, SessionType};
 use crate::session::{Act, AgentOutcome, PauseEvent};
@@ -111,7 +113,8 @@ impl Agent {
     fn human_act(&mut self, act: &Act) -> (String, Value) {
         let name = act.tool.name();
         self.step += 1;
-        let input = typed_text_hidden(act.tool, &act.input);
+        let typed = typed_pointers(act.tool, &act.input);
+        let input = hide_typed(&act.input, &typed);
         let shown = super::context::excerpt(&input.to_string(), ACT_EXCERPT);
         self.runner.log(
             LogKind::Tool,
@@ -119,12 +122,19 @@ impl Agent {
             Some(json!({"tool": name, "input": input, "by": "human"})),
         );
         let started = Instant::now();
-        let task = &self.runner.config().task;
-        let timeout = timeout_for(act.tool, &act.input, task.command_timeout_s, task.download_timeout_s);
-        let params = self.target_params(act.tool, &act.input);
-        let result = self.runner.execute(name, params, timeout);
-        let outcome = self.target_outcome(name, result);
+        // A dry run holds for the person too: an acting tool is described, not done.
+        let outcome = if self.record.options.dry_run && act.tool.spec().acts {
+            self.dry_run(act.tool, &act.input)
+        } else {
+            let task = &self.runner.config().task;
+            let timeout = timeout_for(act.tool, &act.input, task.command_timeout_s, task.download_timeout_s);
+            let params = self.target_params(act.tool, &act.input);
+            let result = self.runner.execute(name, params, timeout);
+            self.target_outcome(name, result)
+        };
+        self.typed_args = typed;
         let excerpt = self.record_result(name, &input, &outcome, started, true);
+        self.typed_args.clear();
         let text = joined_text(&outcome.content, "\n");
         let status = if outcome.is_error { "failed" } else { "done" };
         let line = format!("{name} {shown} → {status}: {}", first_line(&excerpt));
@@ -132,6 +142,7 @@ impl Agent {
             "tool": name,
             "by": "human",
             "is_error": outcome.is_error,
+            "dry_run": outcome.dry_run,
             "result": text,
             "screenshot": outcome.screenshot,
         });
@@ -187,27 +198,6 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// What a person typed may be a password or a code sent to them: the log, the step log and
-/// the model get its length, the worker the text.
-fn typed_text_hidden(tool: Tool, input: &Value) -> Value {
-    let mut shown = input.clone();
-    let hide = |v: &mut Value| {
-        if let Some(text) = v.as_str() {
-            *v = json!(format!("[{} characters typed by the person]", text.chars().count()));
-        }
-    };
-    match tool {
-        Tool::BrowserType | Tool::TypeText => hide(&mut shown["text"]),
-        Tool::BrowserFillForm => {
-            for field in shown["fields"].as_array_mut().into_iter().flatten() {
-                hide(&mut field["value"]);
-            }
-        }
-        _ => {}
-    }
-    shown
-}
-
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
@@ -231,14 +221,12 @@ mod tests {
 
     #[test]
     fn what_a_person_types_is_shown_as_its_length() {
-        let shown = typed_text_hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
+        let hidden = |tool, input: &Value| hide_typed(input, &typed_pointers(tool, input));
+        let shown = hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
         assert_eq!(shown, json!({"selector": "#code", "text": "[6 characters typed by the person]"}));
         let form = json!({"fields": [{"selector": "#a", "value": "secret"}]});
-        assert_eq!(
-            typed_text_hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"],
-            "[6 characters typed by the person]"
-        );
+        assert_eq!(hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"], "[6 characters typed by the person]");
         let click = json!({"x": 1, "y": 2});
-        assert_eq!(typed_text_hidden(Tool::BrowserClick, &click), click);
+        assert_eq!(hidden(Tool::BrowserClick, &click), click);
     }
 }

@@ -137,7 +137,7 @@ pub const COMMANDS: &[Cmd] = &[
         more(
             cmd(
                 "replay",
-                "ID [--param NAME=VALUE]… [--instruction TEXT] [OPTIONS]",
+                "ID [--param NAME=VALUE]… [--instruction TEXT] [--worker NAME] [OPTIONS]",
                 "re-run a finished session's steps without the model, and follow it",
                 &[
                     opt(
@@ -146,6 +146,7 @@ pub const COMMANDS: &[Cmd] = &[
                         "fill {{NAME}} in the recorded steps (or replace a recorded value)",
                     ),
                     opt(&["--instruction"], "TEXT", "what the model should do if the replay hands over to it"),
+                    opt(&["--worker"], "NAME", "run on this worker (default: the one the steps were recorded on)"),
                     opt(&["-o", "--out"], "DIR", "download the files into DIR at the end"),
                     opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
                     opt(&["--no"], "", "deny confirmations"),

@@ -1,4 +1,4 @@
-//! `agent-controller replay ID [--param name=value]… [--instruction TEXT]`: the body of
+//! `agent-controller replay ID [--param name=value]… [--instruction TEXT] [--worker NAME]`: the body of
 //! `POST /sessions/ID/replay`, followed like `task` (the same `--out`, `--yes`/`--no`, `--json`).
 //! A parameter fills `{{name}}` in the recorded steps, or replaces a recorded value `name`.
 
@@ -10,6 +10,7 @@ use std::path::PathBuf;
 pub(super) fn body(mut args: pico_args::Arguments) -> Result<(Value, Option<PathBuf>, Answers), String> {
     let params: Vec<String> = args.values_from_str("--param").map_err(|e| e.to_string())?;
     let instruction: Option<String> = args.opt_value_from_str("--instruction").map_err(|e| e.to_string())?;
+    let worker: Option<String> = args.opt_value_from_str("--worker").map_err(|e| e.to_string())?;
     let out_dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).map_err(|e| e.to_string())?;
     let answers = Answers { yes: args.contains("--yes"), no: args.contains("--no") };
     if answers.yes && answers.no {
@@ -25,6 +26,9 @@ pub(super) fn body(mut args: pico_args::Arguments) -> Result<(Value, Option<Path
     let mut body = json!({"replay_of": id, "params": map});
     if let Some(i) = instruction {
         body["instruction"] = json!(i);
+    }
+    if let Some(w) = worker {
+        body["worker"] = json!(w);
     }
     Ok((body, out_dir, answers))
 }

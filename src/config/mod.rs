@@ -59,6 +59,10 @@ pub struct ServerConfig {
     pub max_sessions: usize,
     /// Registered workers at most; 0 = no cap.
     pub max_workers: usize,
+    /// Schedules at most (config.yaml's and the API's); 0 = no cap.
+    pub max_schedules: usize,
+    /// The shortest time between a schedule's runs (`every`, or a `cron` expression's), in seconds.
+    pub schedule_min_interval_s: u64,
     /// The longest one write to a client may block (a client that stops reading); 0 = 30 s
     /// past the longest long poll (`long_poll_s`, and the API's 60 s log polls).
     pub io_timeout_s: u64,
@@ -228,6 +232,8 @@ impl Default for ServerConfig {
             legacy_workers: None,
             max_sessions: 256,
             max_workers: 1024,
+            max_schedules: 100,
+            schedule_min_interval_s: 60,
             io_timeout_s: 0,
             max_connections: 4096,
             header_timeout_s: 10,

@@ -119,6 +119,8 @@ impl Config {
                 ("legacy_workers", s.legacy_workers.map_or("null".into(), |b| b.to_string())),
                 ("max_sessions", s.max_sessions.to_string()),
                 ("max_workers", s.max_workers.to_string()),
+                ("max_schedules", s.max_schedules.to_string()),
+                ("schedule_min_interval_s", s.schedule_min_interval_s.to_string()),
                 ("io_timeout_s", s.io_timeout_s.to_string()),
                 ("max_connections", s.max_connections.to_string()),
                 ("header_timeout_s", s.header_timeout_s.to_string()),

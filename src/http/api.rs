@@ -163,7 +163,8 @@ impl Api {
     fn act(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
         let session = self.sessions.get(id)?;
         let body: ActRequest = http::read_json(request, JSON_LIMIT)?;
-        let tool = check_act(session.record().session_type, &body.tool, &body.input)?;
+        let record = session.record();
+        let tool = check_act(record.mode, record.session_type, &body.tool, &body.input)?;
         let task = &self.config.task;
         let timeout = Duration::from_secs(task.command_timeout_s.max(task.download_timeout_s) + 30);
         Ok(Reply::json(200, &session.act(tool, body.input, timeout)?))

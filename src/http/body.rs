@@ -48,13 +48,28 @@ pub fn read_json<T: DeserializeOwned>(request: &mut Request, limit: usize) -> Re
     parse_json(&read_body(request, limit)?)
 }
 
-/// A whole body as `T`: an empty body and bad JSON are 400s that never echo a value.
+/// An API request body as `T`, strictly (`protocol::strict`: an array is no object): an
+/// empty body and bad JSON are 400s that never echo a value.
 pub fn parse_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
+    let value: serde_json::Value = parse_worker_json(body)?;
+    crate::protocol::strict::from_value(&value).map_err(bad_json)
+}
+
+/// A worker's message as `T`, as tolerant as serde_json (and without a copy of a large result).
+pub fn read_worker_json<T: DeserializeOwned>(request: &mut Request, limit: usize) -> Result<T, ApiError> {
+    parse_worker_json(&read_body(request, limit)?)
+}
+
+/// See `read_worker_json`.
+pub fn parse_worker_json<T: DeserializeOwned>(body: &[u8]) -> Result<T, ApiError> {
     if body.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::BadRequest("request body is empty; expected a JSON object".into()));
     }
-    serde_json::from_slice(body)
-        .map_err(|e| ApiError::BadRequest(format!("invalid JSON body: {}", describe_json_error(&e))))
+    serde_json::from_slice(body).map_err(bad_json)
+}
+
+fn bad_json(e: serde_json::Error) -> ApiError {
+    ApiError::BadRequest(format!("invalid JSON body: {}", describe_json_error(&e)))
 }
 
 /// serde's message, minus the offending value: "invalid type: string \"<a webhook URL>\"…"

@@ -10,6 +10,7 @@
 //! connection with 503; an accept error (out of descriptors) pauses the loop, never ends it.
 //! On an HTTPS port the relay terminates TLS itself (`tls::Client`), so all of this holds over
 //! TLS too; there a refused connection is closed unanswered (no answer precedes a handshake).
+//! A daemon sweeps at start the socket folders of fronts whose process was killed.
 
 use super::conns::{Limits, Registry, Slot};
 use super::relay;
@@ -43,7 +44,7 @@ impl Front {
         token: Secret,
     ) -> std::io::Result<(Front, UnixListener)> {
         // 0700: only this user can reach tiny_http behind the limits (and forge the peer header).
-        let dir = crate::util::private_temp_dir(&format!("agent-controller-{}-{name}-", std::process::id()))?;
+        let dir = crate::util::private_temp_dir(&format!("{DIR_PREFIX}{}-{name}-", std::process::id()))?;
         let inner_path = dir.join("http.sock");
         let inner = UnixListener::bind(&inner_path)?;
         let stopping = Arc::new(AtomicBool::new(false));
@@ -73,6 +74,47 @@ impl Drop for Front {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// A front's socket folder in the temporary directory: `agent-controller-<pid>-<port>-<16 hex>`.
+const DIR_PREFIX: &str = "agent-controller-";
+
+/// Remove the socket folders of fronts whose process is gone (a kill leaves them behind; `eval`
+/// starts a daemon per run). Only a folder of this user, named as a front's, whose pid runs no
+/// more, and only its socket: anything else in it keeps it. How many went.
+pub fn sweep_stale_dirs() -> usize {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return 0 };
+    // SAFETY: geteuid(2) cannot fail.
+    let uid = unsafe { libc::geteuid() };
+    let mut swept = 0;
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(front_pid) else { continue };
+        let path = entry.path();
+        let ours = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_dir() && m.uid() == uid);
+        if !ours || runs(pid) {
+            continue;
+        }
+        let _ = std::fs::remove_file(path.join("http.sock"));
+        if std::fs::remove_dir(&path).is_ok() {
+            swept += 1;
+        }
+    }
+    swept
+}
+
+/// The pid in a front's folder name (`agent-controller-123-api-0123456789abcdef`).
+fn front_pid(name: &str) -> Option<i32> {
+    let (pid, rest) = name.strip_prefix(DIR_PREFIX)?.split_once('-')?;
+    let (port, random) = rest.rsplit_once('-')?;
+    let named = !port.is_empty() && random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
+    (named && pid.bytes().all(|b| b.is_ascii_digit())).then(|| pid.parse().ok()).flatten().filter(|p| *p > 0)
+}
+
+/// Whether a process with this pid exists (one of another user's counts).
+fn runs(pid: i32) -> bool {
+    // SAFETY: signal 0 only checks that the process exists and may be signalled.
+    unsafe { libc::kill(pid, 0) == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH) }
 }
 
 fn accept_loop(listener: &TcpListener, inner: &Path, limits: &Limits, registry: &Arc<Registry>, stop: &AtomicBool) {
@@ -133,5 +175,26 @@ fn refuse(client: &TcpStream, registry: &Registry, why: &str) {
     if registry.tls.is_none() {
         let _ = client.set_nonblocking(true);
         relay::answer(&mut Client::Plain(client), 503, why);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::front_pid;
+
+    #[test]
+    fn only_a_front_s_folder_name_gives_a_pid() {
+        assert_eq!(front_pid("agent-controller-4242-api-0123456789abcdef"), Some(4242));
+        assert_eq!(front_pid("agent-controller-7-worker-api-0123456789ABCDEF"), Some(7));
+        for other in [
+            "agent-controller-eval-0123456789abcdef",
+            "agent-controller-files-1000",
+            "agent-controller-0-api-0123456789abcdef",
+            "agent-controller-12-api-0123",
+            "agent-controller-12-0123456789abcdef",
+            "ac-ssh-0123456789abcdef",
+        ] {
+            assert_eq!(front_pid(other), None, "{other}");
+        }
     }
 }

@@ -32,11 +32,12 @@ mod web;
 pub mod worker_api;
 
 pub use body::{
-    check_bearer, header_value, parse_json, percent_decode, percent_encode, query_param, read_body, read_json,
-    split_url,
+    check_bearer, header_value, parse_json, parse_worker_json, percent_decode, percent_encode, query_param, read_body,
+    read_json, read_worker_json, split_url,
 };
 pub use conns::Limits as ConnLimits;
 pub use contain::contained;
+pub use front::sweep_stale_dirs;
 pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
 pub use tls::{TlsConfig, load as load_tls};

@@ -110,7 +110,7 @@ impl WorkerApi {
                 Ok(Reply::json(200, &json!({"success": true, "interval_s": every})))
             }
             Hot::Result => {
-                let result: CommandResult = http::parse_json(body)?;
+                let result: CommandResult = http::parse_worker_json(body)?;
                 let id = result.id.clone();
                 if self.hub.post_result(&worker, result) {
                     return Ok(Reply::json(200, &json!({"success": true})));
@@ -132,7 +132,7 @@ impl WorkerApi {
     }
 
     fn register(&self, request: &mut Request, addr: Option<IpAddr>, proof: Option<&str>) -> Result<Reply, ApiError> {
-        let body: RegisterRequest = http::read_json(request, REGISTER_LIMIT)?;
+        let body: RegisterRequest = http::read_worker_json(request, REGISTER_LIMIT)?;
         check_register(&body)?;
         let (worker, worker_secret) = self.hub.register(&body, addr, proof).map_err(refusal)?;
         let c = &self.config;

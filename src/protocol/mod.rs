@@ -10,6 +10,7 @@ pub mod guards;
 pub mod replay;
 pub mod schedule;
 pub mod secrets;
+pub mod strict;
 pub mod takeover;
 pub mod tools;
 

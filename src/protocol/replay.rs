@@ -20,6 +20,9 @@ pub struct ReplayRequest {
     /// A new instruction (for the model, if the replay hands over to it).
     #[serde(default)]
     pub instruction: Option<String>,
+    /// The worker to run on instead of the one the steps were recorded on (by hostname or id).
+    #[serde(default)]
+    pub worker: Option<String>,
 }
 
 /// What a replayed session records about its replay.
@@ -50,6 +53,8 @@ pub struct ReplayStep {
     pub args: Value,
     /// The snapshot line of the element a `ref=` selector named when it was recorded.
     pub target: Option<String>,
+    /// Where `args` hold what a person typed (JSON pointers), filled from `typed_N` parameters.
+    pub typed: Vec<String>,
 }
 
 fn is_zero(n: &u64) -> bool {

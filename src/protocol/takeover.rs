@@ -1,11 +1,12 @@
 //! A person taking over a session, and what a session may spend.
 //!
 //! `POST /sessions/:id/act {tool, input}` and `/resume {note?}` (strict, like every API
-//! request); the budget asked for in `POST /sessions` (`options.budget`, defaults in
+//! request); where a person's typing sits in a tool's arguments; the budget asked for in `POST /sessions` (`options.budget`, defaults in
 //! `agent.budget`); what the record shows of both while the session runs and after it ends.
 
+use super::tools::Tool;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `POST /sessions/:id/act`: one worker tool, run as the person while the session is paused.
 #[derive(Debug, Deserialize)]
@@ -18,6 +19,32 @@ pub struct ActRequest {
 
 fn empty_object() -> Value {
     Value::Object(Default::default())
+}
+
+/// Where a person's typing sits in a tool's arguments, as JSON pointers (`/text`,
+/// `/fields/0/value`). It may be a password or a code sent to them: the log, the step log and
+/// the model get its length only (`hide_typed`), and a replay asks for it again.
+pub fn typed_pointers(tool: Tool, input: &Value) -> Vec<String> {
+    match tool {
+        Tool::BrowserType | Tool::TypeText if input["text"].is_string() => vec!["/text".into()],
+        Tool::BrowserFillForm => {
+            let fields = input["fields"].as_array().into_iter().flatten().enumerate();
+            fields.filter(|(_, f)| f["value"].is_string()).map(|(i, _)| format!("/fields/{i}/value")).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `input` with the text at each pointer replaced by its length.
+pub fn hide_typed(input: &Value, pointers: &[String]) -> Value {
+    let mut shown = input.clone();
+    for pointer in pointers {
+        if let Some(v) = shown.pointer_mut(pointer) {
+            let count = v.as_str().map_or(0, |t| t.chars().count());
+            *v = json!(format!("[{count} characters typed by the person]"));
+        }
+    }
+    shown
 }
 
 /// `POST /sessions/:id/resume`: what the person wants the model to know.

@@ -7,7 +7,10 @@
 //! output directory (`store/schedules.rs`) with their run count and last run, so they survive
 //! a restart; those from config.yaml (`schedules:`) are read at start and cannot be changed
 //! through the API, but their run state is kept the same way. Runs missed while the daemon was
-//! down are dropped, or made up by one run at start with `catch_up: true`.
+//! down are dropped, or made up by one run at start with `catch_up: true`. At most
+//! `server.max_schedules`, each run at most once per `server.schedule_min_interval_s`. A run
+//! stays the schedule's when resumed after a restart, or when the schedule is deleted and made
+//! again: the next one waits for it.
 //!
 //! Lock order: the book → the session manager's locks (a run's status is read under the book);
 //! the book is never held while a session is created or a file written.
@@ -142,6 +145,9 @@ struct Book {
 
 struct Inner {
     sessions: Arc<SessionManager>,
+    /// `server.max_schedules` (0: no cap) and `server.schedule_min_interval_s`.
+    max_schedules: usize,
+    min_gap_s: u64,
     store: Store,
     notifier: Arc<Notifier>,
     book: Mutex<Book>,
@@ -175,6 +181,8 @@ impl Scheduler {
         );
         let inner = Arc::new(Inner {
             sessions,
+            max_schedules: config.server.max_schedules,
+            min_gap_s: config.server.schedule_min_interval_s,
             store,
             notifier,
             book: Mutex::default(),
@@ -182,6 +190,12 @@ impl Scheduler {
             disk: Mutex::default(),
         });
         inner.load(&config.schedules)?;
+        // A run a restart interrupted and a person resumes is this schedule's run again.
+        let weak = Arc::downgrade(&inner);
+        inner.sessions.set_resume_hook(Box::new(move |record| match weak.upgrade() {
+            Some(inner) => inner.resumed(record),
+            None => Ok(None),
+        }));
         let for_thread = Arc::clone(&inner);
         let thread = std::thread::Builder::new()
             .name("scheduler".into())
@@ -282,7 +296,7 @@ impl Inner {
     }
 
     fn add(&self, raw: Value) -> Result<Value, ScheduleError> {
-        let spec = spec::check(raw, &self.sessions, true)?;
+        let spec = spec::check(raw, &self.sessions, true, self.min_gap_s)?;
         let name = spec.name.clone();
         {
             let mut book = self.book();
@@ -292,6 +306,12 @@ impl Inner {
                     Origin::Api => "",
                 };
                 return Err(ScheduleError::Exists(format!("a schedule named {name:?} already exists{from}")));
+            }
+            if self.max_schedules > 0 && book.entries.len() >= self.max_schedules {
+                return Err(ScheduleError::Full(format!(
+                    "{} schedules exist, the most server.max_schedules allows; delete one first",
+                    book.entries.len()
+                )));
             }
             let now = clock::unix_ms();
             let entry = Entry::new(Arc::new(spec), Origin::Api, now);

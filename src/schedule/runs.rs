@@ -7,7 +7,7 @@ use super::{Entry, Inner, LastRun, Origin, Running, ScheduleError, StartupError,
 use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleMark;
 use crate::protocol::{CreateSessionRequest, SessionRecord, Status};
-use crate::session::{NewSession, Session};
+use crate::session::{EndHook, NewSession, Session};
 use crate::util::cause::chain;
 use crate::util::clock;
 use serde_json::{Value, json};
@@ -71,6 +71,12 @@ impl Inner {
     fn reserve(&self, name: &str, due_ms: Option<i64>) -> Result<(Arc<Spec>, u64), ScheduleError> {
         let mut book = self.book();
         let e = book.entries.get_mut(name).ok_or_else(|| not_found(name))?;
+        // A run of an earlier schedule of this name (deleted and made again) still counts.
+        if e.running == Running::Idle {
+            if let Some(id) = self.sessions.active_run_of(name) {
+                e.running = Running::Session(id);
+            }
+        }
         let going = match &e.running {
             Running::Idle => None,
             Running::Starting => Some("its previous run is being started".to_string()),
@@ -99,24 +105,53 @@ impl Inner {
     fn start_session(self: &Arc<Self>, spec: &Spec, run: u64) -> Result<Arc<Session>, crate::error::ApiError> {
         let mut new: NewSession = match &spec.task {
             Task::Session(body) => {
-                let req: CreateSessionRequest = serde_json::from_value(body.clone())
+                let req: CreateSessionRequest = crate::protocol::strict::from_value(body)
                     .map_err(|e| crate::error::ApiError::BadRequest(format!("`session`: {e}")))?;
                 self.sessions.validate(req)?
             }
             Task::Replay { source, params } => {
-                let req = ReplayRequest { params: params.clone(), instruction: None };
+                let req = ReplayRequest { params: params.clone(), instruction: None, worker: None };
                 self.sessions.prepare_replay(source, req)?
             }
         };
-        let name = spec.name.clone();
-        new.record.schedule = Some(ScheduleMark { name: name.clone(), run });
+        new.record.schedule = Some(ScheduleMark { name: spec.name.clone(), run });
+        new.on_end = Some(self.end_hook(spec.name.clone(), run));
+        self.sessions.create(new)
+    }
+
+    /// What a run's session calls at its end.
+    fn end_hook(self: &Arc<Self>, name: String, run: u64) -> EndHook {
         let weak: Weak<Inner> = Arc::downgrade(self);
-        new.on_end = Some(Box::new(move |record: &SessionRecord| {
+        Box::new(move |record: &SessionRecord| {
             if let Some(inner) = weak.upgrade() {
                 inner.ended(&name, run, record);
             }
-        }));
-        self.sessions.create(new)
+        })
+    }
+
+    /// A run's session a restart interrupted is resumed: the schedule's run again (the next
+    /// one waits for it, its end is recorded), unless another run of it goes on meanwhile.
+    pub(super) fn resumed(self: &Arc<Self>, record: &SessionRecord) -> Result<Option<EndHook>, String> {
+        let Some(mark) = &record.schedule else { return Ok(None) };
+        {
+            let mut book = self.book();
+            let Some(e) = book.entries.get_mut(&mark.name) else { return Ok(None) };
+            if let Running::Session(other) = &e.running {
+                if *other != record.session_id && self.sessions.get(other).is_ok_and(|s| s.status().is_active()) {
+                    return Err(format!("schedule {}'s run {} (session {other}) is going", mark.name, e.runs));
+                }
+            }
+            e.running = Running::Session(record.session_id.clone());
+            if let Some(last) = e.last.as_mut().filter(|l| l.run == mark.run) {
+                last.status = record.status.as_str().to_string();
+                last.error = None;
+            }
+        }
+        if let Err(e) = self.persist(&mark.name) {
+            log::error!("schedule {}: {}", mark.name, chain(&e));
+        }
+        log::info!("schedule {}: run {} ({}) resumed", mark.name, mark.run, record.session_id);
+        Ok(Some(self.end_hook(mark.name.clone(), mark.run)))
     }
 
     /// A run's session ended: record it, count it, report an error or a diverged replay.
@@ -201,7 +236,7 @@ impl Inner {
         let now = clock::unix_ms();
         let mut book = self.book();
         for (index, raw) in from_config.iter().enumerate() {
-            let spec = spec::check(raw.clone(), &self.sessions, false)
+            let spec = spec::check(raw.clone(), &self.sessions, false, self.min_gap_s)
                 .map_err(|source| StartupError::ConfigSchedule { index, source })?;
             if book.entries.contains_key(&spec.name) {
                 return Err(StartupError::NameTwice { index, name: spec.name.clone() });
@@ -213,7 +248,7 @@ impl Inner {
             let kept: Value = serde_json::from_slice(&bytes).unwrap_or_default();
             let from_config = kept["origin"] == "config";
             if !from_config && !book.entries.contains_key(&name) {
-                match spec::check(kept["definition"].clone(), &self.sessions, false) {
+                match spec::check(kept["definition"].clone(), &self.sessions, false, self.min_gap_s) {
                     Ok(spec) if spec.name == name => {
                         let anchor = kept["created_ms"].as_i64().unwrap_or(now);
                         book.entries.insert(name.clone(), Entry::new(Arc::new(spec), Origin::Api, anchor));

@@ -9,6 +9,7 @@ use crate::protocol::CreateSessionRequest;
 use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleRequest;
 use crate::protocol::secrets::Notifications;
+use crate::protocol::strict;
 use crate::session::SessionManager;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -26,6 +27,8 @@ pub enum ScheduleError {
     ReadOnly(String),
     /// A run is still going (409 for "run now"; a due run is skipped).
     Busy(String),
+    /// As many schedules as `server.max_schedules` allows exist (409).
+    Full(String),
     /// Creating the run's session failed (its own status: 503 at `max_sessions`, 507…).
     Session(ApiError),
     /// The schedule could not be written.
@@ -40,6 +43,7 @@ impl fmt::Display for ScheduleError {
             | ScheduleError::NotFound(m)
             | ScheduleError::ReadOnly(m)
             | ScheduleError::Busy(m)
+            | ScheduleError::Full(m)
             | ScheduleError::Disk(m) => f.write_str(m),
             ScheduleError::Session(e) => write!(f, "{e}"),
         }
@@ -53,7 +57,9 @@ impl From<ScheduleError> for ApiError {
     fn from(e: ScheduleError) -> ApiError {
         match e {
             ScheduleError::Invalid(m) => ApiError::BadRequest(m),
-            ScheduleError::Exists(m) | ScheduleError::ReadOnly(m) | ScheduleError::Busy(m) => ApiError::Conflict(m),
+            ScheduleError::Exists(m) | ScheduleError::ReadOnly(m) | ScheduleError::Busy(m) | ScheduleError::Full(m) => {
+                ApiError::Conflict(m)
+            }
             ScheduleError::NotFound(m) => ApiError::NotFound(m),
             ScheduleError::Session(e) => e,
             ScheduleError::Disk(m) => ApiError::Internal(m),
@@ -85,12 +91,19 @@ pub struct Spec {
 /// worker must be registered) and that the replayed session exists and can be replayed: true
 /// through the API, false when loading at start (workers register later; retention may have
 /// removed a replayed session, which each run then reports).
-pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, ScheduleError> {
+pub fn check(raw: Value, sessions: &SessionManager, deep: bool, min_gap_s: u64) -> Result<Spec, ScheduleError> {
     let invalid = ScheduleError::Invalid;
-    let req: ScheduleRequest = serde_json::from_value(raw.clone()).map_err(|e| invalid(format!("schedule: {e}")))?;
+    let req: ScheduleRequest = strict::from_value(&raw).map_err(|e| invalid(format!("schedule: {e}")))?;
     check_name(&req.name)?;
     let when = When::parse(req.every.as_deref(), req.cron.as_deref(), req.tz.as_deref())
         .map_err(|e| invalid(e.to_string()))?;
+    let min_gap_ms = i64::try_from(min_gap_s.saturating_mul(1000)).unwrap_or(i64::MAX);
+    if when.shortest_gap_ms(crate::util::clock::unix_ms()).is_some_and(|gap| gap < min_gap_ms) {
+        let key = if req.every.is_some() { "every" } else { "cron" };
+        return Err(invalid(format!(
+            "`{key}` runs more often than once every {min_gap_s} s, the least server.schedule_min_interval_s allows"
+        )));
+    }
     let task = match (req.session, req.replay_of) {
         (Some(_), Some(_)) => return Err(invalid("give either `session` or `replay_of`, not both".into())),
         (None, None) => {
@@ -105,7 +118,7 @@ pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, 
         (Some(_), None) => return Err(invalid("`params` are for `replay_of` schedules".into())),
         (None, Some(source)) => {
             if deep {
-                let replay = ReplayRequest { params: req.params.clone(), instruction: None };
+                let replay = ReplayRequest { params: req.params.clone(), instruction: None, worker: None };
                 sessions.prepare_replay(&source, replay).map_err(|e| invalid(format!("`replay_of`: {e}")))?;
             }
             Task::Replay { source, params: req.params }
@@ -114,7 +127,7 @@ pub fn check(raw: Value, sessions: &SessionManager, deep: bool) -> Result<Spec, 
     let notify = match req.notify {
         None => None,
         Some(v) => {
-            let targets: Notifications = serde_json::from_value(v).map_err(|e| invalid(format!("`notify`: {e}")))?;
+            let targets: Notifications = strict::from_value(&v).map_err(|e| invalid(format!("`notify`: {e}")))?;
             crate::session::check_secrets(None, Some(&targets)).map_err(|e| invalid(format!("`notify`: {e}")))?;
             Some(targets)
         }
@@ -141,7 +154,7 @@ fn check_name(name: &str) -> Result<(), ScheduleError> {
 /// The session body must be one `POST /sessions` accepts.
 fn check_session(body: &Value, sessions: &SessionManager, deep: bool) -> Result<(), ScheduleError> {
     let req: CreateSessionRequest =
-        serde_json::from_value(body.clone()).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
+        strict::from_value(body).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
     if deep {
         sessions.validate(req).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
     }

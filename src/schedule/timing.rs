@@ -108,6 +108,26 @@ impl When {
     }
 }
 
+impl When {
+    /// The shortest time between two runs: `every` itself; for `cron`, the shortest of the
+    /// next few gaps after `now` (a cron expression runs at most once a minute).
+    pub fn shortest_gap_ms(&self, now: i64) -> Option<i64> {
+        match self {
+            When::Every { ms } => Some(*ms),
+            When::Cron { .. } => {
+                let mut at = self.next_after(now, now)?;
+                let mut shortest: Option<i64> = None;
+                for _ in 0..8 {
+                    let Some(next) = self.next_after(now, at) else { break };
+                    shortest = Some(shortest.map_or(next - at, |s| s.min(next - at)));
+                    at = next;
+                }
+                shortest
+            }
+        }
+    }
+}
+
 /// `30s`, `15m`, `1h`, `1d`: a whole number and a unit; zero and more than a year are refused.
 pub fn parse_every(text: &str) -> Result<i64, WhenError> {
     let text = text.trim();

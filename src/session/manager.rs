@@ -3,22 +3,23 @@
 //!
 //! Sessions found active at start were cut off by a crash or a kill: they become `error`
 //! ("interrupted by controller restart"). Each new session gets its own named thread; the
-//! manager counts them so shutdown can wait (bounded) for them to end.
+//! manager counts them so shutdown can wait (bounded) for them to end. A resumed session gets
+//! its end hook back from the `ResumeHook` (a schedule's run stays the schedule's).
 
 use super::thread::run_session;
 use super::validate::{NewSession, validate};
-use super::{AgentFn, Session, end_record, lock};
+use super::{AgentFn, EndHook, Session, end_record, lock};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
-use crate::protocol::{CreateSessionRequest, LogKind, Mode, SessionSummary, Status};
+use crate::protocol::{CreateSessionRequest, LogKind, Mode, SessionRecord, SessionSummary, Status};
 use crate::store::Store;
 use crate::util::clock;
 use crate::vault::Vault;
 use crate::wait::park::Parker;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 #[derive(Default)]
@@ -38,7 +39,13 @@ pub struct SessionManager {
     agent: AgentFn,
     pub(super) threads: Arc<ThreadCount>,
     shutting_down: AtomicBool,
+    on_resume: OnceLock<ResumeHook>,
 }
+
+/// Called when an interrupted session is resumed, before its thread starts: its end hook back
+/// (a schedule's run), or why it may not go on. Set once, by the scheduler; never called with
+/// a session lock held.
+pub type ResumeHook = Box<dyn Fn(&SessionRecord) -> Result<Option<EndHook>, String> + Send + Sync>;
 
 impl SessionManager {
     /// Load every session folder; those that were active become `error` (interrupted).
@@ -78,6 +85,7 @@ impl SessionManager {
             agent,
             threads: Arc::default(),
             shutting_down: AtomicBool::new(false),
+            on_resume: OnceLock::new(),
         })
     }
 
@@ -87,6 +95,18 @@ impl SessionManager {
 
     pub fn get(&self, id: &str) -> Result<Arc<Session>, ApiError> {
         self.lock().get(id).cloned().ok_or_else(|| ApiError::no_session(id))
+    }
+
+    /// See `ResumeHook`; a second one is ignored.
+    pub fn set_resume_hook(&self, hook: ResumeHook) {
+        let _ = self.on_resume.set(hook);
+    }
+
+    /// The active session that is a run of the schedule `name`, if any.
+    pub fn active_run_of(&self, name: &str) -> Option<String> {
+        let sessions: Vec<Arc<Session>> = self.lock().values().cloned().collect();
+        let active = sessions.into_iter().filter(|s| s.status().is_active());
+        active.map(|s| s.record()).find(|r| r.schedule.as_ref().is_some_and(|m| m.name == name)).map(|r| r.session_id)
     }
 
     /// Newest first.
@@ -210,7 +230,14 @@ impl SessionManager {
             self.hub.workers().iter().any(|w| &w.hostname == name && w.connected && w.session_id.is_none())
         };
         record.requested_worker = record.worker.clone().filter(free).or(record.requested_worker);
+        let on_end = match self.on_resume.get() {
+            Some(hook) => {
+                hook(&record).map_err(|why| ApiError::Conflict(format!("session {id} cannot go on: {why}")))?
+            }
+            None => None,
+        };
         let session = Arc::new(old.reopened(record));
+        *lock(&session.on_end) = on_end;
         {
             let mut sessions = self.lock();
             self.check_capacity(&sessions)?;

@@ -35,7 +35,7 @@ pub use confirm::{AskOutcome, ConfirmationOutcome, Verdict};
 pub use files::stage_error;
 pub use journal::close_open_calls;
 pub use log::LOG_WAIT_MAX;
-pub use manager::SessionManager;
+pub use manager::{ResumeHook, SessionManager};
 pub use replay::plan as plan_replay;
 pub use runner::{AgentFn, AgentOutcome, SessionRunner};
 pub use takeover::{Act, PauseEvent, check_act};

@@ -2,16 +2,26 @@
 //! options, whose record carries the source's worker steps (from `steps.jsonl`) with the
 //! caller's parameters filled in. The agent runs them without the model (`agent/replay.rs`).
 //!
+//! A replay runs where its steps were recorded: on the worker the source asked for, else the
+//! one that served it (an `ssh://` target names its host itself), unless the request names
+//! another `worker`. It waits for that worker as a session asking for it by name would; one
+//! that is not registered is a 400 naming it.
+//!
 //! Replayed are the steps that ran on the target, succeeded and were no dry run, in order.
 //! Parameters: `{{name}}` in a recorded argument takes the value of `name`; a name that is no
-//! placeholder is a recorded value to replace. A placeholder without a value, or a parameter
-//! that matches nothing, is refused (400) before anything starts.
+//! placeholder is a recorded value to replace. What a person typed while taking over is
+//! recorded only as its length: never typed again as that, it is the placeholder `typed_N`
+//! (in the order of the steps), and its value is kept out of everything the replay writes. A
+//! placeholder without a value, or a parameter that matches nothing, is refused (400) before
+//! anything starts.
 
 use super::{NewSession, Session, SessionManager};
 use crate::error::ApiError;
 use crate::protocol::replay::{ReplayInfo, ReplayRequest, ReplayStep};
+use crate::protocol::takeover::typed_pointers;
 use crate::protocol::tools::{Runs, Tool};
-use crate::protocol::{CreateSessionRequest, Mode};
+use crate::protocol::{CreateSessionRequest, Mode, is_ssh_target};
+use crate::util::secret::Secret;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -42,8 +52,16 @@ impl SessionManager {
         if let Some(o) = options.as_object_mut() {
             o.remove("dry_run");
         }
+        // Never "any free worker": a recorded command belongs to the machine it ran on.
+        let recorded = if is_ssh_target(&record.target) {
+            None
+        } else {
+            record.requested_worker.clone().or(record.worker.clone())
+        };
+        let explicit = req.worker.clone().filter(|w| !w.trim().is_empty());
+        let worker = explicit.clone().or(recorded.clone());
         let body = json!({
-            "mode": record.mode, "target": record.target, "type": record.session_type,
+            "mode": record.mode, "target": record.target, "type": record.session_type, "worker": worker,
             "instruction": req.instruction.clone().or(record.instruction.clone()),
             "goal": if record.mode == Mode::Explore { record.goal.clone() } else { None },
             "llm": Some(llm.name).filter(|n| !n.is_empty()), "model": Some(llm.model).filter(|m| !m.is_empty()),
@@ -51,8 +69,16 @@ impl SessionManager {
         });
         let create: CreateSessionRequest = serde_json::from_value(body)
             .map_err(|e| ApiError::Internal(format!("cannot build the replay session: {e}")))?;
-        let mut new = self.validate(create)?;
+        let mut new = self.validate(create).map_err(|e| match (e, &recorded) {
+            (ApiError::BadRequest(m), Some(w)) if explicit.is_none() => ApiError::BadRequest(format!(
+                "{m}: the replay runs on {w:?}, where session {source} was recorded; name another with `worker`"
+            )),
+            (e, _) => e,
+        })?;
         let params = req.params.keys().cloned().collect();
+        // What a person typed, given again, is kept out of everything the replay writes.
+        let typed = steps.iter().flat_map(|s| s.typed.iter().filter_map(|p| s.args.pointer(p)?.as_str()));
+        new.vault = new.vault.with_typed(typed.map(|t| Secret::new(t.to_string())).collect());
         new.record.replay = Some(ReplayInfo { source: source.to_string(), params, steps, ..Default::default() });
         Ok(new)
     }
@@ -65,18 +91,34 @@ pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<Repl
     if params.contains_key("") {
         return Err(ApiError::BadRequest("a param needs a name: {\"name\": \"value\"}".into()));
     }
-    let mut steps: Vec<ReplayStep> = log
-        .iter()
-        .filter(|s| s["is_error"] != true && s["dry_run"] != true)
-        .filter_map(|s| {
-            let tool = Tool::from_name(s["tool"].as_str()?)?;
-            matches!(tool.spec().runs, Runs::Target(_)).then(|| ReplayStep {
-                tool: tool.name().to_string(),
-                args: s["args"].clone(),
-                target: s["target"].as_str().map(str::to_string),
-            })
-        })
-        .collect();
+    let mut steps: Vec<ReplayStep> = Vec::new();
+    let mut typed_names = BTreeSet::new();
+    for s in log.iter().filter(|s| s["is_error"] != true && s["dry_run"] != true) {
+        let Some(tool) = s["tool"].as_str().and_then(Tool::from_name) else { continue };
+        if !matches!(tool.spec().runs, Runs::Target(_)) {
+            continue;
+        }
+        // What a person typed is recorded as its length: it becomes a `typed_N` placeholder.
+        let typed: Vec<String> = match s["typed"].as_array() {
+            Some(pointers) => pointers.iter().filter_map(|p| p.as_str().map(str::to_string)).collect(),
+            None if s["by"] == "human" => typed_pointers(tool, &s["args"]),
+            None => Vec::new(),
+        };
+        let mut args = s["args"].clone();
+        for pointer in &typed {
+            if let Some(v) = args.pointer_mut(pointer) {
+                let name = format!("typed_{}", typed_names.len() + 1);
+                *v = json!(format!("{{{{{name}}}}}"));
+                typed_names.insert(name);
+            }
+        }
+        steps.push(ReplayStep {
+            tool: tool.name().to_string(),
+            args,
+            target: s["target"].as_str().map(str::to_string),
+            typed,
+        });
+    }
     let mut placeholders = BTreeSet::new();
     for s in &steps {
         strings(&s.args, &mut |t| placeholders.extend(find_placeholders(t)));
@@ -84,7 +126,13 @@ pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<Repl
     let missing: Vec<&String> = placeholders.iter().filter(|p| !params.contains_key(*p)).collect();
     if !missing.is_empty() {
         let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
-        return Err(ApiError::BadRequest(format!("the recorded steps need params: {}", names.join(", "))));
+        let why = if missing.iter().any(|m| typed_names.contains(*m)) {
+            " (typed_N: text a person typed while taking over, which the record keeps only as its length; \
+             give it again, {\"typed_1\": \"…\"})"
+        } else {
+            ""
+        };
+        return Err(ApiError::BadRequest(format!("the recorded steps need params: {}{why}", names.join(", "))));
     }
     for (name, value) in params {
         let placeholder = placeholders.contains(name);

@@ -3,14 +3,15 @@
 //! `POST /pause` only marks the session (`pause_requested`); its thread pauses at the next
 //! turn, after the step in flight, and waits in status `paused` on the session's Condvar. An
 //! act (`POST /act`) is handed to that thread, which runs it on the session's worker and hands
-//! the result back to the request waiting here; one act at a time. `POST /resume` (or a stop,
+//! the result back to the request waiting here; one act at a time, and only a tool the
+//! session's mode offers. A stop answers the waiting request with whether the act had started. `POST /resume` (or a stop,
 //! or `task.takeover_timeout_s`) ends the wait. Nothing here calls a model or a worker: the
 //! agent does, on the session's thread, so one thread drives the worker as before.
 
 use super::{Session, snapshot_record};
 use crate::error::ApiError;
 use crate::protocol::tools::{Runs, Tool};
-use crate::protocol::{LogKind, Status};
+use crate::protocol::{LogKind, Mode, SessionType, Status};
 use crate::util::schema;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -46,9 +47,10 @@ pub enum PauseEvent {
     Stopped,
 }
 
-/// The tool a person may run in a session of this type, with its input checked: any of the
-/// session's worker tools, and the browser's click also at `{x, y}` in screenshot pixels.
-pub fn check_act(session_type: crate::protocol::SessionType, name: &str, input: &Value) -> Result<Tool, ApiError> {
+/// The tool a person may run in a session of this mode and type, with its input checked: any
+/// of the worker tools the mode offers (an exploration's person does not download either), and
+/// the browser's click also at `{x, y}` in screenshot pixels.
+pub fn check_act(mode: Mode, session_type: SessionType, name: &str, input: &Value) -> Result<Tool, ApiError> {
     let bad = |m: String| Err(ApiError::BadRequest(m));
     let Some(tool) = Tool::from_name(name) else {
         return bad(format!("unknown tool {name:?}"));
@@ -58,6 +60,13 @@ pub fn check_act(session_type: crate::protocol::SessionType, name: &str, input: 
             "{name} is not a {} tool of this session: a person acts only through the session's worker tools",
             session_type.capability()
         ));
+    }
+    if !tool.spec().sets.contains(mode, session_type) {
+        let mode = match mode {
+            Mode::Explore => "an exploration",
+            Mode::Task => "a task",
+        };
+        return bad(format!("{name} is not offered in {mode}: a person acts with the session's own tools"));
     }
     if !input.is_object() {
         return bad("`input` must be a JSON object".into());
@@ -189,12 +198,20 @@ impl Session {
         if state.handover.act.as_ref().is_some_and(|a| a.id == id) {
             state.handover.act = None; // never taken: the session resumed or ended first
         }
+        let was_running = state.handover.running == Some(id);
         drop(state);
         match result {
             Some(Ok(answer)) => Ok(answer),
             Some(Err(())) => {
                 Err(ApiError::Conflict(format!("session {} was no longer paused when the act came", self.id)))
             }
+            // Taken by the session's thread: its command went to the worker, which may have
+            // done it before the stop abandoned it.
+            None if self.stop_requested() && was_running => Err(ApiError::Conflict(format!(
+                "session {} was stopped while the act was running on the worker: its command was abandoned, \
+                 and may or may not have taken effect",
+                self.id
+            ))),
             None if self.stop_requested() => {
                 Err(ApiError::Conflict(format!("session {} ended before the act ran", self.id)))
             }

@@ -1,7 +1,9 @@
 //! Tool outputs too long for the model's context, one `tool_outputs/<id>.txt` each, ids
 //! `out_NNN_<tool>`: written, read back by id (an id names nothing outside the folder), listed.
+//! The folder is made 0700 like the session's others (its files 0600), and one that is a link
+//! to elsewhere is never written through.
 
-use super::{SessionDir, TOOL_OUTPUTS_DIR, write_atomic};
+use super::{SessionDir, TOOL_OUTPUTS_DIR, private_dir, real_dir, write_atomic};
 use std::fs;
 use std::io;
 
@@ -9,7 +11,11 @@ impl SessionDir {
     /// Store a tool output under `tool_outputs/` as the next `out_NNN_<tool>`; its id.
     pub fn write_tool_output(&self, tool: &str, text: &str) -> io::Result<String> {
         let dir = self.path(TOOL_OUTPUTS_DIR);
-        fs::create_dir_all(&dir)?;
+        match private_dir(&dir) {
+            Err(e) if e.kind() != io::ErrorKind::AlreadyExists => return Err(e),
+            _ if !real_dir(&dir) => return Err(io::Error::other("tool_outputs is not a folder")),
+            _ => {}
+        }
         let tool: String = tool.chars().filter(|c| c.is_ascii_alphanumeric() || *c == '_').take(40).collect();
         let id = format!("out_{:03}_{tool}", self.tool_outputs()?.len() + 1);
         write_atomic(&dir.join(format!("{id}.txt")), text.as_bytes())?;
