@@ -8,6 +8,7 @@ mod agent;
 mod api;
 mod browser_isolation;
 mod budget;
+mod budget_time;
 mod build_script;
 mod cli;
 mod confirmations;

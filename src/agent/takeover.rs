@@ -2,8 +2,10 @@
 //! holds the session; `request_takeover` holds it at the model's own request and notifies the
 //! session's targets. While paused, each act the person sends runs on the worker as theirs
 //! (`"by": "human"` in the log and the step log); when they resume (or nobody comes within
-//! `task.takeover_timeout_s`), the model is told what they did, their note, and the page as
-//! it is now. No model call is made while paused; a stop ends the wait at once.
+//! `task.takeover_timeout_s`, or the seconds budget runs out first), the model is told what
+//! they did, their note, and the page as it is now. Only time a person held the session is
+//! left out of its seconds budget. No model call is made while paused; a stop ends the wait at
+//! once.
 
 use super::dispatch::timeout_for;
 use super::outcome::ToolOutcome;
@@ -51,37 +53,42 @@ impl Agent {
             return None;
         }
         let began = Instant::now();
-        let timeout = Duration::from_secs(self.runner.config().takeover_timeout_s());
-        let deadline = began + timeout;
+        let deadline = began + Duration::from_secs(self.runner.config().takeover_timeout_s());
+        // Time a person holds the session is theirs, not the budget's: a pause they asked for
+        // from its start, one the model asked for from their first act (the web page's first
+        // look is one). Until then it is the session's own time, which its budget ends.
+        let mut held_since = reason.is_none().then_some(began);
         let mut acts = Vec::new();
         let ending = loop {
-            match self.runner.next_pause_event(deadline) {
+            let until = match (held_since, self.budget_left()) {
+                (None, Some(left)) => Instant::now().checked_add(left).map_or(deadline, |end| deadline.min(end)),
+                _ => deadline,
+            };
+            match self.runner.next_pause_event(until) {
                 PauseEvent::Act(act) => {
+                    held_since.get_or_insert_with(Instant::now);
                     let (line, result) = self.human_act(&act);
                     acts.push(line);
                     self.runner.act_done(act.id, result);
                 }
                 PauseEvent::Resumed(note) => break Ok(note),
-                PauseEvent::TimedOut => break Err(timeout),
+                PauseEvent::TimedOut => break Err(began.elapsed()),
                 PauseEvent::Stopped => return None,
             }
         };
-        self.paused_for += began.elapsed();
+        if let Some(since) = held_since {
+            self.paused_for += since.elapsed();
+        }
         self.runner.leave_pause();
         let (how, note) = match ending {
             Ok(note) => {
                 self.runner.log(LogKind::System, "resumed by the person", note.as_ref().map(|n| json!({"note": n})));
                 ("A person took over and has handed back to you.".to_string(), note)
             }
-            Err(t) => {
-                self.runner.log(LogKind::System, &format!("nobody took over within {} s; going on", t.as_secs()), None);
-                (
-                    format!(
-                        "Nobody took over within {} s. Go on yourself, or finish and say what you needed.",
-                        t.as_secs()
-                    ),
-                    None,
-                )
+            Err(waited) => {
+                let secs = (waited + Duration::from_millis(500)).as_secs();
+                self.runner.log(LogKind::System, &format!("nobody took over within {secs} s; going on"), None);
+                (format!("Nobody took over within {secs} s. Go on yourself, or finish and say what you needed."), None)
             }
         };
         Some(self.handback(&how, &acts, note.as_deref()))

@@ -105,7 +105,8 @@ pub struct Spent {
     /// Only with a price for the session's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd: Option<f64>,
-    /// Wall time since the session was created, waits for a worker included, pauses not.
+    /// Wall time since the session was created, waits for a worker included, time a person
+    /// held it (`POST /pause`, or from their first act in a pause the model asked for) not.
     pub seconds: u64,
 }
 

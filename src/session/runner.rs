@@ -249,6 +249,11 @@ impl SessionRunner {
         self.session.budget_reached(paused)
     }
 
+    /// What is left of the seconds budget (`paused` left out as above); `None` without one.
+    pub fn budget_time_left(&self, paused: Duration) -> Option<Duration> {
+        self.session.budget_time_left(paused)
+    }
+
     /// "Ended by its token budget: spent … of …", once a limit was reached.
     pub fn budget_line(&self) -> Option<String> {
         self.session.budget_line()
