@@ -40,6 +40,7 @@ mod ssh;
 mod steps;
 mod takeover;
 mod takeover_clients;
+mod takeover_secrets;
 mod tidy;
 mod tls;
 mod vision;

@@ -1,16 +1,20 @@
 //! A person takes over. Before each model call, a pause someone asked for (`POST /pause`)
 //! holds the session; `request_takeover` holds it at the model's own request and notifies the
 //! session's targets. While paused, each act the person sends runs on the worker as theirs
-//! (`"by": "human"` in the log and the step log); when they resume (or nobody comes within
+//! (`"by": "human"` in the log and the step log; what they type reaches the worker only: the
+//! model and the record get its length, and it is held in the vault, scrubbed from all they
+//! see after); when they resume (or nobody comes within
 //! `task.takeover_timeout_s`, or the seconds budget runs out first), the model is told what
 //! they did, their note, and the page as it is now. Only time a person held the session is
 //! left out of its seconds budget. No model call is made while paused; a stop ends the wait at
 //! once.
 
+use super::boundary::Boundary;
 use super::dispatch::timeout_for;
 use super::outcome::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, joined_text};
+use crate::protocol::takeover::{hide_typed, typed_pointers};
 use crate::protocol::tools::{Runs, Tool};
 use crate::protocol::{LogKind, SessionType};
 use crate::session::{Act, AgentOutcome, PauseEvent};
@@ -94,7 +98,9 @@ impl Agent {
         Some(self.handback(&how, &acts, note.as_deref()))
     }
 
-    /// What the model is told on resume: what the person did, their note, the page now.
+    /// What the model is told on resume: what the person did, their note, the page now; all of
+    /// it scrubbed of the vault's secrets and what the person typed (a URL, a selector or a
+    /// note can hold them too).
     fn handback(&mut self, how: &str, acts: &[String], note: Option<&str>) -> String {
         let mut told = how.to_string();
         if !acts.is_empty() {
@@ -104,8 +110,10 @@ impl Agent {
             }
         }
         if let Some(note) = note {
-            told.push_str(&format!("\nTheir note: {}", self.runner.scrub(note)));
+            told.push_str(&format!("\nTheir note: {note}"));
         }
+        let mut told = self.runner.scrub(&told);
+        // The page comes scrubbed (`current_snapshot`).
         if let Some(page) = self.current_snapshot() {
             self.grounding.saw(&page);
             told.push_str(&format!("\nThe page now:\n{page}"));
@@ -118,7 +126,13 @@ impl Agent {
     fn human_act(&mut self, act: &Act) -> (String, Value) {
         let name = act.tool.name();
         self.step += 1;
-        let input = typed_text_hidden(act.tool, &act.input);
+        // What the person typed goes to the worker; held in the vault before the act runs, so
+        // its result, the page after it and every later look are scrubbed of it.
+        let typed = typed_pointers(act.tool, &act.input);
+        for text in typed.iter().filter_map(|p| act.input.pointer(p)?.as_str()) {
+            self.runner.hold_typed(text);
+        }
+        let input = hide_typed(&act.input, &typed);
         let shown = super::context::excerpt(&input.to_string(), ACT_EXCERPT);
         self.runner.log(
             LogKind::Tool,
@@ -131,10 +145,10 @@ impl Agent {
         let params = self.target_params(act.tool, &act.input);
         let result = self.runner.execute(name, params, timeout);
         let outcome = self.target_outcome(name, result);
-        let excerpt = self.record_result(name, &input, &outcome, started, true);
+        self.record_result(name, &input, &outcome, started, true);
         let text = joined_text(&outcome.content, "\n");
         let status = if outcome.is_error { "failed" } else { "done" };
-        let line = format!("{name} {shown} → {status}: {}", first_line(&excerpt));
+        let line = format!("{name} {shown} → {status}: {}", self.result_line(&text));
         let answer = json!({
             "tool": name,
             "by": "human",
@@ -143,6 +157,14 @@ impl Agent {
             "screenshot": outcome.screenshot,
         });
         (line, answer)
+    }
+
+    /// The first line of an act's result for the model (not its opening marker), still between
+    /// the markers when the result came between them.
+    fn result_line(&self, text: &str) -> String {
+        let inner = Boundary::inner(text);
+        let first = super::context::excerpt(first_line(inner), ACT_EXCERPT);
+        if inner.len() == text.len() { first } else { self.boundary.wrap(&first) }
     }
 
     /// The worker command's params for a tool call: the call's input and what the session
@@ -194,27 +216,6 @@ fn one_line(text: &str, max: usize) -> String {
     }
 }
 
-/// What a person typed may be a password or a code sent to them: the log, the step log and
-/// the model get its length, the worker the text.
-fn typed_text_hidden(tool: Tool, input: &Value) -> Value {
-    let mut shown = input.clone();
-    let hide = |v: &mut Value| {
-        if let Some(text) = v.as_str() {
-            *v = json!(format!("[{} characters typed by the person]", text.chars().count()));
-        }
-    };
-    match tool {
-        Tool::BrowserType | Tool::TypeText => hide(&mut shown["text"]),
-        Tool::BrowserFillForm => {
-            for field in shown["fields"].as_array_mut().into_iter().flatten() {
-                hide(&mut field["value"]);
-            }
-        }
-        _ => {}
-    }
-    shown
-}
-
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or("")
 }
@@ -230,22 +231,4 @@ fn session_page(config: &crate::config::Config, id: &str) -> String {
         h => h.to_string(),
     };
     format!("{scheme}://{host}:{}/#s/{id}", config.server.api_port)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn what_a_person_types_is_shown_as_its_length() {
-        let shown = typed_text_hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
-        assert_eq!(shown, json!({"selector": "#code", "text": "[6 characters typed by the person]"}));
-        let form = json!({"fields": [{"selector": "#a", "value": "secret"}]});
-        assert_eq!(
-            typed_text_hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"],
-            "[6 characters typed by the person]"
-        );
-        let click = json!({"x": 1, "y": 2});
-        assert_eq!(typed_text_hidden(Tool::BrowserClick, &click), click);
-    }
 }

@@ -1,11 +1,13 @@
 //! A person taking over a session, and what a session may spend.
 //!
 //! `POST /sessions/:id/act {tool, input}` and `/resume {note?}` (strict, like every API
-//! request); the budget asked for in `POST /sessions` (`options.budget`, defaults in
-//! `agent.budget`); what the record shows of both while the session runs and after it ends.
+//! request); where a person's typing sits in a tool's arguments; the budget asked for in
+//! `POST /sessions` (`options.budget`, defaults in `agent.budget`); what the record shows of
+//! both while the session runs and after it ends.
 
+use super::tools::Tool;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// `POST /sessions/:id/act`: one worker tool, run as the person while the session is paused.
 #[derive(Debug, Deserialize)]
@@ -18,6 +20,36 @@ pub struct ActRequest {
 
 fn empty_object() -> Value {
     Value::Object(Default::default())
+}
+
+/// Where a person's typing sits in a tool's arguments, as JSON pointers (`/text`,
+/// `/fields/0/value`): text typed into a page or a window, a prompt's answer, and on a shell
+/// the command run and a file's content. It may be a password or a code sent to them: it goes
+/// to the worker, the model and the record get its length only (`hide_typed`).
+pub fn typed_pointers(tool: Tool, input: &Value) -> Vec<String> {
+    let key = match tool {
+        Tool::BrowserType | Tool::TypeText | Tool::BrowserAnswerDialog => "text",
+        Tool::RunCommand => "command",
+        Tool::WriteFile => "content",
+        Tool::BrowserFillForm => {
+            let fields = input["fields"].as_array().into_iter().flatten().enumerate();
+            return fields.filter(|(_, f)| f["value"].is_string()).map(|(i, _)| format!("/fields/{i}/value")).collect();
+        }
+        _ => return Vec::new(),
+    };
+    if input[key].is_string() { vec![format!("/{key}")] } else { Vec::new() }
+}
+
+/// `input` with the text at each pointer replaced by its length.
+pub fn hide_typed(input: &Value, pointers: &[String]) -> Value {
+    let mut shown = input.clone();
+    for pointer in pointers {
+        if let Some(v) = shown.pointer_mut(pointer) {
+            let count = v.as_str().map_or(0, |t| t.chars().count());
+            *v = json!(format!("[{count} characters typed by the person]"));
+        }
+    }
+    shown
 }
 
 /// `POST /sessions/:id/resume`: what the person wants the model to know.
@@ -141,6 +173,21 @@ mod tests {
         assert_eq!(Budget { tokens: Some(5), usd: Some(0.5), seconds: Some(9) }.invalid(), None);
         assert!(serde_json::from_str::<Budget>(r#"{"tokens": -5}"#).is_err());
         assert!(serde_json::from_str::<Budget>(r#"{"token": 5}"#).is_err());
+    }
+
+    #[test]
+    fn what_a_person_types_is_shown_as_its_length() {
+        let hidden = |tool, input: &Value| hide_typed(input, &typed_pointers(tool, input));
+        let shown = hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
+        assert_eq!(shown, json!({"selector": "#code", "text": "[6 characters typed by the person]"}));
+        let form = json!({"fields": [{"selector": "#a", "value": "secret"}]});
+        assert_eq!(hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"], "[6 characters typed by the person]");
+        let command = hidden(Tool::RunCommand, &json!({"command": "export T=1", "timeout_s": 5}));
+        assert_eq!(command, json!({"command": "[10 characters typed by the person]", "timeout_s": 5}));
+        assert_eq!(typed_pointers(Tool::WriteFile, &json!({"path": "/a", "content": "x"})), ["/content"]);
+        let click = json!({"x": 1, "y": 2});
+        assert_eq!(hidden(Tool::BrowserClick, &click), click);
+        assert!(typed_pointers(Tool::BrowserNavigate, &json!({"url": "https://x.test/"})).is_empty());
     }
 
     #[test]

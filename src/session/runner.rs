@@ -273,6 +273,12 @@ impl SessionRunner {
         self.session.vault().scrub(text)
     }
 
+    /// Hold what a person typed as a secret from now on: scrubbed from all the model and the
+    /// record see. False when it is too short to scrub.
+    pub fn hold_typed(&self, text: &str) -> bool {
+        self.session.vault().hold_typed(text)
+    }
+
     /// A scrubber that outlives the vault, for a write that lands after the session ends.
     pub fn scrubber(&self) -> impl Fn(&str) -> String + Send + use<> {
         self.session.vault().scrubber()
