@@ -3,8 +3,8 @@
 //! `Secret` wraps a string that must never reach a file, a log line or an API response: it has
 //! no `Serialize`, its `Debug` prints a placeholder, and its bytes are overwritten when dropped.
 //! The vault holds a session's credentials and notification secrets (their wire shapes are
-//! `protocol::secrets`), and what a person typed given again to a replay, in memory only; it is
-//! emptied when the session ends. `Vault::scrub` is the last line of defence: every text the
+//! `protocol::secrets`), and what a person typed (while taking over, `hold_typed`; given again
+//! to a replay, `with_typed`), in memory only; it is emptied when the session ends. `Vault::scrub` is the last line of defence: every text the
 //! session writes to disk passes through it, so a secret the model or a worker echoes back is
 //! replaced before it lands. Each secret is also hunted in the forms it travels in: URL- and
 //! form-encoded (`+` for a space) once or twice, hex, base64 (standard and URL-safe, alone or
@@ -31,9 +31,10 @@ const FORM_KEEP: &AsciiSet = &NON_ALPHANUMERIC.remove(b'*').remove(b'-').remove(
 pub struct Vault {
     pub credentials: Option<Credentials>,
     pub notifications: Option<Notifications>,
-    /// What a person typed, given again to a replay (`typed_N`).
+    /// What a person typed while taking over, or gave a replay (`typed_N`): the worker only.
     typed: Vec<crate::util::secret::Secret>,
-    /// The secrets in every form they are hunted in, built once: every log line is scrubbed.
+    /// The secrets in every form they are hunted in, built once (again after `hold_typed`):
+    /// every log line is scrubbed.
     forms: std::sync::OnceLock<Vec<String>>,
 }
 
@@ -49,6 +50,19 @@ impl Vault {
         self.typed = typed;
         self.forms = Default::default();
         self
+    }
+
+    /// Hold `text`, typed by a person, as a secret from now on. False when it is too short to
+    /// scrub (under `MIN_SECRET_CHARS`: it would match inside ordinary words).
+    pub fn hold_typed(&mut self, text: &str) -> bool {
+        if text.len() < MIN_SECRET_CHARS {
+            return false;
+        }
+        if !self.typed.iter().any(|t| t.expose() == text) {
+            self.typed.push(crate::util::secret::Secret::new(text));
+            self.forms = Default::default();
+        }
+        true
     }
 
     /// Whether anything would be scrubbed (most sessions hold no credentials).
@@ -347,5 +361,20 @@ mod tests {
         let mut v = serde_json::json!({"body": "u=bob&p=Hunter2+S3cret%21pw%2F%22%C3%A9"});
         vault.scrub_json(&mut v);
         assert_eq!(v["body"], "u=bob&p=[redacted]");
+    }
+
+    #[test]
+    fn what_a_person_typed_is_scrubbed_once_held() {
+        let mut vault = Vault::default();
+        assert_eq!(vault.scrub("value=\"493817\""), "value=\"493817\"");
+        assert!(vault.scrub("x").len() == 1 && !vault.has_secrets(), "built before the code came");
+        assert!(vault.hold_typed("493817"));
+        assert!(!vault.hold_typed("42"), "too short to scrub");
+        for leaked in ["493817", "NDkzODE3", "343933383137"] {
+            assert!(!vault.scrub(&format!("code={leaked}")).contains(leaked), "{leaked}");
+        }
+        assert_eq!(vault.scrub("value=\"42\""), "value=\"42\"");
+        vault.clear();
+        assert_eq!(vault.scrub("493817"), "493817", "emptied with the rest");
     }
 }

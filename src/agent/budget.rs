@@ -1,12 +1,15 @@
 //! Budgets (`options.budget`, `agent.budget`): once the session has spent a limit (tokens,
 //! dollars, seconds; `session/budget.rs` counts them), one wrap-up call offers only the tools
 //! that deliver, with the task restated; then the session ends `finished`, `ended_by: budget`,
-//! and its report and summary say which limit and what was spent.
+//! and its report and summary say which limit and what was spent. What is left of a seconds
+//! budget bounds the waits inside a turn: a tool call (`dispatch.rs`), a person the model asked
+//! for who has not come (`takeover.rs`).
 
 use super::{Agent, Turn};
 use crate::protocol::LogKind;
 use crate::protocol::takeover::BudgetKind;
 use crate::session::AgentOutcome;
+use std::time::Duration;
 
 impl Agent {
     /// Before a turn: `Ok(Some(kind))` when this turn is the budget's wrap-up call, `Ok(None)`
@@ -20,6 +23,12 @@ impl Agent {
         let line = self.runner.budget_line().unwrap_or_default();
         self.runner.log(LogKind::System, &format!("{line} One last call to deliver what the session has."), None);
         Ok(Some(kind))
+    }
+
+    /// What is left of the seconds budget (time a person held the session left out); `None`
+    /// without one.
+    pub(super) fn budget_left(&self) -> Option<Duration> {
+        self.runner.budget_time_left(self.paused_for)
     }
 
     fn end_by_budget(&mut self) -> Turn {

@@ -1,7 +1,8 @@
 //! Running one tool call: look it up in the session's offered tools (the tool table), check
 //! its arguments against its schema, and run it where the table says — a local handler
-//! (`local.rs`) or the session's executor. An unknown tool or bad arguments go back to the
-//! model as a tool error; nothing a model sends can end the session.
+//! (`local.rs`) or the session's executor, waiting no longer than what is left of a seconds
+//! budget. An unknown tool or bad arguments go back to the model as a tool error; nothing a
+//! model sends can end the session.
 
 use super::Agent;
 use super::approval::Gate;
@@ -273,11 +274,24 @@ impl Agent {
 
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
         let task = &self.runner.config().task;
-        let timeout = timeout_for(tool, input, task.command_timeout_s, task.download_timeout_s);
+        let mut timeout = timeout_for(tool, input, task.command_timeout_s, task.download_timeout_s);
         // Added after validation: the model cannot set these, the session does.
         let mut params = self.target_params(tool, input);
         if tool.spec().timeout == Timeout::Asked && input["timeout_s"].is_u64() {
             params["timeout_s"] = asked_timeout(input, task.command_timeout_s).into();
+        }
+        // A seconds budget: the call waits no longer than what is left of it.
+        let budget_cut = self.budget_left().filter(|left| *left < timeout);
+        if let Some(left) = budget_cut {
+            if left.is_zero() {
+                return ToolOutcome::error(format!("{} was not run: the session's time budget is spent", tool.name()));
+            }
+            timeout = left;
+            if tool.spec().timeout == Timeout::Asked {
+                // The command's own timeout a second short of it, so its result still comes.
+                let cut = left.saturating_sub(Duration::from_secs(1)).as_secs().max(1);
+                params["timeout_s"] = params["timeout_s"].as_u64().map_or(cut, |asked| asked.min(cut)).into();
+            }
         }
         if tool == Tool::BrowserClick {
             // The worker's guards act only where the session's profile asks for them.
@@ -301,7 +315,12 @@ impl Agent {
                 }
             }
         }
-        self.target_outcome(tool.name(), result)
+        let ran_out = budget_cut.is_some() && matches!(result, Err(ExecError::Timeout { .. }));
+        let mut outcome = self.target_outcome(tool.name(), result);
+        if ran_out {
+            outcome.content.push(Block::text("(the session's time budget ran out while it ran)"));
+        }
+        outcome
     }
 }
 

@@ -2,10 +2,14 @@
 //! holds the session; `request_takeover` holds it at the model's own request and notifies the
 //! session's targets. While paused, each act the person sends runs on the worker as theirs
 //! (`"by": "human"` in the log and the step log; in a dry run an acting one is described, not
-//! done, as the model's would be); when they resume (or nobody comes within
-//! `task.takeover_timeout_s`), the model is told what they did, their note, and the page as
-//! it is now. No model call is made while paused; a stop ends the wait at once.
+//! done; what they type reaches the worker only: the model and the record get its length, and
+//! it is held in the vault, scrubbed from all they see after); when they resume (or nobody comes within
+//! `task.takeover_timeout_s`, or the seconds budget runs out first), the model is told what
+//! they did, their note, and the page as it is now. Only time a person held the session is
+//! left out of its seconds budget. No model call is made while paused; a stop ends the wait at
+//! once.
 
+use super::boundary::Boundary;
 use super::dispatch::timeout_for;
 use super::outcome::ToolOutcome;
 use super::{Agent, Turn};
@@ -53,43 +57,50 @@ impl Agent {
             return None;
         }
         let began = Instant::now();
-        let timeout = Duration::from_secs(self.runner.config().takeover_timeout_s());
-        let deadline = began + timeout;
+        let deadline = began + Duration::from_secs(self.runner.config().takeover_timeout_s());
+        // Time a person holds the session is theirs, not the budget's: a pause they asked for
+        // from its start, one the model asked for from their first act (the web page's first
+        // look is one). Until then it is the session's own time, which its budget ends.
+        let mut held_since = reason.is_none().then_some(began);
         let mut acts = Vec::new();
         let ending = loop {
-            match self.runner.next_pause_event(deadline) {
+            let until = match (held_since, self.budget_left()) {
+                (None, Some(left)) => Instant::now().checked_add(left).map_or(deadline, |end| deadline.min(end)),
+                _ => deadline,
+            };
+            match self.runner.next_pause_event(until) {
                 PauseEvent::Act(act) => {
+                    held_since.get_or_insert_with(Instant::now);
                     let (line, result) = self.human_act(&act);
                     acts.push(line);
                     self.runner.act_done(act.id, result);
                 }
                 PauseEvent::Resumed(note) => break Ok(note),
-                PauseEvent::TimedOut => break Err(timeout),
+                PauseEvent::TimedOut => break Err(began.elapsed()),
                 PauseEvent::Stopped => return None,
             }
         };
-        self.paused_for += began.elapsed();
+        if let Some(since) = held_since {
+            self.paused_for += since.elapsed();
+        }
         self.runner.leave_pause();
         let (how, note) = match ending {
             Ok(note) => {
                 self.runner.log(LogKind::System, "resumed by the person", note.as_ref().map(|n| json!({"note": n})));
                 ("A person took over and has handed back to you.".to_string(), note)
             }
-            Err(t) => {
-                self.runner.log(LogKind::System, &format!("nobody took over within {} s; going on", t.as_secs()), None);
-                (
-                    format!(
-                        "Nobody took over within {} s. Go on yourself, or finish and say what you needed.",
-                        t.as_secs()
-                    ),
-                    None,
-                )
+            Err(waited) => {
+                let secs = (waited + Duration::from_millis(500)).as_secs();
+                self.runner.log(LogKind::System, &format!("nobody took over within {secs} s; going on"), None);
+                (format!("Nobody took over within {secs} s. Go on yourself, or finish and say what you needed."), None)
             }
         };
         Some(self.handback(&how, &acts, note.as_deref()))
     }
 
-    /// What the model is told on resume: what the person did, their note, the page now.
+    /// What the model is told on resume: what the person did, their note, the page now; all of
+    /// it scrubbed of the vault's secrets and what the person typed (a URL, a selector or a
+    /// note can hold them too).
     fn handback(&mut self, how: &str, acts: &[String], note: Option<&str>) -> String {
         let mut told = how.to_string();
         if !acts.is_empty() {
@@ -99,8 +110,10 @@ impl Agent {
             }
         }
         if let Some(note) = note {
-            told.push_str(&format!("\nTheir note: {}", self.runner.scrub(note)));
+            told.push_str(&format!("\nTheir note: {note}"));
         }
+        let mut told = self.runner.scrub(&told);
+        // The page comes scrubbed (`current_snapshot`).
         if let Some(page) = self.current_snapshot() {
             self.grounding.saw(&page);
             told.push_str(&format!("\nThe page now:\n{page}"));
@@ -113,7 +126,12 @@ impl Agent {
     fn human_act(&mut self, act: &Act) -> (String, Value) {
         let name = act.tool.name();
         self.step += 1;
+        // What the person typed goes to the worker; held in the vault before the act runs, so
+        // its result, the page after it and every later look are scrubbed of it.
         let typed = typed_pointers(act.tool, &act.input);
+        for text in typed.iter().filter_map(|p| act.input.pointer(p)?.as_str()) {
+            self.runner.hold_typed(text);
+        }
         let input = hide_typed(&act.input, &typed);
         let shown = super::context::excerpt(&input.to_string(), ACT_EXCERPT);
         self.runner.log(
@@ -133,11 +151,11 @@ impl Agent {
             self.target_outcome(name, result)
         };
         self.typed_args = typed;
-        let excerpt = self.record_result(name, &input, &outcome, started, true);
+        self.record_result(name, &input, &outcome, started, true);
         self.typed_args.clear();
         let text = joined_text(&outcome.content, "\n");
         let status = if outcome.is_error { "failed" } else { "done" };
-        let line = format!("{name} {shown} → {status}: {}", first_line(&excerpt));
+        let line = format!("{name} {shown} → {status}: {}", self.result_line(&text));
         let answer = json!({
             "tool": name,
             "by": "human",
@@ -147,6 +165,14 @@ impl Agent {
             "screenshot": outcome.screenshot,
         });
         (line, answer)
+    }
+
+    /// The first line of an act's result for the model (not its opening marker), still between
+    /// the markers when the result came between them.
+    fn result_line(&self, text: &str) -> String {
+        let inner = Boundary::inner(text);
+        let first = super::context::excerpt(first_line(inner), ACT_EXCERPT);
+        if inner.len() == text.len() { first } else { self.boundary.wrap(&first) }
     }
 
     /// The worker command's params for a tool call: the call's input and what the session
@@ -213,20 +239,4 @@ fn session_page(config: &crate::config::Config, id: &str) -> String {
         h => h.to_string(),
     };
     format!("{scheme}://{host}:{}/#s/{id}", config.server.api_port)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn what_a_person_types_is_shown_as_its_length() {
-        let hidden = |tool, input: &Value| hide_typed(input, &typed_pointers(tool, input));
-        let shown = hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
-        assert_eq!(shown, json!({"selector": "#code", "text": "[6 characters typed by the person]"}));
-        let form = json!({"fields": [{"selector": "#a", "value": "secret"}]});
-        assert_eq!(hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"], "[6 characters typed by the person]");
-        let click = json!({"x": 1, "y": 2});
-        assert_eq!(hidden(Tool::BrowserClick, &click), click);
-    }
 }

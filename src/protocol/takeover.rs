@@ -1,8 +1,9 @@
 //! A person taking over a session, and what a session may spend.
 //!
 //! `POST /sessions/:id/act {tool, input}` and `/resume {note?}` (strict, like every API
-//! request); where a person's typing sits in a tool's arguments; the budget asked for in `POST /sessions` (`options.budget`, defaults in
-//! `agent.budget`); what the record shows of both while the session runs and after it ends.
+//! request); where a person's typing sits in a tool's arguments; the budget asked for in
+//! `POST /sessions` (`options.budget`, defaults in `agent.budget`); what the record shows of
+//! both while the session runs and after it ends.
 
 use super::tools::Tool;
 use serde::{Deserialize, Serialize};
@@ -22,17 +23,21 @@ fn empty_object() -> Value {
 }
 
 /// Where a person's typing sits in a tool's arguments, as JSON pointers (`/text`,
-/// `/fields/0/value`). It may be a password or a code sent to them: the log, the step log and
-/// the model get its length only (`hide_typed`), and a replay asks for it again.
+/// `/fields/0/value`): text typed into a page or a window, a prompt's answer, and on a shell
+/// the command run and a file's content. It may be a password or a code sent to them: it goes
+/// to the worker, the model and the record get its length only (`hide_typed`).
 pub fn typed_pointers(tool: Tool, input: &Value) -> Vec<String> {
-    match tool {
-        Tool::BrowserType | Tool::TypeText if input["text"].is_string() => vec!["/text".into()],
+    let key = match tool {
+        Tool::BrowserType | Tool::TypeText | Tool::BrowserAnswerDialog => "text",
+        Tool::RunCommand => "command",
+        Tool::WriteFile => "content",
         Tool::BrowserFillForm => {
             let fields = input["fields"].as_array().into_iter().flatten().enumerate();
-            fields.filter(|(_, f)| f["value"].is_string()).map(|(i, _)| format!("/fields/{i}/value")).collect()
+            return fields.filter(|(_, f)| f["value"].is_string()).map(|(i, _)| format!("/fields/{i}/value")).collect();
         }
-        _ => Vec::new(),
-    }
+        _ => return Vec::new(),
+    };
+    if input[key].is_string() { vec![format!("/{key}")] } else { Vec::new() }
 }
 
 /// `input` with the text at each pointer replaced by its length.
@@ -132,7 +137,8 @@ pub struct Spent {
     /// Only with a price for the session's model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usd: Option<f64>,
-    /// Wall time since the session was created, waits for a worker included, pauses not.
+    /// Wall time since the session was created, waits for a worker included, time a person
+    /// held it (`POST /pause`, or from their first act in a pause the model asked for) not.
     pub seconds: u64,
 }
 
@@ -167,6 +173,21 @@ mod tests {
         assert_eq!(Budget { tokens: Some(5), usd: Some(0.5), seconds: Some(9) }.invalid(), None);
         assert!(serde_json::from_str::<Budget>(r#"{"tokens": -5}"#).is_err());
         assert!(serde_json::from_str::<Budget>(r#"{"token": 5}"#).is_err());
+    }
+
+    #[test]
+    fn what_a_person_types_is_shown_as_its_length() {
+        let hidden = |tool, input: &Value| hide_typed(input, &typed_pointers(tool, input));
+        let shown = hidden(Tool::BrowserType, &json!({"selector": "#code", "text": "424242"}));
+        assert_eq!(shown, json!({"selector": "#code", "text": "[6 characters typed by the person]"}));
+        let form = json!({"fields": [{"selector": "#a", "value": "secret"}]});
+        assert_eq!(hidden(Tool::BrowserFillForm, &form)["fields"][0]["value"], "[6 characters typed by the person]");
+        let command = hidden(Tool::RunCommand, &json!({"command": "export T=1", "timeout_s": 5}));
+        assert_eq!(command, json!({"command": "[10 characters typed by the person]", "timeout_s": 5}));
+        assert_eq!(typed_pointers(Tool::WriteFile, &json!({"path": "/a", "content": "x"})), ["/content"]);
+        let click = json!({"x": 1, "y": 2});
+        assert_eq!(hidden(Tool::BrowserClick, &click), click);
+        assert!(typed_pointers(Tool::BrowserNavigate, &json!({"url": "https://x.test/"})).is_empty());
     }
 
     #[test]

@@ -1,8 +1,10 @@
 //! What a session spends against its budget (`options.budget`, `agent.budget`): tokens and
 //! dollars as each model call's usage comes in, seconds of wall time since the session was
-//! created (waits for a worker included, time paused for a person not). The record's `budget`
-//! shows the limits and the spending as the session runs; the first limit reached is kept in
-//! `budget.exceeded`, and the session is marked `ended_by: budget`.
+//! created (waits for a worker included, time a person held it not: a pause the model asks for
+//! counts until a person acts), and what is left of them, which bounds every wait of the agent's
+//! for a worker or a person. The record's `budget` shows the limits and the spending as the
+//! session runs; the first limit reached is kept in `budget.exceeded`, and the session is
+//! marked `ended_by: budget`.
 
 use super::Session;
 use crate::protocol::Usage;
@@ -73,10 +75,15 @@ impl Session {
 
     /// When the seconds budget runs out, for waits before the agent runs (the lease).
     pub(super) fn budget_deadline(&self) -> Option<Instant> {
+        Instant::now().checked_add(self.budget_time_left(Duration::ZERO)?)
+    }
+
+    /// What is left of the seconds budget, `paused` (time a person held the session) left out
+    /// as `budget_reached` leaves it out; `None` without a seconds budget.
+    pub fn budget_time_left(&self, paused: Duration) -> Option<Duration> {
         let state = self.lock();
         let limit = Duration::from_secs(state.record.budget.as_ref()?.limit.seconds?);
-        let left = limit.saturating_sub(self.born.elapsed());
-        Instant::now().checked_add(left)
+        Some(limit.saturating_sub(self.born.elapsed().saturating_sub(paused)))
     }
 
     /// The budget line for a report or a summary: which limit, what was spent.

@@ -249,6 +249,11 @@ impl SessionRunner {
         self.session.budget_reached(paused)
     }
 
+    /// What is left of the seconds budget (`paused` left out as above); `None` without one.
+    pub fn budget_time_left(&self, paused: Duration) -> Option<Duration> {
+        self.session.budget_time_left(paused)
+    }
+
     /// "Ended by its token budget: spent … of …", once a limit was reached.
     pub fn budget_line(&self) -> Option<String> {
         self.session.budget_line()
@@ -266,6 +271,12 @@ impl SessionRunner {
     /// Replace any vault secret inside `text` (for text that leaves through other paths).
     pub fn scrub(&self, text: &str) -> String {
         self.session.vault().scrub(text)
+    }
+
+    /// Hold what a person typed as a secret from now on: scrubbed from all the model and the
+    /// record see. False when it is too short to scrub.
+    pub fn hold_typed(&self, text: &str) -> bool {
+        self.session.vault().hold_typed(text)
     }
 
     /// A scrubber that outlives the vault, for a write that lands after the session ends.
