@@ -180,12 +180,16 @@ fn the_model_clicks_a_button_it_found_in_list_elements() {
     llm.assert_well_formed();
 }
 
-/// A tool result block's JSON (its content is the tool's answer as text).
+/// A tool result block's JSON (its content is the tool's answer as text, between markers).
 fn result_json(block: &Value) -> Value {
     let text = match &block["content"] {
         Value::String(s) => s.clone(),
         Value::Array(parts) => parts.iter().filter_map(|p| p["text"].as_str()).collect::<Vec<_>>().join(""),
         other => panic!("a tool result without text: {other}"),
     };
-    serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+    // What the desktop showed comes between the boundary's marker lines.
+    let (first, rest) = text.split_once('\n').unwrap_or_else(|| panic!("not wrapped: {text}"));
+    assert!(first.starts_with("<<desktop "), "not wrapped: {text}");
+    let inner = rest.rsplit_once('\n').map_or(rest, |(inner, _)| inner);
+    serde_json::from_str(inner).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }

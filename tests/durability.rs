@@ -200,9 +200,17 @@ fn a_full_disk_ends_the_session_naming_the_cause_and_refuses_new_ones_507() {
     assert!(error.starts_with("the controller's disk is full: cannot write"), "{error}");
     // Nothing partial: no temp files, every log line whole.
     let seen = std::path::PathBuf::from(format!("/proc/{}/root{}", child.0.id(), out.join(&id).display()));
-    let names: Vec<String> =
-        std::fs::read_dir(&seen).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
-    assert!(!names.iter().any(|n| n.ends_with(".tmp") || n.ends_with(".part")), "{names:?}");
+    // The status shows before its last write is done (a temp file lives during a write): wait
+    // for the writes to end, then nothing partial may be left.
+    let names = || -> Vec<String> {
+        std::fs::read_dir(&seen).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    };
+    let partial = |n: &String| n.ends_with(".tmp") || n.ends_with(".part");
+    let settled = wait_until(Duration::from_secs(10), "the last write to end", || {
+        let now = names();
+        (!now.iter().any(partial)).then_some(now)
+    });
+    assert!(settled.contains(&"session.json".to_string()), "{settled:?}");
     let log = std::fs::read_to_string(seen.join("log.jsonl")).unwrap();
     assert!(log.lines().all(|l| serde_json::from_str::<serde_json::Value>(l).is_ok()), "{log}");
     assert!(log.ends_with('\n'));

@@ -156,7 +156,7 @@ impl Agent {
         let text = joined_text(&outcome.content, "\n");
         let status = if outcome.is_error { "failed" } else { "done" };
         let line = format!("{name} {shown} → {status}: {}", self.result_line(&text));
-        let answer = json!({
+        let mut answer = json!({
             "tool": name,
             "by": "human",
             "is_error": outcome.is_error,
@@ -164,6 +164,10 @@ impl Agent {
             "result": text,
             "screenshot": outcome.screenshot,
         });
+        if outcome.stopped {
+            // Not an answer: the act's request is told the session stopped under it.
+            answer["stopped"] = true.into();
+        }
         (line, answer)
     }
 

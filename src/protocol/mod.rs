@@ -148,8 +148,7 @@ pub struct SessionOptionsRequest {
     pub allowed_domains: Option<Vec<String>>,
 }
 
-/// Who approves a session's commands (`run_command`, `write_file`, `browser_submit_form`)
-/// before they run.
+/// Who approves commands (`run_command`, `write_file`, `browser_submit_form`) before they run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Approval {

@@ -170,6 +170,14 @@ impl Session {
         self.changed.notify_all();
     }
 
+    fn stopped_under_act(&self) -> ApiError {
+        ApiError::Conflict(format!(
+            "session {} was stopped while the act was running on the worker: its command was abandoned, \
+             and may or may not have taken effect",
+            self.id
+        ))
+    }
+
     /// `POST /act`: hand the act to the paused session and wait for its result.
     pub fn act(&self, tool: Tool, input: Value, timeout: Duration) -> Result<Value, ApiError> {
         let mut state = self.lock();
@@ -201,17 +209,15 @@ impl Session {
         let was_running = state.handover.running == Some(id);
         drop(state);
         match result {
+            // The stop came while the worker ran it, and the session's thread answered first.
+            Some(Ok(answer)) if answer["stopped"] == true => Err(self.stopped_under_act()),
             Some(Ok(answer)) => Ok(answer),
             Some(Err(())) => {
                 Err(ApiError::Conflict(format!("session {} was no longer paused when the act came", self.id)))
             }
             // Taken by the session's thread: its command went to the worker, which may have
             // done it before the stop abandoned it.
-            None if self.stop_requested() && was_running => Err(ApiError::Conflict(format!(
-                "session {} was stopped while the act was running on the worker: its command was abandoned, \
-                 and may or may not have taken effect",
-                self.id
-            ))),
+            None if self.stop_requested() && was_running => Err(self.stopped_under_act()),
             None if self.stop_requested() => {
                 Err(ApiError::Conflict(format!("session {} ended before the act ran", self.id)))
             }
