@@ -2,8 +2,8 @@
 //! through the real controller, agent-worker and headless Chromium on the test site's
 //! `/widgets` page: suggestions that appear on typing, an error line and a dialog on a click, a
 //! date typed as `03/05/2024` and as `2024-03-05`, time and date-and-time fields, a range, a
-//! number spinner and a native select; a click that leaves the page answers with the whole new
-//! page; and the changes reach the model as lines, in both profiles.
+//! number spinner, a colour and a native select; a click that leaves the page answers with the
+//! whole new page; and the changes reach the model as lines, in both profiles.
 
 use crate::support::llm::*;
 use crate::support::site::Site;
@@ -137,6 +137,10 @@ fn actions_answer_with_what_changed_on_the_page() {
     assert!(many["problem"].as_str().unwrap_or_default().contains('9'), "{many}");
     let e = cmd_err(&r, "browser_type", json!({"selector": qty, "text": "three"}));
     assert!(e.contains("number field") && e.contains("write it as a number"), "{e}");
+
+    let tint = ref_of(&snap, "input color \"Colour\"");
+    assert_eq!(cmd(&r, "browser_type", json!({"selector": tint, "text": "#f80"}))["set"], "#ff8800");
+    assert_eq!(cmd(&r, "browser_select_option", json!({"selector": tint, "value": "teal"}))["set"], "#008080");
 
     // A native select: chosen, or its options listed.
     let chosen = cmd(&r, "browser_select_option", json!({"selector": size, "value": "Medium"}));

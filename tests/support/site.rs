@@ -95,7 +95,7 @@ fn states_page(open: bool) -> String {
 
 /// A page whose elements answer an action without leaving it: a city field whose suggestions
 /// appear a moment after typing, a Save button that shows an error line, a Delete button that
-/// opens a dialog, date, time and date-and-time fields, a range, a number spinner and a native
+/// opens a dialog, date, time and date-and-time fields, a range, a number spinner, a colour and a native
 /// select, each writing what its last input and change events said into `#log`.
 const WIDGETS: &str = r#"<h1>Widgets</h1>
 <label>City <input id="city" name="city" autocomplete="off"></label><ul id="sugg"></ul>
@@ -107,6 +107,7 @@ const WIDGETS: &str = r#"<h1>Widgets</h1>
 <label>Meeting <input type="datetime-local" id="meet" name="meet"></label>
 <label>Volume <input type="range" id="vol" name="vol" min="0" max="10" step="1" value="5"></label>
 <label>Quantity <input type="number" id="qty" name="qty" min="1" max="9" value="1"></label>
+<label>Colour <input type="color" id="tint" name="tint"></label>
 <label>Size <select id="size" name="size"><option value="">Choose…</option><option value="s">Small</option><option value="m">Medium</option><option value="l">Large</option></select></label>
 <p id="log"></p><a href="/menu">Shop menu</a>
 <script>
