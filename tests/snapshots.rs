@@ -79,12 +79,13 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     let clicked =
         cmd(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Say hello\""))}));
     assert_eq!(clicked["clicked"], "button");
-    assert!(clicked["snapshot"].as_str().unwrap().contains("text \"clicked!\""), "{clicked}");
-    let after = clicked["snapshot"].as_str().unwrap().to_string();
-    let frame_button = ref_of(&after, "button \"Frame button\"");
+    // On the same page a click answers with what it changed, not the whole page again.
+    assert_eq!(clicked["changes"], "What changed on the page (lines: 1 new):\ntext \"clicked!\"", "{clicked}");
+    let frame_button = ref_of(&snap, "button \"Frame button\"");
     let in_frame = cmd(&r, "browser_click", json!({"selector": format!("ref={frame_button}")}));
-    assert!(in_frame["snapshot"].as_str().unwrap().contains("button \"frame clicked\""), "{in_frame}");
-    let email = ref_of(&after, "input email");
+    let changed = in_frame["changes"].as_str().unwrap();
+    assert!(changed.contains(&format!("[{frame_button}] button \"frame clicked\"")), "{in_frame}");
+    let email = ref_of(&snap, "input email");
     cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test"}));
     let again = cmd(&r, "browser_snapshot", json!({}));
     assert!(
@@ -262,9 +263,10 @@ fn snapshots_show_clickables_and_states() {
     ref_of(&snap, "input text \"Account\" name=account value=\"ACC-7\" (read-only)");
     assert!(!snap.contains("Ships in 3 days") && !snap.contains("Hidden details text"), "closed: {snap}");
 
+    // What each click changed (the page stays).
     let click = |r_: &str| {
         let v = cmd(&r, "browser_click", json!({"selector": format!("ref={r_}")}));
-        v["snapshot"].as_str().unwrap_or_else(|| panic!("{v}")).to_string()
+        v["changes"].as_str().unwrap_or_else(|| panic!("{v}")).to_string()
     };
     let after = click(&like);
     assert!(after.contains(&format!("[{like}] clickable \"Liked\"")), "the handler ran: {after}");

@@ -28,6 +28,7 @@ mod mcp;
 mod metrics;
 mod openapi;
 mod outputs;
+mod page_changes;
 mod profiles;
 mod prompts;
 mod providers;

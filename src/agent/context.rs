@@ -28,7 +28,7 @@ impl Agent {
             }
         }
         let sign_in = data.as_object_mut().and_then(|d| d.remove("sign_in")) == Some(json!(true));
-        let page = self.take_page(&mut data);
+        let page = self.take_page(&mut data).or_else(|| super::snapshot::take_changes(&mut data));
         let text = super::snapshot::render(&data, page);
         let max = self.runner.config().agent.max_tool_output_chars;
         let text =

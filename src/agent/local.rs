@@ -226,7 +226,8 @@ impl Agent {
         // Text, not a screenshot: every model can read it. The page may echo what was typed.
         self.runner.scrub_json(&mut after);
         // The page after it is the latest page (a click on its file link is then a download).
-        let page = self.take_page(&mut after).unwrap_or_default();
+        // A login that stays on its page answers with what changed there (an error line).
+        let page = self.take_page(&mut after).or_else(|| super::snapshot::take_changes(&mut after)).unwrap_or_default();
         ToolOutcome::blocks(vec![Block::text(format!(
             "Submitted the login form at {login_url} as {}. Read the page after it to see whether the login worked:\n{}",
             creds.username,

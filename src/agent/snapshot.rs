@@ -6,7 +6,8 @@
 //!
 //! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
-//! snapshot follows them as plain lines.
+//! snapshot (or, after an action on the same page, the lines it changed) follows them as
+//! plain lines.
 
 use super::Agent;
 use crate::protocol::SessionType;
@@ -26,9 +27,19 @@ pub(super) fn take(data: &mut Value) -> Option<String> {
     }
 }
 
-/// A result's JSON followed by its snapshot's lines. With a page, its header line already
-/// says the title and HTTP status: the JSON line keeps the rest (the URL stays for a resumed
-/// session to find).
+/// Take what an action changed on its page out of a worker result (`changes`: lines with
+/// refs, read like a snapshot's; the counts stay in `changed`). It is not the page: the latest
+/// page seen stays the one before.
+pub(super) fn take_changes(data: &mut Value) -> Option<String> {
+    match data.as_object_mut()?.remove("changes")? {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// A result's JSON followed by its snapshot's (or its changes') lines. The page's header line
+/// already says the title and HTTP status: the JSON line keeps the rest (the URL stays for a
+/// resumed session to find).
 pub(super) fn render(data: &Value, page: Option<String>) -> String {
     let Some(page) = page else {
         return match data {

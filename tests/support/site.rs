@@ -1,6 +1,7 @@
 //! A small website on loopback for browser tests: PDF links, a table, a login that sets a
 //! cookie guarding a private PDF, a form with a result page, content that appears late, a page
-//! that remembers a visit in localStorage, and a hostile page that tampers with its globals.
+//! that remembers a visit in localStorage, a hostile page that tampers with its globals, and
+//! widgets that answer an action in place (suggestions, a dialog, dates, a range, a spinner).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
@@ -91,6 +92,46 @@ fn states_page(open: bool) -> String {
         <label>Code <input name="code" required></label> <label>Account <input name="account" value="ACC-7" readonly></label>"#
     )
 }
+
+/// A page whose elements answer an action without leaving it: a city field whose suggestions
+/// appear a moment after typing, a Save button that shows an error line, a Delete button that
+/// opens a dialog, date, time and date-and-time fields, a range, a number spinner, a colour and a native
+/// select, each writing what its last input and change events said into `#log`.
+const WIDGETS: &str = r#"<h1>Widgets</h1>
+<label>City <input id="city" name="city" autocomplete="off"></label><ul id="sugg"></ul>
+<button id="save">Save</button><p id="err"></p>
+<button id="del">Delete</button>
+<div id="dlg" role="dialog" hidden><p>Really delete the order?</p><button id="yes">Yes, delete</button> <button id="no">Keep it</button></div>
+<label>Start date <input type="date" id="start" name="start" min="2020-01-01" max="2030-12-31"></label>
+<label>Start time <input type="time" id="at" name="at"></label>
+<label>Meeting <input type="datetime-local" id="meet" name="meet"></label>
+<label>Volume <input type="range" id="vol" name="vol" min="0" max="10" step="1" value="5"></label>
+<label>Quantity <input type="number" id="qty" name="qty" min="1" max="9" value="1"></label>
+<label>Colour <input type="color" id="tint" name="tint"></label>
+<label>Size <select id="size" name="size"><option value="">Choose…</option><option value="s">Small</option><option value="m">Medium</option><option value="l">Large</option></select></label>
+<p id="log"></p><a href="/menu">Shop menu</a>
+<script>
+const $ = id => document.getElementById(id), seen = [];
+const log = t => { seen.push(t); $('log').textContent = seen.slice(-2).join('; ') + ';'; };
+const CITIES = ['Paris', 'Parma', 'Prague', 'Porto', 'Oslo'];
+$('city').addEventListener('input', e => setTimeout(() => {
+  const v = e.target.value.toLowerCase();
+  $('sugg').innerHTML = '';
+  for (const c of CITIES.filter(c => v && c.toLowerCase().startsWith(v))) {
+    const li = document.createElement('li');
+    li.setAttribute('role', 'option'); li.textContent = c;
+    li.onclick = () => { $('city').value = c; $('sugg').innerHTML = ''; };
+    $('sugg').appendChild(li);
+  }
+}, 200));
+$('save').onclick = () => { $('err').textContent = $('city').value ? 'Saved' : 'Please enter a city first'; };
+$('del').onclick = () => { $('dlg').hidden = false; };
+$('no').onclick = () => { $('dlg').hidden = true; };
+for (const id of ['start', 'at', 'meet', 'vol', 'qty', 'size']) {
+  $(id).addEventListener('input', e => log(id + ' input ' + e.target.value));
+  $(id).addEventListener('change', e => log(id + ' change ' + e.target.value));
+}
+</script>"#;
 
 impl Site {
     pub fn start() -> Site {
@@ -244,6 +285,7 @@ impl Site {
                          <p id='out' style='position:absolute;top:300px'></p>",
                     )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    ("GET", "/widgets") => html(page("Widgets", WIDGETS)),
                     ("GET", "/states") => html(page("States", &states_page(rq.url().contains("open=1")))),
                     ("GET", "/menu") => html(page(
                         "Menu",

@@ -299,16 +299,19 @@ if (!window.__ac) { window.__ac = (() => {
     else if (tag === "a") what = "link";
     else if (tag === "select") { what = "select"; tool = "browser_select_option"; }
     else if (tag === "input" && (type === "checkbox" || type === "radio")) { what = type; tool = "browser_fill_form with type " + type + " (or browser_click)"; }
+    else if (window.__acInputs.special(el)) { what = type + " field"; tool = "browser_type or browser_select_option with the value (" + window.__acInputs.forms(type) + ")"; }
     else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
     else tool = "nothing: its text is already in the snapshot (to keep a value, save_file it)";
     const text = textOf(el).slice(0, 60);
     return "`" + sel + "` is a " + what + (text ? ' "' + text + '"' : "") + ", not " + wanted + ": use " + tool;
   }
   // Focus a field for typing; refuse one that cannot take the keys (hidden, disabled), so text
-  // (a password) never lands in whatever had focus before.
+  // (a password) never lands in whatever had focus before. A date, number, range or colour
+  // field is left as it is and named (`{special: "date"}`): its value is set (`setSpecial`).
   function focusForTyping(sel, clear) {
     const el = find(sel);
     if (!visible(el)) throw new Error("`" + sel + "` is not visible, so it cannot be typed into");
+    if (window.__acInputs.special(el)) return {special: el.type};
     if (!takesText(el) && el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a text field"));
     el.scrollIntoView({block: "center"});
     el.focus();
@@ -329,14 +332,34 @@ if (!window.__ac) { window.__ac = (() => {
     el.dispatchEvent(new Event("input", {bubbles: true}));
     el.dispatchEvent(new Event("change", {bubbles: true}));
   }
+  // A date, time, number, range or colour field set to what `text` means (inputs.js), with the
+  // page's events; answers the value it holds now, what was asked when the field moved it (a
+  // range keeps to its bounds and step), and the field's own complaint (out of its range).
+  function setSpecial(sel, text, el) {
+    el = el || find(sel);
+    const inputs = window.__acInputs, type = el.type;
+    if (!inputs.special(el)) throw new Error(wrongKind(el, sel, "a date, time, number, range or colour field"));
+    if (el.disabled || el.readOnly) throw new Error("`" + sel + "` is " + (el.disabled ? "disabled" : "read-only") + ": its value cannot be set");
+    const value = inputs.convert(type, text);
+    if (value === null) throw new Error("`" + sel + "` is a " + type + " field, and `" + String(text).slice(0, 40) + "` is not a " + type + " it takes: write it as " + inputs.forms(type));
+    el.focus();
+    setValue(el, value);
+    const out = {set: el.value, kind: type};
+    if (el.value !== value) out.asked = value;
+    if (!el.checkValidity()) out.problem = el.validationMessage;
+    return out;
+  }
   function selectOption(sel, value) {
     const el = find(sel);
+    if (el.tagName !== "SELECT" && window.__acInputs.special(el)) return setSpecial(sel, value, el);
     if (el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a select"));
     const pick = v => Array.from(el.options).find(o => o.value === v) || Array.from(el.options).find(o => norm(o.text) === norm(v))
       || Array.from(el.options).find(o => norm(o.text).toLowerCase().includes(norm(v).toLowerCase()));
     // `Mug=mug`, as the snapshot lists an option whose value differs from its text.
     const opt = pick(value) || (String(value).includes("=") && pick(String(value).split("=")[0]));
-    if (!opt) throw new Error("no option `" + value + "` in `" + sel + "`; options: " + Array.from(el.options).map(o => o.text.trim()).join(", "));
+    const names = Array.from(el.options).map(o => norm(o.text));
+    const more = names.length > 40 ? ", … " + (names.length - 40) + " more" : "";
+    if (!opt) throw new Error("no option `" + value + "` in `" + sel + "`; options: " + names.slice(0, 40).join(", ") + more);
     setValue(el, opt.value);
     return {selected: opt.value, label: opt.text.trim()};
   }
@@ -345,7 +368,8 @@ if (!window.__ac) { window.__ac = (() => {
     for (const f of fields) {
       const el = find(f.selector);
       const kind = f.type || (el.tagName === "SELECT" ? "select" : (el.type === "checkbox" || el.type === "radio") ? el.type : "text");
-      if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
+      if (window.__acInputs.special(el)) done.push(Object.assign({selector: f.selector}, setSpecial(f.selector, f.value, el)));
+      else if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
       else if (kind === "checkbox" || kind === "radio") {
         const want = !/^(false|0|no|off|unchecked)$/i.test(String(f.value));
         if (el.type !== "checkbox" && el.type !== "radio") throw new Error(wrongKind(el, f.selector, "a " + kind));
@@ -404,7 +428,7 @@ if (!window.__ac) { window.__ac = (() => {
     return {url: location.href, title: String(document.title || ""), ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, selectOption, fill, links, table, texts, submit, info, textOf,
+  return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
           norm, visible, labelFor, refState,
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

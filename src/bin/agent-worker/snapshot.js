@@ -1,5 +1,6 @@
 // agent-worker page snapshot: what the model reads of a page, with refs it can act on.
-// Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part) once per document.
+// Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part, lines) once per
+// document, and __ac.watch()/__ac.quiet() to wait for the changes an action sets off.
 // Invariants: hidden elements are left out; a password's value never appears; every element
 // shown gets a ref `eN` (text only where a click does something there) that stays the same for
 // that element while the document lives, and that an element looking the same (its line without
@@ -68,7 +69,10 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
     else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
     else if (el.value) value = ` value=${q(el.value)}`;
-    return `${type === "textarea" ? "textarea" : "input " + type} ${q(label)}${name}${value}${states(el)}`;
+    // A number, range or date field's bounds: what a value set there must keep to.
+    const bounded = /^(number|range|date|time|datetime-local|month|week)$/.test(type) && (el.min || el.max);
+    const bounds = bounded ? ` (${[el.min && "min " + el.min, el.max && "max " + el.max].filter(Boolean).join(", ")})` : "";
+    return `${type === "textarea" ? "textarea" : "input " + type} ${q(label)}${name}${bounds}${value}${states(el)}`;
   }
   function tableLines(t) {
     const rows = Array.from(t.rows).filter(r => shown(r));
@@ -209,9 +213,38 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const head = parts.length > 1 ? `${header} — part ${n} of ${parts.length}` : header;
     let out = head + "\n" + parts[n - 1].join("\n");
     if (n < parts.length) out += `\n… more of this page: browser_snapshot {"page": ${n + 1}}`;
-    return {text: out};
+    return {text: out, all: text};
   }
-  return function snapshot(max, floor, reset, known, part) {
+  // Mutations since `watch()`, so that `quiet` can wait for what an action sets off (a list
+  // shown after a debounce, a dialog) to finish.
+  let watching = null;
+  function watch() {
+    if (watching) watching.observer.disconnect();
+    watching = {start: performance.now(), last: 0, observer: new MutationObserver(() => { watching.last = performance.now(); })};
+    watching.observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
+    return true;
+  }
+  // Resolves once the page has been still for `still` ms after a change, or `first` ms passed
+  // with no change at all, or `most` ms in any case; at once when nothing is watched.
+  function quiet(still, first, most) {
+    const w = watching;
+    if (!w) return true;
+    return new Promise(done => {
+      const tick = () => {
+        const now = performance.now();
+        if ((w.last && now - w.last >= still) || (!w.last && now - w.start >= first) || now - w.start >= most) {
+          w.observer.disconnect();
+          if (watching === w) watching = null;
+          return done(true);
+        }
+        setTimeout(tick, 25);
+      };
+      tick();
+    });
+  }
+  // `lines`: every line as well, unbounded (each item's text; a table's rows follow its head),
+  // for the worker to tell what an action changed; `doc` names the document.
+  function snapshot(max, floor, reset, known, part, lines) {
     const state = ac.refState(floor, reset, known);
     const items = [];
     collect(document, {items}, "");
@@ -220,8 +253,13 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const http = code ? ` (HTTP ${code})` : "";
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
     const r = render(items, Math.max(max, 500), header, part);
-    return {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
+    const out = {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
             sign_in: items.some(i => i.kind === "field" && i.line.startsWith("input password")),
             next_ref: state.next(), keys: state.keys(items.map(i => i.ref).filter(Boolean))};
-  };
+    if (lines) Object.assign(out, {lines: r.all, doc: String(performance.timeOrigin)});
+    return out;
+  }
+  ac.watch = watch;
+  ac.quiet = quiet;
+  return snapshot;
 })(); }

@@ -13,6 +13,7 @@
 //! Invariant: `running` is either `None` or a browser; while a command runs, it is attached to
 //! one page target of the command's session's context.
 
+mod changes;
 mod download;
 mod gate;
 mod keys;

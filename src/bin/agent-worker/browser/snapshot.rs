@@ -1,18 +1,17 @@
 //! Page snapshots for the model: what `browser_snapshot` returns, what is added to the result
-//! of every tool that moves to another page (navigate, click, back, forward, submit), and what
-//! a selector that matched nothing is answered with.
+//! of a tool that moves to another page (navigate, back, forward, submit; an action that left
+//! its page, see `changes.rs`), and what a selector that matched nothing is answered with.
 //!
 //! The page side is `snapshot.js`: title, URL, HTTP status, then headings, links (absolute
-//! `href`), buttons, fields with their values (never a password's), selects, tables with their
-//! first rows, what the page makes clickable whatever its tag (`clickable "Like"`), states
-//! (`(collapsed)`, `(disabled)`…), and short runs of visible text, each with a ref `eN` that any
-//! selector argument accepts as `ref=eN`. An element keeps its ref across the snapshots of its
-//! document, and one that looks the same on a later page (the same kind and line, values and
-//! state marks aside) gets the ref it had (`ref_keys`, key → ref, kept per session); new refs
-//! grow across the pages of a session (`ref_floor`), so a ref never names two different things.
-//! Each session starts again at `e1`, so a replay meets the refs it recorded. The text is bounded
-//! by the command's `snapshot_chars` (the controller sends `agent.snapshot_chars`, less for a
-//! small context window); a longer page comes in parts, `browser_snapshot {page: 2}` and on.
+//! `href`), buttons, fields with their values (never a password's; a number, range or date
+//! field's bounds), selects with options, tables with their first rows, what the page makes
+//! clickable (`clickable "Like"`), states (`(collapsed)`…), and short runs of text, each with a
+//! ref `eN` that selectors accept as `ref=eN`. An element keeps its ref while its document
+//! lives, and one that looks the same on a later page (values and state marks aside) gets the
+//! ref it had (`ref_keys`, kept per session); new refs grow across a session's pages
+//! (`ref_floor`), so a ref never names two things. Each session starts again at `e1`, so a
+//! replay meets the refs it recorded. The text is bounded by the command's `snapshot_chars`; a
+//! longer page comes in parts, `browser_snapshot {page: 2}` and on.
 
 use super::Browser;
 use crate::error::WorkerError;
@@ -29,14 +28,22 @@ const MAX_KEYS: usize = 3000;
 impl Browser {
     /// The page as the model reads it.
     pub(super) fn snapshot(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        self.read_page(p, false).map(|v| shaped(&v))
+    }
+
+    /// `__ac.snapshot` with the session's refs, the refs it gave kept for later pages; with
+    /// `lines`, every line too (unbounded) and the document's name, for `changes.rs`.
+    pub(super) fn read_page(&mut self, p: &Value, lines: bool) -> Result<Value, WorkerError> {
         let max = p["snapshot_chars"].as_u64().unwrap_or(DEFAULT_CHARS).clamp(MIN_CHARS, MAX_CHARS);
         if self.refs_reset {
             self.ref_keys.clear();
         }
         let known = Value::Object(self.ref_keys.clone());
         let part = p["page"].as_u64().unwrap_or(1).clamp(1, 1000);
-        let v =
-            self.eval(&format!("__ac.snapshot({max}, {}, {}, {known}, {part})", self.ref_floor, self.refs_reset))?;
+        let v = self.eval(&format!(
+            "__ac.snapshot({max}, {}, {}, {known}, {part}, {lines})",
+            self.ref_floor, self.refs_reset
+        ))?;
         self.refs_reset = false;
         if let Some(next) = v["next_ref"].as_u64() {
             self.ref_floor = self.ref_floor.max(next);
@@ -48,18 +55,7 @@ impl Browser {
                 }
             }
         }
-        let mut out = json!({"url": v["url"], "title": v["title"], "status": v["status"], "snapshot": v["snapshot"]});
-        // A page with a password field, as a fact the controller reads (not the snapshot's words).
-        if v["sign_in"] == true {
-            out["sign_in"] = json!(true);
-        }
-        if let Some(code) = v["status"].as_u64().filter(|c| *c >= 400) {
-            out["warning"] = json!(format!(
-                "the server answered HTTP {code}: this is an error page, not the page asked for; check the URL \
-                 (the links of a snapshot are absolute and work as they are)"
-            ));
-        }
-        Ok(out)
+        Ok(v)
     }
 
     /// An action's result with the page as it is after it. If the page cannot be read yet (it
@@ -112,4 +108,20 @@ impl Browser {
             "{message}\n\nThe page as it is now (act on an element with selector `ref=eN`):\n{page}"
         )))
     }
+}
+
+/// What the model gets of `__ac.snapshot`'s answer: the page, and a password field or an error
+/// status as facts the controller reads (not the snapshot's words).
+pub(super) fn shaped(v: &Value) -> Value {
+    let mut out = json!({"url": v["url"], "title": v["title"], "status": v["status"], "snapshot": v["snapshot"]});
+    if v["sign_in"] == true {
+        out["sign_in"] = json!(true);
+    }
+    if let Some(code) = v["status"].as_u64().filter(|c| *c >= 400) {
+        out["warning"] = json!(format!(
+            "the server answered HTTP {code}: this is an error page, not the page asked for; check the URL \
+             (the links of a snapshot are absolute and work as they are)"
+        ));
+    }
+    out
 }

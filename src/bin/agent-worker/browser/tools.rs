@@ -4,7 +4,8 @@
 //! and a tool of another capability is refused. Parameters are checked before the page is
 //! touched, in the order the model wrote them into the schema, so a bad call changes nothing.
 //! What comes back is what the model reads: capped (outlines, text, link lists), never
-//! echoing typed text (it may be a password).
+//! echoing typed text (it may be a password); an action on the page answers with what it
+//! changed there (`changes.rs`).
 
 use super::Browser;
 use super::util::{js, js_or_null, to_csv, with};
@@ -35,25 +36,17 @@ impl Browser {
             Tool::BrowserScreenshot => self.screenshot(p["full_page"].as_bool().unwrap_or(false)),
             Tool::BrowserGetDom => self.get_dom(p),
             Tool::BrowserGetText => self.get_text(p),
-            // A person's click on the screenshot comes as a point (`POST /act`).
-            Tool::BrowserClick if p.get("selector").is_none() && p["x"].is_number() => {
-                let clicked = self.click_at(p)?;
-                self.then_snapshot(clicked, p)
-            }
-            Tool::BrowserClick => {
-                let clicked = self.click(required_str(p, "selector")?, p)?;
-                self.then_snapshot(clicked, p)
-            }
+            Tool::BrowserClick => self.click_tool(p),
             Tool::BrowserType => self.type_into(p),
             Tool::BrowserPressKey => self.press_key(p),
             Tool::BrowserScroll => self.scroll(p),
             Tool::BrowserHover => self.hover(p),
+            // A select, or a date, number, range or colour field (`setSpecial` in page.js).
             Tool::BrowserSelectOption => {
-                let value = any_str(p, "value")?;
-                let chosen =
-                    self.eval(&format!("__ac.selectOption({}, {})", js(required_str(p, "selector")?), js(value)))?;
-                // The form as it is now: what is chosen and what is left (models re-click to see).
-                self.then_snapshot(chosen, p)
+                let (selector, value) = (required_str(p, "selector")?, any_str(p, "value")?);
+                let before = self.before_action(p);
+                let chosen = self.eval(&format!("__ac.selectOption({}, {})", js(selector), js(value)))?;
+                self.with_changes(chosen, before, p, &[])
             }
             Tool::BrowserWaitFor => {
                 let timeout = Duration::from_secs(p["timeout_s"].as_u64().unwrap_or(30).clamp(1, 600));
@@ -82,11 +75,7 @@ impl Browser {
                 let selectors = array(p, "selectors")?;
                 self.eval(&format!("__ac.texts({})", Value::Array(selectors.clone())))
             }
-            Tool::BrowserFillForm => {
-                let fields = array(p, "fields")?;
-                let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
-                self.then_snapshot(json!({"filled": done}), p)
-            }
+            Tool::BrowserFillForm => self.fill_form(p),
             Tool::BrowserSubmitForm => {
                 let done = self.submit_form(p)?;
                 self.then_snapshot(done, p)
@@ -103,6 +92,26 @@ impl Browser {
             }
             other => Err(WorkerError::Unsupported { backend: "browser", tool: other.name() }),
         }
+    }
+
+    /// A click by selector, or (a person's click on the screenshot, `POST /act`) at a point.
+    fn click_tool(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let at_point = p.get("selector").is_none() && p["x"].is_number();
+        let selector = if at_point { None } else { Some(required_str(p, "selector")?) };
+        let before = self.before_action(p);
+        let clicked = match selector {
+            Some(selector) => self.click(selector, p)?,
+            None => self.click_at(p)?,
+        };
+        self.with_changes(clicked, before, p, &[])
+    }
+
+    fn fill_form(&mut self, p: &Value) -> Result<Value, WorkerError> {
+        let fields = array(p, "fields")?;
+        let before = self.before_action(p);
+        let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
+        let typed: Vec<&str> = fields.iter().filter_map(|f| f["value"].as_str()).collect();
+        self.with_changes(json!({"filled": done}), before, p, &typed)
     }
 
     fn get_dom(&mut self, p: &Value) -> Result<Value, WorkerError> {
@@ -123,21 +132,31 @@ impl Browser {
         let selector = required_str(p, "selector")?;
         let text = any_str(p, "text")?;
         let clear = p["clear"].as_bool().unwrap_or(true);
-        self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
-        self.page_call("Input.insertText", json!({"text": text}))?;
+        let before = self.before_action(p);
+        let focused = self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
+        // A date, time, number, range or colour field takes the value the text means (never a
+        // password: those are typed key by key).
+        let done = if focused["special"].is_string() {
+            let set = self.eval(&format!("__ac.setSpecial({}, {})", js(selector), js(text)))?;
+            with(set, "into", json!(selector))
+        } else {
+            self.page_call("Input.insertText", json!({"text": text}))?;
+            // Never echo the text: it may be a password.
+            json!({"typed": text.chars().count(), "into": selector})
+        };
         if p["press_enter"].as_bool().unwrap_or(false) {
             self.key("Enter")?;
             self.settle()?;
         }
-        // Never echo the text: it may be a password.
-        Ok(json!({"typed": text.chars().count(), "into": selector}))
+        self.with_changes(done, before, p, &[text])
     }
 
     fn press_key(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let key = required_str(p, "key")?;
+        let before = self.before_action(p);
         self.key(key)?;
         self.settle()?;
-        Ok(json!({"pressed": key}))
+        self.with_changes(json!({"pressed": key}), before, p, &[])
     }
 
     /// Scroll an element into view, or the page by `amount` pixels (default: most of a screen).
