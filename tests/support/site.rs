@@ -287,11 +287,15 @@ impl Site {
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
                     ("GET", "/widgets") => html(page("Widgets", WIDGETS)),
                     ("GET", "/states") => html(page("States", &states_page(rq.url().contains("open=1")))),
-                    ("GET", "/menu") => html(page(
-                        "Menu",
-                        r#"<header><h1>Shop</h1><nav><a href="/prices">Prices</a> · <a href="/about.html">About us</a></nav></header>
+                    // Slow, as real servers are: the page goes still long before it comes.
+                    ("GET", "/menu") => {
+                        std::thread::sleep(std::time::Duration::from_millis(900));
+                        html(page(
+                            "Menu",
+                            r#"<header><h1>Shop</h1><nav><a href="/prices">Prices</a> · <a href="/about.html">About us</a></nav></header>
                         <main><p>Welcome to the shop.</p></main>"#,
-                    )),
+                        ))
+                    }
                     // 1 000 elements, each inside the one before (Chromium gives no page 3 000 deep in a minute), and a line after them.
                     ("GET", "/deep") => html(page(
                         "Deep",

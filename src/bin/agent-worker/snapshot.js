@@ -217,21 +217,30 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   }
   // Mutations since `watch()`, so that `quiet` can wait for what an action sets off (a list
   // shown after a debounce, a dialog) to finish.
-  let watching = null;
+  // `leaving`: the action started a navigation to another document (a link to a slow server
+  // answers long after the page went still), told by the Navigation API's `navigate` event.
+  let watching = null, leaving = false, heard = false;
   function watch() {
     if (watching) watching.observer.disconnect();
+    leaving = false;
+    if (!heard && window.navigation) {
+      heard = true;
+      navigation.addEventListener("navigate", e => { if (!e.destination.sameDocument) leaving = true; });
+    }
     watching = {start: performance.now(), last: 0, observer: new MutationObserver(() => { watching.last = performance.now(); })};
     watching.observer.observe(document, {subtree: true, childList: true, attributes: true, characterData: true});
     return true;
   }
   // Resolves once the page has been still for `still` ms after a change, or `first` ms passed
-  // with no change at all, or `most` ms in any case; at once when nothing is watched.
+  // with no change at all, or `most` ms in any case; at once when nothing is watched; with
+  // "leaving" as soon as another document is on its way.
   function quiet(still, first, most) {
     const w = watching;
     if (!w) return true;
     return new Promise(done => {
       const tick = () => {
         const now = performance.now();
+        if (leaving) { w.observer.disconnect(); return done("leaving"); }
         if ((w.last && now - w.last >= still) || (!w.last && now - w.start >= first) || now - w.start >= most) {
           w.observer.disconnect();
           if (watching === w) watching = null;

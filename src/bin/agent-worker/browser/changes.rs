@@ -3,7 +3,8 @@
 //!
 //! Before the action the page's snapshot lines are read (with refs) and its changes watched;
 //! after it, once the page has been still a moment (a suggestion list shown after a debounce),
-//! they are read again. A new document or another URL is a new page: the answer is the whole
+//! or once the document that a navigation it started brings has loaded (10 s at most), they
+//! are read again. A new document or another URL is a new page: the answer is the whole
 //! snapshot. Otherwise the answer is the lines that are new or changed (a suggestion list, a
 //! dialog, an error line, a field's new value), with their refs, in page order, and how many
 //! lines went; at most `MAX_LINES` lines and `MAX_CHARS` characters, else the whole snapshot
@@ -17,6 +18,7 @@ use super::snapshot::shaped;
 use crate::error::WorkerError;
 use serde_json::{Map, Value, json};
 use std::collections::{HashMap, HashSet};
+use std::time::Instant;
 
 /// The most lines, and characters, of changes shown; more is the whole page.
 const MAX_LINES: usize = 40;
@@ -26,6 +28,8 @@ const MAX_CHARS: usize = 2000;
 const STILL_MS: u64 = 150;
 const FIRST_MS: u64 = 350;
 const MOST_MS: u64 = 2000;
+/// How long a navigation the action started may take to bring its document.
+const LEAVING: std::time::Duration = std::time::Duration::from_secs(10);
 /// How the snapshot cuts a field's value (`cut` in snapshot.js), in UTF-16 units.
 const VALUE_CHARS: usize = 100;
 
@@ -72,8 +76,11 @@ impl Browser {
         typed: &[&str],
     ) -> Result<Value, WorkerError> {
         // Best effort: a page that navigated has no watch, and answers at once.
-        let _ = self.eval(&format!("__ac.quiet({STILL_MS}, {FIRST_MS}, {MOST_MS})"));
+        let quiet = self.eval(&format!("__ac.quiet({STILL_MS}, {FIRST_MS}, {MOST_MS})"));
         let Some(before) = before else { return self.then_snapshot(result, p) };
+        if quiet.is_ok_and(|q| q == "leaving") {
+            self.wait_for_new_document(&before.doc);
+        }
         let mut map = match result {
             Value::Object(m) => m,
             other => [("result".to_string(), other)].into_iter().collect(),
@@ -103,6 +110,22 @@ impl Browser {
             map.insert("sign_in".into(), json!(true));
         }
         Ok(Value::Object(map))
+    }
+}
+
+impl Browser {
+    /// Another document is on its way: wait until it replaced this one and loaded (bounded; a
+    /// navigation that turns into a refused download never replaces it).
+    fn wait_for_new_document(&mut self, doc: &Value) {
+        let deadline = Instant::now() + LEAVING;
+        while Instant::now() < deadline {
+            let now = self.eval("String(performance.timeOrigin)").unwrap_or(Value::Null);
+            if !now.is_null() && now != *doc {
+                let _ = self.wait_ready(deadline.saturating_duration_since(Instant::now()));
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 }
 
