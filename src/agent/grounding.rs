@@ -62,7 +62,7 @@ impl Grounding {
     }
 
     fn saw_line(&mut self, line: &str) {
-        if let Some(url) = page_url(line) {
+        if let Some(url) = super::snapshot::page_url(line) {
             self.opened.insert(url.to_string());
             self.current = url.to_string();
         }
@@ -104,7 +104,7 @@ impl Grounding {
     /// Whether a result shows another page opened before (back to Home, again; not the page
     /// looked at again), before `saw` takes it.
     pub fn revisits(&self, text: &str) -> bool {
-        let url = text.lines().find_map(|l| page_url(l.trim()));
+        let url = text.lines().find_map(|l| super::snapshot::page_url(l.trim()));
         url.is_some_and(|url| url != self.current && self.opened.contains(url))
     }
 
@@ -123,12 +123,6 @@ impl Grounding {
             .map(|(text, url)| format!("\"{text}\" {url}"))
             .collect()
     }
-}
-
-/// The URL of a snapshot's head line (`Page: "Title" — URL (HTTP 200)`).
-fn page_url(line: &str) -> Option<&str> {
-    let (_, url) = line.strip_prefix("Page: ")?.rsplit_once(" — ")?;
-    Some(url.split(" (HTTP").next().unwrap_or(url).trim())
 }
 
 /// The words of a text; a decimal number stays one word (`12.50`).

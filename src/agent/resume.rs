@@ -104,10 +104,15 @@ fn block_of(b: &Value) -> Option<Block> {
     })
 }
 
-/// The `"url"` of a result's JSON (its first line; a snapshot may follow).
+/// The URL a result names: its JSON line's `"url"`, else its snapshot's head line.
 fn url_in(text: &str) -> Option<String> {
-    let head: Value = serde_json::from_str(super::boundary::Boundary::inner(text).lines().next()?).ok()?;
-    let url = head["url"].as_str()?;
+    let mut lines = super::boundary::Boundary::inner(text).lines();
+    let first = lines.next()?;
+    let head: Value = serde_json::from_str(first).unwrap_or_default();
+    let url = match head["url"].as_str() {
+        Some(url) => url,
+        None => std::iter::once(first).chain(lines.next()).find_map(super::snapshot::page_url)?,
+    };
     (url.starts_with("http://") || url.starts_with("https://")).then(|| url.to_string())
 }
 
@@ -144,5 +149,8 @@ mod tests {
         );
         assert_eq!(url_in("{\"url\":\"about:blank\"}"), None);
         assert_eq!(url_in("page text"), None);
+        let page = "Page: \"A — B\" — https://h/a?b (HTTP 200) — part 2 of 3\n[e1] link \"B\"";
+        assert_eq!(url_in(page).as_deref(), Some("https://h/a?b"));
+        assert_eq!(url_in(&format!("{{\"clicked\":\"a\"}}\n{page}")).as_deref(), Some("https://h/a?b"));
     }
 }

@@ -37,9 +37,23 @@ pub(super) fn take_changes(data: &mut Value) -> Option<String> {
     }
 }
 
-/// A result's JSON followed by its snapshot's (or its changes') lines. The page's header line
-/// already says the title and HTTP status: the JSON line keeps the rest (the URL stays for a
-/// resumed session to find).
+/// How a snapshot's head line starts: `Page: "Title" — URL (HTTP 200)[ — part 2 of 3]`.
+const PAGE_HEADER: &str = "Page: ";
+
+/// The URL of a snapshot's head line (the title is a JSON string, so a ` — ` in it is no
+/// separator).
+pub(super) fn page_url(line: &str) -> Option<&str> {
+    let rest = line.strip_prefix(PAGE_HEADER)?;
+    let mut title = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+    title.next()?.ok()?;
+    let url = rest[title.byte_offset()..].strip_prefix(" — ")?;
+    let url = url.split(" — part ").next().unwrap_or(url);
+    Some(url.split(" (HTTP").next().unwrap_or(url).trim())
+}
+
+/// A result's JSON followed by its snapshot's (or its changes') lines. A page's header line
+/// already says its title, URL and HTTP status: the JSON line keeps the rest, and is left out
+/// when nothing is left.
 pub(super) fn render(data: &Value, page: Option<String>) -> String {
     let Some(page) = page else {
         return match data {
@@ -48,9 +62,13 @@ pub(super) fn render(data: &Value, page: Option<String>) -> String {
         };
     };
     let mut head = data.clone();
-    if let Some(map) = head.as_object_mut() {
+    if let Some(map) = head.as_object_mut().filter(|_| page.starts_with(PAGE_HEADER)) {
         map.remove("title");
         map.remove("status");
+        map.remove("url");
+        if map.is_empty() {
+            return page;
+        }
     }
     format!("{head}\n{page}")
 }
