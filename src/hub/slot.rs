@@ -116,7 +116,7 @@ impl CommandSlot {
                     state.parked = Some(key);
                     None
                 }
-                Err(unparked) => Some(unparked),
+                Err((respond, _, body)) => Some((respond, body)),
             },
         };
         drop(state);
@@ -250,7 +250,7 @@ impl CommandSlot {
 /// Send a poll's answer (after the locks are released).
 pub fn answer(reply: Answer) {
     if let Some((respond, body)) = reply {
-        respond(body);
+        respond(200, body);
     }
 }
 
@@ -261,7 +261,7 @@ mod tests {
 
     fn responder() -> (Responder, crossbeam_channel::Receiver<Vec<u8>>) {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        (Box::new(move |body| drop(tx.send(body))), rx)
+        (Box::new(move |_, body| drop(tx.send(body))), rx)
     }
 
     fn command(id: &str) -> Command {
