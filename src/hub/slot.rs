@@ -6,7 +6,8 @@
 //! thread waits on. Every operation on the channel happens under the slot's lock together
 //! with the phase change it belongs to: that is what guarantees a stale command (from a wait
 //! that was abandoned) is never delivered, and that a poll parked a moment before a command
-//! was queued still gets it. `Phase::Idle` is the one reset.
+//! was queued still gets it. `Phase::Idle` is the one reset. An outcome is handed to the
+//! waiting thread, never copied (a result may be a 32 MiB tree).
 
 use crate::exec::ExecError;
 use crate::protocol::Command;
@@ -151,9 +152,10 @@ impl CommandSlot {
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
         let outcome = loop {
-            if let Phase::Done { id: done, outcome } = &state.phase {
-                if done == id {
-                    break outcome.clone();
+            // Taken, not cloned: a result can be a 32 MiB tree of JSON.
+            if matches!(&state.phase, Phase::Done { id: done, .. } if done == id) {
+                if let Phase::Done { outcome, .. } = std::mem::replace(&mut state.phase, Phase::Idle) {
+                    break outcome;
                 }
             }
             if stopped() {

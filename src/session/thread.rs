@@ -164,4 +164,6 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
     session.settle_act();
     log::info!("{}: ended ({})", session.id, status.as_str());
     session.run_end_hook();
+    // What its results took is free now: back to the kernel.
+    crate::util::malloc::give_back();
 }
