@@ -2,7 +2,8 @@
 # Run the benchmarks against a built daemon binary (default: the static release build), beside
 # the seed's stack (benches/seed_stack: Flask + waitress) in the same run. Its Python packages go
 # into a venv under ~/.cache (made once; never in the repository). `scripts/bench.sh BIN steps`
-# runs only the named figures (size idle roundtrip upload steps seed workers scale browser desktop).
+# runs only the named figures (size idle roundtrip upload steps bigresult seed workers scale browser
+# desktop).
 set -euo pipefail
 bin=${1:-target/x86_64-unknown-linux-gnu/release/agent-controller}
 venv=${SEED_VENV:-$HOME/.cache/agent-controller-bench/seed-venv}

@@ -105,10 +105,15 @@ impl Vault {
 
     /// `text` with every secret replaced by `[redacted]`.
     pub fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
+        self.scrub_cow(text).into_owned()
+    }
+
+    /// As `scrub`, borrowing `text` when no secret is in it (a stored output can be 32 MiB).
+    pub fn scrub_cow<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        let mut out = std::borrow::Cow::Borrowed(text);
         for secret in self.secrets() {
             if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
+                out = out.replace(secret.as_str(), REDACTED).into();
             }
         }
         out

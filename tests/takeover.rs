@@ -284,3 +284,66 @@ fn a_stop_during_an_act_says_the_act_was_running() {
     let said = r.json()["error"].as_str().unwrap().to_string();
     assert!(said.contains("while the act was running") && !said.contains("before the act ran"), "{said}");
 }
+
+/// Ten slow acts at once (ten paused sessions, each on a worker that takes 4 s per act) hold
+/// no API thread while their workers run: `/health` and a stop answer within a second, the
+/// stopped session's act says it was running, and every other act gets its result.
+#[test]
+fn slow_acts_hold_no_api_thread() {
+    let dir = TempDir::new("act-pool");
+    let script = (0..10).map(|_| tool("request_takeover", json!({"reason": "a person is needed"}))).collect();
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let c = d.client();
+    let workers: Vec<ScriptedWorker> = (0..10)
+        .map(|i| {
+            ScriptedWorker::start(&d.worker_client(), &format!("slowbox{i}"), &["browser"], false, |cmd| {
+                if cmd["action"] == "browser_press_key" {
+                    std::thread::sleep(Duration::from_secs(4));
+                }
+                json!({"success": true, "data": {"ok": true, "action": cmd["action"]}})
+            })
+        })
+        .collect();
+    let ids: Vec<String> = (0..10)
+        .map(|_| create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "sign in"})))
+        .collect();
+    for id in &ids {
+        wait_status(&c, id, "paused");
+    }
+    let acts: Vec<_> = ids
+        .iter()
+        .map(|id| {
+            let (c, id) = (c.clone(), id.clone());
+            std::thread::spawn(move || {
+                c.post(&format!("/sessions/{id}/act"), &json!({"tool": "browser_press_key", "input": {"key": "Enter"}}))
+            })
+        })
+        .collect();
+    // The acts reach their workers at once (before, eight did: one per API thread).
+    let at_workers =
+        || workers.iter().filter(|w| w.seen.lock().unwrap().iter().any(|c| c["action"] == "browser_press_key")).count();
+    let began = Instant::now();
+    while at_workers() < 10 && began.elapsed() < Duration::from_secs(2) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    eprintln!("{} acts at their workers after {:?}", at_workers(), began.elapsed());
+    let (status, took) = raw_health(d.api.trim_start_matches("http://"), Duration::from_secs(10));
+    eprintln!("/health behind ten acts: {took:?}");
+    assert_eq!(status, 200);
+    assert!(took < Duration::from_secs(1), "/health took {took:?} behind ten acts");
+    let t = Instant::now();
+    assert_eq!(c.delete(&format!("/sessions/{}", ids[0])).status, 200);
+    eprintln!("DELETE behind ten acts: {:?}", t.elapsed());
+    assert!(t.elapsed() < Duration::from_secs(1), "DELETE took {:?} behind ten acts", t.elapsed());
+    assert!(began.elapsed() < Duration::from_secs(3), "the acts were still running: {:?}", began.elapsed());
+    for (i, act) in acts.into_iter().enumerate() {
+        let r = act.join().unwrap();
+        if i == 0 {
+            assert_error(&r, 409, "conflict");
+            assert!(r.json()["error"].as_str().unwrap().contains("while the act was running"), "{}", r.text());
+        } else {
+            assert_eq!(r.status, 200, "{}", r.text());
+            assert_eq!((r.json()["by"].as_str(), r.json()["is_error"].as_bool()), (Some("human"), Some(false)));
+        }
+    }
+}

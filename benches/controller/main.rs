@@ -18,6 +18,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+mod results;
 mod seed;
 mod steps;
 mod workers;
@@ -58,6 +59,9 @@ fn main() {
     }
     if want("steps") {
         steps::per_step(&bin, &work);
+    }
+    if want("bigresult") {
+        results::big_result(&bin, &work);
     }
     if want("seed") {
         seed::seed_figures(&bin, &work);

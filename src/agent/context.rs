@@ -7,6 +7,7 @@
 
 use super::Agent;
 use super::outcome::ToolOutcome;
+use super::outputs::Stats;
 use crate::llm::{Block, Message, Reply, Role};
 use crate::protocol::{FileKind, SessionType};
 use base64::Engine;
@@ -29,10 +30,24 @@ impl Agent {
         }
         let sign_in = data.as_object_mut().and_then(|d| d.remove("sign_in")) == Some(json!(true));
         let page = self.take_page(&mut data).or_else(|| super::snapshot::take_changes(&mut data));
-        let text = super::snapshot::render(&data, page);
+        // Only a result without a page is its tree's JSON text (or, a string, the text itself).
+        let shape = match (&data, &page) {
+            (_, Some(_)) => Stats::Text,
+            (Value::String(_), None) => Stats::Parse,
+            (_, None) => Stats::Tree(Value::Null),
+        };
+        let text = super::snapshot::render(&mut data, page);
         let max = self.runner.config().agent.max_tool_output_chars;
-        let text =
-            if text.chars().count() > max { self.persist_output(name, &text) } else { self.boundary.wrap(&text) };
+        let text = if text.chars().count() > max {
+            // The tree serves the stored output's description, then goes before the text is saved.
+            let stats = match shape {
+                Stats::Tree(_) => Stats::Tree(data),
+                other => other,
+            };
+            self.persist_output(name, &text, stats)
+        } else {
+            self.boundary.wrap(&text)
+        };
         let mut content = vec![Block::text(text)];
         content.extend(self.login_hint(sign_in).map(Block::text));
         content.extend(images);

@@ -36,10 +36,20 @@ fn head_and_tail(text: &str, size: usize) -> String {
 }
 
 impl Agent {
-    /// An output too long for the context: stored, and described for the model.
-    pub(super) fn persist_output(&mut self, tool: &str, text: &str) -> String {
+    /// An output too long for the context: stored, and described for the model (`stats`: the
+    /// tree the text was written from, so it is never parsed back, or how to read the text).
+    pub(super) fn persist_output(&mut self, tool: &str, text: &str, stats: Stats) -> String {
         let size = text.chars().count();
         let preview = self.boundary.wrap(&head_and_tail(text, size));
+        // Described before it is saved: the tree is gone by then.
+        let (stats, example) = match stats {
+            Stats::Tree(v) if v.is_object() || v.is_array() => json_stats(&v),
+            Stats::Parse => match parse(text) {
+                Some(v) => json_stats(&v),
+                None => (text_stats(text), None),
+            },
+            _ => (text_stats(text), None),
+        };
         let id = match self.runner.save_tool_output(tool, text) {
             Ok(id) => id,
             Err(e) => {
@@ -49,10 +59,6 @@ impl Agent {
             }
         };
         self.offer_output_tools();
-        let (stats, example) = match parse(text) {
-            Some(v) => json_stats(&v),
-            None => (text_stats(text), None),
-        };
         let how = match example {
             Some(path) => format!("tool_outputs_extract {{\"id\": \"{id}\", \"path\": \"{path}\"}}"),
             None => {
@@ -165,6 +171,16 @@ fn query(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, Que
 }
 
 /// A stored output as JSON, when it is an object or an array.
+/// What a stored output's description is made from.
+pub(super) enum Stats {
+    /// The tree the text is the JSON of.
+    Tree(Value),
+    /// Text that may be JSON (a command's output): parsed to describe it.
+    Parse,
+    /// Text that is not JSON as a whole (a result with a page after it).
+    Text,
+}
+
 fn parse(text: &str) -> Option<Value> {
     serde_json::from_str::<Value>(text).ok().filter(|v| v.is_object() || v.is_array())
 }

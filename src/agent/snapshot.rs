@@ -54,15 +54,14 @@ pub(super) fn page_url(line: &str) -> Option<&str> {
 /// A result's JSON followed by its snapshot's (or its changes') lines. A page's header line
 /// already says its title, URL and HTTP status: the JSON line keeps the rest, and is left out
 /// when nothing is left.
-pub(super) fn render(data: &Value, page: Option<String>) -> String {
+pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
     let Some(page) = page else {
         return match data {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
+            Value::String(s) => std::mem::take(s),
+            other => exact_json(other, ""),
         };
     };
-    let mut head = data.clone();
-    if let Some(map) = head.as_object_mut().filter(|_| page.starts_with(PAGE_HEADER)) {
+    if let Some(map) = data.as_object_mut().filter(|_| page.starts_with(PAGE_HEADER)) {
         map.remove("title");
         map.remove("status");
         map.remove("url");
@@ -70,7 +69,30 @@ pub(super) fn render(data: &Value, page: Option<String>) -> String {
             return page;
         }
     }
-    format!("{head}\n{page}")
+    exact_json(data, &format!("\n{page}"))
+}
+
+/// `value` as JSON text followed by `tail`, in a string of exactly that size: a large result
+/// grown by doubling would take up to twice its size (measured twice instead: a count, then
+/// the text).
+fn exact_json(value: &Value, tail: &str) -> String {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    let mut out = Vec::with_capacity(count.0 + tail.len());
+    let _ = serde_json::to_writer(&mut out, value);
+    out.extend_from_slice(tail.as_bytes());
+    // serde_json writes valid UTF-8, and `tail` is a str.
+    String::from_utf8(out).unwrap_or_default()
 }
 /// A page's or result's identity: its text without ref numbers, hashed.
 pub(super) fn hash_of(text: &str) -> u64 {
@@ -263,7 +285,7 @@ impl Agent {
         let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
         self.runner.scrub_json(&mut data);
         let page = self.take_page(&mut data)?;
-        Some(self.boundary.wrap(&render(&data, Some(page))))
+        Some(self.boundary.wrap(&render(&mut data, Some(page))))
     }
 }
 

@@ -159,7 +159,8 @@ impl Api {
         Ok(Reply::json(202, &json!({"pause_requested": status != Status::Paused, "status": status})))
     }
 
-    /// `POST /act`: one worker tool as the person, while paused; answers its result.
+    /// `POST /act`: one worker tool as the person, while paused; answers its result. The
+    /// request is parked while the worker runs it: it holds no handler thread.
     fn act(&self, id: &str, request: &mut Request) -> Result<Reply, ApiError> {
         let session = self.sessions.get(id)?;
         let body: ActRequest = http::read_json(request, JSON_LIMIT)?;
@@ -167,7 +168,8 @@ impl Api {
         let tool = check_act(record.mode, record.session_type, &body.tool, &body.input)?;
         let task = &self.config.task;
         let timeout = Duration::from_secs(task.command_timeout_s.max(task.download_timeout_s) + 30);
-        Ok(Reply::json(200, &session.act(tool, body.input, timeout)?))
+        let act = session.start_act(tool, body.input)?;
+        Ok(Reply::Park(Box::new(move |respond| session.await_act(act, respond, timeout))))
     }
 
     /// `POST /resume {note?}` (202): the model goes on, told what the person did; a session a

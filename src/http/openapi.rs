@@ -157,7 +157,10 @@ const OPERATIONS: &[Op] = &[
         "takeover",
         (200, Json("ActResult")),
         &[400, 401, 404, 409, 503],
-        "While paused: run one worker tool of the session as the person (400 for other tools or bad input)",
+        "While paused: run one worker tool of the session as the person (400 for other tools or bad input). \
+         The request waits for the result parked, holding no handler thread; 409 when a stop or the end of \
+         the pause comes first, 503 when the tool has not answered within the longer of the command and \
+         download timeouts plus 30 s",
     )
     .body("Act"),
     op(

@@ -93,9 +93,9 @@ fn log_error(request: &(impl Incoming + ?Sized), err: &ApiError) {
     }
 }
 
-/// The answer to a parked request: a 200 with the JSON body it is given, sent once.
+/// The answer to a parked request: the JSON body it is given with its status, sent once.
 pub fn responder(request: Request) -> Responder {
-    Box::new(move |body| send(request, json_bytes_response(200, body)))
+    Box::new(move |status, body| send(request, json_bytes_response(status, body)))
 }
 
 #[cfg(test)]

@@ -66,7 +66,7 @@ impl WorkerApi {
         }
         if let Some(hot) = Hot::of(request.method().as_str(), &segments) {
             let body = if hot == Hot::Result { http::read_body(request, RESULT_LIMIT)? } else { Vec::new() };
-            return self.hot(hot, request, &query, &body);
+            return self.hot(hot, request, &query, body);
         }
         let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
         let addr = http::peer_ip(request);
@@ -95,7 +95,7 @@ impl WorkerApi {
         hot: Hot,
         request: &dyn Incoming,
         query: &[(String, String)],
-        body: &[u8],
+        body: Vec<u8>,
     ) -> Result<Reply, ApiError> {
         let secret = request.header(SECRET_HEADER).map(str::trim);
         let worker = self.worker(query_param(query, "worker_id"), secret, request.peer())?;
@@ -110,7 +110,9 @@ impl WorkerApi {
                 Ok(Reply::json(200, &json!({"success": true, "interval_s": every})))
             }
             Hot::Result => {
-                let result: CommandResult = http::parse_worker_json(body)?;
+                let result: CommandResult = http::parse_worker_json(&body)?;
+                // Its bytes go before the session works on the result.
+                drop(body);
                 let id = result.id.clone();
                 if self.hub.post_result(&worker, result) {
                     return Ok(Reply::json(200, &json!({"success": true})));

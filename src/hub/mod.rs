@@ -295,7 +295,7 @@ mod tests {
     /// A poll's responder, and where its answer arrives.
     pub(super) fn responder() -> (Responder, Receiver<Vec<u8>>) {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        (Box::new(move |body| drop(tx.send(body))), rx)
+        (Box::new(move |_, body| drop(tx.send(body))), rx)
     }
 
     /// Run `execute` on a thread of its own (it blocks until the worker answers).

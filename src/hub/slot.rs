@@ -6,7 +6,8 @@
 //! thread waits on. Every operation on the channel happens under the slot's lock together
 //! with the phase change it belongs to: that is what guarantees a stale command (from a wait
 //! that was abandoned) is never delivered, and that a poll parked a moment before a command
-//! was queued still gets it. `Phase::Idle` is the one reset.
+//! was queued still gets it. `Phase::Idle` is the one reset. An outcome is handed to the
+//! waiting thread, never copied (a result may be a 32 MiB tree).
 
 use crate::exec::ExecError;
 use crate::protocol::Command;
@@ -116,7 +117,7 @@ impl CommandSlot {
                     state.parked = Some(key);
                     None
                 }
-                Err(unparked) => Some(unparked),
+                Err((respond, _, body)) => Some((respond, body)),
             },
         };
         drop(state);
@@ -151,9 +152,10 @@ impl CommandSlot {
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
         let outcome = loop {
-            if let Phase::Done { id: done, outcome } = &state.phase {
-                if done == id {
-                    break outcome.clone();
+            // Taken, not cloned: a result can be a 32 MiB tree of JSON.
+            if matches!(&state.phase, Phase::Done { id: done, .. } if done == id) {
+                if let Phase::Done { outcome, .. } = std::mem::replace(&mut state.phase, Phase::Idle) {
+                    break outcome;
                 }
             }
             if stopped() {
@@ -250,7 +252,7 @@ impl CommandSlot {
 /// Send a poll's answer (after the locks are released).
 pub fn answer(reply: Answer) {
     if let Some((respond, body)) = reply {
-        respond(body);
+        respond(200, body);
     }
 }
 
@@ -261,7 +263,7 @@ mod tests {
 
     fn responder() -> (Responder, crossbeam_channel::Receiver<Vec<u8>>) {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        (Box::new(move |body| drop(tx.send(body))), rx)
+        (Box::new(move |_, body| drop(tx.send(body))), rx)
     }
 
     fn command(id: &str) -> Command {

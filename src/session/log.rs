@@ -73,7 +73,7 @@ impl Session {
     fn answer_log_waiters(&self, waiters: Vec<(ParkKey, u64)>) {
         for (key, after) in waiters {
             if let Some(respond) = self.parker.take(key) {
-                respond(serde_json::to_vec(&self.read_log(after)).unwrap_or_default());
+                respond(200, serde_json::to_vec(&self.read_log(after)).unwrap_or_default());
             }
         }
     }
@@ -131,15 +131,15 @@ impl Session {
         let total = self.log_offsets(&mut state).len() as u64;
         if total > after || !self.status().is_active() || wait.is_zero() {
             drop(state);
-            respond(serde_json::to_vec(&self.read_log(after)).unwrap_or_default());
+            respond(200, serde_json::to_vec(&self.read_log(after)).unwrap_or_default());
             return;
         }
         let empty = serde_json::to_vec(&LogPage { entries: Vec::new(), next: after }).unwrap_or_default();
         match self.parker.park(respond, wait.min(LOG_WAIT_MAX), empty) {
             Ok(key) => state.waiters.push((key, after)),
-            Err((respond, body)) => {
+            Err((respond, status, body)) => {
                 drop(state);
-                respond(body);
+                respond(status, body);
             }
         }
     }

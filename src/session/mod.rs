@@ -244,8 +244,11 @@ impl Session {
     /// (confirmations) wake.
     fn raise_stop(&self) {
         self.stop.raise();
-        let _state = self.lock();
+        let state = self.lock();
         self.changed.notify_all();
+        drop(state);
+        // A person's act parked for its result learns of the stop at once.
+        self.settle_act();
     }
 }
 

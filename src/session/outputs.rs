@@ -8,7 +8,7 @@ impl SessionRunner {
     /// Keep a tool output; its id (`out_NNN_<tool>`), or the error that kept it from the disk.
     pub fn save_tool_output(&self, tool: &str, text: &str) -> std::io::Result<String> {
         let session = self.session();
-        let text = session.vault().scrub(text);
+        let text = session.vault().scrub_cow(text);
         session.dir.write_tool_output(tool, &text)
     }
 

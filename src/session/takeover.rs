@@ -2,17 +2,20 @@
 //!
 //! `POST /pause` only marks the session (`pause_requested`); its thread pauses at the next
 //! turn, after the step in flight, and waits in status `paused` on the session's Condvar. An
-//! act (`POST /act`) is handed to that thread, which runs it on the session's worker and hands
-//! the result back to the request waiting here; one act at a time, and only a tool the
-//! session's mode offers. A stop answers the waiting request with whether the act had started. `POST /resume` (or a stop,
-//! or `task.takeover_timeout_s`) ends the wait. Nothing here calls a model or a worker: the
-//! agent does, on the session's thread, so one thread drives the worker as before.
+//! act (`POST /act`) is handed to that thread, which runs it on the session's worker; the
+//! request meanwhile is parked in the `Parker` (no thread waits for it) and answered once: by
+//! the result, by a stop or the session's end (saying whether the act had started), by the
+//! pause ending before the act was taken, or by its deadline (503; an act not yet taken then
+//! never runs). One act at a time, and only a tool the session's mode offers. `POST /resume`
+//! (or a stop, or `task.takeover_timeout_s`) ends the pause. Nothing here calls a model or a
+//! worker: the agent does, on the session's thread, so one thread drives the worker as before.
 
 use super::{Session, snapshot_record};
 use crate::error::ApiError;
 use crate::protocol::tools::{Runs, Tool};
 use crate::protocol::{LogKind, Mode, SessionType, Status};
 use crate::util::schema;
+use crate::wait::park::{ParkKey, Responder};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -23,8 +26,10 @@ pub(super) struct Handover {
     act: Option<Act>,
     /// The act taken and running.
     running: Option<u64>,
-    /// The result of act number `.0`, for the request that waits for it.
+    /// The result of act number `.0`, for its request when it has not parked yet.
     done: Option<(u64, Value)>,
+    /// The request of act number `.0`, parked until its result.
+    waiter: Option<(u64, ParkKey)>,
     acts: u64,
     /// `POST /resume` came, with this note.
     resume: Option<Option<String>>,
@@ -81,6 +86,26 @@ pub fn check_act(mode: Mode, session_type: SessionType, name: &str, input: &Valu
     Ok(tool)
 }
 
+/// Act `id`'s answer if it is known now: its result, or a 409 once it is neither waiting nor
+/// running (the pause ended first).
+fn settled(handover: &mut Handover, id: u64, session: &str) -> Option<Result<Value, ApiError>> {
+    match &handover.done {
+        Some((done, _)) if *done == id => handover.done.take().map(|(_, r)| Ok(r)),
+        _ if handover.running != Some(id) && handover.act.as_ref().is_none_or(|a| a.id != id) => {
+            Some(Err(ApiError::Conflict(format!("session {session} was no longer paused when the act came"))))
+        }
+        _ => None,
+    }
+}
+
+/// Answer an act's request: 200 with its result, or the error's status and body.
+fn send_act(respond: Responder, answer: Result<Value, ApiError>) {
+    match answer {
+        Ok(result) => respond(200, serde_json::to_vec(&result).unwrap_or_default()),
+        Err(err) => respond(err.status(), err.body().into_bytes()),
+    }
+}
+
 /// `browser_click {x, y}`: a point on the screenshot, for a person clicking on the picture.
 fn click_at_schema() -> Value {
     json!({"type": "object", "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}}, "required": ["x", "y"]})
@@ -131,7 +156,13 @@ impl Session {
     /// The session's thread, paused: the next act, the resume, a stop or the deadline.
     pub(super) fn next_pause_event(&self, deadline: Instant) -> PauseEvent {
         let wait = deadline.saturating_duration_since(Instant::now());
+        let parker = &self.parker;
         let (mut state, got) = self.wait_for(wait, |s| match s.handover.act.take() {
+            // Its request was answered 503 at its deadline: the person was told, so it never runs.
+            Some(_) if s.handover.waiter.is_some_and(|(_, key)| !parker.contains(key)) => {
+                s.handover.waiter = None;
+                None
+            }
             Some(act) => {
                 s.handover.running = Some(act.id);
                 Some(PauseEvent::Act(act))
@@ -148,13 +179,25 @@ impl Session {
         }
     }
 
-    /// The session's thread: act `id` ran; its result goes to the request waiting for it.
+    /// The session's thread: act `id` ran; its result goes to the request parked for it (or
+    /// waits for it to park).
+    /// After a stop the request is told the stop, not the result its abandoned command got.
     pub(super) fn act_done(&self, id: u64, result: Value) {
         let mut state = self.lock();
+        // The stop came while the worker ran it, and the session's thread answers first.
+        let answer = match self.stop_requested() || result["stopped"] == true {
+            true => Err(self.stopped_act(&state.handover, id)),
+            false => Ok(result),
+        };
         state.handover.running = None;
-        state.handover.done = Some((id, result));
+        let Some((_, key)) = state.handover.waiter.take_if(|(waiting, _)| *waiting == id) else {
+            state.handover.done = answer.ok().map(|result| (id, result));
+            return;
+        };
         drop(state);
-        self.changed.notify_all();
+        if let Some(respond) = self.parker.take(key) {
+            send_act(respond, answer);
+        }
     }
 
     /// The session's thread: the pause is over (resumed, timed out); back to `running`.
@@ -165,21 +208,17 @@ impl Session {
         if state.record.status == Status::Paused {
             state.record.status = Status::Running;
         }
-        self.unlock_and_save(state);
         // An act that came too late learns so at once.
-        self.changed.notify_all();
+        let late = state.handover.act.take().and_then(|act| state.handover.waiter.take_if(|(id, _)| *id == act.id));
+        self.unlock_and_save(state);
+        if let Some(respond) = late.and_then(|(_, key)| self.parker.take(key)) {
+            let err = format!("session {} was no longer paused when the act came", self.id);
+            send_act(respond, Err(ApiError::Conflict(err)));
+        }
     }
 
-    fn stopped_under_act(&self) -> ApiError {
-        ApiError::Conflict(format!(
-            "session {} was stopped while the act was running on the worker: its command was abandoned, \
-             and may or may not have taken effect",
-            self.id
-        ))
-    }
-
-    /// `POST /act`: hand the act to the paused session and wait for its result.
-    pub fn act(&self, tool: Tool, input: Value, timeout: Duration) -> Result<Value, ApiError> {
+    /// `POST /act`: hand the act to the paused session; its number, for `await_act`.
+    pub fn start_act(&self, tool: Tool, input: Value) -> Result<u64, ApiError> {
         let mut state = self.lock();
         if state.record.status != Status::Paused {
             return Err(ApiError::Conflict(format!(
@@ -189,7 +228,7 @@ impl Session {
                 self.id
             )));
         }
-        if state.handover.act.is_some() || state.handover.running.is_some() {
+        if state.handover.act.is_some() || state.handover.running.is_some() || state.handover.waiter.is_some() {
             return Err(ApiError::Conflict("another act is running; send the next one when it answers".into()));
         }
         state.handover.acts += 1;
@@ -197,31 +236,64 @@ impl Session {
         state.handover.act = Some(Act { id, tool, input });
         drop(state);
         self.changed.notify_all();
-        // Its result, or `Err` once it is neither waiting nor running (the pause ended first).
-        let (mut state, result) = self.wait_for(timeout, |s| match &s.handover.done {
-            Some((done, _)) if *done == id => s.handover.done.take().map(|(_, r)| Ok(r)),
-            _ if s.handover.running != Some(id) && s.handover.act.as_ref().is_none_or(|a| a.id != id) => Some(Err(())),
-            _ => None,
-        });
-        if state.handover.act.as_ref().is_some_and(|a| a.id == id) {
-            state.handover.act = None; // never taken: the session resumed or ended first
-        }
-        let was_running = state.handover.running == Some(id);
-        drop(state);
-        match result {
-            // The stop came while the worker ran it, and the session's thread answered first.
-            Some(Ok(answer)) if answer["stopped"] == true => Err(self.stopped_under_act()),
-            Some(Ok(answer)) => Ok(answer),
-            Some(Err(())) => {
-                Err(ApiError::Conflict(format!("session {} was no longer paused when the act came", self.id)))
+        Ok(id)
+    }
+
+    /// `POST /act`, after `start_act`: answer `respond` with act `id`'s result, or park it (no
+    /// thread waits) until the session's thread hands the result over, a stop or the end of
+    /// the pause settles it, or `timeout` passes (503).
+    pub fn await_act(&self, id: u64, respond: Responder, timeout: Duration) {
+        let mut state = self.lock();
+        let answer = match settled(&mut state.handover, id, &self.id) {
+            Some(answer) => Some(answer),
+            None if self.stop_requested() => Some(Err(self.stopped_act(&state.handover, id))),
+            None => {
+                let late = ApiError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs()));
+                match self.parker.park_with(respond, timeout, late.status(), late.body().into_bytes()) {
+                    Ok(key) => {
+                        state.handover.waiter = Some((id, key));
+                        return;
+                    }
+                    Err((respond, status, body)) => {
+                        drop(state);
+                        return respond(status, body);
+                    }
+                }
             }
+        };
+        drop(state);
+        if let Some(answer) = answer {
+            send_act(respond, answer);
+        }
+    }
+
+    /// The act's parked request, settled by a stop or the session's end: whether its command
+    /// had reached the worker.
+    pub(super) fn settle_act(&self) {
+        let mut state = self.lock();
+        let Some((id, key)) = state.handover.waiter.take() else { return };
+        let err = if self.stop_requested() {
+            self.stopped_act(&state.handover, id)
+        } else {
+            ApiError::Conflict(format!("session {} ended before the act answered", self.id))
+        };
+        drop(state);
+        if let Some(respond) = self.parker.take(key) {
+            send_act(respond, Err(err));
+        }
+    }
+
+    fn stopped_act(&self, handover: &Handover, id: u64) -> ApiError {
+        if handover.running == Some(id) {
             // Taken by the session's thread: its command went to the worker, which may have
             // done it before the stop abandoned it.
-            None if self.stop_requested() && was_running => Err(self.stopped_under_act()),
-            None if self.stop_requested() => {
-                Err(ApiError::Conflict(format!("session {} ended before the act ran", self.id)))
-            }
-            None => Err(ApiError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs()))),
+            ApiError::Conflict(format!(
+                "session {} was stopped while the act was running on the worker: its command was abandoned, \
+                 and may or may not have taken effect",
+                self.id
+            ))
+        } else {
+            ApiError::Conflict(format!("session {} ended before the act ran", self.id))
         }
     }
 

@@ -161,6 +161,9 @@ fn finish(session: &Arc<Session>, outcome: AgentOutcome) {
     session.dir.close_files();
     session.vault().clear();
     session.end_log_waiters();
+    session.settle_act();
     log::info!("{}: ended ({})", session.id, status.as_str());
     session.run_end_hook();
+    // What its results took is free now: back to the kernel.
+    crate::util::malloc::give_back();
 }

@@ -1,9 +1,9 @@
 //! The `Parker`: long-poll answers waiting for an event or their deadline, without a thread
 //! each.
 //!
-//! A parked answer is a `Responder`, a closure that sends one JSON body. It is taken exactly
-//! once: by the event it waits for (`take`), by the reaper when its deadline passes (answered
-//! with the body given at park time), or by `close` at shutdown. After `close`, new parks are
+//! A parked answer is a `Responder`, a closure that sends one JSON body with its status. It is
+//! taken exactly once: by the event it waits for (`take`), by the reaper when its deadline
+//! passes (answered with the status and body given at park time), or by `close` at shutdown. After `close`, new parks are
 //! answered at once. The parker's lock is the innermost of the daemon: it is taken after the
 //! hub's and a session's, never before, and no answer is sent while it is held.
 
@@ -12,17 +12,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-/// Sends one JSON body (status 200) to whoever is waiting for it.
-pub type Responder = Box<dyn FnOnce(Vec<u8>) + Send>;
+/// Sends one JSON body with its HTTP status to whoever is waiting for it.
+pub type Responder = Box<dyn FnOnce(u16, Vec<u8>) + Send>;
 
 /// Identifies one parked answer.
 pub type ParkKey = (Instant, u64);
 
-/// A park refused at shutdown: the answer and the body to send it, after unlocking.
-pub type Unparked = (Responder, Vec<u8>);
+/// A park refused at shutdown: the answer, and the status and body to send it, after unlocking.
+pub type Unparked = (Responder, u16, Vec<u8>);
 
 struct Parked {
     respond: Responder,
+    status: u16,
     on_timeout: Vec<u8>,
 }
 
@@ -49,20 +50,32 @@ impl Parker {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Park `respond` for `timeout`; on expiry it gets `on_timeout`. After shutdown it is
-    /// handed back with its body, for the caller to answer once its own locks are released.
+    /// Park `respond` for `timeout`; on expiry it gets `on_timeout` (status 200). After
+    /// shutdown it is handed back with its body, for the caller to answer once its own locks
+    /// are released.
     pub fn park(&self, respond: Responder, timeout: Duration, on_timeout: Vec<u8>) -> Result<ParkKey, Unparked> {
+        self.park_with(respond, timeout, 200, on_timeout)
+    }
+
+    /// As `park`, answered `status` with `on_timeout` on expiry (an act's 503).
+    pub fn park_with(
+        &self,
+        respond: Responder,
+        timeout: Duration,
+        status: u16,
+        on_timeout: Vec<u8>,
+    ) -> Result<ParkKey, Unparked> {
         let mut state = self.lock();
         // Checked under the lock `close` takes: a park cannot slip in after the last reap.
         if self.closed.load(Ordering::Acquire) {
-            return Err((respond, on_timeout));
+            return Err((respond, status, on_timeout));
         }
         state.next_id += 1;
         let deadline =
             Instant::now().checked_add(timeout).unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
         let key = (deadline, state.next_id);
         let sooner = state.reaper_wakes.is_none_or(|at| deadline < at);
-        state.entries.insert(key, Parked { respond, on_timeout });
+        state.entries.insert(key, Parked { respond, status, on_timeout });
         drop(state);
         if sooner {
             self.changed.notify_one();
@@ -96,7 +109,7 @@ impl Parker {
             if !due.is_empty() {
                 drop(state);
                 for p in due {
-                    (p.respond)(p.on_timeout);
+                    (p.respond)(p.status, p.on_timeout);
                 }
                 state = self.lock();
                 continue;
@@ -131,7 +144,7 @@ mod tests {
 
     fn responder() -> (Responder, crossbeam_channel::Receiver<Vec<u8>>) {
         let (tx, rx) = crossbeam_channel::bounded(1);
-        (Box::new(move |body| drop(tx.send(body))), rx)
+        (Box::new(move |_, body| drop(tx.send(body))), rx)
     }
 
     #[test]
@@ -148,7 +161,7 @@ mod tests {
         parker.park(r2, Duration::from_millis(50), b"timeout".to_vec()).ok().unwrap();
         assert_eq!(rx2.recv_timeout(Duration::from_secs(5)).unwrap(), b"timeout");
         assert!(started.elapsed() >= Duration::from_millis(50));
-        (parker.take(key).unwrap())(b"event".to_vec());
+        (parker.take(key).unwrap())(200, b"event".to_vec());
         assert!(parker.take(key).is_none(), "taken once");
         assert_eq!(rx1.recv().unwrap(), b"event");
         // A later park while the reaper sleeps toward an earlier deadline (taken meanwhile):
@@ -167,8 +180,8 @@ mod tests {
         assert_eq!(rx3.recv_timeout(Duration::from_secs(5)).unwrap(), b"closed");
         reaper.join().unwrap();
         let (r4, rx4) = responder();
-        let (respond, body) = parker.park(r4, Duration::from_secs(60), b"at once".to_vec()).err().unwrap();
-        respond(body);
+        let (respond, status, body) = parker.park(r4, Duration::from_secs(60), b"at once".to_vec()).err().unwrap();
+        respond(status, body);
         assert_eq!(rx4.recv().unwrap(), b"at once");
     }
 }

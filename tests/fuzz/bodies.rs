@@ -250,7 +250,7 @@ fn fuzz_worker_results() {
                 )
             });
             let (tx, rx) = crossbeam_channel::bounded(1);
-            hub.poll(&worker, Box::new(move |body| drop(tx.send(body))));
+            hub.poll(&worker, Box::new(move |_, body| drop(tx.send(body))));
             let sent: Command = serde_json::from_slice(&rx.recv_timeout(Duration::from_secs(5)).unwrap()).unwrap();
             if posted.same_id {
                 result.id = sent.id.clone();
