@@ -3,8 +3,8 @@
 //!
 //! Before the action the page's snapshot lines are read (with refs) and its changes watched;
 //! after it, once the page has been still a moment (a suggestion list shown after a debounce),
-//! or once the document that a navigation it started brings has loaded (10 s at most), they
-//! are read again. A new document or another URL is a new page: the answer is the whole
+//! or once the document that a navigation it started brings has loaded (10 s at most; told by
+//! the Navigation API, or by the helpers' world gone), they are read again. A new document or another URL is a new page: the answer is the whole
 //! snapshot. Otherwise the answer is the lines that are new or changed (a suggestion list, a
 //! dialog, an error line, a field's new value), with their refs, in page order, and how many
 //! lines went; at most `MAX_LINES` lines and `MAX_CHARS` characters, else the whole snapshot
@@ -39,6 +39,9 @@ pub(super) struct Before {
     url: Value,
     lines: Vec<String>,
     sign_in: bool,
+    /// The helpers' world then: Chromium drops it as soon as a navigation starts, long before
+    /// the new document comes.
+    world: Option<u64>,
 }
 
 /// Lines new or changed after an action, and how many went.
@@ -63,6 +66,7 @@ impl Browser {
             url: v["url"].clone(),
             lines: lines_of(&v),
             sign_in: v["sign_in"] == true,
+            world: self.r().ok()?.world,
         })
     }
 
@@ -78,7 +82,8 @@ impl Browser {
         // Best effort: a page that navigated has no watch, and answers at once.
         let quiet = self.eval(&format!("__ac.quiet({STILL_MS}, {FIRST_MS}, {MOST_MS})"));
         let Some(before) = before else { return self.then_snapshot(result, p) };
-        if quiet.is_ok_and(|q| q == "leaving") {
+        let world_lost = self.r().map(|r| r.world).ok() != Some(before.world);
+        if world_lost || quiet.is_ok_and(|q| q == "leaving") {
             self.wait_for_new_document(&before.doc);
         }
         let mut map = match result {
