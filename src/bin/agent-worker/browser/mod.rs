@@ -194,7 +194,8 @@ impl Browser {
             result.as_ref().ok().and_then(|v| host_of(v["url"].as_str()?)).filter(|h| !allowed(&self.allowed, h));
         let first = blocked["hosts"][0].as_str().unwrap_or("another host").to_string();
         match (tool, result) {
-            (Tool::BrowserNavigate, Err(_)) => Err(self.blocked(&first)),
+            // The navigation itself failed (an https host refused at the gate).
+            (Tool::BrowserNavigate, Err(WorkerError::Page(_))) => Err(self.blocked(&first)),
             (Tool::BrowserNavigate, Ok(_)) if landed.is_some() => Err(self.blocked(&landed.unwrap_or(first))),
             (_, Ok(v)) => Ok(with(v, "blocked_requests", blocked)),
             (_, Err(e)) => Err(e.noted(format!("blocked requests to {}", blocked["hosts"]))),
