@@ -50,7 +50,7 @@ fn estimate(messages: &[Message]) -> u64 {
 
 /// The length of `v` as JSON text, counted without building the text (every turn estimates
 /// the whole conversation).
-fn json_len(v: &serde_json::Value) -> usize {
+pub(super) fn json_len(v: &serde_json::Value) -> usize {
     struct Count(usize);
     impl std::io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {

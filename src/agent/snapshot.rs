@@ -76,19 +76,7 @@ pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
 /// grown by doubling would take up to twice its size (measured twice instead: a count, then
 /// the text).
 fn exact_json(value: &Value, tail: &str) -> String {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, value);
-    let mut out = Vec::with_capacity(count.0 + tail.len());
+    let mut out = Vec::with_capacity(super::compaction::json_len(value) + tail.len());
     let _ = serde_json::to_writer(&mut out, value);
     out.extend_from_slice(tail.as_bytes());
     // serde_json writes valid UTF-8, and `tail` is a str.
