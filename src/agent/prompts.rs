@@ -7,12 +7,22 @@
 
 use crate::protocol::{Mode, SessionRecord, SessionType, is_ssh_target};
 
-const PAGES: &str = "Pages come back as a snapshot: one line per element, a ref on each you can act on, e.g.\n\
+/// How pages come back: with an example, unless the first message already holds a real snapshot.
+fn pages(opened: bool) -> String {
+    let example = if opened {
+        "like the one in the first message: one line per element, a ref on each you can act on.\n"
+    } else {
+        "one line per element, a ref on each you can act on, e.g.\n\
 [e7] link \"Pricing\" → https://example.com/pricing\n\
 [e12] input email \"Email\" name=email\n\
-[e15] button \"Sign in\"\n\
-To act on an element pass its ref as the selector: {\"selector\": \"ref=e12\"}. Links are absolute URLs: use \
-them as they are. A click or navigation answers with the new page.";
+[e15] button \"Sign in\"\n"
+    };
+    format!(
+        "Pages come back as a snapshot {example}To act on an element pass its ref as the selector: \
+{{\"selector\": \"ref=e12\"}}. Links are absolute URLs: use them as they are. A click or navigation answers with \
+the new page."
+    )
+}
 
 const ON_FAILURE: &str = "If a call fails, read the error: it says what is on the page. Try something \
 different; the same call again gets the same answer.";
@@ -55,8 +65,9 @@ forms, buy, delete, change settings or download files.\n\n\
 {first} Then follow the main links; note what each important \
 page holds with save_note. {login}\
 When you have seen enough, call finish_exploration once, with a summary and a markdown report \
-(overview, structure, notable pages, forms, issues).\n\n{PAGES}\n\n{ON_FAILURE}",
+(overview, structure, notable pages, forms, issues).\n\n{pages}\n\n{ON_FAILURE}",
             first = first_browser_step(opened),
+            pages = pages(opened),
             login = login_line(record)
         ),
         (Mode::Explore, SessionType::App) => format!(
@@ -80,8 +91,9 @@ Then act on what the snapshot shows: browser_click, browser_type, browser_fill_f
 browser_save_as_pdf.\n\
 {login}{confirm}\
 When the task is done (for a question: as soon as you see the answer, saved if asked), or cannot be done, call finish_task \
-once with the answer or what you did and what failed.\n\n{PAGES}\n\n{ON_FAILURE}",
+once with the answer or what you did and what failed.\n\n{pages}\n\n{ON_FAILURE}",
             first = first_browser_step(opened),
+            pages = pages(opened),
             login = login_line(record),
             confirm = confirm_line(record)
         ),
@@ -143,5 +155,21 @@ pub fn nudge(mode: Mode) -> &'static str {
     match mode {
         Mode::Task => "Continue with the tools. If the task is complete, call finish_task.",
         Mode::Explore => "Continue with the tools. If you have seen enough, call finish_exploration.",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pages;
+
+    #[test]
+    fn the_snapshot_example_is_left_out_when_a_real_snapshot_is_in_the_first_message() {
+        let opened = pages(true);
+        assert!(opened.contains("like the one in the first message") && !opened.contains("[e15]"), "{opened}");
+        let not_opened = pages(false);
+        assert!(not_opened.contains("[e12] input email") && !not_opened.contains("first message"), "{not_opened}");
+        for text in [opened, not_opened] {
+            assert!(text.contains("{\"selector\": \"ref=e12\"}"), "how to use a ref stays: {text}");
+        }
     }
 }
