@@ -339,7 +339,7 @@ impl Stack {
                 return row;
             }
         };
-        let session = self.wait_until_ended(&id, opts.session_timeout);
+        let session = self.wait_until_ended(&id, opts.session_timeout, &|| false);
         row.seconds = started.elapsed().as_secs_f64();
         row.fill_from(&session, first_request_tokens(&self.output.join(&id)));
         let evidence = Evidence { files: self.files(&id), posts: self.site.posts(), site: &self.site };
@@ -367,8 +367,9 @@ impl Stack {
         session["session_id"].as_str().map(str::to_string).ok_or(EvalError::NoSessionId)
     }
 
-    /// The session once it ended (stopped when it runs past `timeout`).
-    fn wait_until_ended(&self, id: &str, timeout: Duration) -> Value {
+    /// The session once it ended (stopped when it runs past `timeout`, or once `judged`: the
+    /// outcome is already fixed).
+    fn wait_until_ended(&self, id: &str, timeout: Duration, judged: &dyn Fn() -> bool) -> Value {
         let deadline = Instant::now() + timeout;
         let path = format!("/sessions/{id}");
         loop {
@@ -376,7 +377,7 @@ impl Stack {
             if !crate::cli::client::is_active(&session) && !session.is_null() {
                 return session;
             }
-            if Instant::now() >= deadline {
+            if Instant::now() >= deadline || judged() {
                 let _ = self.client.delete(&path);
                 std::thread::sleep(Duration::from_secs(2));
                 return self.client.get(&path).unwrap_or(session);

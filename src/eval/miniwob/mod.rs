@@ -92,7 +92,10 @@ pub(super) fn run_task(stack: &Stack, task: &str, run: u32, opts: &Options) -> R
             return row;
         }
     };
-    let session = stack.wait_until_ended(&id, opts.session_timeout);
+    // The page's first reward is the judge's, so the session is stopped once it is given: what the
+    // model does after it cannot change the outcome, only the eval's time.
+    let rewarded = || stack.site.episode(&episode).is_some_and(|e| e.reward.is_some());
+    let session = stack.wait_until_ended(&id, opts.session_timeout, &rewarded);
     row.seconds = started.elapsed().as_secs_f64();
     row.fill_from(&session, super::first_request_tokens(&stack.output.join(&id)));
     let record = stack.site.episode(&episode);
