@@ -252,6 +252,10 @@ fn snapshots_show_clickables_and_states() {
     assert!(snap.contains("text \"Tell us:\"") && snap.contains("text \"if you agree.\""), "{snap}");
     ref_of(&snap, "clickable \"Open card\"");
     assert_eq!(snap.matches("Open card").count(), 1, "a pointer div holding a pointer span is one item: {snap}");
+    // Listeners alone, with no pointer and no attribute: the page's script added them.
+    let node = ref_of(&snap, "clickable \"Reports\"");
+    let star = ref_of(&snap, "clickable \"Star\"");
+    assert!(snap.contains("text \"Plain item\"") && !snap.contains("] text \"Plain item\""), "delegation only: {snap}");
     ref_of(&snap, "tab \"Profile\" (selected)");
     ref_of(&snap, "tab \"Settings\"");
     assert!(!snap.contains("\"Settings\" (selected)"), "{snap}");
@@ -272,6 +276,10 @@ fn snapshots_show_clickables_and_states() {
     assert!(after.contains(&format!("[{like}] clickable \"Liked\"")), "the handler ran: {after}");
     let after = click(&ref_of(&snap, "clickable \"Open card\""));
     assert!(after.contains("text \"card opened\""), "the listener ran: {after}");
+    let after = click(&node);
+    assert!(after.contains(&format!("[{node}] clickable \"Reports (open)\"")), "the mousedown listener ran: {after}");
+    let after = click(&star);
+    assert!(after.contains(&format!("[{star}] clickable \"Starred\"")), "the onclick property ran: {after}");
     let after = click(&acc);
     assert!(after.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{after}");
     assert!(after.contains("Ships in 3 days"), "{after}");

@@ -73,7 +73,9 @@ fn snapshot_page() -> String {
 }
 
 /// A page of what the page makes clickable and of states: a span with `onclick`, a pointer div
-/// (with a pointer span in it) whose listener page JS added, tabs, an accordion, `<details>`, a
+/// (with a pointer span in it) whose listener page JS added, a tree node with only a mousedown
+/// listener and a span with only an `onclick` property (no pointer, no attribute), beside a
+/// listener on their container that must not make its text clickable, tabs, an accordion, `<details>`, a
 /// toggle, a disabled button, a required and a read-only field. `open` starts the accordion open.
 fn states_page(open: bool) -> String {
     let (expanded, hidden) = if open { ("true", "") } else { ("false", " hidden") };
@@ -82,6 +84,10 @@ fn states_page(open: bool) -> String {
         <div id="card" style="cursor:pointer"><span style="cursor:pointer">Open card</span></div><p id="card-out"></p>
         <script>document.getElementById('card').addEventListener('click', () => {{
           document.getElementById('card-out').textContent = 'card opened'; }});</script>
+        <ul id="tree"><li><div id="node">Reports</div></li><li>Plain item</li></ul><p>Rate it: <span id="star">Star</span></p>
+        <script>document.getElementById('node').addEventListener('mousedown', e => {{ e.target.textContent = 'Reports (open)'; }});
+          document.getElementById('star').onclick = e => {{ e.target.textContent = 'Starred'; }};
+          document.getElementById('tree').parentElement.addEventListener('click', () => {{}});</script>
         <div role="tablist"><div role="tab" aria-selected="true">Profile</div><div role="tab" aria-selected="false">Settings</div></div>
         <h3><button id="acc" aria-expanded="{expanded}" aria-controls="panel" onclick="const p = document.getElementById('panel');
           p.hidden = !p.hidden; this.setAttribute('aria-expanded', String(!p.hidden))">Shipping details</button></h3>

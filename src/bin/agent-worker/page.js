@@ -17,6 +17,21 @@ if (!window.__ac) { window.__ac = (() => {
   // Prefer the innermost match: an element none of whose children also match.
   const innermost = list => list.filter(el => !list.some(o => o !== el && el.contains(o)));
   const INTERACTIVE = "a,button,input,select,textarea,label,summary,[role=button],[role=link],[onclick]";
+  // The elements of `doc` the page gave a click listener, asked of the page's world through
+  // the DOM (listeners.js records them there; an event is all the two worlds share).
+  function listenedIn(doc) {
+    const found = new Set();
+    const take = e => found.add(e.composedPath()[0]);
+    doc.addEventListener("__ac_listener", take, true);
+    try { doc.dispatchEvent(new Event("__ac_listeners")); } finally { doc.removeEventListener("__ac_listener", take, true); }
+    return found;
+  }
+  // `el` or an element around it has a click listener of the page's.
+  function listened(el, set) {
+    const found = set || listenedIn(el.ownerDocument);
+    for (let n = el; n && n.nodeType === 1; n = n.parentElement) if (found.has(n)) return true;
+    return false;
+  }
   // Refs: stable per element while the document lives; across documents an element that looks
   // the same (its kind and line, without values; the nth of its likes) gets the ref it had, from
   // `known` (key → ref) that the worker keeps for the session. A ref of any earlier snapshot that
@@ -218,7 +233,7 @@ if (!window.__ac) { window.__ac = (() => {
   const TEXTLIKE = /^(H[1-6]|P|TABLE|CAPTION|THEAD|TBODY|TR|TD|TH|UL|OL|LI|DL|DT|DD|SPAN|STRONG|EM|B|I|SMALL|PRE|CODE|BLOCKQUOTE|FIGURE|FIGCAPTION|IMG|HR)$/;
   function inert(el, sel) {
     if (!TEXTLIKE.test(el.tagName) || el.closest(ACTIVE) || el.querySelector(ACTIVE)) return null;
-    if (getComputedStyle(el).cursor === "pointer") return null;
+    if (getComputedStyle(el).cursor === "pointer" || listened(el)) return null;
     const what = /^H[1-6]$/.test(el.tagName) ? "heading" : el.closest("table") ? "table" : "text";
     const head = "`" + sel + "` is " + (what === "text" ? "" : "a ") + what + ": a click on it does nothing.";
     if (what === "table") return head + " Its cells are in the snapshot; to save the table, call browser_scrape_table with a filename (e.g. table.csv).";
@@ -429,6 +444,6 @@ if (!window.__ac) { window.__ac = (() => {
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
   return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
-          norm, visible, labelFor, refState,
+          norm, visible, labelFor, refState, listenedIn, listened,
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

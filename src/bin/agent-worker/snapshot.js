@@ -82,15 +82,17 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     return {head: `table ${rows.length}×${cols}`, lines};
   }
   const CLICKABLE = "[onclick],[role=button],[role=link],[role=tab],[role=menuitem],[tabindex]";
-  const clickable = el => !!el && (!!el.closest(CLICKABLE) || getComputedStyle(el).cursor === "pointer");
+  // The elements the page gave a click listener, read once per document walked. Only an
+  // element's own listener counts: one on a container is mostly delegation (a framework's root).
+  let listeners = new Set();
+  const clickable = el => !!el && (!!el.closest(CLICKABLE) || getComputedStyle(el).cursor === "pointer" || listeners.has(el));
   // Why the page makes an element clickable (the tags and roles shown as what they are aside):
-  // a role a person clicks, `onclick`, a tabindex of 0 or more, or a pointer cursor its parent
-  // does not already give it. Listeners added by addEventListener are not visible here; most
-  // pages that add one set the pointer cursor for people.
+  // a role a person clicks, `onclick` (as an attribute or a listener its script added), a
+  // tabindex of 0 or more, or a pointer cursor its parent does not already give it.
   function clickWhy(el, tag, role) {
     if (tag === "summary") return "clickable";
     if (CLICK_ROLES.has(role)) return role;
-    if (el.hasAttribute("onclick") || (el.getAttribute("tabindex") !== null && el.tabIndex >= 0)) return "clickable";
+    if (el.hasAttribute("onclick") || listeners.has(el) || (el.getAttribute("tabindex") !== null && el.tabIndex >= 0)) return "clickable";
     const up = el.parentElement;
     if (getComputedStyle(el).cursor === "pointer" && !(up && getComputedStyle(up).cursor === "pointer")) return "clickable";
     return null;
@@ -101,6 +103,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   const keyOf = line => line.replace(/ value=.*$/, "").replace(STATE_MARKS, "");
   // One pass over a document (and the same-origin frames in it), in document order.
   function collect(doc, state, indent) {
+    for (const el of ac.listenedIn(doc)) listeners.add(el);
     const items = state.items;
     let run = null;
     const flush = () => {
@@ -256,6 +259,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   function snapshot(max, floor, reset, known, part, lines) {
     const state = ac.refState(floor, reset, known);
     const items = [];
+    listeners = new Set();
     collect(document, {items}, "");
     for (const it of items) if (it.el) it.ref = state.assign(it.el, it.key);
     const code = status();

@@ -348,7 +348,11 @@ pub fn reattach(r: &mut Running, width: u32, height: u32) -> Result<(), WorkerEr
     attach(r, &target, width, height)
 }
 
-/// Attach to `target` with a flat session, with page events, network and our viewport.
+/// Records the elements the page gives a click listener, in the page's own world (see the file).
+const LISTENERS_JS: &str = include_str!("../listeners.js");
+
+/// Attach to `target` with a flat session, with page events, network, our viewport and the
+/// listener record.
 pub fn attach(r: &mut Running, target: &str, width: u32, height: u32) -> Result<(), WorkerError> {
     let attached = r.cdp.call(None, "Target.attachToTarget", json!({"targetId": target, "flatten": true}), CALL)?;
     let session = attached["sessionId"]
@@ -357,6 +361,7 @@ pub fn attach(r: &mut Running, target: &str, width: u32, height: u32) -> Result<
         .to_string();
     for (method, params) in [
         ("Page.enable", json!({})),
+        ("Page.addScriptToEvaluateOnNewDocument", json!({"source": LISTENERS_JS, "runImmediately": true})),
         ("Network.enable", json!({})),
         (
             "Emulation.setDeviceMetricsOverride",

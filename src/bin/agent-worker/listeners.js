@@ -1,0 +1,43 @@
+// agent-worker: runs in the page's own world before the page's scripts (every document and
+// frame) and records the elements the page gives a click listener, which nothing in the DOM
+// shows: addEventListener of a click-like event, or an `onclick` property set from script.
+// The helpers' world (page.js) asks with a `__ac_listeners` event on the document; each
+// recorded element still in it answers with a `__ac_listener` event. The two worlds share only
+// the DOM, so events carry the answer, and nothing of the page is changed.
+(() => {
+  const CLICKS = new Set(["click", "mousedown", "mouseup", "pointerdown", "pointerup", "touchstart"]);
+  const add = EventTarget.prototype.addEventListener;
+  const marked = new WeakSet();
+  let held = [];
+  const mark = el => {
+    if (el && el.nodeType === 1 && !marked.has(el)) {
+      marked.add(el);
+      held.push(new WeakRef(el));
+    }
+  };
+  EventTarget.prototype.addEventListener = function (type, listener, options) {
+    if (CLICKS.has(type)) mark(this);
+    return add.call(this, type, listener, options);
+  };
+  for (const name of ["onclick", "onmousedown", "onmouseup", "onpointerdown"]) {
+    const d = Object.getOwnPropertyDescriptor(HTMLElement.prototype, name);
+    if (!d || !d.set) continue;
+    Object.defineProperty(HTMLElement.prototype, name, {
+      ...d,
+      set(value) {
+        if (value) mark(this);
+        return d.set.call(this, value);
+      },
+    });
+  }
+  add.call(document, "__ac_listeners", () => {
+    held = held.filter(r => {
+      const el = r.deref();
+      if (!el) return false;
+      if (el.isConnected && el !== el.ownerDocument.body && el !== el.ownerDocument.documentElement) {
+        el.dispatchEvent(new Event("__ac_listener", {composed: true}));
+      }
+      return true;
+    });
+  }, true);
+})();
