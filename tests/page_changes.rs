@@ -72,6 +72,10 @@ fn actions_answer_with_what_changed_on_the_page() {
     assert!(c.contains("option \"Paris\"") && c.contains("option \"Parma\"") && !c.contains("Prague"), "{c}");
     assert!(c.contains("input text \"City\" name=city (value as typed)") && !c.contains("\"par\""), "{c}");
     assert_eq!(typed["changed"]["updated"], 1, "the field: {typed}");
+    // Suggestions a page draws on key up come too: the text is typed key by key.
+    let country = ref_of(&snap, "input text \"Country\"");
+    let keyed = changes(&cmd(&r, "browser_type", json!({"selector": country, "text": "no"})));
+    assert!(keyed.contains("option \"Norway\"") && !keyed.contains("Nepal"), "{keyed}");
     // A suggestion clicked by its ref: the field holds it, the list is gone.
     let picked = cmd(&r, "browser_click", json!({"selector": ref_of(&c, "option \"Paris\"")}));
     let c = changes(&picked);

@@ -105,6 +105,7 @@ fn states_page(open: bool) -> String {
 /// select, each writing what its last input and change events said into `#log`.
 const WIDGETS: &str = r#"<h1>Widgets</h1>
 <label>City <input id="city" name="city" autocomplete="off"></label><ul id="sugg"></ul>
+<label>Country <input id="country" name="country" autocomplete="off"></label><ul id="csugg"></ul>
 <button id="save">Save</button><p id="err"></p>
 <button id="del">Delete</button>
 <div id="dlg" role="dialog" hidden><p>Really delete the order?</p><button id="yes">Yes, delete</button> <button id="no">Keep it</button></div>
@@ -130,6 +131,11 @@ $('city').addEventListener('input', e => setTimeout(() => {
     $('sugg').appendChild(li);
   }
 }, 200));
+// Suggestions drawn on key up only, as older autocompletes do.
+$('country').addEventListener('keyup', e => {
+  const v = e.target.value.toLowerCase();
+  $('csugg').innerHTML = ['Norway', 'Nepal', 'Spain'].filter(c => v && c.toLowerCase().startsWith(v)).map(c => '<li role="option">' + c + '</li>').join('');
+});
 $('save').onclick = () => { $('err').textContent = $('city').value ? 'Saved' : 'Please enter a city first'; };
 $('del').onclick = () => { $('dlg').hidden = false; };
 $('no').onclick = () => { $('dlg').hidden = true; };

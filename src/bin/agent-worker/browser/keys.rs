@@ -91,10 +91,47 @@ fn parse(combo: &str) -> Result<KeyPress, WorkerError> {
     Ok(KeyPress { key, code, vk, text, modifiers })
 }
 
+/// Characters typed key by key; a longer text goes in at once but for its last character.
+const KEYED_CHARS: usize = 300;
+
+/// The key press that types `c` (a new line is Enter).
+fn typing(c: char) -> KeyPress {
+    if c == '\n' {
+        return KeyPress { key: "Enter".into(), code: "Enter".into(), vk: 13, text: Some("\r".into()), modifiers: 0 };
+    }
+    let upper = c.to_ascii_uppercase();
+    let (code, vk) = match c {
+        'a'..='z' | 'A'..='Z' => (format!("Key{upper}"), upper as u32),
+        '0'..='9' => (format!("Digit{c}"), c as u32),
+        ' ' => ("Space".into(), 32),
+        _ => (String::new(), 0),
+    };
+    KeyPress { key: c.to_string(), code, vk, text: Some(c.to_string()), modifiers: 0 }
+}
+
 impl Browser {
+    /// Type `text` into the focused element as a person does, with a key down and up for each
+    /// character: pages that react to keys (suggestions on keyup, a terminal on keydown) see
+    /// them. A text longer than `KEYED_CHARS` goes in at once, its last character keyed.
+    pub(super) fn type_text(&mut self, text: &str) -> Result<(), WorkerError> {
+        let count = text.chars().count();
+        let keyed_from = if count > KEYED_CHARS { count - 1 } else { 0 };
+        let split = text.char_indices().nth(keyed_from).map_or(text.len(), |(i, _)| i);
+        if split > 0 {
+            self.page_call("Input.insertText", json!({"text": &text[..split]}))?;
+        }
+        for c in text[split..].chars() {
+            self.send(&typing(c))?;
+        }
+        Ok(())
+    }
+
     /// Press and release `combo` on the page.
     pub(super) fn key(&mut self, combo: &str) -> Result<(), WorkerError> {
-        let k = parse(combo)?;
+        self.send(&parse(combo)?)
+    }
+
+    fn send(&mut self, k: &KeyPress) -> Result<(), WorkerError> {
         let mut down = json!({"type": if k.text.is_some() { "keyDown" } else { "rawKeyDown" }, "key": k.key,
             "code": k.code, "windowsVirtualKeyCode": k.vk, "modifiers": k.modifiers});
         if let Some(t) = &k.text {
@@ -111,6 +148,17 @@ impl Browser {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_character_has_its_key() {
+        let a = typing('a');
+        assert_eq!((a.key.as_str(), a.code.as_str(), a.vk, a.text.as_deref()), ("a", "KeyA", 65, Some("a")));
+        let nine = typing('9');
+        assert_eq!((nine.code.as_str(), nine.vk), ("Digit9", 57));
+        let e = typing('é');
+        assert_eq!((e.key.as_str(), e.code.as_str(), e.vk, e.text.as_deref()), ("é", "", 0, Some("é")));
+        assert_eq!(typing('\n').text.as_deref(), Some("\r"), "a new line is Enter");
+    }
 
     #[test]
     fn combinations_parse() {

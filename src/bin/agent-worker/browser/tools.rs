@@ -140,7 +140,7 @@ impl Browser {
             let set = self.eval(&format!("__ac.setSpecial({}, {})", js(selector), js(text)))?;
             with(set, "into", json!(selector))
         } else {
-            self.page_call("Input.insertText", json!({"text": text}))?;
+            self.type_text(text)?;
             // Never echo the text: it may be a password.
             json!({"typed": text.chars().count(), "into": selector})
         };
