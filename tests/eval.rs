@@ -195,18 +195,20 @@ fn the_miniwob_suite_seeds_each_page_lifts_its_limit_and_judges_by_its_reward() 
     if !have_chromium() {
         return;
     }
+    // A click that ends the episode comes with the finish in the same reply: the eval stops a
+    // session once its page gave the reward, so a later request might never be made.
+    let click_and_finish = |selector: &str, summary: &str| {
+        tools(None, &[("browser_click", json!({"selector": selector})), ("finish_task", json!({"summary": summary}))])
+    };
     let script = vec![
         // click-test, run 1: the right button, after the page's own limit would have ended it.
-        tool("browser_click", json!({"selector": "#target"})).delayed(std::time::Duration::from_secs(2)),
-        tool("finish_task", json!({"summary": "Clicked."})),
+        click_and_finish("#target", "Clicked.").delayed(std::time::Duration::from_secs(2)),
         // click-test-2, run 1: the wrong one, and says otherwise.
-        tool("browser_click", json!({"selector": "#other"})),
-        tool("finish_task", json!({"summary": "Clicked the right button."})),
+        click_and_finish("#other", "Clicked the right button."),
         // click-test, run 2: never clicks.
         tool("finish_task", json!({"summary": "Clicked the button."})),
         // click-test-2, run 2: the right one.
-        tool("browser_click", json!({"selector": "#target"})),
-        tool("finish_task", json!({"summary": "Done."})),
+        click_and_finish("#target", "Done."),
     ];
     let llm = ScriptedLlm::start(script);
     let dir = TempDir::new("eval-miniwob");
@@ -292,4 +294,42 @@ fn the_miniwob_suite_runs_only_the_development_split() {
     let (code, _, stderr) = eval(&config, &["--suite", "miniwob", "--guards", "maybe"], &[]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--guards \"maybe\": say on or off"), "{stderr}");
+}
+
+/// `--ablate-fired`: after a run, each guard that fired in it (here only the one named) is
+/// switched off and the same task and seed run again; the table pairs the two outcomes and
+/// counts the suite's rate without the guard. The rerun's requests really lack the guard.
+#[test]
+fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
+    if !have_chromium() {
+        return;
+    }
+    let click =
+        || tools(None, &[("browser_click", json!({"selector": "#target"})), ("finish_task", json!({"summary": "ok"}))]);
+    // The run with the recital passes; the rerun without it never clicks.
+    let llm = ScriptedLlm::start(vec![click(), tool("finish_task", json!({"summary": "done"}))]);
+    let dir = TempDir::new("eval-ablate");
+    let config = config_for(&llm, dir.path());
+    let cache = dir.path().join("cache");
+    let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/miniwob");
+    copy_dir(&fixture, &cache.join("agent-controller/miniwob/1.1.0/html"));
+    let args =
+        ["--suite", "miniwob", "--tasks", "click-test", "--profile", "small", "--ablate-fired", "recital", "--json"];
+    let (code, stdout, stderr) = eval(&config, &args, &[("XDG_CACHE_HOME", &cache), ("TMPDIR", dir.path())]);
+    assert_eq!(code, Some(0), "{stdout}\n{stderr}");
+    let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!((report["passed"].clone(), report["runs"].clone()), (json!(1), json!(1)), "reruns are apart: {report}");
+    let rerun = &report["reruns"][0];
+    assert_eq!((rerun["ablated"].clone(), rerun["pass"].clone()), (json!("recital"), json!(false)), "{report}");
+    assert_eq!(rerun["seed"], report["rows"][0]["seed"], "the same page");
+    assert_eq!(report["reruns"].as_array().unwrap().len(), 1, "only the guard named: {report}");
+    let effect = &report["ablation"][0];
+    assert_eq!(
+        effect,
+        &json!({"guard": "recital", "fired_runs": 1, "runs": 1, "passed_with": 1, "passed_without": 0,
+            "suite_with": 1, "suite_without": 0})
+    );
+    let requests = llm.requests();
+    let recited = |r: &Recorded| r.body.to_string().contains("Your task:");
+    assert!(recited(&requests[0]) && !recited(&requests[1]), "the rerun ran without the recital");
 }

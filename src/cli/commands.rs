@@ -290,6 +290,11 @@ pub const COMMANDS: &[Cmd] = &[
                 opt(&["--profile"], "NAME", "run the sessions with this agent profile (options.profile)"),
                 opt(&["--guards"], "on|off", "off: the sessions run with every guard off (options.guards)"),
                 opt(&["--ablate"], "NAMES", "take these guards out (comma-separated or repeated; options.guards)"),
+                opt(
+                    &["--ablate-fired"],
+                    "all|NAMES",
+                    "after each run, run it again with each guard that fired off (all, or only these): the ablation table",
+                ),
                 opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
                 opt(&["--list"], "", "list the tasks and exit"),
                 opt(&["--keep"], "", "keep the sessions' folders (logs, steps, files) and say where"),

@@ -46,10 +46,14 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
         max_turns: number("--max-turns", 15)?.max(1),
         profile: parsed.value("--profile").map(str::to_string),
         guards: super::guards_option(parsed.value("--guards"), &values(parsed, "--ablate"))?,
+        ablate_fired: parsed.value("--ablate-fired").map(|v| match v {
+            "all" => Vec::new(),
+            names => names.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        }),
         worker: parsed.value("--worker").map(PathBuf::from),
         session_timeout: Duration::from_secs(900),
         keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),
-        on_row: (!json).then(|| Box::new(|row: &Row| println!("{}", printable(&row.line()))) as ShowRow),
+        on_row: (!json).then(|| std::rc::Rc::new(|row: &Row| println!("{}", printable(&row.line()))) as ShowRow),
     };
     let min_pass = parsed
         .value("--min-pass")

@@ -9,6 +9,7 @@
 //! `--json` (`command.rs`). Nothing of it runs in the daemon; `make eval` points it at the
 //! local model of `../shared/tools/real-llm/`.
 
+mod ablation;
 pub mod command;
 mod loopback;
 pub mod miniwob;
@@ -35,6 +36,9 @@ pub const HOSTNAME: &str = "eval-box";
 /// The account the sign-in task uses; its password is made per run.
 pub const USERNAME: &str = "eval-user";
 
+/// How long a session whose outcome is fixed may go on before the eval stops it.
+const JUDGED_GRACE: Duration = Duration::from_secs(2);
+
 /// The sign-in task's password: random per process, the same for the site and the session.
 fn password() -> String {
     static PASSWORD: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -42,7 +46,7 @@ fn password() -> String {
 }
 
 /// What shows a row as soon as it is judged.
-pub type ShowRow = Box<dyn Fn(&Row)>;
+pub type ShowRow = std::rc::Rc<dyn Fn(&Row)>;
 
 /// Which tasks the eval runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,6 +76,7 @@ impl Suite {
 }
 
 /// How the eval is run (from the command line).
+#[derive(Clone)]
 pub struct Options {
     pub suite: Suite,
     pub llm: String,
@@ -85,6 +90,9 @@ pub struct Options {
     pub profile: Option<String>,
     /// The session body's `options.guards` (`{"all": false}`, `{"NAME": false}`), only when given.
     pub guards: Option<Value>,
+    /// `--ablate-fired`: after each run, rerun it with each guard that fired off (only these
+    /// when named; every one when empty). None: no reruns.
+    pub ablate_fired: Option<Vec<String>>,
     /// The worker binary (default: `agent-worker` beside this one).
     pub worker: Option<PathBuf>,
     /// The longest one session may take.
@@ -237,15 +245,30 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
         profile: opts.profile.clone(),
         guards: opts.guards.clone(),
         rows: Vec::new(),
+        reruns: Vec::new(),
+    };
+    let run_one = |task: &Chosen, run: u32, opts: &Options| {
+        let row = match task {
+            Chosen::Own(task) => stack.run_task(task, run, opts),
+            Chosen::Miniwob(task) => miniwob::run_task(&stack, task, run, opts),
+        };
+        if let Some(show) = &opts.on_row {
+            show(&row);
+        }
+        row
     };
     for run in 1..=opts.repeat.max(1) {
         for task in &chosen {
-            let row = match task {
-                Chosen::Own(task) => stack.run_task(task, run, opts),
-                Chosen::Miniwob(task) => miniwob::run_task(&stack, task, run, opts),
-            };
-            if let Some(show) = &opts.on_row {
-                show(&row);
+            let row = run_one(task, run, opts);
+            for guard in opts.ablate_fired.as_deref().map(|w| ablation::to_rerun(&row, w)).unwrap_or_default() {
+                let mut off = opts.clone();
+                off.guards = Some(guards_off(opts.guards.as_ref(), &guard));
+                let mut again = run_one(task, run, &Options { on_row: None, ..off });
+                again.ablated = Some(guard);
+                if let Some(show) = &opts.on_row {
+                    show(&again);
+                }
+                report.reruns.push(again);
             }
             report.rows.push(row);
         }
@@ -367,17 +390,23 @@ impl Stack {
         session["session_id"].as_str().map(str::to_string).ok_or(EvalError::NoSessionId)
     }
 
-    /// The session once it ended (stopped when it runs past `timeout`, or once `judged`: the
-    /// outcome is already fixed).
+    /// The session once it ended: stopped when it runs past `timeout`, or a moment after
+    /// `judged` (the outcome is fixed then; the moment lets a session that is finishing anyway
+    /// finish rather than be stopped).
     fn wait_until_ended(&self, id: &str, timeout: Duration, judged: &dyn Fn() -> bool) -> Value {
         let deadline = Instant::now() + timeout;
+        let mut judged_at: Option<Instant> = None;
         let path = format!("/sessions/{id}");
         loop {
             let session = self.client.get(&path).unwrap_or(Value::Null);
             if !crate::cli::client::is_active(&session) && !session.is_null() {
                 return session;
             }
-            if Instant::now() >= deadline || judged() {
+            if judged_at.is_none() && judged() {
+                judged_at = Some(Instant::now());
+            }
+            let settled = judged_at.is_some_and(|at| at.elapsed() >= JUDGED_GRACE);
+            if Instant::now() >= deadline || settled {
                 let _ = self.client.delete(&path);
                 std::thread::sleep(Duration::from_secs(2));
                 return self.client.get(&path).unwrap_or(session);
@@ -439,6 +468,13 @@ pub fn guards_option(guards: Option<&str>, ablate: &[String]) -> Result<Option<V
         out.insert(name.to_string(), json!(false));
     }
     Ok((!out.is_empty()).then_some(Value::Object(out)))
+}
+
+/// `guards` (the session's `options.guards`, if any) with `guard` switched off too.
+fn guards_off(guards: Option<&Value>, guard: &str) -> Value {
+    let mut out = guards.cloned().unwrap_or_else(|| json!({}));
+    out[guard] = json!(false);
+    out
 }
 
 impl Drop for Stack {
@@ -526,6 +562,7 @@ mod tests {
             max_turns: 7,
             profile: profile.map(str::to_string),
             guards,
+            ablate_fired: None,
             worker: None,
             session_timeout: Duration::from_secs(1),
             keep: false,

@@ -29,6 +29,8 @@ pub struct Row {
     pub reward: Option<f64>,
     /// The guards that fired in the session and how often (`guards_fired` of the session).
     pub guards_fired: BTreeMap<String, u64>,
+    /// A rerun with this guard off (`--ablate-fired`).
+    pub ablated: Option<String>,
 }
 
 impl Row {
@@ -57,13 +59,13 @@ impl Row {
             "status": self.status, "turns": self.turns, "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens, "first_request_tokens": self.first_request_tokens,
             "seconds": (self.seconds * 10.0).round() / 10.0, "session": self.session,
-            "seed": self.seed, "reward": self.reward, "guards_fired": self.guards_fired,
+            "seed": self.seed, "reward": self.reward, "guards_fired": self.guards_fired, "ablated": self.ablated,
         })
     }
 
     /// What follows the numbers: the reward, why it failed, the guards that fired.
     fn notes(&self) -> String {
-        let mut out = String::new();
+        let mut out = self.ablated.as_ref().map(|g| format!("without {g} · ")).unwrap_or_default();
         if let Some(r) = self.reward.filter(|_| self.pass) {
             let _ = write!(out, "reward {r:.2}");
         }
@@ -72,7 +74,8 @@ impl Row {
         }
         if !self.guards_fired.is_empty() {
             let fired: Vec<String> = self.guards_fired.iter().map(|(g, n)| format!("{g}×{n}")).collect();
-            let _ = write!(out, "{}guards: {}", if out.is_empty() { "" } else { " · " }, fired.join(" "));
+            let sep = if out.is_empty() || out.ends_with(" · ") { "" } else { " · " };
+            let _ = write!(out, "{sep}guards: {}", fired.join(" "));
         }
         out
     }
@@ -109,6 +112,8 @@ pub struct Report {
     pub profile: Option<String>,
     pub guards: Option<Value>,
     pub rows: Vec<Row>,
+    /// `--ablate-fired`'s reruns, apart from the runs the totals count.
+    pub reruns: Vec<Row>,
 }
 
 /// One task over its runs.
@@ -234,6 +239,9 @@ impl Report {
         if let Some(spread) = self.spread() {
             let _ = write!(out, "\n{spread}");
         }
+        if let Some(table) = super::ablation::text(&super::ablation::effects(&self.rows, &self.reruns)) {
+            let _ = write!(out, "\n{table}");
+        }
         out
     }
 
@@ -256,6 +264,8 @@ impl Report {
             "min_run_percent": min, "max_run_percent": max, "tasks": tasks, "per_run": runs,
             "first_request_tokens_browser": self.first_request_browser(),
             "rows": self.rows.iter().map(Row::to_json).collect::<Vec<_>>(),
+            "ablation": super::ablation::json(&super::ablation::effects(&self.rows, &self.reruns)),
+            "reruns": self.reruns.iter().map(Row::to_json).collect::<Vec<_>>(),
         })
     }
 }

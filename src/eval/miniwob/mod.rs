@@ -72,7 +72,10 @@ pub fn seed(task: &str, run: u32) -> u32 {
 /// One run of one task: the query read, the session on the page, the page's reward judged.
 pub(super) fn run_task(stack: &Stack, task: &str, run: u32, opts: &Options) -> Row {
     let seed = seed(task, run);
-    let episode = format!("{task}-{run}");
+    // Unique per session (a rerun of the same task and run gets the same seed, not its record).
+    static SESSIONS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let nth = SESSIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let episode = format!("{task}-{run}-{nth}");
     let mut row = Row::new(task, Kind::Browser.name(), run);
     row.seed = Some(seed);
     let probe = format!("{episode}-query");

@@ -1,0 +1,122 @@
+//! `eval --ablate-fired`: what each guard buys, paired. After each run, every guard that fired
+//! in it (or those named) is switched off and the same task runs again with the same run number
+//! (for MiniWoB++ the same seed, so the same page; the own suite draws its values anew). A run
+//! where a guard never fired would have gone the same way without it, so the suite's rate
+//! without a guard is the runs where it did not fire as they were plus its reruns: one rerun per
+//! firing run instead of a whole suite per guard.
+
+use super::report::Row;
+use serde_json::{Value, json};
+use std::fmt::Write;
+
+/// The guards to take out after `row`: those that fired in it, all or only `wanted`'s.
+pub fn to_rerun(row: &Row, wanted: &[String]) -> Vec<String> {
+    row.guards_fired.keys().filter(|g| wanted.is_empty() || wanted.contains(g)).cloned().collect()
+}
+
+/// One guard over a suite's runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuardEffect {
+    pub guard: String,
+    /// Runs it fired in, of all the suite's runs.
+    pub fired: usize,
+    pub runs: usize,
+    /// Of the runs it fired in: passed with it, and passed again with it off.
+    pub passed_with: usize,
+    pub passed_without: usize,
+    /// The suite's passes with it (as run) and without it (its reruns in place of its runs).
+    pub suite_with: usize,
+    pub suite_without: usize,
+}
+
+/// Each guard that was rerun, in name order.
+pub fn effects(rows: &[Row], reruns: &[Row]) -> Vec<GuardEffect> {
+    let mut guards: Vec<&String> = reruns.iter().filter_map(|r| r.ablated.as_ref()).collect();
+    guards.sort();
+    guards.dedup();
+    let suite_with = rows.iter().filter(|r| r.pass).count();
+    guards
+        .into_iter()
+        .map(|guard| {
+            let mine: Vec<&Row> = reruns.iter().filter(|r| r.ablated.as_ref() == Some(guard)).collect();
+            let base = |r: &Row| rows.iter().find(|b| b.task == r.task && b.run == r.run).is_some_and(|b| b.pass);
+            let passed_with = mine.iter().filter(|r| base(r)).count();
+            let passed_without = mine.iter().filter(|r| r.pass).count();
+            GuardEffect {
+                guard: guard.clone(),
+                fired: mine.len(),
+                runs: rows.len(),
+                passed_with,
+                passed_without,
+                suite_with,
+                suite_without: suite_with - passed_with + passed_without,
+            }
+        })
+        .collect()
+}
+
+/// The table under the totals (None when nothing was rerun).
+pub fn text(effects: &[GuardEffect]) -> Option<String> {
+    if effects.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "each guard off, rerun where it fired (the other runs count as they were):\n  \
+         guard                fired in   passed with → without   suite with → without\n",
+    );
+    for e in effects {
+        let _ = writeln!(
+            out,
+            "  {:<20} {:>4}/{:<5} {:>6} → {:<10} {:>4}/{} → {}/{}",
+            e.guard, e.fired, e.runs, e.passed_with, e.passed_without, e.suite_with, e.runs, e.suite_without, e.runs
+        );
+    }
+    out.pop();
+    Some(out)
+}
+
+pub fn json(effects: &[GuardEffect]) -> Value {
+    let rows: Vec<Value> = effects
+        .iter()
+        .map(|e| {
+            json!({"guard": e.guard, "fired_runs": e.fired, "runs": e.runs, "passed_with": e.passed_with,
+                "passed_without": e.passed_without, "suite_with": e.suite_with, "suite_without": e.suite_without})
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(task: &str, run: u32, pass: bool, fired: &[&str], ablated: Option<&str>) -> Row {
+        let mut r = Row { pass, ablated: ablated.map(str::to_string), ..Row::new(task, "browser", run) };
+        r.guards_fired = fired.iter().map(|g| (g.to_string(), 1)).collect();
+        r
+    }
+
+    #[test]
+    fn a_guard_is_rerun_where_it_fired_and_the_suite_counts_the_rest_as_run() {
+        let a1 = row("a", 1, true, &["loop_note", "recital"], None);
+        assert_eq!(to_rerun(&a1, &[]), vec!["loop_note", "recital"]);
+        assert_eq!(to_rerun(&a1, &["recital".into(), "revisit".into()]), vec!["recital"]);
+        let rows = vec![a1, row("b", 1, true, &["recital"], None), row("c", 1, false, &["recital"], None)];
+        // Without recital: a fails, b passes, c passes; loop_note off changes nothing.
+        let reruns = vec![
+            row("a", 1, true, &["recital"], Some("loop_note")),
+            row("a", 1, false, &["loop_note"], Some("recital")),
+            row("b", 1, true, &[], Some("recital")),
+            row("c", 1, true, &[], Some("recital")),
+        ];
+        let e = effects(&rows, &reruns);
+        assert_eq!(e.len(), 2);
+        assert_eq!((e[0].guard.as_str(), e[0].fired, e[0].passed_with, e[0].passed_without), ("loop_note", 1, 1, 1));
+        assert_eq!((e[0].suite_with, e[0].suite_without), (2, 2));
+        assert_eq!((e[1].guard.as_str(), e[1].fired, e[1].passed_with, e[1].passed_without), ("recital", 3, 2, 2));
+        let t = text(&e).unwrap();
+        assert!(t.contains("recital") && t.contains("3/3") && t.contains("2/3 → 2/3"), "{t}");
+        assert_eq!(json(&e)[1]["passed_without"], 2);
+        assert!(text(&[]).is_none());
+    }
+}
