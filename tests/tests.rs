@@ -5,6 +5,7 @@
 mod support;
 
 mod agent;
+mod agent_model;
 mod api;
 mod browser_isolation;
 mod budget;
@@ -21,6 +22,7 @@ mod eval;
 mod files;
 mod fuzz;
 mod guards;
+mod holds;
 mod hostile;
 mod lifecycle;
 mod loops;

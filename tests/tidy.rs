@@ -140,6 +140,18 @@ fn files_and_functions_stay_small() {
     );
 }
 
+/// Test files too stay under the file limit (a test's function may run long: it is a story).
+#[test]
+fn test_files_stay_small() {
+    let long: Vec<String> = ["tests", "benches"]
+        .iter()
+        .flat_map(|dir| files_under(dir))
+        .filter(|(_, text)| text.lines().count() > MAX_FILE_LINES)
+        .map(|(rel, text)| format!("{rel}: {} lines", text.lines().count()))
+        .collect();
+    assert!(long.is_empty(), "over {MAX_FILE_LINES} lines per file:\n{}", long.join("\n"));
+}
+
 #[test]
 fn modules_import_only_across_allowed_seams() {
     let allowed: BTreeMap<&str, &[&str]> = ALLOWED.iter().copied().collect();

@@ -83,10 +83,16 @@ pub fn command(parsed: &Parsed, config: Config) -> u8 {
             return 2;
         }
     };
+    let effects = super::ablation::effects(&report.rows, &report.reruns);
     if json {
-        println!("{}", report.to_json());
+        let mut out = report.to_json();
+        out["ablation"] = super::ablation::json(&effects);
+        println!("{out}");
     } else {
         println!("{}", printable(&report.totals()));
+        if let Some(table) = super::ablation::text(&effects) {
+            println!("{}", printable(&table));
+        }
     }
     match min_pass {
         Some(min) if report.pass_percent() < f64::from(min) => 1,

@@ -9,7 +9,7 @@
 //! `--json` (`command.rs`). Nothing of it runs in the daemon; `make eval` points it at the
 //! local model of `../shared/tools/real-llm/`.
 
-mod ablation;
+pub mod ablation;
 pub mod command;
 mod loopback;
 pub mod miniwob;

@@ -239,9 +239,6 @@ impl Report {
         if let Some(spread) = self.spread() {
             let _ = write!(out, "\n{spread}");
         }
-        if let Some(table) = super::ablation::text(&super::ablation::effects(&self.rows, &self.reruns)) {
-            let _ = write!(out, "\n{table}");
-        }
         out
     }
 
@@ -264,7 +261,6 @@ impl Report {
             "min_run_percent": min, "max_run_percent": max, "tasks": tasks, "per_run": runs,
             "first_request_tokens_browser": self.first_request_browser(),
             "rows": self.rows.iter().map(Row::to_json).collect::<Vec<_>>(),
-            "ablation": super::ablation::json(&super::ablation::effects(&self.rows, &self.reruns)),
             "reruns": self.reruns.iter().map(Row::to_json).collect::<Vec<_>>(),
         })
     }

@@ -1,0 +1,381 @@
+//! What the small profile's holds and redirects do to a whole session, through the real daemon
+//! and agent on a scripted model and a scripted browser or shell worker: a finish before the
+//! deliverable, a page opened again, a refused submit, a file link, a link of the page before,
+//! a file read a third time, text clicked twice, a tool run as a shell program, values typed
+//! from nowhere, a click the reply's words name, a guess held back.
+
+use crate::loops::{actions, finished_task, result_text, static_worker};
+use crate::support::llm::*;
+use crate::support::*;
+use serde_json::{Value, json};
+
+/// A finish before anything the task asks to keep is saved is answered once with what to call
+/// first (the answer was known; answer.txt was never written); the second finish is honoured.
+#[test]
+fn a_finish_before_the_deliverable_is_sent_back_once() {
+    let script = vec![
+        tool("finish_task", json!({"summary": "The link is Next."})),
+        tools(
+            None,
+            &[
+                ("save_file", json!({"filename": "answer.txt", "content": "Next"})),
+                ("finish_task", json!({"summary": "Saved it."})),
+            ],
+        ),
+    ];
+    let dir = TempDir::new("finish-early");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let body =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"});
+    let id = create_session(&c, body);
+    assert_eq!(wait_status(&c, &id, "finished")["summary"], "Saved it.");
+    let first = result_text(&llm.requests()[1]);
+    assert!(first.contains("Not finished") && first.contains("save_file"), "{first}");
+    assert_eq!(c.get(&format!("/sessions/{id}/files")).json()[0]["filename"], "answer.txt");
+}
+
+/// A browser worker with two pages that link to each other, the home page also to About.
+fn two_page_worker(d: &TestDaemon) -> ScriptedWorker {
+    let current = std::sync::Mutex::new("https://a.test/".to_string());
+    ScriptedWorker::start(&d.worker_client(), "pages-box", &["browser"], false, move |cmd| {
+        let mut url = current.lock().unwrap();
+        if let Some(to) = cmd["params"]["url"].as_str() {
+            *url = to.to_string();
+        }
+        let snapshot = if url.ends_with("/contact") {
+            "Page: \"Contact\" — https://a.test/contact (HTTP 200)\n[e3] link \"Home\" → https://a.test/".to_string()
+        } else {
+            format!(
+                "Page: \"Home\" — {url} (HTTP 200)\n[e1] link \"Contact\" → https://a.test/contact\n\
+                 [e2] link \"About us\" → https://a.test/about"
+            )
+        };
+        json!({"success": true, "data": {"url": *url, "title": "t", "snapshot": snapshot}})
+    })
+}
+
+#[test]
+fn a_page_opened_again_names_the_pages_not_opened_yet() {
+    let nav = |url: &str| tool("browser_navigate", json!({"url": url}));
+    let script = vec![
+        nav("https://a.test/contact"),
+        nav("https://a.test/"),
+        tool("browser_snapshot", json!({})),
+        tool("finish_task", json!({"summary": "Not found."})),
+    ];
+    let body = json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"});
+    let reqs = finished_task("loop-revisit", script, two_page_worker, body).requests();
+    let note = "You opened this page before. If it does not have what you need, open one not opened yet: \
+                \\\"About us\\\" https://a.test/about.";
+    assert!(!result_text(&reqs[1]).contains("opened this page before"), "a new page: {}", result_text(&reqs[1]));
+    assert!(result_text(&reqs[2]).contains(note), "back home: {}", result_text(&reqs[2]));
+    assert!(!result_text(&reqs[3]).contains("opened this page before"), "the same page looked at again");
+}
+
+#[test]
+fn a_side_download_is_not_the_answer_and_its_repeat_names_the_file_to_save() {
+    let dl = || tool("browser_download", json!({"url": "https://a.test/guide.pdf"}));
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "Next"}));
+    let script = vec![
+        dl(),
+        dl(),
+        tool("finish_task", json!({"summary": "Next"})),
+        save,
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let body =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "save the link's name in answer.txt"});
+    let reqs = finished_task("loop-side-download", script, static_worker, body).requests();
+    let again = result_text(&reqs[2]);
+    assert!(again.contains("already_downloaded"), "the file it is: {again}");
+    assert!(again.contains("call save_file with filename \\\"answer.txt\\\""), "the file to save: {again}");
+    assert!(result_text(&reqs[3]).contains("Not finished"), "guide.pdf is not answer.txt: {}", result_text(&reqs[3]));
+}
+
+#[test]
+fn a_refused_submit_gets_the_fill_the_task_names() {
+    let page = "Page: \"Order\" — https://a.test/order (HTTP 200)\n\
+                [e4] select \"Item\" name=item: Choose… (selected) | Mug=mug | Cap=cap\n\
+                [e6] input number \"Quantity\" name=quantity value=\"1\"\n[e7] button \"Place order\"";
+    let click = || tool("browser_click", json!({"selector": "ref=e7"}));
+    let script = vec![click(), click(), click(), tool("finish_task", json!({"summary": "done"}))];
+    let dir = TempDir::new("form-fit");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let filled = std::sync::atomic::AtomicBool::new(false);
+    let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, move |cmd| {
+        use std::sync::atomic::Ordering::SeqCst;
+        match cmd["action"].as_str().unwrap() {
+            "browser_click" if filled.load(SeqCst) => json!({"success": true, "data": {"url": "https://a.test/thanks",
+                "title": "Thank you", "snapshot": "[e8] heading 1 \"Thank you\""}}),
+            "browser_click" => json!({"success": false, "error": "not sent yet: the form's fields hold what the page \
+                put there", "data": {"refused": "form_unset", "selector": "ref=e7", "fields": [
+                    {"ref": "e4", "label": "Item", "kind": "select", "value": "Choose…", "options": ["Choose…", "Mug", "Cap"]},
+                    {"ref": "e6", "label": "Quantity", "kind": "number", "value": "1"}]}}),
+            "browser_fill_form" => {
+                filled.store(true, SeqCst);
+                json!({"success": true, "data": {"filled": 2}})
+            }
+            _ => json!({"success": true, "data": {"url": "https://a.test/order", "title": "Order", "snapshot": page}}),
+        }
+    });
+    let c = d.client();
+    let id =
+        create_session(&c, json!({"mode": "task", "target": "https://a.test/order", "instruction": "Order 2 caps."}));
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    let refused = result_text(&reqs[1]);
+    let fill = r#"browser_fill_form {\"fields\":[{\"selector\":\"ref=e4\",\"value\":\"Cap\"},{\"selector\":\"ref=e6\",\"value\":\"2\"}]}, then click `ref=e7`."#;
+    assert!(refused.contains(fill), "{refused}");
+    // Clicked again at once, the form would go as the page filled it: held back, with the fill.
+    let held = result_text(&reqs[2]);
+    assert!(
+        held.contains("Not clicked: the form still holds what the page put there") && held.contains(fill),
+        "{held}"
+    );
+    // Clicked a third time: the task's values are filled in, then the form is sent.
+    assert_eq!(actions(&worker), ["browser_navigate", "browser_click", "browser_fill_form", "browser_click"]);
+    let fields = &worker.seen.lock().unwrap()[2]["params"]["fields"];
+    assert_eq!(fields, &json!([{"selector": "ref=e4", "value": "Cap"}, {"selector": "ref=e6", "value": "2"}]));
+    let sent = result_text(&reqs[3]);
+    assert!(sent.contains("filled first with the task's values") && sent.contains("Thank you"), "{sent}");
+    let steps = c.get(&format!("/sessions/{id}/steps")).json();
+    let tools: Vec<&str> = steps.as_array().unwrap().iter().filter_map(|s| s["tool"].as_str()).collect();
+    assert_eq!(
+        tools,
+        ["browser_navigate", "browser_click", "browser_click", "browser_fill_form", "browser_click", "finish_task"]
+    );
+}
+
+#[test]
+fn a_file_link_on_the_page_after_a_login_is_downloaded() {
+    let script = vec![
+        tool("perform_login", json!({})),
+        tool("browser_click", json!({"selector": "ref=e9"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let account = "Page: \"My account\" — https://a.test/account (HTTP 200)\n\
+                   [e9] link \"Invoice 0042 (PDF)\" → https://a.test/account/invoice-0042.pdf";
+    let worker = move |d: &TestDaemon| {
+        ScriptedWorker::start(&d.worker_client(), "login-box", &["browser"], false, move |cmd| {
+            match cmd["action"].as_str().unwrap() {
+                "browser_download" => json!({"success": true, "data": {"filename": "invoice-0042.pdf", "bytes": 9}}),
+                "browser_click" => {
+                    json!({"success": true, "data": {"url": "https://a.test/account", "snapshot": account}})
+                }
+                _ => {
+                    json!({"success": true, "data": {"url": "https://a.test/login", "snapshot": "Page: \"Sign in\" — https://a.test/login (HTTP 200)"}})
+                }
+            }
+        })
+    };
+    let dir = TempDir::new("login-file-link");
+    let (d, _llm) = llm_daemon(dir.path(), script, small);
+    let w = worker(&d);
+    let c = d.client();
+    let credentials = json!({"username": "u", "password": "p-secret", "login_url": "https://a.test/login"});
+    let body = json!({"mode": "task", "target": "https://a.test/login", "instruction": "open the invoice",
+                      "credentials": credentials});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    let seen = w.seen.lock().unwrap().clone();
+    let last = seen.last().unwrap();
+    assert_eq!(last["action"], "browser_download", "{seen:?}");
+    assert_eq!(last["params"]["url"], "https://a.test/account/invoice-0042.pdf");
+}
+
+#[test]
+fn a_link_ref_of_the_page_before_opens_its_address() {
+    let script = vec![
+        tool("browser_navigate", json!({"url": "https://a.test/contact"})),
+        // e2 ("About us") was on Home, not on Contact: the model means that link.
+        tool("browser_click", json!({"selector": "ref=e2"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let dir = TempDir::new("loop-stale-link");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let w = two_page_worker(&d);
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"}));
+    wait_status(&c, &id, "finished");
+    let seen = w.seen.lock().unwrap().clone();
+    let last = seen.last().unwrap();
+    assert_eq!((&last["action"], &last["params"]["url"]), (&json!("browser_navigate"), &json!("https://a.test/about")));
+    let opened = result_text(&llm.requests()[2]);
+    assert!(opened.contains("ref=e2 is a link of a page you saw before, not of this one"), "{opened}");
+}
+
+#[test]
+fn the_same_file_read_a_third_time_asks_for_the_file() {
+    let read = || tool("read_file", json!({"path": "/srv/notes.txt"}));
+    let save = tool("save_file", json!({"filename": "found.txt", "content": "code 42"}));
+    let script = vec![read(), read(), read(), save, tool("finish_task", json!({"summary": "done"}))];
+    let worker = |d: &TestDaemon| {
+        ScriptedWorker::start(
+            &d.worker_client(),
+            "box",
+            &["shell"],
+            false,
+            |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
+        )
+    };
+    let body = json!({"mode": "task", "type": "shell", "target": "box",
+                      "instruction": "Save the contents of /srv/notes.txt as found.txt."});
+    let reqs = finished_task("loop-read-deliver", script, worker, body).requests();
+    assert_eq!(reqs[3].tool_names(), vec!["save_file"], "only the deliverable is offered");
+    let asked = reqs[3].body["messages"].to_string();
+    assert!(asked.contains("You keep looking at the same result"), "{asked}");
+    assert!(asked.contains(r#"Deliver now: call save_file with filename \"found.txt\""#), "{asked}");
+    assert!(reqs[4].tool_names().len() > 1, "the turn after is open again");
+}
+
+#[test]
+fn the_same_text_clicked_twice_asks_for_the_file() {
+    let look = || tool("browser_click", json!({"selector": "ref=e2"}));
+    let save = tool("save_file", json!({"filename": "answer.txt", "content": "$45"}));
+    let script = vec![look(), look(), save, tool("finish_task", json!({"summary": "done"}))];
+    let worker = |d: &TestDaemon| {
+        ScriptedWorker::start(&d.worker_client(), "box", &["browser"], false, |cmd| {
+            match cmd["action"].as_str().unwrap() {
+                "browser_click" => json!({"success": false, "data": {"refused": "inert"}, "error": "`ref=e2` is a \
+                    heading: a click on it does nothing. The text around it: \"Team $45 per month\"."}),
+                _ => json!({"success": true, "data": {"url": "https://a.test/", "title": "Pricing",
+                            "snapshot": "[e1] heading 1 \"Pricing\"\n[e2] heading 2 \"Team\""}}),
+            }
+        })
+    };
+    let body = json!({"mode": "task", "target": "https://a.test/",
+                      "instruction": "What does the Team plan cost? Save just the price in answer.txt."});
+    let reqs = finished_task("loop-look-deliver", script, worker, body).requests();
+    assert_eq!(reqs[2].tool_names(), vec!["save_file"], "only the deliverable is offered");
+    let asked = reqs[2].body["messages"].to_string();
+    assert!(asked.contains(r#"Deliver now: call save_file with filename \"answer.txt\""#), "{asked}");
+    assert!(!asked.contains("already failed the same way"), "no note that sends the model elsewhere: {asked}");
+    assert!(reqs[3].tool_names().len() > 1, "the turn after is open again");
+}
+
+#[test]
+fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
+    let as_program = tool("run_command", json!({"command": "read_file /srv/notes.txt", "cwd": "/srv"}));
+    let save = tool("run_command", json!({"command": "save_file found.txt \"code 42\"", "timeout_s": 10}));
+    let script = vec![as_program, save, tool("finish_task", json!({"summary": "read"}))];
+    let dir = TempDir::new("tool-as-program");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let worker = ScriptedWorker::start(
+        &d.worker_client(),
+        "box",
+        &["shell"],
+        false,
+        |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
+    );
+    let c = d.client();
+    let body = json!({"mode": "task", "type": "shell", "target": "box",
+                      "instruction": "Save the contents of /srv/notes.txt as found.txt."});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    let seen = worker.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert_eq!(seen[0]["action"], "read_file");
+    assert_eq!(seen[0]["params"]["path"], "/srv/notes.txt");
+    let result = result_text(&llm.requests()[1]);
+    assert!(result.contains("code 42") && result.contains("`read_file` is one of your tools"), "{result}");
+    // `save_file NAME CONTENT` as a command: the file, with the rest of the line as its content.
+    assert_eq!(c.get(&format!("/sessions/{id}/files/found.txt")).body, b"code 42");
+}
+
+#[test]
+fn values_typed_from_nowhere_are_held_back_once() {
+    let fill = || {
+        tool(
+            "browser_fill_form",
+            json!({"fields": [{"selector": "ref=e2", "value": "John Doe"},
+                                                     {"selector": "ref=e3", "value": "Where is your office?"}]}),
+        )
+    };
+    let typed = tool("browser_type", json!({"selector": "ref=e2", "text": "Ada Lovelace"}));
+    let script = vec![fill(), fill(), typed, tool("finish_task", json!({"summary": "sent"}))];
+    let dir = TempDir::new("invented-values");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, |cmd| match cmd["action"]
+        .as_str()
+        .unwrap()
+    {
+        "browser_navigate" => json!({"success": true, "data": {"url": "https://a.test/contact", "title": "Contact",
+                "snapshot": "[e1] link \"About us\" → https://a.test/about\n[e2] input text \"Name\"\n[e3] textarea \"Message\""}}),
+        _ => json!({"success": true, "data": {"ok": true}}),
+    });
+    let c = d.client();
+    let task = "Ask the company where its office is; sign as Ada Lovelace.";
+    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/contact", "instruction": task}));
+    wait_status(&c, &id, "finished");
+    let held = result_text(&llm.requests()[1]);
+    assert!(held.contains("Not typed: `John`, `Doe` is in nothing this session has seen"), "{held}");
+    assert!(held.contains("\\\"About us\\\" https://a.test/about"), "the pages to look at: {held}");
+    // Insisted on at once: made. A name the task gives: typed at the first call.
+    assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_type"]);
+}
+
+#[test]
+fn guard_streak_hold_is_quiet_on_a_shell_session_of_many_commands() {
+    let mut script: Vec<Step> =
+        (0..10).map(|i| tool("run_command", json!({"command": format!("wc -l /srv/part-{i}.txt")}))).collect();
+    script.push(tool("finish_task", json!({"summary": "counted"})));
+    let dir = TempDir::new("shell-streak");
+    let (d, _llm) = llm_daemon(dir.path(), script, small);
+    let worker = ScriptedWorker::start(
+        &d.worker_client(),
+        "box",
+        &["shell"],
+        false,
+        |cmd| json!({"success": true, "data": {"exit_code": 0, "stdout": format!("{}\n", cmd["params"]["command"])}}),
+    );
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "type": "shell", "target": "box", "instruction": "count"}));
+    let s = wait_status(&c, &id, "finished");
+    assert_eq!(actions(&worker).len(), 10, "no command held back for being one more of the same tool");
+    assert_eq!(s["guards_fired"]["streak_hold"], Value::Null, "{s}");
+    assert_eq!(s["guards_fired"]["loop_note"], Value::Null, "ten different commands are no loop: {s}");
+}
+
+#[test]
+fn a_click_goes_to_the_link_the_reply_names() {
+    let said = tools(Some("I will click the 'About us' link."), &[("browser_click", json!({"selector": "ref=e6"}))]);
+    let script = vec![said, tool("finish_task", json!({"summary": "opened"}))];
+    let dir = TempDir::new("click-as-said");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let worker = ScriptedWorker::start(&d.worker_client(), "box", &["browser"], false, |cmd| {
+        json!({"success": true, "data": {"url": "https://a.test/", "title": "Home", "clicked": cmd["params"]["selector"],
+            "snapshot": "[e5] link \"About us\" → https://a.test/about\n[e6] link \"Contact\" → https://a.test/contact"}})
+    });
+    let c = d.client();
+    let id =
+        create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "open the about page"}));
+    wait_status(&c, &id, "finished");
+    let seen = worker.seen.lock().unwrap().clone();
+    assert_eq!(seen[1]["action"], "browser_click");
+    assert_eq!(seen[1]["params"]["selector"], "ref=e5", "the link the words name");
+    let result = result_text(&llm.requests()[1]);
+    assert!(result.contains("`ref=e6` is link"), "{result}");
+}
+
+#[test]
+fn a_guess_held_back_is_held_again_after_wandering_off() {
+    let guess = || tool("save_file", json!({"filename": "answer.txt", "content": "New York"}));
+    let nav = tool("browser_navigate", json!({"url": "https://a.test/next"}));
+    let finish = || tool("finish_task", json!({"summary": "no city found"}));
+    let script = vec![guess(), nav, guess(), finish(), finish()];
+    let dir = TempDir::new("guess-again");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let _worker = static_worker(&d);
+    let c = d.client();
+    let task = json!({"mode": "task", "target": "https://a.test/", "instruction": "Save the city in answer.txt."});
+    let id = create_session(&c, task);
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    // The hold quotes the guess; that quote does not make it a word the session has seen.
+    for i in [1, 3] {
+        assert!(result_text(&reqs[i]).contains("Not saved yet: `New`, `York`"), "call {i}: {}", result_text(&reqs[i]));
+    }
+    assert_eq!(c.get(&format!("/sessions/{id}/files/answer.txt")).status, 404, "the guess was never saved");
+}
