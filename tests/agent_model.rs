@@ -123,3 +123,28 @@ fn max_turns_finishes_with_a_report_that_says_so() {
     assert!(report.contains("- second"), "the notes are kept too: {report}");
     assert_conversation_complete(&conversation(&w, &id));
 }
+
+/// `DELETE …?report=false` stops without the model's report (its call would cost a model
+/// call the caller does not want); the report still says the session was stopped.
+#[test]
+fn a_stop_without_a_report_makes_no_model_call() {
+    let script = vec![
+        tool("request_confirmation", json!({"action": "submit", "description": "Submit the form"})),
+        text("This reply must never be asked for."),
+    ];
+    let w = world("stop-no-report", script, |_| {});
+    let c = w.d.client();
+    let _worker = browser_worker(&w.d, "s");
+    let id = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "x"}));
+    wait_until(Duration::from_secs(10), "pending", || {
+        (c.get(&format!("/sessions/{id}/confirmation")).json()["pending"] == true).then_some(())
+    });
+    let bad = c.delete(&format!("/sessions/{id}?report=maybe"));
+    assert_eq!(bad.status, 400, "{}", bad.text());
+    assert_eq!(c.delete(&format!("/sessions/{id}?report=false")).status, 200);
+    wait_status(&c, &id, "stopped");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(w.llm.requests().len(), 1, "no call after the stop");
+    let report = c.get(&format!("/sessions/{id}/report")).json()["report"].as_str().unwrap_or_default().to_string();
+    assert!(report.contains("Stopped by request."), "{report}");
+}

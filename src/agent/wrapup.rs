@@ -137,7 +137,7 @@ impl Agent {
     pub(super) fn report_after_stop(&self) {
         const STOPPED: &str = "Stopped by request.";
         self.write_report(STOPPED, None);
-        if self.turn == 0 {
+        if self.turn == 0 || !self.runner.stop_report_wanted() {
             return;
         }
         let (head, tail) = self.report_frame();

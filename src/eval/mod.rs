@@ -407,7 +407,8 @@ impl Stack {
             }
             let settled = judged_at.is_some_and(|at| at.elapsed() >= JUDGED_GRACE);
             if Instant::now() >= deadline || settled {
-                let _ = self.client.delete(&path);
+                // No report on the stop: its model call would hold up the next task's.
+                let _ = self.client.delete(&format!("{path}?report=false"));
                 std::thread::sleep(Duration::from_secs(2));
                 return self.client.get(&path).unwrap_or(session);
             }

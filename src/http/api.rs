@@ -62,7 +62,12 @@ impl Api {
                 Ok(Reply::json(200, &json!({"purged": true})))
             }
             (Delete, ["sessions", id]) => {
-                let status = self.sessions.stop(id)?;
+                let report = match query_param(&query, "report") {
+                    None | Some("true") => true,
+                    Some("false") => false,
+                    Some(other) => return Err(ApiError::BadRequest(format!("report={other}: say true or false"))),
+                };
+                let status = self.sessions.stop(id, report)?;
                 Ok(Reply::json(200, &json!({"stopped": true, "status": status})))
             }
             (Get, ["sessions", id, "log"]) => self.log(id, &query),

@@ -79,10 +79,13 @@ const OPERATIONS: &[Op] = &[
         "/sessions/{id}",
         "sessions",
         (200, Json("Stopped")),
-        &[401, 404, 409],
+        &[400, 401, 404, 409],
         "Stop a session, or delete an ended one",
     )
-    .query(&[("purge", "true: delete the ended session and its folder (409 while it runs); answers {purged: true}")]),
+    .query(&[
+        ("purge", "true: delete the ended session and its folder (409 while it runs); answers {purged: true}"),
+        ("report", "false: no model call writes a report on the stop (the report says only that it was stopped)"),
+    ]),
     op("get", "/sessions/{id}/log", "sessions", (200, Json("LogPage")), &[400, 401, 404], "The session's log").query(
         &[
             ("after", "Entries after this sequence number (default 0)"),

@@ -253,9 +253,13 @@ impl SessionManager {
         Ok(session)
     }
 
-    /// `DELETE /sessions/:id`.
-    pub fn stop(&self, id: &str) -> Result<Status, ApiError> {
+    /// `DELETE /sessions/:id`; `report`: the model writes a report on the stop (it costs a
+    /// model call).
+    pub fn stop(&self, id: &str, report: bool) -> Result<Status, ApiError> {
         let session = self.get(id)?;
+        if !report {
+            session.skip_stop_report();
+        }
         if session.end_from_outside(Status::Stopped, None) {
             session.log(LogKind::System, "stopped by request", None);
             log::info!("{id}: stopped by request");

@@ -77,6 +77,8 @@ pub struct Session {
     born: Instant,
     /// It goes on from its journal after a restart interrupted it (`POST /resume`).
     resumed: bool,
+    /// Stopped with `?report=false`: no model call writes a report after the stop.
+    no_stop_report: std::sync::atomic::AtomicBool,
 }
 
 /// What a session's creator is told when it ends: its final record.
@@ -140,6 +142,7 @@ impl Session {
             on_end: Mutex::new(None),
             born: Instant::now(),
             resumed: false,
+            no_stop_report: Default::default(),
         }
     }
 
@@ -180,6 +183,15 @@ impl Session {
 
     pub fn stop_requested(&self) -> bool {
         self.stop.is_raised()
+    }
+
+    /// The stop asked for no report from the model (`DELETE …?report=false`).
+    pub fn skip_stop_report(&self) {
+        self.no_stop_report.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    pub fn stop_report_wanted(&self) -> bool {
+        !self.no_stop_report.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// The session's stop, for waits outside the session (commands, LLM calls).

@@ -292,6 +292,11 @@ impl SessionRunner {
         self.session.stop_requested()
     }
 
+    /// Whoever stopped the session wants the model's report on it.
+    pub fn stop_report_wanted(&self) -> bool {
+        self.session.stop_report_wanted()
+    }
+
     /// The session's stop, for waits of the agent's own (an LLM call, a notification).
     pub fn stop_signal(&self) -> &StopSignal {
         self.session.stop_signal()
