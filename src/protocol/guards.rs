@@ -302,7 +302,7 @@ impl Guard {
                 BeforeCall,
                 Redirect,
                 SMALL,
-                "a click on a ref the reply's words do not name, while they quote one other link or button, clicks that one",
+                "a click on a ref the reply's words do not name, while they quote one other link or button (not a text just typed), clicks that one",
             ),
             FileLinkDownload => row(
                 BeforeCall,
