@@ -61,15 +61,7 @@ impl Api {
                 self.sessions.purge(id)?;
                 Ok(Reply::json(200, &json!({"purged": true})))
             }
-            (Delete, ["sessions", id]) => {
-                let report = match query_param(&query, "report") {
-                    None | Some("true") => true,
-                    Some("false") => false,
-                    Some(other) => return Err(ApiError::BadRequest(format!("report={other}: say true or false"))),
-                };
-                let status = self.sessions.stop(id, report)?;
-                Ok(Reply::json(200, &json!({"stopped": true, "status": status})))
-            }
+            (Delete, ["sessions", id]) => self.stop(id, &query),
             (Get, ["sessions", id, "log"]) => self.log(id, &query),
             (Get, ["sessions", id, "report"]) => {
                 Ok(Reply::json(200, &json!({"report": self.sessions.get(id)?.report()})))
@@ -119,6 +111,17 @@ impl Api {
     }
 
     /// `GET /sessions`, newest first; `?schedule=NAME` keeps that schedule's runs.
+    /// `DELETE /sessions/:id[?report=false]`.
+    fn stop(&self, id: &str, query: &[(String, String)]) -> Result<Reply, ApiError> {
+        let report = match query_param(query, "report") {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(other) => return Err(ApiError::BadRequest(format!("report={other}: say true or false"))),
+        };
+        let status = self.sessions.stop(id, report)?;
+        Ok(Reply::json(200, &json!({"stopped": true, "status": status})))
+    }
+
     fn list_sessions(&self, query: &[(String, String)]) -> Reply {
         let mut list = self.sessions.list();
         if let Some(name) = query_param(query, "schedule") {
