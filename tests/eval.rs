@@ -322,6 +322,7 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     let rerun = &report["reruns"][0];
     assert_eq!((rerun["ablated"].clone(), rerun["pass"].clone()), (json!("recital"), json!(false)), "{report}");
     assert_eq!(rerun["seed"], report["rows"][0]["seed"], "the same page");
+    assert_eq!((report["rows"][0]["run"].clone(), rerun["run"].clone()), (json!(3), json!(3)), "--first-run 3");
     assert_eq!(report["reruns"].as_array().unwrap().len(), 1, "only the guard named: {report}");
     let effect = &report["ablation"][0];
     assert_eq!(

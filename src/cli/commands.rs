@@ -285,6 +285,7 @@ pub const COMMANDS: &[Cmd] = &[
                 opt(&["--tool-mode"], "MODE", "native, json or auto (default: the endpoint's)"),
                 opt(&["--tasks"], "NAMES", "only these tasks, comma-separated (default: all)"),
                 opt(&["--repeat"], "N", "run each task N times (default 1)"),
+                opt(&["--first-run"], "K", "number the runs from K (default 1; MiniWoB seeds follow the number)"),
                 opt(&["--max-turns"], "N", "turns per session (default 15)"),
                 opt(&["--min-pass"], "PCT", "exit 1 when fewer than PCT % of the runs pass"),
                 opt(&["--profile"], "NAME", "run the sessions with this agent profile (options.profile)"),

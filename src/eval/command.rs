@@ -43,6 +43,7 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
             .map(|t| t.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect())
             .unwrap_or_default(),
         repeat: number("--repeat", 1)?.max(1),
+        first_run: number("--first-run", 1)?.max(1),
         max_turns: number("--max-turns", 15)?.max(1),
         profile: parsed.value("--profile").map(str::to_string),
         guards: super::guards_option(parsed.value("--guards"), &values(parsed, "--ablate"))?,

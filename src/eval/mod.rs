@@ -85,6 +85,9 @@ pub struct Options {
     /// Task names; empty = all.
     pub tasks: Vec<String>,
     pub repeat: u32,
+    /// The first run's number (`--first-run`, default 1): runs continue a set measured before,
+    /// with the seeds those numbers give.
+    pub first_run: u32,
     pub max_turns: u32,
     /// The session body's `options.profile`, only when given.
     pub profile: Option<String>,
@@ -257,7 +260,8 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
         }
         row
     };
-    for run in 1..=opts.repeat.max(1) {
+    let first = opts.first_run.max(1);
+    for run in first..first + opts.repeat.max(1) {
         for task in &chosen {
             let row = run_one(task, run, opts);
             for guard in opts.ablate_fired.as_deref().map(|w| ablation::to_rerun(&row, w)).unwrap_or_default() {
@@ -560,6 +564,7 @@ mod tests {
             tool_mode: None,
             tasks: Vec::new(),
             repeat: 1,
+            first_run: 1,
             max_turns: 7,
             profile: profile.map(str::to_string),
             guards,
