@@ -313,8 +313,8 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     let cache = dir.path().join("cache");
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/miniwob");
     copy_dir(&fixture, &cache.join("agent-controller/miniwob/1.1.0/html"));
-    let args =
-        ["--suite", "miniwob", "--tasks", "click-test", "--profile", "small", "--ablate-fired", "recital", "--json"];
+    let args = ["--suite", "miniwob", "--tasks", "click-test", "--profile", "small"];
+    let args = [&args[..], &["--ablate-fired", "recital", "--first-run", "3", "--json"]].concat();
     let (code, stdout, stderr) = eval(&config, &args, &[("XDG_CACHE_HOME", &cache), ("TMPDIR", dir.path())]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
