@@ -256,6 +256,8 @@ fn snapshots_show_clickables_and_states() {
     let node = ref_of(&snap, "clickable \"Reports\"");
     let star = ref_of(&snap, "clickable \"Star\"");
     assert!(snap.contains("text \"Plain item\"") && !snap.contains("] text \"Plain item\""), "delegation only: {snap}");
+    ref_of(&snap, "clickable \"Filter: red\"");
+    ref_of(&snap, "clickable \"Help\"");
     ref_of(&snap, "tab \"Profile\" (selected)");
     ref_of(&snap, "tab \"Settings\"");
     assert!(!snap.contains("\"Settings\" (selected)"), "{snap}");

@@ -75,7 +75,8 @@ fn snapshot_page() -> String {
 /// A page of what the page makes clickable and of states: a span with `onclick`, a pointer div
 /// (with a pointer span in it) whose listener page JS added, a tree node with only a mousedown
 /// listener and a span with only an `onclick` property (no pointer, no attribute), beside a
-/// listener on their container that must not make its text clickable, tabs, an accordion, `<details>`, a
+/// listener on their container that must not make its text clickable, a span made focusable
+/// (`tabindex`) and one with only a pointer cursor, tabs, an accordion, `<details>`, a
 /// toggle, a disabled button, a required and a read-only field. `open` starts the accordion open.
 fn states_page(open: bool) -> String {
     let (expanded, hidden) = if open { ("true", "") } else { ("false", " hidden") };
@@ -85,6 +86,7 @@ fn states_page(open: bool) -> String {
         <script>document.getElementById('card').addEventListener('click', () => {{
           document.getElementById('card-out').textContent = 'card opened'; }});</script>
         <ul id="tree"><li><div id="node">Reports</div></li><li>Plain item</li></ul><p>Rate it: <span id="star">Star</span></p>
+        <p><span tabindex="0">Filter: red</span> <span style="cursor:pointer">Help</span></p>
         <script>document.getElementById('node').addEventListener('mousedown', e => {{ e.target.textContent = 'Reports (open)'; }});
           document.getElementById('star').onclick = e => {{ e.target.textContent = 'Starred'; }};
           document.getElementById('tree').parentElement.addEventListener('click', () => {{}});</script>
