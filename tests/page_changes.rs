@@ -158,7 +158,9 @@ fn actions_answer_with_what_changed_on_the_page() {
     assert_eq!(filled["filled"][1]["set"], "2024-12-24", "{filled}");
     assert!(changes(&filled).contains("name=city (value as typed)"), "{filled}");
 
-    // A click that leaves the page: the whole new page.
+    // A click that leaves the page: the whole new page. (The city's suggestions come 200 ms
+    // after the fill and push the link down; a click aimed before they come would miss it.)
+    std::thread::sleep(Duration::from_millis(500));
     let left = cmd(&r, "browser_click", json!({"selector": ref_of(&snap, "link \"Shop menu\"")}));
     assert_eq!(left["changed"]["page"], "new", "{left}");
     assert!(left["snapshot"].as_str().unwrap().contains("heading 1 \"Shop\""), "{left}");

@@ -15,9 +15,10 @@
       held.push(new WeakRef(el));
     }
   };
-  EventTarget.prototype.addEventListener = function (type, listener, options) {
+  // Named and sized as the browser's own (some libraries look at a function's name or length).
+  EventTarget.prototype.addEventListener = function addEventListener(type, listener) {
     if (CLICKS.has(type)) mark(this);
-    return add.call(this, type, listener, options);
+    return add.apply(this, arguments);
   };
   for (const name of ["onclick", "onmousedown", "onmouseup", "onpointerdown"]) {
     const d = Object.getOwnPropertyDescriptor(HTMLElement.prototype, name);
