@@ -14,6 +14,13 @@ pub fn to_rerun(row: &Row, wanted: &[String]) -> Vec<String> {
     row.guards_fired.keys().filter(|g| wanted.is_empty() || wanted.contains(g)).cloned().collect()
 }
 
+/// `guards` (the session's `options.guards`, if any) with `guard` switched off too.
+pub fn guards_off(guards: Option<&Value>, guard: &str) -> Value {
+    let mut out = guards.cloned().unwrap_or_else(|| json!({}));
+    out[guard] = json!(false);
+    out
+}
+
 /// One guard over a suite's runs.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuardEffect {
@@ -118,5 +125,7 @@ mod tests {
         assert!(t.contains("recital") && t.contains("3/3") && t.contains("2/3 → 2/3"), "{t}");
         assert_eq!(json(&e)[1]["passed_without"], 2);
         assert!(text(&[]).is_none());
+        assert_eq!(guards_off(Some(&json!({"all": false})), "recital"), json!({"all": false, "recital": false}));
+        assert_eq!(guards_off(None, "recital"), json!({"recital": false}));
     }
 }

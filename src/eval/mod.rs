@@ -266,7 +266,7 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
             let row = run_one(task, run, opts);
             for guard in opts.ablate_fired.as_deref().map(|w| ablation::to_rerun(&row, w)).unwrap_or_default() {
                 let mut off = opts.clone();
-                off.guards = Some(guards_off(opts.guards.as_ref(), &guard));
+                off.guards = Some(ablation::guards_off(opts.guards.as_ref(), &guard));
                 let mut again = run_one(task, run, &Options { on_row: None, ..off });
                 again.ablated = Some(guard);
                 if let Some(show) = &opts.on_row {
@@ -473,13 +473,6 @@ pub fn guards_option(guards: Option<&str>, ablate: &[String]) -> Result<Option<V
         out.insert(name.to_string(), json!(false));
     }
     Ok((!out.is_empty()).then_some(Value::Object(out)))
-}
-
-/// `guards` (the session's `options.guards`, if any) with `guard` switched off too.
-fn guards_off(guards: Option<&Value>, guard: &str) -> Value {
-    let mut out = guards.cloned().unwrap_or_else(|| json!({}));
-    out[guard] = json!(false);
-    out
 }
 
 impl Drop for Stack {

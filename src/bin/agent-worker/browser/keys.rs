@@ -114,6 +114,8 @@ impl Browser {
     /// character: pages that react to keys (suggestions on keyup, a terminal on keydown) see
     /// them. A text longer than `KEYED_CHARS` goes in at once, its last character keyed.
     pub(super) fn type_text(&mut self, text: &str) -> Result<(), WorkerError> {
+        // A Windows line end is one Enter, not two.
+        let text = &text.replace("\r\n", "\n");
         let count = text.chars().count();
         let keyed_from = if count > KEYED_CHARS { count - 1 } else { 0 };
         let split = text.char_indices().nth(keyed_from).map_or(text.len(), |(i, _)| i);
