@@ -353,6 +353,9 @@ impl Stack {
 
     fn run_task(&self, task: &tasks::Task, run: u32, opts: &Options) -> Row {
         let dir = self.scratch.join("box").join(format!("{}-{run}", task.name));
+        // A rerun of the same task and run (`--ablate-fired`) starts from nothing: what the first
+        // run left there must not pass the second.
+        let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::create_dir_all(&dir);
         self.site.clear_posts();
         let prepared = task.prepare(&Setup { site: &self.site, dir });
