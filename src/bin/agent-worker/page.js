@@ -27,8 +27,8 @@ if (!window.__ac) { window.__ac = (() => {
     return found;
   }
   // `el` or an element around it has a click listener of the page's.
-  function listened(el, set) {
-    const found = set || listenedIn(el.ownerDocument);
+  function listened(el) {
+    const found = listenedIn(el.ownerDocument);
     for (let n = el; n && n.nodeType === 1; n = n.parentElement) if (found.has(n)) return true;
     return false;
   }
@@ -444,6 +444,6 @@ if (!window.__ac) { window.__ac = (() => {
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
   return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
-          norm, visible, labelFor, refState, listenedIn, listened,
+          norm, visible, labelFor, refState, listenedIn,
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }
