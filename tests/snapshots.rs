@@ -328,3 +328,37 @@ fn guards_form_defaults_and_inert_click_are_quiet_on_a_typed_form_and_a_link() {
     let clicked = cmd(&r, "browser_click", guarded(&format!("ref={about}")));
     assert!(clicked["url"].as_str().unwrap_or_default().ends_with("/about.html"), "followed: {clicked}");
 }
+
+/// `form_defaults` on a page built without `<form>`: a default button among fields is held once,
+/// naming them (typed, with the button's text); a button in a card with no field and a step
+/// button (`type=button`) beside a field are clicked at once; the held button's second click sends.
+#[test]
+fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("spa-form");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "spa-box", "browser");
+    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "join"}));
+    let (r, _done) = test_agent.next();
+    let guarded = |r: &str| json!({"selector": format!("ref={r}"), "confirm_defaults": true});
+    let out = |v: &Value| v["snapshot"].as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/spa-form", site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    let join = ref_of(&snap, "button \"Join\"");
+    let refusal = cmd_refusal(&r, guarded(&join));
+    assert_eq!((&refusal["refused"], &refusal["text"]), (&json!("form_unset"), &json!("Join")), "{refusal}");
+    let kinds: Vec<_> =
+        refusal["fields"].as_array().unwrap().iter().map(|f| (f["kind"].clone(), f["value"].clone())).collect();
+    assert_eq!(kinds, [(json!("text"), json!("")), (json!("select"), json!("Basic"))], "{refusal}");
+    let bought = cmd(&r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
+    assert!(out(&bought).contains("bought lamp"), "no field around it: {bought}");
+    let stepped = cmd(&r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));
+    assert!(out(&stepped).contains("qty 2"), "a step button sends nothing: {stepped}");
+    let joined = cmd(&r, "browser_click", guarded(&join));
+    assert!(out(&joined).contains("joined Basic"), "held once only: {joined}");
+}

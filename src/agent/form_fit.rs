@@ -33,7 +33,9 @@ pub(super) struct PendingFill {
 /// Each field is read as the worker typed it (`kind`, `value`, a select's `options`).
 pub(super) fn fill_for(task: &str, refusal: &Value) -> Option<(Value, String)> {
     let numbers: Vec<&str> = words(task).filter(|w| w.chars().all(|c| c.is_ascii_digit())).collect();
-    let mut quoted = quoted(task);
+    // "type it and press "Submit"": the submit's own name is not a value for its fields.
+    let button = refusal["text"].as_str().unwrap_or_default().trim().to_lowercase();
+    let mut quoted: Vec<&str> = quoted(task).into_iter().filter(|q| q.trim().to_lowercase() != button).collect();
     let fields: Vec<_> = refusal["fields"]
         .as_array()?
         .iter()
@@ -228,6 +230,10 @@ mod tests {
         let note = fill_for("Search the catalogue for \"lamp\" and save the first price.", &refused).unwrap().1;
         assert!(note.contains("{\"selector\":\"ref=e4\",\"value\":\"lamp\"}"), "{note}");
         assert_eq!(fill_for("Search the catalogue for lamps.", &refused), None, "nothing quoted");
+        let mut named = refused.clone();
+        named["text"] = json!("Submit");
+        let task = "Find the 2nd word in the paragraph, type it into the textbox and press \"Submit\".";
+        assert_eq!(fill_for(task, &named), None, "the button's own name is not a value");
     }
 
     #[test]

@@ -101,6 +101,17 @@ fn states_page(open: bool) -> String {
     )
 }
 
+/// A page built without `<form>`, as script-driven sites are: a Join button among an email
+/// field and a plan select (its script reads them), a Buy button in a card with no field, and a
+/// `+` step button (`type=button`) beside a quantity. Each click writes into `#out`.
+const SPA_FORM: &str = r#"<h1>Sign up</h1>
+<div class="signup"><div><label>Email <input id="em"></label></div>
+<div><label>Plan <select id="plan"><option>Basic</option><option>Pro</option></select></label></div>
+<div><button id="join" onclick="out.textContent = 'joined ' + em.value + ' ' + plan.value">Join</button></div></div>
+<div class="cards"><div><b>Lamp</b> <button onclick="out.textContent = 'bought lamp'">Buy</button></div></div>
+<div><label>Qty <input id="qty" value="1"></label> <button type="button" onclick="qty.value = +qty.value + 1; out.textContent = 'qty ' + qty.value">+</button></div>
+<p id="out"></p>"#;
+
 /// A page whose elements answer an action without leaving it: a city field whose suggestions
 /// appear a moment after typing, a Save button that shows an error line, a Delete button that
 /// opens a dialog, date, time and date-and-time fields, a range, a number spinner, a colour and a native
@@ -299,6 +310,7 @@ impl Site {
                          <p id='out' style='position:absolute;top:300px'></p>",
                     )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    ("GET", "/spa-form") => html(page("Sign up", SPA_FORM)),
                     ("GET", "/widgets") => html(page("Widgets", WIDGETS)),
                     ("GET", "/states") => html(page("States", &states_page(rq.url().contains("open=1")))),
                     // Slow, as real servers are: the page goes still long before it comes.

@@ -218,7 +218,7 @@ if (!window.__ac) { window.__ac = (() => {
     const bad = unsent(el);
     if (bad.length) return {refused: "form_invalid", selector: sel, fields: bad, message: "the form was not sent: " + bad.map(fieldText).join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again"};
     const left = confirmDefaults ? unset(el) : [];
-    if (left.length) return {refused: "form_unset", selector: sel, fields: left, message: "not sent yet: these fields still hold what the page put there: " + left.map(fieldText).join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again"};
+    if (left.length) return {refused: "form_unset", selector: sel, text: textOf(el).slice(0, 80), fields: left, message: "not sent yet: these fields still hold what the page put there: " + left.map(fieldText).join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again"};
     const at = center(el);
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
@@ -273,19 +273,30 @@ if (!window.__ac) { window.__ac = (() => {
   // sends an order with the page's defaults. Before the first send of a form: its selects and
   // prefilled fields nobody set (and its empty ones when nothing was set at all), once.
   const touched = new WeakSet(), warned = new WeakSet();
+  // What a click on `el` would send: a submit button's form; or, for a default (submit)
+  // `<button>` in no form, the nearest block at most three levels up that holds fields (pages
+  // built without `<form>` send what their script reads from the fields around the button).
   function submitting(el) {
     const b = el.closest("button,input");
-    const form = b && b.form;
-    const submits = form && (b.tagName === "BUTTON" ? b.type === "submit" : b.type === "submit" || b.type === "image");
-    return submits ? form : null;
+    if (!b) return null;
+    if (b.form) {
+      const submits = b.tagName === "BUTTON" ? b.type === "submit" : b.type === "submit" || b.type === "image";
+      return submits ? {group: b.form, form: b.form, fields: Array.from(b.form.elements)} : null;
+    }
+    if (b.tagName !== "BUTTON" || b.type !== "submit") return null;
+    for (let up = b.parentElement, i = 0; up && up !== body() && i < 3; up = up.parentElement, i++) {
+      const fields = Array.from(up.querySelectorAll("input,select,textarea"));
+      if (fields.length) return {group: up, form: null, fields};
+    }
+    return null;
   }
   function unset(el) {
-    const form = submitting(el);
-    if (!form || warned.has(form)) return [];
-    const fields = Array.from(form.elements).filter(f => visible(f) && !f.disabled && !f.readOnly && (f.tagName === "SELECT" || takesText(f)));
+    const sending = submitting(el);
+    if (!sending || warned.has(sending.group)) return [];
+    const fields = sending.fields.filter(f => visible(f) && !f.disabled && !f.readOnly && (f.tagName === "SELECT" || takesText(f)));
     const anySet = fields.some(f => touched.has(f));
     const left = fields.filter(f => !touched.has(f) && (f.tagName === "SELECT" || f.value !== "" || !anySet));
-    if (left.length) warned.add(form);
+    if (left.length) warned.add(sending.group);
     // Typed for the controller (it reads these, never the words): the field's kind (`select`,
     // `number`, `text` for text, search and textarea, else the input's type), its value, a
     // select's options.
@@ -299,7 +310,7 @@ if (!window.__ac) { window.__ac = (() => {
     });
   }
   function unsent(el) {
-    const form = submitting(el);
+    const form = submitting(el)?.form;
     if (!form || form.noValidate || el.closest("button,input").formNoValidate) return [];
     return Array.from(form.elements).filter(f => f.willValidate && !f.checkValidity()).slice(0, 8).map(f => (
       {ref: refs.byEl.get(f) || null, label: labelFor(f) || f.name || f.type, problem: f.validationMessage}));
