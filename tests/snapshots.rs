@@ -57,6 +57,8 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.contains("heading 1 \"Snapshot page\""), "{snap}");
     assert!(snap.contains(&format!("link \"About us\" → {}/about.html", site.url)), "absolute hrefs: {snap}");
     assert!(snap.contains("text \"Intro text with bold words.\""), "{snap}");
+    assert!(snap.lines().any(|l| l == "image \"Logo\""), "an image a click does nothing on has no ref: {snap}");
+    assert!(snap.lines().any(|l| l.starts_with("[e") && l.ends_with("\"Zoom\"")), "a clickable one has: {snap}");
     assert!(snap.contains("table 31×2") && snap.contains("| Plan 3 | 30 |"), "rows: {snap}");
     assert!(snap.contains("16 more rows") && !snap.contains("Plan 20 "), "bounded rows: {snap}");
     assert!(snap.contains("input email \"Email\" name=user value=\"bob@example.test\""), "{snap}");

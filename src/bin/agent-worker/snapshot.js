@@ -2,7 +2,7 @@
 // Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part, lines) once per
 // document, and __ac.watch()/__ac.quiet() to wait for the changes an action sets off.
 // Invariants: hidden elements are left out; a password's value never appears; every element
-// shown gets a ref `eN` (text only where a click does something there) that stays the same for
+// shown gets a ref `eN` (text and images only where a click does something there) that stays the same for
 // that element while the document lives, and that an element looking the same (its line without
 // values and state marks) on a later page of the session gets again (`known`, see page.js);
 // new numbers start at `floor`, so a ref never names two different things; the text is at most
@@ -174,7 +174,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
         if (!tableClicks) return fold(el, inTable, Object.assign(name => `${why} ${q(name)}${states(el)}`, {kind: "clickable"}));
       }
       if (/^h[1-6]$/.test(tag)) return fold(el, inTable, Object.assign(name => `heading ${tag[1]} ${q(name)}`, {kind: "heading"}));
-      if (tag === "img" && el.alt) return item("image", el, `image ${q(el.alt)}`, undefined, el.alt);
+      // An image, like text, gets a ref only where a click on it does something.
+      if (tag === "img" && el.alt) return item("image", clickable(el) ? el : null, `image ${q(el.alt)}`, undefined, el.alt);
       if (/^(p|div|li|td|th|section|article|main|header|footer|nav|ul|ol|dd|dt|form|tr|br|hr)$/.test(tag)) flush();
       walk(el, inTable);
       if (/^(p|div|li|section|article|main|header|footer|nav|ul|ol|form)$/.test(tag)) flush();
