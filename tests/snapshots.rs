@@ -22,10 +22,13 @@ fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
     }
 }
 
-/// The typed refusal of a click the worker refuses on purpose.
+/// The typed refusal of a click the worker refuses on purpose, with its words as `message`.
 fn cmd_refusal(r: &SessionRunner, params: Value) -> Value {
     match r.execute("browser_click", params.clone(), Duration::from_secs(60)) {
-        Err(agent_controller::exec::ExecError::Refused { refusal, .. }) => refusal,
+        Err(agent_controller::exec::ExecError::Refused { mut refusal, message }) => {
+            refusal["message"] = json!(message);
+            refusal
+        }
         other => panic!("browser_click {params} should be refused, got {other:?}"),
     }
 }
@@ -357,6 +360,11 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     let kinds: Vec<_> =
         refusal["fields"].as_array().unwrap().iter().map(|f| (f["kind"].clone(), f["value"].clone())).collect();
     assert_eq!(kinds, [(json!("text"), json!("")), (json!("select"), json!("Basic"))], "{refusal}");
+    let message = refusal["message"].as_str().unwrap_or_default();
+    assert!(message.contains("to send the form as it is"), "a select the page set: {refusal}");
+    let empty = cmd_refusal(&r, guarded(&ref_of(&snap, "button \"Apply\"")));
+    let message = empty["message"].as_str().unwrap_or_default();
+    assert!(message.contains("nothing was typed into") && !message.contains("as it is"), "{empty}");
     let bought = cmd(&r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
     assert!(out(&bought).contains("bought lamp"), "no field around it: {bought}");
     let stepped = cmd(&r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));

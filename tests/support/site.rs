@@ -103,12 +103,13 @@ fn states_page(open: bool) -> String {
 }
 
 /// A page built without `<form>`, as script-driven sites are: a Join button among an email
-/// field and a plan select (its script reads them), a Buy button in a card with no field, and a
+/// field and a plan select (its script reads them), an Apply button beside an empty coupon field, a Buy button in a card with no field, and a
 /// `+` step button (`type=button`) beside a quantity. Each click writes into `#out`.
 const SPA_FORM: &str = r#"<h1>Sign up</h1>
 <div class="signup"><div><label>Email <input id="em"></label></div>
 <div><label>Plan <select id="plan"><option>Basic</option><option>Pro</option></select></label></div>
 <div><button id="join" onclick="out.textContent = 'joined ' + em.value + ' ' + plan.value">Join</button></div></div>
+<div><label>Coupon <input id="coupon"></label> <button onclick="out.textContent = 'coupon ' + coupon.value">Apply</button></div>
 <div class="cards"><div><b>Lamp</b> <button onclick="out.textContent = 'bought lamp'">Buy</button></div></div>
 <div><label>Qty <input id="qty" value="1"></label> <button type="button" onclick="qty.value = +qty.value + 1; out.textContent = 'qty ' + qty.value">+</button></div>
 <p id="out"></p>"#;

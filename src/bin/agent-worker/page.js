@@ -218,10 +218,19 @@ if (!window.__ac) { window.__ac = (() => {
     const bad = unsent(el);
     if (bad.length) return {refused: "form_invalid", selector: sel, fields: bad, message: "the form was not sent: " + bad.map(fieldText).join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again"};
     const left = confirmDefaults ? unset(el) : [];
-    if (left.length) return {refused: "form_unset", selector: sel, text: textOf(el).slice(0, 80), fields: left, message: "not sent yet: these fields still hold what the page put there: " + left.map(fieldText).join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again"};
+    if (left.length) return {refused: "form_unset", selector: sel, text: textOf(el).slice(0, 80), fields: left, message: unsetText(left, sel)};
     const at = center(el);
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
+  }
+  // The first send held: fields left empty ask to be typed into (small models click the send
+  // button first, and take "click again to send" as the next step); fields the page filled
+  // ask whether the task gives other values.
+  function unsetText(left, sel) {
+    const fields = left.map(fieldText).join("; ");
+    if (left.every(f => f.kind !== "select" && f.value === ""))
+      return "not sent yet: nothing was typed into " + fields + ". Type what the task asks for there first (browser_type, browser_fill_form), then click `" + sel + "`";
+    return "not sent yet: these fields still hold what the page put there: " + fields + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again";
   }
   // A refused field in words: `[e4] "Size": "S"`.
   function fieldText(f) {
