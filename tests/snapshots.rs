@@ -40,20 +40,40 @@ fn ref_of(snapshot: &str, needle: &str) -> String {
     line[start..start + line[start..].find(']').unwrap()].to_string()
 }
 
+/// A task session on the test site whose runner the test drives: the real daemon, a real
+/// worker and Chromium, kept alive while it lives.
+struct OnSite {
+    r: SessionRunner,
+    _done: crossbeam_channel::Sender<agent_controller::session::AgentOutcome>,
+    _worker: RealWorker,
+    d: TestDaemon,
+    id: String,
+    _dir: TempDir,
+    site: Site,
+}
+
+impl OnSite {
+    fn start(name: &str, instruction: &str) -> OnSite {
+        let site = Site::start();
+        let dir = TempDir::new(name);
+        let (test_agent, agent) = TestAgent::new();
+        let d = TestDaemon::start(test_config(dir.path()), agent);
+        let worker = RealWorker::start(&d, &format!("{name}-box"), "browser");
+        let id = create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": instruction}));
+        let (r, done) = test_agent.next();
+        OnSite { r, _done: done, _worker: worker, d, id, _dir: dir, site }
+    }
+}
+
 #[test]
 fn snapshots_show_the_page_and_refs_act_on_it() {
     if !have_chromium() {
         return;
     }
-    let site = Site::start();
-    let dir = TempDir::new("snapshots");
-    let (test_agent, agent) = TestAgent::new();
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _worker = RealWorker::start(&d, "snap-box", "browser");
-    let id = create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "look"}));
-    let (r, _done) = test_agent.next();
+    let on = OnSite::start("snapshots", "look");
+    let (site, r) = (&on.site, &on.r);
 
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url), "snapshot_chars": 4000}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url), "snapshot_chars": 4000}));
     assert_eq!(nav["status"], 200);
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     assert!(snap.starts_with(&format!("Page: \"Snapshot\" — {}/snap (HTTP 200)", site.url)), "{snap}");
@@ -74,25 +94,25 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.contains("text \"Inside the frame\""), "the frame's content: {snap}");
 
     // A page nested 1 000 deep: the walk stops at its depth bound, the rest of the page shows.
-    let deep = cmd(&r, "browser_navigate", json!({"url": format!("{}/deep", site.url)}));
+    let deep = cmd(r, "browser_navigate", json!({"url": format!("{}/deep", site.url)}));
     let deep = deep["snapshot"].as_str().unwrap();
     assert!(deep.contains("heading 1 \"Deep page\"") && deep.contains("After the depths"), "{deep}");
     assert!(!deep.contains("at the bottom"), "{deep}");
-    cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
+    cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
 
     // Acting by ref, in the page and inside the frame.
     let clicked =
-        cmd(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Say hello\""))}));
+        cmd(r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Say hello\""))}));
     assert_eq!(clicked["clicked"], "button");
     // On the same page a click answers with what it changed, not the whole page again.
     assert_eq!(clicked["changes"], "What changed on the page (lines: 1 new):\ntext \"clicked!\"", "{clicked}");
     let frame_button = ref_of(&snap, "button \"Frame button\"");
-    let in_frame = cmd(&r, "browser_click", json!({"selector": format!("ref={frame_button}")}));
+    let in_frame = cmd(r, "browser_click", json!({"selector": format!("ref={frame_button}")}));
     let changed = in_frame["changes"].as_str().unwrap();
     assert!(changed.contains(&format!("[{frame_button}] button \"frame clicked\"")), "{in_frame}");
     let email = ref_of(&snap, "input email");
-    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test"}));
-    let again = cmd(&r, "browser_snapshot", json!({}));
+    cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test"}));
+    let again = cmd(r, "browser_snapshot", json!({}));
     assert!(
         again["snapshot"]
             .as_str()
@@ -102,54 +122,54 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     );
 
     // A selector that matches nothing: reading tools answer with the page, acting ones fail with it.
-    let dom = cmd(&r, "browser_get_dom", json!({"selector": "#no-such-part"}));
+    let dom = cmd(r, "browser_get_dom", json!({"selector": "#no-such-part"}));
     assert_eq!(dom["found"], false);
     assert!(dom["message"].as_str().unwrap().contains("no element matches `#no-such-part`"), "{dom}");
     assert!(dom["snapshot"].as_str().unwrap().contains("button \"Say hello\""), "{dom}");
-    let e = cmd_err(&r, "browser_click", json!({"selector": "#buy"}));
+    let e = cmd_err(r, "browser_click", json!({"selector": "#buy"}));
     assert!(e.contains("no element matches `#buy`") && e.contains("button \"Say hello\""), "{e}");
     // The wrong kind of element says what it is and which tool fits.
-    let e = cmd_err(&r, "browser_fill_form", json!({"fields": [{"selector": "#hello", "value": "x"}]}));
+    let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": "#hello", "value": "x"}]}));
     assert!(e.contains("is a button \"Say hello\", not a text field: use browser_click"), "{e}");
-    let e = cmd_err(&r, "browser_type", json!({"selector": "#hello", "text": "x"}));
+    let e = cmd_err(r, "browser_type", json!({"selector": "#hello", "text": "x"}));
     assert!(e.contains("is a button"), "{e}");
 
     // Another page: a ref that names nothing there says so, and what to do.
-    let missing = cmd(&r, "browser_navigate", json!({"url": format!("{}/no-such-page", site.url)}));
+    let missing = cmd(r, "browser_navigate", json!({"url": format!("{}/no-such-page", site.url)}));
     assert_eq!(missing["status"], 404);
     assert!(missing["warning"].as_str().unwrap().contains("HTTP 404"), "{missing}");
     assert!(missing["snapshot"].as_str().unwrap().contains("(HTTP 404)"), "{missing}");
-    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={email}")}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={email}")}));
     assert!(
         e.contains(&format!("ref={email} (input email \"Email\" name=user) is not on this page"))
             && e.contains("use a ref from the latest snapshot"),
         "{e}"
     );
-    let back = cmd(&r, "browser_back", json!({}));
+    let back = cmd(r, "browser_back", json!({}));
     let back = back["snapshot"].as_str().unwrap().to_string();
     assert!(back.contains("Snapshot page"), "{back}");
     // Back on the first page, a new document: the same elements get the refs they had.
     assert_eq!(ref_of(&back, "input email"), email, "{back}");
-    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "max@example.test"}));
+    cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "max@example.test"}));
     // A long page comes in parts: the next part holds what the first left out.
-    let first = cmd(&r, "browser_snapshot", json!({"snapshot_chars": 600}));
+    let first = cmd(r, "browser_snapshot", json!({"snapshot_chars": 600}));
     let first = first["snapshot"].as_str().unwrap();
     assert!(first.contains(" — part 1 of ") && first.ends_with("browser_snapshot {\"page\": 2}"), "{first}");
-    let second = cmd(&r, "browser_snapshot", json!({"snapshot_chars": 600, "page": 2}));
+    let second = cmd(r, "browser_snapshot", json!({"snapshot_chars": 600, "page": 2}));
     let second = second["snapshot"].as_str().unwrap();
     assert!(second.contains(" — part 2 of "), "{second}");
     let shown: Vec<&str> = first.lines().skip(1).collect();
     assert!(second.lines().skip(1).all(|l| !shown.contains(&l)), "no line twice: {first}\n{second}");
 
     // A download that is an HTML page says so; a PDF whose wait times out is printed anyway.
-    let dl = cmd(&r, "browser_download", json!({"url": format!("{}/export/pricing.csv", site.url)}));
+    let dl = cmd(r, "browser_download", json!({"url": format!("{}/export/pricing.csv", site.url)}));
     assert!(dl["content_type"].as_str().unwrap().starts_with("text/html"), "{dl}");
     assert!(dl["warning"].as_str().unwrap().contains("HTML page"), "{dl}");
     let t = std::time::Instant::now();
-    let pdf = cmd(&r, "browser_save_as_pdf", json!({"filename": "snap.pdf", "wait_for_selector": "#never"}));
+    let pdf = cmd(r, "browser_save_as_pdf", json!({"filename": "snap.pdf", "wait_for_selector": "#never"}));
     assert!(pdf["warning"].as_str().unwrap().contains("printed as it was"), "{pdf}");
     assert!(t.elapsed() < Duration::from_secs(25), "{:?}", t.elapsed());
-    assert!(d.client().get(&format!("/sessions/{id}/files/snap.pdf")).body.starts_with(b"%PDF"));
+    assert!(on.d.client().get(&format!("/sessions/{}/files/snap.pdf", on.id)).body.starts_with(b"%PDF"));
 }
 
 /// A click that would do nothing a model expects says why: a select does not choose, a form the
@@ -159,35 +179,30 @@ fn clicks_say_what_they_cannot_do() {
     if !have_chromium() {
         return;
     }
-    let site = Site::start();
-    let dir = TempDir::new("clicks");
-    let (test_agent, agent) = TestAgent::new();
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _worker = RealWorker::start(&d, "click-box", "browser");
-    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "send"}));
-    let (r, _done) = test_agent.next();
+    let on = OnSite::start("clicks", "send");
+    let (site, r) = (&on.site, &on.r);
 
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     let (name, email, send) =
         (ref_of(&snap, "\"Your name\""), ref_of(&snap, "input email"), ref_of(&snap, "button \"Send\""));
-    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(e.contains("the form was not sent") && e.contains(&format!("[{name}] \"Your name\"")), "{e}");
-    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "select"))}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "select"))}));
     assert!(e.contains("a click does not choose") && e.contains("browser_select_option") && e.contains("Green"), "{e}");
-    let clicked = cmd(&r, "browser_click", json!({"selector": format!("ref={name}")}));
+    let clicked = cmd(r, "browser_click", json!({"selector": format!("ref={name}")}));
     assert!(clicked["next"].as_str().unwrap().contains("browser_type"), "{clicked}");
     // A field's name where a ref was meant still finds it.
-    cmd(&r, "browser_fill_form", json!({"fields": [{"selector": "ref=name", "value": "Zoe"}]}));
-    let e = cmd_err(&r, "browser_fill_form", json!({"fields": [{"selector": "ref=phone", "value": "1"}]}));
+    cmd(r, "browser_fill_form", json!({"fields": [{"selector": "ref=name", "value": "Zoe"}]}));
+    let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": "ref=phone", "value": "1"}]}));
     assert!(e.contains("no element has the ref, name or id `phone`"), "{e}");
-    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "not an address"}));
-    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={send}")}));
+    cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "not an address"}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}")}));
     assert!(e.contains(&format!("[{email}] \"Email\"")) && !e.contains("Your name"), "{e}");
-    cmd(&r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
+    cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
     // Asked for by the small profile's guard: the select nobody chose is pointed out once, typed.
     let asked = json!({"selector": format!("ref={send}"), "confirm_defaults": true});
-    let refusal = cmd_refusal(&r, asked.clone());
+    let refusal = cmd_refusal(r, asked.clone());
     assert_eq!((&refusal["refused"], &refusal["selector"]), (&json!("form_unset"), &json!(format!("ref={send}"))));
     let fields = refusal["fields"].as_array().unwrap();
     assert!(
@@ -197,41 +212,41 @@ fn clicks_say_what_they_cannot_do() {
     let color = fields.iter().find(|f| f["value"] == "Red").unwrap();
     assert_eq!((&color["kind"], &color["options"]), (&json!("select"), &json!(["Red", "Green"])), "typed: {refusal}");
     // An option as the snapshot lists it (`Green=g`) is chosen.
-    let chosen = cmd(&r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
+    let chosen = cmd(r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
     assert_eq!(chosen["selected"], "g", "{chosen}");
-    let sent = cmd(&r, "browser_click", asked);
+    let sent = cmd(r, "browser_click", asked);
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
     // Without the guard (the full profile) the first click sends the form as it is.
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     let fill =
         json!({"fields": [{"selector": "ref=name", "value": "Ann"}, {"selector": "ref=email", "value": "a@b.test"}]});
-    cmd(&r, "browser_fill_form", fill);
-    let sent = cmd(&r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Send\""))}));
+    cmd(r, "browser_fill_form", fill);
+    let sent = cmd(r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Send\""))}));
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Ann"), "{sent}");
 
     // A click on what only shows text does nothing: it says so, with the text or how to save it.
     // (Asked for by the small profile's guard; without it the click is made.)
-    cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
+    cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
     let inert = |selector: &str| json!({"selector": selector, "explain_inert": true});
-    assert_eq!(cmd_refusal(&r, inert("h1"))["refused"], "inert");
-    let e = cmd_err(&r, "browser_click", inert("h1"));
+    assert_eq!(cmd_refusal(r, inert("h1"))["refused"], "inert");
+    let e = cmd_err(r, "browser_click", inert("h1"));
     assert!(e.contains("is a heading: a click on it does nothing") && e.contains("Snapshot page"), "{e}");
-    let e = cmd_err(&r, "browser_click", inert("#fees td"));
+    let e = cmd_err(r, "browser_click", inert("#fees td"));
     assert!(e.contains("is a table") && e.contains("browser_scrape_table"), "{e}");
-    let e = cmd_err(&r, "browser_click", inert("b"));
+    let e = cmd_err(r, "browser_click", inert("b"));
     assert!(e.contains("The text around it: \"Intro text with bold words.\""), "{e}");
-    assert_eq!(cmd(&r, "browser_click", json!({"selector": "h1"}))["clicked"], "h1", "no guard: clicked");
+    assert_eq!(cmd(r, "browser_click", json!({"selector": "h1"}))["clicked"], "h1", "no guard: clicked");
     // A heading over a menu of links points at the links, not at the heading as an answer.
-    cmd(&r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
-    let e = cmd_err(&r, "browser_click", inert("h1"));
+    cmd(r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
+    let e = cmd_err(r, "browser_click", inert("h1"));
     assert!(e.contains("What follows it is a menu of links: \"Prices\", \"About us\"."), "{e}");
-    cmd(&r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
+    cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url)}));
     // A ref of a link to the page now open says that this is where it led.
-    let snap = cmd(&r, "browser_snapshot", json!({}));
+    let snap = cmd(r, "browser_snapshot", json!({}));
     let about = ref_of(snap["snapshot"].as_str().unwrap(), "link \"About us\"");
-    cmd(&r, "browser_navigate", json!({"url": format!("{}/about.html", site.url)}));
-    let e = cmd_err(&r, "browser_click", json!({"selector": format!("ref={about}")}));
+    cmd(r, "browser_navigate", json!({"url": format!("{}/about.html", site.url)}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={about}")}));
     assert!(e.contains("is not on this page; it is a link to the page you are on now"), "{e}");
 }
 
@@ -243,15 +258,10 @@ fn snapshots_show_clickables_and_states() {
     if !have_chromium() {
         return;
     }
-    let site = Site::start();
-    let dir = TempDir::new("states");
-    let (test_agent, agent) = TestAgent::new();
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _worker = RealWorker::start(&d, "states-box", "browser");
-    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "look"}));
-    let (r, _done) = test_agent.next();
+    let on = OnSite::start("states", "look");
+    let (site, r) = (&on.site, &on.r);
 
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/states", site.url)}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/states", site.url)}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     let like = ref_of(&snap, "clickable \"Like\"");
     assert!(snap.contains("text \"Tell us:\"") && snap.contains("text \"if you agree.\""), "{snap}");
@@ -276,7 +286,7 @@ fn snapshots_show_clickables_and_states() {
 
     // What each click changed (the page stays).
     let click = |r_: &str| {
-        let v = cmd(&r, "browser_click", json!({"selector": format!("ref={r_}")}));
+        let v = cmd(r, "browser_click", json!({"selector": format!("ref={r_}")}));
         v["changes"].as_str().unwrap_or_else(|| panic!("{v}")).to_string()
     };
     let after = click(&like);
@@ -296,7 +306,7 @@ fn snapshots_show_clickables_and_states() {
     let after = click(&bold);
     assert!(after.contains(&format!("[{bold}] button \"Bold\" (pressed)")), "{after}");
     // Another document where the accordion starts open: the ref it had (state marks aside).
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/states?open=1", site.url)}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/states?open=1", site.url)}));
     let open = nav["snapshot"].as_str().unwrap();
     assert!(open.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{open}");
 }
@@ -309,28 +319,23 @@ fn guards_form_defaults_and_inert_click_are_quiet_on_a_typed_form_and_a_link() {
     if !have_chromium() {
         return;
     }
-    let site = Site::start();
-    let dir = TempDir::new("guards-worker-quiet");
-    let (test_agent, agent) = TestAgent::new();
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _worker = RealWorker::start(&d, "guard-box", "browser");
-    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "send"}));
-    let (r, _done) = test_agent.next();
+    let on = OnSite::start("guards-worker-quiet", "send");
+    let (site, r) = (&on.site, &on.r);
     let guarded = |selector: &str| json!({"selector": selector, "confirm_defaults": true, "explain_inert": true});
 
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/form2", site.url)}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/form2", site.url)}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     cmd(
-        &r,
+        r,
         "browser_type",
         json!({"selector": format!("ref={}", ref_of(&snap, "Your email")), "text": "zoe@example.test"}),
     );
-    let sent = cmd(&r, "browser_click", guarded(&format!("ref={}", ref_of(&snap, "Send order"))));
+    let sent = cmd(r, "browser_click", guarded(&format!("ref={}", ref_of(&snap, "Send order"))));
     assert!(sent["snapshot"].as_str().unwrap().contains("Order received"), "sent at the first click: {sent}");
 
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/menu", site.url)}));
     let about = ref_of(nav["snapshot"].as_str().unwrap(), "link \"About us\"");
-    let clicked = cmd(&r, "browser_click", guarded(&format!("ref={about}")));
+    let clicked = cmd(r, "browser_click", guarded(&format!("ref={about}")));
     assert!(clicked["url"].as_str().unwrap_or_default().ends_with("/about.html"), "followed: {clicked}");
 }
 
@@ -342,33 +347,28 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     if !have_chromium() {
         return;
     }
-    let site = Site::start();
-    let dir = TempDir::new("spa-form");
-    let (test_agent, agent) = TestAgent::new();
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _worker = RealWorker::start(&d, "spa-box", "browser");
-    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "join"}));
-    let (r, _done) = test_agent.next();
+    let on = OnSite::start("spa-form", "join");
+    let (site, r) = (&on.site, &on.r);
     let guarded = |r: &str| json!({"selector": format!("ref={r}"), "confirm_defaults": true});
     let out = |v: &Value| v["snapshot"].as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
 
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/spa-form", site.url)}));
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/spa-form", site.url)}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     let join = ref_of(&snap, "button \"Join\"");
-    let refusal = cmd_refusal(&r, guarded(&join));
+    let refusal = cmd_refusal(r, guarded(&join));
     assert_eq!((&refusal["refused"], &refusal["text"]), (&json!("form_unset"), &json!("Join")), "{refusal}");
     let kinds: Vec<_> =
         refusal["fields"].as_array().unwrap().iter().map(|f| (f["kind"].clone(), f["value"].clone())).collect();
     assert_eq!(kinds, [(json!("text"), json!("")), (json!("select"), json!("Basic"))], "{refusal}");
     let message = refusal["message"].as_str().unwrap_or_default();
     assert!(message.contains("to send the form as it is"), "a select the page set: {refusal}");
-    let empty = cmd_refusal(&r, guarded(&ref_of(&snap, "button \"Apply\"")));
+    let empty = cmd_refusal(r, guarded(&ref_of(&snap, "button \"Apply\"")));
     let message = empty["message"].as_str().unwrap_or_default();
     assert!(message.contains("nothing was typed into") && !message.contains("as it is"), "{empty}");
-    let bought = cmd(&r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
+    let bought = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
     assert!(out(&bought).contains("bought lamp"), "no field around it: {bought}");
-    let stepped = cmd(&r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));
+    let stepped = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));
     assert!(out(&stepped).contains("qty 2"), "a step button sends nothing: {stepped}");
-    let joined = cmd(&r, "browser_click", guarded(&join));
+    let joined = cmd(r, "browser_click", guarded(&join));
     assert!(out(&joined).contains("joined Basic"), "held once only: {joined}");
 }
