@@ -187,9 +187,10 @@ fn asked(llm: &ScriptedLlm, prefix: &str) -> Vec<String> {
 }
 
 /// The fixture pages stand in for the package (put in the cache, so pip is never asked): the
-/// instruction is the page's own seeded query, the START cover is skipped, the page's 1.5 s limit
-/// is lifted (the first click comes after 2 s; an episode never ended is "no reward", not a
-/// time-out), and only the page's reward passes a run, whatever the model says.
+/// instruction is the page's own seeded query, its reward display is hidden, the START cover is
+/// skipped, the page's 1.5 s limit is lifted (the first click comes after 2 s; an episode never
+/// ended is "no reward", not a time-out), and only the page's reward passes a run, whatever the
+/// model says.
 #[test]
 fn the_miniwob_suite_seeds_each_page_lifts_its_limit_and_judges_by_its_reward() {
     if !have_chromium() {
@@ -238,6 +239,7 @@ fn the_miniwob_suite_seeds_each_page_lifts_its_limit_and_judges_by_its_reward() 
     let queries = asked(&llm, "Click the button labelled ");
     assert_eq!(queries.len(), 2, "one query per run of click-test: {queries:?}");
     assert_eq!(asked(&llm, "Press the button that says ").len(), 2);
+    assert_eq!(asked(&llm, "Last reward"), Vec::<String>::new(), "the page's scoreboard is not the task's");
 
     // Per task and per run.
     assert_eq!(report["tasks"][0], json!({"task": "click-test", "passed": 1, "runs": 2, "pattern": "10"}));

@@ -1,12 +1,13 @@
 // agent-controller eval: the hook the eval's site puts into a MiniWoB++ task page, right after
 // the page's core/core.js and before the page's own script. It only uses what core.js defines
 // (Math.seedrandom, core.startEpisode, core.startEpisodeReal, core.endEpisode, core.EP_TIMER,
-// core.cover_div, core.EPISODE_MAX_TIME, WOB_RAW_REWARD_GLOBAL, WOB_REWARD_REASON) and the
-// page's #query element. What it guarantees:
+// core.cover_div, core.hideDisplay, core.EPISODE_MAX_TIME, WOB_RAW_REWARD_GLOBAL,
+// WOB_REWARD_REASON) and the page's #query element. What it guarantees:
 // - Math.random is seeded with the run's seed, now and again right before the problem is made,
 //   so the same seed makes the same problem whatever ran before;
 // - the episode has no time limit worth the name (a day): core.EPISODE_MAX_TIME ignores the
 //   page's own setting;
+// - the reward display beside the task is hidden;
 // - the first episode starts at once, without the START cover's click; once it ended, the cover
 //   says DONE and starts nothing;
 // - the page's query is posted when the episode starts, and the raw reward the page's own code
@@ -50,6 +51,9 @@
 
   core.startEpisode = function () {
     startEpisode.apply(this, arguments);
+    // The scoreboard beside the task (last reward, time left) is the harness's, not the task's:
+    // MiniWoB's own observation of the page leaves it out too.
+    core.hideDisplay();
     if (!started) {
       started = true;
       core.startEpisodeReal();
