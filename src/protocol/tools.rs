@@ -169,7 +169,11 @@ impl Schema {
     pub fn to_value(self) -> Value {
         // Every entry's text parses (`every_schema_is_an_object_with_its_required_properties`).
         let properties: Value = serde_json::from_str(self.properties).unwrap_or_else(|_| json!({}));
-        json!({"type": "object", "properties": properties, "required": self.required})
+        // An empty `required` says nothing a schema without it does not, and costs every request.
+        match self.required {
+            [] => json!({"type": "object", "properties": properties}),
+            required => json!({"type": "object", "properties": properties, "required": required}),
+        }
     }
 }
 
