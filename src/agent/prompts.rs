@@ -120,7 +120,8 @@ was done and what failed.\n\n{ON_FAILURE}",
 /// opened the page itself: its snapshot follows).
 pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
     let (target, first) = match record.session_type {
-        SessionType::Browser if opened => (format!("Website: {}", record.target), String::new()),
+        // The opened page (or its failure) follows, naming the URL: saying it twice costs tokens.
+        SessionType::Browser if opened => (String::new(), String::new()),
         SessionType::Browser => {
             (format!("Website: {}", record.target), format!(" Start with browser_navigate to {}.", record.target))
         }
@@ -147,7 +148,8 @@ pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
             None => "Exploration goal: understand what this is and how it works.".to_string(),
         },
     };
-    format!("{target}\n{what}\n\nYou have at most {} turns.{first}", record.max_turns)
+    let target = if target.is_empty() { target } else { target + "\n" };
+    format!("{target}{what}\n\nYou have at most {} turns.{first}", record.max_turns)
 }
 
 /// Said once when the model answers without calling a tool.
