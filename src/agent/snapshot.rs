@@ -37,7 +37,8 @@ pub(super) fn take_changes(data: &mut Value) -> Option<String> {
     }
 }
 
-/// How a snapshot's head line starts: `Page: "Title" — URL (HTTP 200)[ — part 2 of 3]`.
+/// How a snapshot's head line starts: `Page: "Title" — URL[ (HTTP 404)][ — part 2 of 3]` (the
+/// status only when it is not 2xx).
 const PAGE_HEADER: &str = "Page: ";
 
 /// The URL of a snapshot's head line (the title is a JSON string, so a ` — ` in it is no

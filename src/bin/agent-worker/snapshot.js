@@ -264,7 +264,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     collect(document, {items}, "");
     for (const it of items) if (it.el) it.ref = state.assign(it.el, it.key);
     const code = status();
-    const http = code ? ` (HTTP ${code})` : "";
+    // A 2xx says nothing a person would notice; an error status is news (and costs every page).
+    const http = code && (code < 200 || code > 299) ? ` (HTTP ${code})` : "";
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
     const r = render(items, Math.max(max, 500), header, part);
     const out = {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
