@@ -79,6 +79,10 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.starts_with(&format!("Page: \"Snapshot\" — {}/snap\n", site.url)), "a 2xx is not said: {snap}");
     assert!(snap.contains("heading 1 \"Snapshot page\""), "{snap}");
     assert!(snap.contains(&format!("link \"About us\" → {}/about.html", site.url)), "absolute hrefs: {snap}");
+    for anchor in ["More", "Fees"] {
+        let line = format!("link \"{anchor}\"");
+        assert!(snap.lines().any(|l| l.ends_with(&line)), "a link within the page has no address: {snap}");
+    }
     assert!(snap.contains("text \"Intro text with bold words.\""), "{snap}");
     assert!(snap.lines().any(|l| l == "image \"Logo\""), "an image a click does nothing on has no ref: {snap}");
     assert!(snap.lines().any(|l| l.starts_with("[e") && l.ends_with("\"Zoom\"")), "a clickable one has: {snap}");

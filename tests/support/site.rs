@@ -54,14 +54,15 @@ fn form_value(body: &str, key: &str) -> String {
         .unwrap_or_default()
 }
 
-/// A page with one of everything a snapshot shows or hides: an image and a clickable image, a
-/// table longer than a snapshot lists, a filled password, a hidden block, a same-origin frame.
+/// A page with one of everything a snapshot shows or hides: an image and a clickable image, links
+/// within the page (no address shown), a table longer than a snapshot lists, a filled password, a
+/// hidden block, a same-origin frame.
 fn snapshot_page() -> String {
     let rows: String = (1..=30).map(|i| format!("<tr><td>Plan {i}</td><td>{}</td></tr>", i * 10)).collect();
     format!(
-        r#"<h1>Snapshot page</h1><p>Intro text with <b>bold</b> words.</p>
+        r##"<h1>Snapshot page</h1><p>Intro text with <b>bold</b> words.</p>
         <p><img alt="Logo" width="20" height="20" src="data:,"> <span style="cursor:pointer"><img alt="Zoom" width="20" height="20" src="data:,"></span></p>
-        <nav><a href="/files/chapter1.pdf">Chapter 1</a> <a href="about.html">About us</a></nav>
+        <nav><a href="/files/chapter1.pdf">Chapter 1</a> <a href="about.html">About us</a> <a href="#">More</a> <a href="#fees">Fees</a></nav>
         <table id="fees"><tr><th>Plan</th><th>Price</th></tr>{rows}</table>
         <form id="signin" action="/login" method="post"><label>Email <input type="email" name="user" value="bob@example.test"></label>
         <label>Password <input type="password" name="pass" value="PLANTED-PW-VALUE"></label>
@@ -69,7 +70,7 @@ fn snapshot_page() -> String {
         <button type="submit">Sign in</button></form>
         <div style="display:none">HIDDEN-TEXT <a href="/secret">Hidden link</a></div>
         <button id="hello" onclick="document.getElementById('out').textContent='clicked!'">Say hello</button><div id="out"></div>
-        <iframe src="/frame" width="400" height="150"></iframe>"#
+        <iframe src="/frame" width="400" height="150"></iframe>"##
     )
 }
 

@@ -150,9 +150,15 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
         visit(n, inTable);
       }
     }
+    // A link's absolute address; none for one within the page (`#`, `#fees`, a script's link):
+    // that address is the page's own again, a click is what it takes, and it costs every line.
+    function address(a) {
+      const within = a.getAttribute("href").trim().startsWith("#");
+      return within ? "" : ` → ${a.href}`;
+    }
     function visit(el, inTable) {
       const tag = el.tagName.toLowerCase(), role = el.getAttribute("role");
-      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el))}${states(el)} → ${el.href}`);
+      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el))}${states(el)}${address(el)}`);
       if (tag === "button" || role === "button" || (tag === "input" && BUTTON_INPUTS.has(el.type)))
         return item("button", el, `button ${q(ac.textOf(el) || el.value || el.getAttribute("aria-label"))}${states(el)}`);
       if (tag === "input" || tag === "textarea" || tag === "select") return item("field", el, describeField(el, tag));
