@@ -53,8 +53,9 @@ pub(super) fn page_url(line: &str) -> Option<&str> {
 }
 
 /// A result's JSON followed by its snapshot's (or its changes') lines. A page's header line
-/// already says its title, URL and HTTP status: the JSON line keeps the rest, and is left out
-/// when nothing is left.
+/// already says its title, URL and HTTP status, and an action's changes on the page it stayed on
+/// say their counts (the title and URL are the ones the model has): the JSON line keeps the rest,
+/// and is left out when nothing is left.
 pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
     let Some(page) = page else {
         return match data {
@@ -62,10 +63,14 @@ pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
             other => exact_json(other, ""),
         };
     };
-    if let Some(map) = data.as_object_mut().filter(|_| page.starts_with(PAGE_HEADER)) {
+    let same_page = data["changed"]["page"] == "same";
+    if let Some(map) = data.as_object_mut().filter(|_| same_page || page.starts_with(PAGE_HEADER)) {
         map.remove("title");
         map.remove("status");
         map.remove("url");
+        if same_page {
+            map.remove("changed");
+        }
         if map.is_empty() {
             return page;
         }
@@ -320,6 +325,22 @@ mod tests {
             Some(("About us", "http://h/about.html"))
         );
         assert_eq!(link_in("[e4] button \"Go\""), None);
+    }
+
+    #[test]
+    fn a_result_line_says_only_what_its_page_lines_do_not() {
+        let changes = "What changed on the page (lines: 1 new):\n[e9] option \"Paris\"".to_string();
+        let mut stayed = serde_json::json!({"changed": {"page": "same", "added": 1, "updated": 0, "removed": 0},
+            "clicked": "button", "text": "Go", "title": "Shop", "url": "http://h/a"});
+        let text = render(&mut stayed, Some(changes.clone()));
+        assert_eq!(text, format!("{{\"clicked\":\"button\",\"text\":\"Go\"}}\n{changes}"));
+        let mut left =
+            serde_json::json!({"changed": {"page": "new"}, "clicked": "a", "title": "B", "url": "http://h/b"});
+        let text = render(&mut left, Some("Page: \"B\" — http://h/b\n[e1] link \"A\" → http://h/a".into()));
+        assert!(text.starts_with("{\"changed\":{\"page\":\"new\"},\"clicked\":\"a\"}\nPage: "), "{text}");
+        let mut nothing = serde_json::json!({"changed": {"page": "same", "added": 0, "updated": 0, "removed": 0},
+            "title": "Shop", "url": "http://h/a"});
+        assert_eq!(render(&mut nothing, Some("Nothing changed on the page.".into())), "Nothing changed on the page.");
     }
 
     const HOME: &str = "[e1] heading 1 \"Acme Tools\"\n[e5] link \"About us\" → http://h/about.html\n\
