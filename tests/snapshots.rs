@@ -93,6 +93,11 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(!nav.to_string().contains("PLANTED-PW-VALUE"), "a password's value never appears");
     assert_eq!(nav["sign_in"], true, "a password field is said as a field, not left to the words");
     assert!(snap.contains("select \"Color\" name=color: Red=r | Green=g (selected)"), "{snap}");
+    let story = snap.lines().find(|l| l.contains("name=story")).unwrap_or_else(|| panic!("{snap}"));
+    assert!(
+        story.contains("value=\"word1 word2 ") && story.contains(" … ") && story.ends_with("word80 Finale.\""),
+        "{story}"
+    );
     assert!(!snap.contains("HIDDEN-TEXT") && !snap.contains("Hidden link"), "hidden elements are dropped: {snap}");
     assert!(snap.contains(&format!("iframe {}/frame:", site.url)) && snap.contains("  [e"), "{snap}");
     assert!(snap.contains("text \"Inside the frame\""), "the frame's content: {snap}");

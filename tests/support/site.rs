@@ -56,9 +56,10 @@ fn form_value(body: &str, key: &str) -> String {
 
 /// A page with one of everything a snapshot shows or hides: an image and a clickable image, links
 /// within the page (no address shown), a table longer than a snapshot lists, a filled password, a
-/// hidden block, a same-origin frame.
+/// hidden block, a long text the page put in a field, a same-origin frame.
 fn snapshot_page() -> String {
     let rows: String = (1..=30).map(|i| format!("<tr><td>Plan {i}</td><td>{}</td></tr>", i * 10)).collect();
+    let story: String = (1..=80).map(|i| format!("word{i} ")).collect();
     format!(
         r##"<h1>Snapshot page</h1><p>Intro text with <b>bold</b> words.</p>
         <p><img alt="Logo" width="20" height="20" src="data:,"> <span style="cursor:pointer"><img alt="Zoom" width="20" height="20" src="data:,"></span></p>
@@ -69,6 +70,7 @@ fn snapshot_page() -> String {
         <label>Color <select name="color"><option value="r">Red</option><option value="g" selected>Green</option></select></label>
         <button type="submit">Sign in</button></form>
         <div style="display:none">HIDDEN-TEXT <a href="/secret">Hidden link</a></div>
+        <textarea name="story">{story}Finale.</textarea>
         <button id="hello" onclick="document.getElementById('out').textContent='clicked!'">Say hello</button><div id="out"></div>
         <iframe src="/frame" width="400" height="150"></iframe>"##
     )

@@ -22,6 +22,10 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   let depth = 0;
   const cut = (s, n) => s.length > n ? s.slice(0, n - 1) + "…" : s;
   const q = s => JSON.stringify(cut(norm(s), 100));
+  // A long value the page put in a field, as a person reads it by scrolling: its start and its
+  // end (a text's last word, a log's last line), at most `RUN_CHARS` in all.
+  const VALUE_TAIL = 100;
+  const ends = s => s.length > RUN_CHARS ? s.slice(0, RUN_CHARS - VALUE_TAIL - 3) + " … " + s.slice(-VALUE_TAIL) : s;
   function shown(el) {
     if (el.tagName === "INPUT" && el.type === "hidden") return false;
     if (el.checkVisibility) return el.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true});
@@ -68,7 +72,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     let value = "";
     if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
     else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
-    else if (el.value) value = ` value=${q(el.value)}`;
+    else if (el.value) value = ` value=${JSON.stringify(ends(norm(el.value)))}`;
     // A number, range or date field's bounds: what a value set there must keep to.
     const bounded = /^(number|range|date|time|datetime-local|month|week)$/.test(type) && (el.min || el.max);
     const bounds = bounded ? ` (${[el.min && "min " + el.min, el.max && "max " + el.max].filter(Boolean).join(", ")})` : "";

@@ -30,8 +30,10 @@ const FIRST_MS: u64 = 350;
 const MOST_MS: u64 = 2000;
 /// How long a navigation the action started may take to bring its document.
 const LEAVING: std::time::Duration = std::time::Duration::from_secs(10);
-/// How the snapshot cuts a field's value (`cut` in snapshot.js), in UTF-16 units.
-const VALUE_CHARS: usize = 100;
+/// How the snapshot cuts a field's value (`ends` in snapshot.js: `RUN_CHARS`, `VALUE_TAIL`), in
+/// UTF-16 units.
+const VALUE_CHARS: usize = 300;
+const VALUE_TAIL: usize = 100;
 
 /// The page before an action.
 pub(super) struct Before {
@@ -201,7 +203,7 @@ fn render(diff: &Diff, shown: &[String]) -> String {
 fn as_typed(line: &str, typed: &[&str]) -> String {
     let mut out = line.to_string();
     for t in typed.iter().filter(|t| !t.trim().is_empty()) {
-        let shown = format!(" value={}", json!(cut(&norm(t), VALUE_CHARS)));
+        let shown = format!(" value={}", json!(ends(&norm(t))));
         if out.contains(&shown) {
             out = out.replace(&shown, " (value as typed)");
         }
@@ -214,21 +216,16 @@ fn norm(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// `cut` of snapshot.js: at most `n` UTF-16 units, the last one `…` when cut.
-fn cut(s: &str, n: usize) -> String {
-    if s.encode_utf16().count() <= n {
+/// `ends` of snapshot.js: a value over `VALUE_CHARS` UTF-16 units (as the page counts) is its
+/// start, ` … ` and its last `VALUE_TAIL` units.
+fn ends(s: &str) -> String {
+    let units: Vec<u16> = s.encode_utf16().collect();
+    if units.len() <= VALUE_CHARS {
         return s.to_string();
     }
-    let mut units = 0;
-    let mut out: String = s
-        .chars()
-        .take_while(|c| {
-            units += c.len_utf16();
-            units < n
-        })
-        .collect();
-    out.push('…');
-    out
+    let head = String::from_utf16_lossy(&units[..VALUE_CHARS - VALUE_TAIL - 3]);
+    let tail = String::from_utf16_lossy(&units[units.len() - VALUE_TAIL..]);
+    format!("{head} … {tail}")
 }
 
 #[cfg(test)]
@@ -269,10 +266,11 @@ mod tests {
             "[e2] input text \"User\" name=user (value as typed) (required)"
         );
         assert_eq!(as_typed(line, &["alice"]), line, "a value the page changed shows");
-        let long = "x".repeat(150);
-        let shown = format!("[e3] textarea \"Note\" value={}", json!(format!("{}…", "x".repeat(99))));
+        let long = format!("{}{}", "x".repeat(250), "y".repeat(150));
+        let shown =
+            format!("[e3] textarea \"Note\" value={}", json!(format!("{} … {}", "x".repeat(197), "y".repeat(100))));
         assert_eq!(as_typed(&shown, &[long.as_str()]), "[e3] textarea \"Note\" (value as typed)");
-        assert_eq!(cut("ab😀cd", 4), "ab…", "UTF-16 units, as the page counts");
+        assert_eq!(ends(&"😀".repeat(151)).encode_utf16().count(), VALUE_CHARS, "UTF-16 units, as the page counts");
     }
 
     #[test]
