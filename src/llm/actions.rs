@@ -194,6 +194,9 @@ pub fn read(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
     let Value::Object(map) = &normalized else { return Err(Unusable::NotAnObject) };
     let has = |k: &str| map.get(k).is_some_and(|v| !v.is_null());
     let action = match map.get("action").and_then(Value::as_str) {
+        // `complete` with a call written out and no message: the call is what the reply says
+        // (the model took `complete` for "this completes the step"); ending would lose it.
+        Some("complete") if has("tool") && has("args") && !has("message") => "next_step".into(),
         Some(a) => a.to_string(),
         None if has("tool") => "next_step".into(),
         None if has("question") => "ask_user".into(),
@@ -336,6 +339,14 @@ mod tests {
         assert!(
             matches!(parse(r#"{"action":"complete","message":"  "}"#, &t), Ok(Action::Complete { message }) if message == "Done.")
         );
+        let call = r#"{"action":"complete","thinking":{"plan":"Click Nola."},"tool":"browser_navigate","args":{"url":"https://a.test/"}}"#;
+        assert_eq!(
+            parse(call, &t),
+            Ok(Action::Tool { tool: "browser_navigate".into(), args: json!({"url": "https://a.test/"}) }),
+            "a call written out is made"
+        );
+        let said_and_called = r#"{"action":"complete","message":"Opened it.","tool":"browser_navigate","args":{}}"#;
+        assert!(matches!(parse(said_and_called, &t), Ok(Action::Complete { .. })), "a message ends it");
         let said = r#"{"action":"complete","thinking":{"observation":"It is Lyon."}}"#;
         assert!(matches!(parse(said, &t), Ok(Action::Complete { message }) if message == "It is Lyon."));
     }
