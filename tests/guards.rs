@@ -113,8 +113,7 @@ fn guard_recital_closes_each_request_and_stays_out_of_the_conversation() {
 fn guard_login_hint_fires_on_a_sign_in_form() {
     let body = json!({"mode": "task", "target": "https://a.test/login", "instruction": "open my account",
                       "credentials": {"username": "u", "password": "p-secret", "login_url": "https://a.test/login"}});
-    // The first finish, the model's first call, is held (`unacted_finish`); the second ends it.
-    let r = run("g-login", vec![finish("signed in"), finish("signed in")], "browser", body, "finished", |_| {
+    let r = run("g-login", vec![finish("signed in")], "browser", body, "finished", |_| {
         json!({"success": true, "data": {"url": "https://a.test/login", "sign_in": true, "snapshot":
             "Page: \"Sign in\" — https://a.test/login (HTTP 200)\n[e2] input email \"Email\"\n[e3] input password \"Password\""}})
     });
@@ -127,7 +126,7 @@ fn guard_login_hint_fires_on_a_sign_in_form() {
 fn guard_login_hint_is_quiet_on_a_search_form() {
     let body = json!({"mode": "task", "target": "https://shop.test/", "instruction": "find a lamp",
                       "credentials": {"username": "u", "password": "p-secret", "login_url": "https://shop.test/login"}});
-    let r = run("g-login-quiet", vec![finish("found"), finish("found")], "browser", body, "finished", shop);
+    let r = run("g-login-quiet", vec![finish("found")], "browser", body, "finished", shop);
     assert_eq!(r.fired("login_hint"), 0, "{}", r.record);
     assert!(!r.requests[0].body["messages"].to_string().contains("perform_login, which"), "no hint");
 }
@@ -196,43 +195,6 @@ fn guards_premature_finish_and_finish_after_failure_are_quiet_on_a_task_that_kee
     assert_eq!(r.record["summary"], "typed");
     assert_eq!((r.fired("premature_finish"), r.fired("finish_after_failure")), (0, 0), "{}", r.record);
     assert_eq!(r.requests.len(), 1);
-}
-
-/// A first reply that says the page task is done when nothing was clicked: held once; the click
-/// the task asks for follows, then the finish is honoured.
-#[test]
-fn guard_unacted_finish_fires_on_a_first_reply_that_says_it_clicked() {
-    let script =
-        vec![finish("I clicked Go."), tool("browser_click", json!({"selector": "ref=e3"})), finish("Clicked Go.")];
-    let body = task("https://shop.test/", "Click the Go button.");
-    let r = run("g-unacted", script, "browser", body, "finished", shop);
-    assert_eq!(r.fired("unacted_finish"), 1, "{}", r.record);
-    assert!(r.result(1).contains("nothing was done on the page yet"), "{}", r.result(1));
-    assert_eq!(r.actions(), ["browser_navigate", "browser_click"]);
-    assert_eq!(r.record["summary"], "Clicked Go.");
-}
-
-/// A shell task answered at once, and a page task finished after its typing: neither is held.
-#[test]
-fn guard_unacted_finish_is_quiet_on_a_shell_task_and_after_a_call() {
-    let r = run(
-        "g-unacted-shell",
-        vec![finish("box-1")],
-        "shell",
-        shell_task("What is this host called?"),
-        "finished",
-        |_| json!({"success": true, "data": {}}),
-    );
-    assert_eq!((r.fired("unacted_finish"), r.requests.len()), (0, 1), "{}", r.record);
-    let reply = tools(
-        None,
-        &[
-            ("browser_type", json!({"selector": "ref=e2", "text": "lamp"})),
-            ("finish_task", json!({"summary": "typed"})),
-        ],
-    );
-    let r = run("g-unacted-typed", vec![reply], "browser", task("https://shop.test/", "Type lamp."), "finished", shop);
-    assert_eq!((r.fired("unacted_finish"), r.record["summary"].clone()), (0, json!("typed")), "{}", r.record);
 }
 
 fn inert(cmd: &Value) -> Value {

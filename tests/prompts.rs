@@ -20,9 +20,8 @@ fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
     );
     let c = d.client();
     for auto in [false, true] {
-        // Each session's one request is its first: the finish there is not held.
         let body = json!({"mode": "task", "target": "https://shop.test/", "instruction": "buy socks",
-                          "options": {"auto_confirm": auto, "guards": {"unacted_finish": false}}});
+                          "options": {"auto_confirm": auto}});
         let id = create_session(&c, body);
         wait_status(&c, &id, "finished");
     }

@@ -255,18 +255,14 @@ fn json_mode_corrects_one_bad_reply_and_takes_two_as_words() {
     let (d, llm) = json_daemon(&dir, script);
     let _worker = ok_worker(&d);
     let c = d.client();
-    // Each finish here is the model's first call; this test is about reading replies, not holds.
-    let off = json!({"guards": {"unacted_finish": false}});
-    let first =
-        create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "one", "options": off}));
+    let first = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "one"}));
     let s = ended(&c, &first);
     assert_eq!(s["status"], "finished", "{s}");
     let retry = llm.requests()[1].body["messages"].to_string();
     assert!(retry.contains("could not be used: the reply is not a JSON object"), "{retry}");
     // Two bad replies in a row are the model's words: the session nudges, as for a native
     // model's text, instead of ending on them.
-    let second =
-        create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "two", "options": off}));
+    let second = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "two"}));
     let s = ended(&c, &second);
     assert_eq!(s["status"], "finished", "{s}");
     assert_eq!(s["summary"], "nudged, done");

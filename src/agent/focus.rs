@@ -48,10 +48,8 @@ pub(super) struct FocusState {
     page_was_new: Option<bool>,
     /// Sign-in forms pointed out so far (`login_hint`).
     login_hints: u32,
-    /// A finish was answered once (`premature_finish` or `unacted_finish`).
+    /// A finish before the deliverable existed was answered once (`premature_finish`).
     finish_held: bool,
-    /// The model made a call (the session's own opening aside).
-    pub called: bool,
     /// The constrained call after the session got stuck was made.
     pub delivery_tried: bool,
     /// The next turn asks for the deliverable: the model looked at the same thing a third time.
@@ -370,28 +368,6 @@ impl Agent {
         ];
         let listed = |t: Tool| self.offered.contains(&t) && !self.hidden.contains(&t);
         candidates.into_iter().find(|(yes, t)| *yes && listed(*t)).map(|(_, t)| t)
-    }
-
-    /// A browser task's finish as the model's first call: not run, once. Small models "complete"
-    /// a page task on their first reply, saying they clicked; an answer already on the opened
-    /// page is given again at the cost of a turn.
-    pub(super) fn unacted_finish(&mut self, name: &str) -> Option<super::outcome::ToolOutcome> {
-        if name != Tool::FinishTask.name()
-            || self.focus.called
-            || self.focus.finish_held
-            || self.record.session_type != SessionType::Browser
-            || !self.guard_on(Guard::UnactedFinish)
-        {
-            return None;
-        }
-        self.focus.finish_held = true;
-        self.fire(Guard::UnactedFinish, "finish_task not run: the model's first call");
-        Some(super::outcome::ToolOutcome::error(
-            "Not finished: nothing was done on the page yet (no call in this session). If the task asks for \
-             something to be done, do it now with the tools; if its answer is already on the page, call finish_task \
-             again with it."
-                .to_string(),
-        ))
     }
 
     /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`

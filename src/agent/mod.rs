@@ -243,9 +243,7 @@ impl Agent {
         let outcome = match self.replay() {
             Some(replayed) => replayed,
             None => {
-                if self.resume_from_journal() {
-                    self.focus.called = true; // what ran before the restart is not known here
-                } else {
+                if !self.resume_from_journal() {
                     self.open_target();
                 }
                 if !self.hidden.is_empty() {
@@ -454,12 +452,9 @@ impl Agent {
                 refused
             } else if let Some(held) = self.premature_finish(&name) {
                 held
-            } else if let Some(held) = self.unacted_finish(&name) {
-                held
             } else {
                 self.run_tool(&name, &input)
             };
-            self.focus.called = true;
             stopped |= outcome.stopped;
             if outcome.is_error && failed.is_none() {
                 failed = Some(name.clone());

@@ -162,7 +162,6 @@ guards! {
     LookedEnough = "looked_enough",
     PrematureFinish = "premature_finish",
     FinishAfterFailure = "finish_after_failure",
-    UnactedFinish = "unacted_finish",
     LoginHint = "login_hint",
     DeliveryHint = "delivery_hint",
     NamedPath = "named_path",
@@ -240,12 +239,6 @@ impl Guard {
                 Hold,
                 SMALL,
                 "a finish before the file the task names is saved: not run once, the call that saves it named",
-            ),
-            UnactedFinish => row(
-                BeforeCall,
-                Hold,
-                SMALL,
-                "a browser task's finish as the model's first call: not run once (small models say they clicked)",
             ),
             FinishAfterFailure => row(
                 BeforeCall,
