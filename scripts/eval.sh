@@ -6,7 +6,8 @@
 # Usage: scripts/eval.sh [BIN_DIR] [-- extra eval options, e.g. --tasks price,search --repeat 3]
 # EVAL_MODES picks the modes (default "anthropic openai json"); EVAL_SUITE the suite (own, the
 # default, or miniwob: MiniWoB++'s development split, fetched with pip the first time);
-# REAL_LLM_DIR the model's folder.
+# REAL_LLM_DIR the model's folder. The site listens on the model's port + 100 (EVAL_SITE_PORT),
+# so a MiniWoB seed reads the same URLs, and the same prompt, run after run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${1:-target/release}; shift || true
@@ -35,5 +36,6 @@ for mode in ${EVAL_MODES:-anthropic openai json}; do
     *) echo "unknown mode $mode (anthropic, openai, json)" >&2; exit 2 ;;
   esac
   echo "== ${EVAL_SUITE:-own} $mode"
-  "$bin/agent-controller" eval --config "$config" --worker "$bin/agent-worker" --suite "${EVAL_SUITE:-own}" "${args[@]}" "$@"
+  "$bin/agent-controller" eval --config "$config" --worker "$bin/agent-worker" \
+    --site-port "${EVAL_SITE_PORT:-$((port + 100))}" --suite "${EVAL_SUITE:-own}" "${args[@]}" "$@"
 done

@@ -296,6 +296,9 @@ fn the_miniwob_suite_runs_only_the_development_split() {
     let (code, _, stderr) = eval(&config, &["--suite", "miniwob", "--guards", "maybe"], &[]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--guards \"maybe\": say on or off"), "{stderr}");
+    let (code, _, stderr) = eval(&config, &["--suite", "miniwob", "--site-port", "80a"], &[]);
+    assert_eq!(code, Some(2));
+    assert!(stderr.contains("--site-port \"80a\" is not a number"), "{stderr}");
 }
 
 /// `--ablate-fired`: after a run, each guard that fired in it (here only the one named) is
@@ -316,7 +319,9 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     let fixture = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/miniwob");
     copy_dir(&fixture, &cache.join("agent-controller/miniwob/1.1.0/html"));
     let args = ["--suite", "miniwob", "--tasks", "click-test", "--profile", "small"];
-    let args = [&args[..], &["--ablate-fired", "recital", "--first-run", "3", "--json"]].concat();
+    // A fixed site port: the run and its rerun read the same URLs.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
+    let args = [&args[..], &["--ablate-fired", "recital", "--first-run", "3", "--site-port", &port, "--json"]].concat();
     let (code, stdout, stderr) = eval(&config, &args, &[("XDG_CACHE_HOME", &cache), ("TMPDIR", dir.path())]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
@@ -335,4 +340,6 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     let requests = llm.requests();
     let recited = |r: &Recorded| r.body.to_string().contains("Your task:");
     assert!(recited(&requests[0]) && !recited(&requests[1]), "the rerun ran without the recital");
+    let on_port = |r: &Recorded| r.body.to_string().contains(&format!("127.0.0.1:{port}/"));
+    assert!(on_port(&requests[0]) && on_port(&requests[1]), "both on the site port asked for");
 }

@@ -297,6 +297,11 @@ pub const COMMANDS: &[Cmd] = &[
                     "after each run, run it again with each guard that fired off (all, or only these): the ablation table",
                 ),
                 opt(&["--worker"], "PATH", "the agent-worker binary (default: beside this one)"),
+                opt(
+                    &["--site-port"],
+                    "PORT",
+                    "the eval site's loopback port (default: any free one; fixed, a seed's prompt repeats)",
+                ),
                 opt(&["--list"], "", "list the tasks and exit"),
                 opt(&["--keep"], "", "keep the sessions' folders (logs, steps, files) and say where"),
                 opt(&["--json"], "", "one JSON object with every run"),

@@ -52,6 +52,9 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
             names => names.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
         }),
         worker: parsed.value("--worker").map(PathBuf::from),
+        site_port: parsed
+            .value("--site-port")
+            .map_or(Ok(0), |v| v.parse().map_err(|_| EvalError::NotANumber("--site-port", v.to_string())))?,
         session_timeout: Duration::from_secs(900),
         keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),
         on_row: (!json).then(|| std::rc::Rc::new(|row: &Row| println!("{}", printable(&row.line()))) as ShowRow),

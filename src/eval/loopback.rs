@@ -80,8 +80,9 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start(handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> std::io::Result<Server> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+    /// Serve on loopback `port` (0: any free one).
+    pub fn start(port: u16, handler: impl Fn(Request) -> Response + Send + Sync + 'static) -> std::io::Result<Server> {
+        let listener = TcpListener::bind(("127.0.0.1", port))?;
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let handler: Arc<Handler> = Arc::new(handler);

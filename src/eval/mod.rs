@@ -98,6 +98,9 @@ pub struct Options {
     pub ablate_fired: Option<Vec<String>>,
     /// The worker binary (default: `agent-worker` beside this one).
     pub worker: Option<PathBuf>,
+    /// The site's loopback port (`--site-port`; 0: any free one). The port is in every URL the
+    /// model reads, so only a fixed one gives a MiniWoB seed the same prompt run after run.
+    pub site_port: u16,
     /// The longest one session may take.
     pub session_timeout: Duration,
     /// Keep the sessions' folders instead of deleting them at the end.
@@ -328,7 +331,7 @@ impl Stack {
         let daemon = Daemon::start(config, agent).map_err(EvalError::Daemon)?;
         let api = format!("http://{}", daemon.api_addr());
         let client = ApiClient::new(Some(api), None, None).map_err(EvalError::Client)?;
-        let site = site::Site::start(USERNAME, &password(), package).map_err(EvalError::Site)?;
+        let site = site::Site::start(opts.site_port, USERNAME, &password(), package).map_err(EvalError::Site)?;
         let worker = start_worker(opts, &daemon, scratch)?;
         let stack = Stack { daemon: Some(daemon), client, site, worker, scratch: scratch.to_path_buf(), output };
         stack.wait_for_worker()?;
@@ -566,6 +569,7 @@ mod tests {
             guards,
             ablate_fired: None,
             worker: None,
+            site_port: 0,
             session_timeout: Duration::from_secs(1),
             keep: false,
             on_row: None,

@@ -57,9 +57,9 @@ pub struct Site {
 }
 
 impl Site {
-    /// Serve on a free loopback port; `username`/`password` open the account pages; `miniwob`
-    /// is the MiniWoB++ package's `html` folder when that suite runs.
-    pub fn start(username: &str, password: &str, miniwob: Option<PathBuf>) -> std::io::Result<Site> {
+    /// Serve on loopback `port` (0: any free one); `username`/`password` open the account
+    /// pages; `miniwob` is the MiniWoB++ package's `html` folder when that suite runs.
+    pub fn start(port: u16, username: &str, password: &str, miniwob: Option<PathBuf>) -> std::io::Result<Site> {
         let pdfs = PDFS.iter().map(|n| (*n, random_pdf(n))).collect();
         let state = Arc::new(State {
             posts: Mutex::new(Vec::new()),
@@ -70,7 +70,7 @@ impl Site {
             miniwob: Pages::new(miniwob),
         });
         let st = Arc::clone(&state);
-        let server = loopback::Server::start(move |request| handle(&st, request))?;
+        let server = loopback::Server::start(port, move |request| handle(&st, request))?;
         Ok(Site { url: format!("http://127.0.0.1:{}", server.port()), state, _server: server })
     }
 
