@@ -84,9 +84,11 @@ impl Site {
         self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// A MiniWoB++ task page with the hook's seed and episode id.
+    /// A MiniWoB++ task page's URL, the page served from now on with the hook's `seed` and
+    /// `episode` id.
     pub fn miniwob_url(&self, task: &str, seed: u32, episode: &str) -> String {
-        format!("{}/miniwob/miniwob/{task}.html?ac_seed={seed}&ac_episode={episode}", self.url)
+        self.state.miniwob.arm(task, seed, episode);
+        format!("{}/miniwob/miniwob/{task}.html", self.url)
     }
 
     /// What the MiniWoB++ hook reported for `episode` so far.
@@ -121,7 +123,7 @@ fn handle(state: &State, request: loopback::Request) -> loopback::Response {
 }
 
 fn route(state: &State, method: &str, path: &str, query: &str, body: &str, signed_in: bool) -> Answer {
-    if let Some(answer) = state.miniwob.route(method == "POST", path, query, body) {
+    if let Some(answer) = state.miniwob.route(method == "POST", path, body) {
         return answer;
     }
     match (method, path) {

@@ -1,11 +1,13 @@
 //! The eval site's MiniWoB++ routes: the package's files from the cache under `/miniwob/…`
 //! (a content type by extension; nothing outside the folder; of the task pages only the
 //! development split's), each task page with our hook (`hook.js`, `/ac-miniwob/hook.js`) put
-//! right after its `core.js` with the run's seed and episode id, and `/ac-miniwob/event`, where
-//! the hook posts the page's query and its reward: the episode's record, and the judge.
+//! right after its `core.js` with the seed and episode id the runner armed for that task, and
+//! `/ac-miniwob/event`, where the hook posts the page's query and its reward: the episode's
+//! record, and the judge. The page's URL carries nothing of the harness: the model reads it on
+//! every page, and a query of seed and episode cost about 20 tokens each time.
 
 use super::DEV_TASKS;
-use crate::eval::loopback::{Answer, form_value};
+use crate::eval::loopback::Answer;
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
@@ -30,11 +32,20 @@ pub struct Episode {
 pub struct Pages {
     root: Option<PathBuf>,
     episodes: Mutex<HashMap<String, Episode>>,
+    /// Per task, the seed and episode its page is served with next (the runner's one at a time).
+    armed: Mutex<HashMap<String, (u32, String)>>,
 }
 
 impl Pages {
     pub fn new(root: Option<PathBuf>) -> Pages {
-        Pages { root, episodes: Mutex::default() }
+        Pages { root, episodes: Mutex::default(), armed: Mutex::default() }
+    }
+
+    /// Serve `task`'s page from now on with `seed` and `episode` (the runner's id: letters,
+    /// digits and dashes).
+    pub fn arm(&self, task: &str, seed: u32, episode: &str) {
+        debug_assert!(valid_episode(episode), "{episode}");
+        self.armed.lock().unwrap_or_else(|p| p.into_inner()).insert(task.to_string(), (seed, episode.to_string()));
     }
 
     /// What the hook reported for `episode` so far.
@@ -43,7 +54,7 @@ impl Pages {
     }
 
     /// A GET under `/miniwob/` or `/ac-miniwob/`, or the hook's POST; None for other paths.
-    pub(in crate::eval) fn route(&self, post: bool, path: &str, query: &str, body: &str) -> Option<Answer> {
+    pub(in crate::eval) fn route(&self, post: bool, path: &str, body: &str) -> Option<Answer> {
         if post {
             return (path == "/ac-miniwob/event").then(|| self.record(body));
         }
@@ -51,10 +62,10 @@ impl Pages {
             return Some(Answer::bytes("text/javascript; charset=utf-8", HOOK.as_bytes().to_vec()));
         }
         let rel = path.strip_prefix("/miniwob/")?;
-        Some(self.file(rel, query))
+        Some(self.file(rel))
     }
 
-    fn file(&self, rel: &str, query: &str) -> Answer {
+    fn file(&self, rel: &str) -> Answer {
         let Some(root) = &self.root else { return not_found("the miniwob suite is not running") };
         let rel = percent_encoding::percent_decode_str(rel).decode_utf8_lossy();
         let Some(rel) = safe_relative(&rel) else { return not_found("no such file") };
@@ -66,12 +77,14 @@ impl Pages {
             Err(_) => return not_found("no such file"),
         };
         let kind = content_type(&rel);
-        match (task_page(&rel), hook_params(query)) {
-            (Some(_), Some((seed, episode))) => match inject(&String::from_utf8_lossy(&bytes), seed, &episode) {
+        let armed =
+            task_page(&rel).and_then(|task| self.armed.lock().unwrap_or_else(|p| p.into_inner()).get(&task).cloned());
+        match armed {
+            Some((seed, episode)) => match inject(&String::from_utf8_lossy(&bytes), seed, &episode) {
                 Some(html) => Answer::bytes(kind, html.into_bytes()),
                 None => not_found("not a MiniWoB page: no core/core.js script"),
             },
-            _ => Answer::bytes(kind, bytes),
+            None => Answer::bytes(kind, bytes),
         }
     }
 
@@ -119,13 +132,6 @@ fn task_page(rel: &Path) -> Option<String> {
     };
     let file = file.to_str()?;
     (dir == "miniwob").then(|| file.strip_suffix(".html").map(str::to_string))?
-}
-
-/// The hook's seed and episode from the page's URL (`ac_seed`, `ac_episode`), when both are sound.
-fn hook_params(query: &str) -> Option<(u32, String)> {
-    let seed = form_value(query, "ac_seed").parse().ok()?;
-    let episode = form_value(query, "ac_episode");
-    valid_episode(&episode).then_some((seed, episode))
 }
 
 /// Episode ids are the runner's: letters, digits and dashes.
@@ -181,10 +187,20 @@ mod tests {
         std::fs::create_dir_all(dir.join("miniwob")).unwrap();
         std::fs::write(dir.join("miniwob/book-flight.html"), "<script src=\"../core/core.js\"></script>").unwrap();
         let pages = Pages::new(Some(dir.clone()));
-        let held = pages.route(false, "/miniwob/miniwob/book-flight.html", "", "").unwrap();
+        let held = pages.route(false, "/miniwob/miniwob/book-flight.html", "").unwrap();
         assert_eq!(held.status, 404);
-        assert_eq!(pages.route(false, "/miniwob/%2e%2e/x", "", "").unwrap().status, 404);
-        assert!(pages.route(false, "/index.html", "", "").is_none());
+        assert_eq!(pages.route(false, "/miniwob/%2e%2e/x", "").unwrap().status, 404);
+        assert!(pages.route(false, "/index.html", "").is_none());
+        // A task page has the hook once its task is armed, and its URL needs no query for it.
+        std::fs::write(dir.join("miniwob/click-test.html"), "<script src=\"../core/core.js\"></script>").unwrap();
+        let page = |pages: &Pages| {
+            String::from_utf8(pages.route(false, "/miniwob/miniwob/click-test.html", "").unwrap().body).unwrap()
+        };
+        assert!(!page(&pages).contains("hook.js"), "not armed: the package's page as it is");
+        pages.arm("click-test", 7, "click-test-1-0");
+        assert!(page(&pages).contains("data-seed=\"7\" data-episode=\"click-test-1-0\""), "{}", page(&pages));
+        pages.arm("click-test", 8, "click-test-2-1");
+        assert!(page(&pages).contains("data-seed=\"8\" data-episode=\"click-test-2-1\""), "the next run's");
         let _ = std::fs::remove_dir_all(dir);
     }
 
@@ -196,11 +212,9 @@ mod tests {
         assert!(out.find("core/core.js").unwrap() < hook && hook < out.find("var x").unwrap(), "{out}");
         assert!(out.contains("data-seed=\"42\" data-episode=\"click-test-1\""));
         assert_eq!(inject("<p>no core</p>", 1, "e"), None);
-        assert_eq!(hook_params("ac_seed=7&ac_episode=a-1"), Some((7, "a-1".into())));
-        assert_eq!(hook_params("ac_seed=7&ac_episode=a\"x"), None);
 
         let pages = Pages::new(None);
-        let post = |b: &str| pages.route(true, "/ac-miniwob/event", "", b).unwrap().status;
+        let post = |b: &str| pages.route(true, "/ac-miniwob/event", b).unwrap().status;
         assert_eq!(post(r#"{"episode": "e-1", "kind": "start", "query": "Click the button."}"#), 200);
         assert_eq!(post(r#"{"episode": "e-1", "kind": "end", "reward": 0.5, "reason": null}"#), 200);
         assert_eq!(post(r#"{"episode": "e-1", "kind": "end", "reward": -1}"#), 200);
