@@ -215,9 +215,8 @@ fn seed_download_flow_end_to_end() {
         assert!(names.iter().any(|n| n == seed), "{seed} is offered");
     }
     assert!(!first.tool_names().contains(&"perform_login".to_string()));
-    // The task, then the page the session opened (the real worker's names its URL).
-    let opening = first.body["messages"][0]["content"].to_string();
-    assert!(opening.contains("Download all chapter PDFs") && opening.contains("The page is open already"), "{opening}");
+    let opening = first.body["messages"][0]["content"][0]["text"].as_str().unwrap();
+    assert!(opening.contains("Download all chapter PDFs") && opening.contains("https://books.test/"));
     // The confirmation answer reached the model as {"approved": true}.
     let results = reqs[2].last_results();
     assert_eq!(results[0]["type"], "tool_result");

@@ -199,7 +199,6 @@ impl Agent {
         let opening = prompts::opening_message(&record, opened) + &briefing;
         let mut grounding = grounding::Grounding::default();
         grounding.saw(&opening);
-        grounding.saw(&record.target); // an opened target is named by its page, not the opening
         if record.session_type == crate::protocol::SessionType::App {
             grounding.saw_image(); // a desktop is read from screenshots
         }

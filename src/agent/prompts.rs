@@ -120,8 +120,7 @@ was done and what failed.\n\n{ON_FAILURE}",
 /// opened the page itself: its snapshot follows).
 pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
     let (target, first) = match record.session_type {
-        // The opened page (or its failure) follows, naming the URL: saying it twice costs tokens.
-        SessionType::Browser if opened => (String::new(), String::new()),
+        SessionType::Browser if opened => (format!("Website: {}", record.target), String::new()),
         SessionType::Browser => {
             (format!("Website: {}", record.target), format!(" Start with browser_navigate to {}.", record.target))
         }
@@ -148,8 +147,7 @@ pub fn opening_message(record: &SessionRecord, opened: bool) -> String {
             None => "Exploration goal: understand what this is and how it works.".to_string(),
         },
     };
-    let target = if target.is_empty() { target } else { target + "\n" };
-    format!("{target}{what}\n\nYou have at most {} turns.{first}", record.max_turns)
+    format!("{target}\n{what}\n\nYou have at most {} turns.{first}", record.max_turns)
 }
 
 /// Said once when the model answers without calling a tool.
