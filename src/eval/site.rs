@@ -2,7 +2,7 @@
 //! made at start, a catalogue search, and forms whose posts are recorded, so a task is judged
 //! by what reached the site, never by what the model says it did. The account pages need the
 //! cookie that a sign-in with this run's password sets. The MiniWoB++ suite's pages and their
-//! reward records are `miniwob/serve.rs`'s, under `/miniwob/` and `/ac-miniwob/`. The HTTP is
+//! reward records are `miniwob/serve.rs`'s, under the package's folders and `/ac-miniwob/`. The HTTP is
 //! `loopback.rs`'s: one request per connection, so no page waits on a pool.
 
 use super::loopback::{self, Answer, form_value};
@@ -88,7 +88,7 @@ impl Site {
     /// `episode` id.
     pub fn miniwob_url(&self, task: &str, seed: u32, episode: &str) -> String {
         self.state.miniwob.arm(task, seed, episode);
-        format!("{}/miniwob/miniwob/{task}.html", self.url)
+        format!("{}/miniwob/{task}.html", self.url)
     }
 
     /// What the MiniWoB++ hook reported for `episode` so far.

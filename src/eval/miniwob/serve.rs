@@ -1,4 +1,4 @@
-//! The eval site's MiniWoB++ routes: the package's files from the cache under `/miniwob/…`
+//! The eval site's MiniWoB++ routes: the package's files from the cache under its own folders
 //! (a content type by extension; nothing outside the folder; of the task pages only the
 //! development split's), each task page with our hook (`hook.js`, `/ac-miniwob/hook.js`) put
 //! right after its `core.js` with the seed and episode id the runner armed for that task, and
@@ -13,6 +13,9 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 
 const HOOK: &str = include_str!("hook.js");
+/// The package's top folders, served at the site's root so that a task page is
+/// `/miniwob/<task>.html` (its scripts are `../core/…`): a URL the model reads on every page.
+const PACKAGE_FOLDERS: [&str; 4] = ["common", "core", "flight", "miniwob"];
 /// The most queries one episode keeps (a page reloaded over and over adds no more).
 const MAX_QUERIES: usize = 8;
 
@@ -53,7 +56,8 @@ impl Pages {
         self.episodes.lock().unwrap_or_else(|p| p.into_inner()).get(episode).cloned()
     }
 
-    /// A GET under `/miniwob/` or `/ac-miniwob/`, or the hook's POST; None for other paths.
+    /// A GET of the package's files (under its folders: `/miniwob/<task>.html`, `/core/…`) or
+    /// of `/ac-miniwob/hook.js`, or the hook's POST; None for other paths.
     pub(in crate::eval) fn route(&self, post: bool, path: &str, body: &str) -> Option<Answer> {
         if post {
             return (path == "/ac-miniwob/event").then(|| self.record(body));
@@ -61,8 +65,9 @@ impl Pages {
         if path == "/ac-miniwob/hook.js" {
             return Some(Answer::bytes("text/javascript; charset=utf-8", HOOK.as_bytes().to_vec()));
         }
-        let rel = path.strip_prefix("/miniwob/")?;
-        Some(self.file(rel))
+        let rel = path.strip_prefix('/')?;
+        let top = rel.split('/').next().unwrap_or_default();
+        PACKAGE_FOLDERS.contains(&top).then(|| self.file(rel))
     }
 
     fn file(&self, rel: &str) -> Answer {
@@ -187,14 +192,15 @@ mod tests {
         std::fs::create_dir_all(dir.join("miniwob")).unwrap();
         std::fs::write(dir.join("miniwob/book-flight.html"), "<script src=\"../core/core.js\"></script>").unwrap();
         let pages = Pages::new(Some(dir.clone()));
-        let held = pages.route(false, "/miniwob/miniwob/book-flight.html", "").unwrap();
+        let held = pages.route(false, "/miniwob/book-flight.html", "").unwrap();
         assert_eq!(held.status, 404);
         assert_eq!(pages.route(false, "/miniwob/%2e%2e/x", "").unwrap().status, 404);
         assert!(pages.route(false, "/index.html", "").is_none());
+        assert_eq!(pages.route(false, "/core/core.js", "").unwrap().status, 404, "no such file in this package");
         // A task page has the hook once its task is armed, and its URL needs no query for it.
         std::fs::write(dir.join("miniwob/click-test.html"), "<script src=\"../core/core.js\"></script>").unwrap();
         let page = |pages: &Pages| {
-            String::from_utf8(pages.route(false, "/miniwob/miniwob/click-test.html", "").unwrap().body).unwrap()
+            String::from_utf8(pages.route(false, "/miniwob/click-test.html", "").unwrap().body).unwrap()
         };
         assert!(!page(&pages).contains("hook.js"), "not armed: the package's page as it is");
         pages.arm("click-test", 7, "click-test-1-0");
