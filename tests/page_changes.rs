@@ -151,6 +151,15 @@ fn actions_answer_with_what_changed_on_the_page() {
     assert!(changes(&chosen).contains("Medium=m (selected)"), "{chosen}");
     let e = cmd_err(&r, "browser_select_option", json!({"selector": size, "value": "XL"}));
     assert!(e.contains("options: Choose…, Small, Medium, Large"), "{e}");
+    // One that takes several says so, and takes them as a task names them: those, and only those.
+    let tops = ref_of(&snap, "select \"Toppings\" name=tops (multiple): Olives | Ham");
+    let two = cmd(&r, "browser_select_option", json!({"selector": tops, "value": "Olives, Mushrooms"}));
+    assert_eq!(two["selected"], json!(["Olives", "mush"]), "{two}");
+    assert!(changes(&two).contains("Olives (selected) | Ham | Mushrooms=mush (selected) | Peppers"), "{two}");
+    let other = cmd(&r, "browser_select_option", json!({"selector": tops, "value": "Ham and Peppers"}));
+    assert!(changes(&other).contains("Olives | Ham (selected) | Mushrooms=mush | Peppers (selected)"), "{other}");
+    let e = cmd_err(&r, "browser_select_option", json!({"selector": tops, "value": "Ham, Anchovies"}));
+    assert!(e.contains("no option `Anchovies`") && e.contains("options: Olives, Ham"), "{e}");
 
     // A form filled at once: the date field takes a written date too.
     let fields = json!([{"selector": city, "value": "Oslo"}, {"selector": start, "value": "12/24/2024"}]);

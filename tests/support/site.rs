@@ -134,6 +134,7 @@ const WIDGETS: &str = r#"<h1>Widgets</h1>
 <label>Quantity <input type="number" id="qty" name="qty" min="1" max="9" value="1"></label>
 <label>Colour <input type="color" id="tint" name="tint"></label>
 <label>Size <select id="size" name="size"><option value="">Choose…</option><option value="s">Small</option><option value="m">Medium</option><option value="l">Large</option></select></label>
+<label>Toppings <select id="tops" name="tops" multiple><option>Olives</option><option>Ham</option><option value="mush">Mushrooms</option><option>Peppers</option></select></label>
 <p id="log"></p><a href="/menu">Shop menu</a>
 <script>
 const $ = id => document.getElementById(id), seen = [];

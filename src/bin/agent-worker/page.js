@@ -388,13 +388,27 @@ if (!window.__ac) { window.__ac = (() => {
     const el = find(sel);
     if (el.tagName !== "SELECT" && window.__acInputs.special(el)) return setSpecial(sel, value, el);
     if (el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a select"));
-    const pick = v => Array.from(el.options).find(o => o.value === v) || Array.from(el.options).find(o => norm(o.text) === norm(v))
-      || Array.from(el.options).find(o => norm(o.text).toLowerCase().includes(norm(v).toLowerCase()));
-    // `Mug=mug`, as the snapshot lists an option whose value differs from its text.
-    const opt = pick(value) || (String(value).includes("=") && pick(String(value).split("=")[0]));
-    const names = Array.from(el.options).map(o => norm(o.text));
+    const opts = Array.from(el.options);
+    const exact = v => opts.find(o => o.value === v) || opts.find(o => norm(o.text) === norm(v));
+    const pick = v => exact(v) || opts.find(o => norm(o.text).toLowerCase().includes(norm(v).toLowerCase()))
+      // `Mug=mug`, as the snapshot lists an option whose value differs from its text.
+      || (v.includes("=") && pick(v.split("=")[0]));
+    const names = opts.map(o => norm(o.text));
     const more = names.length > 40 ? ", … " + (names.length - 40) + " more" : "";
-    if (!opt) throw new Error("no option `" + value + "` in `" + sel + "`; options: " + names.slice(0, 40).join(", ") + more);
+    const none = v => new Error("no option `" + v + "` in `" + sel + "`; options: " + names.slice(0, 40).join(", ") + more);
+    value = String(value);
+    if (el.multiple) {
+      // A list that takes several: "Ola, Missie" (or "Ola and Missie") chooses both, and only them.
+      const wanted = exact(value) ? [value] : value.split(/\s*,\s*|\s+and\s+/).filter(Boolean);
+      const chosen = wanted.map(v => pick(v) || (() => { throw none(v); })());
+      for (const o of opts) o.selected = chosen.includes(o);
+      touched.add(el);
+      el.dispatchEvent(new Event("input", {bubbles: true}));
+      el.dispatchEvent(new Event("change", {bubbles: true}));
+      return {selected: chosen.map(o => o.value), label: chosen.map(o => o.text.trim())};
+    }
+    const opt = pick(value);
+    if (!opt) throw none(value);
     setValue(el, opt.value);
     return {selected: opt.value, label: opt.text.trim()};
   }

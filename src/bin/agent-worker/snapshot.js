@@ -66,7 +66,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       const opts = Array.from(el.options);
       const listed = opts.slice(0, OPTIONS).map(o => cut(norm(o.text), 40) + (o.value && o.value !== norm(o.text) ? `=${cut(o.value, 30)}` : "") + (o.selected ? " (selected)" : ""));
       const more = opts.length > OPTIONS ? ` | … ${opts.length - OPTIONS} more` : "";
-      return `select ${q(label)}${name}${states(el)}: ${listed.join(" | ")}${more}`;
+      const many = el.multiple ? " (multiple)" : "";
+      return `select ${q(label)}${name}${many}${states(el)}: ${listed.join(" | ")}${more}`;
     }
     const type = tag === "textarea" ? "textarea" : (el.type || "text");
     let value = "";
