@@ -151,7 +151,13 @@ if (!window.__ac) { window.__ac = (() => {
     // Anchored at body or a unique id, so the path cannot match at another depth.
     return (anchored ? "" : ":root > ") + parts.join(" > ");
   }
+  // A field's label without the field's own text (a select inside its label lists its options).
   function labelFor(el) {
+    const l = el.labels && el.labels[0];
+    const own = l ? Array.from(l.childNodes).filter(n => n !== el && !(n.contains && n.contains(el))) : [];
+    return norm(own.map(n => n.nodeType === 1 ? n.innerText : n.textContent).join(" ")) || labelText(el);
+  }
+  function labelText(el) {
     if (el.id) { const l = document.querySelector(`label[for="${CSS.escape(el.id)}"]`); if (l) return textOf(l); }
     const l = el.closest("label"); if (l) return textOf(l);
     return el.getAttribute("aria-label") || el.getAttribute("placeholder") || "";

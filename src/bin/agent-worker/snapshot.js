@@ -38,13 +38,6 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     }
     return null;
   }
-  // A field's label without the field's own text (a select inside its label lists its options).
-  function fieldLabel(el) {
-    const l = el.labels && el.labels[0];
-    if (!l) return ac.labelFor(el);
-    const own = Array.from(l.childNodes).filter(n => n !== el && !(n.contains && n.contains(el)));
-    return norm(own.map(n => n.nodeType === 1 ? n.innerText : n.textContent).join(" ")) || ac.labelFor(el);
-  }
   // What a person sees of an element's state: ` (collapsed) (disabled)`. keyOf strips these.
   function states(el) {
     const a = n => el.getAttribute(n), out = [];
@@ -60,7 +53,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     return out.map(s => ` (${s})`).join("");
   }
   function describeField(el, tag) {
-    const label = fieldLabel(el);
+    const label = ac.labelFor(el);
     const name = el.getAttribute("name") ? ` name=${el.getAttribute("name")}` : "";
     if (tag === "select") {
       const opts = Array.from(el.options);
