@@ -375,6 +375,9 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     let empty = cmd_refusal(r, guarded(&ref_of(&snap, "button \"Apply\"")));
     let message = empty["message"].as_str().unwrap_or_default();
     assert!(message.contains("nothing was typed into") && !message.contains("as it is"), "{empty}");
+    let days = cmd_refusal(r, guarded(&ref_of(&snap, "button \"Book\"")));
+    assert_eq!(days["fields"][0]["kind"], "select-multiple", "a select that takes several says so: {days}");
+    assert_eq!(days["fields"][0]["label"], "Days", "{days}");
     let bought = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
     assert!(out(&bought).contains("bought lamp"), "no field around it: {bought}");
     let stepped = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));

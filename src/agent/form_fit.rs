@@ -143,16 +143,18 @@ impl Agent {
     }
 }
 
-/// The value the task names for a refused field, by its kind: a select's option it names, a
-/// number field's one number, an empty text field's one quoted text (`Search for "lamp"`;
-/// taken by the first such field).
+/// The value the task names for a refused field, by its kind: a select's option it names (one
+/// that takes several: each it names, as the worker takes them, "Ola, Missie"), a number
+/// field's one number, an empty text field's one quoted text (`Search for "lamp"`; taken by
+/// the first such field).
 fn value_for(task: &str, numbers: &[&str], quoted: &mut Vec<&str>, field: &Value) -> Option<String> {
+    let named = || -> Option<Vec<&str>> {
+        let options = field["options"].as_array()?.iter().filter_map(Value::as_str);
+        Some(options.filter(|o| names(task, o)).collect())
+    };
     match field["kind"].as_str()? {
-        "select" => {
-            let options = field["options"].as_array()?.iter().filter_map(Value::as_str);
-            let named: Vec<&str> = options.filter(|o| names(task, o)).collect();
-            (named.len() == 1).then(|| named[0].to_string())
-        }
+        "select" => named().filter(|n| n.len() == 1).map(|n| n[0].to_string()),
+        "select-multiple" => named().filter(|n| !n.is_empty()).map(|n| n.join(", ")),
         "number" => (numbers.len() == 1).then(|| numbers[0].to_string()),
         "text" => (field["value"] == "" && quoted.len() == 1).then(|| quoted.remove(0).to_string()),
         _ => None,
@@ -234,6 +236,22 @@ mod tests {
         named["text"] = json!("Submit");
         let task = "Find the 2nd word in the paragraph, type it into the textbox and press \"Submit\".";
         assert_eq!(fill_for(task, &named), None, "the button's own name is not a value");
+    }
+
+    #[test]
+    fn a_select_that_takes_several_gets_every_option_the_task_names() {
+        let list = json!({"ref": "e1", "label": "x", "kind": "select-multiple", "value": "",
+            "options": ["Ola", "Lorene", "Missie", "Giacinta"]});
+        let (fill, _) = fill_for(
+            "Select Ola, Missie from the scroll list and click Submit.",
+            &refused(vec![list.clone()], "ref=e2"),
+        )
+        .unwrap();
+        assert_eq!(fill, json!({"fields": [{"selector": "ref=e1", "value": "Ola, Missie"}]}));
+        // A select that takes one is left alone when the task names two of its options.
+        let one = select("e1", "", &["Ola", "Lorene", "Missie"]);
+        assert_eq!(fill_for("Select Ola, Missie and click Submit.", &refused(vec![one], "ref=e2")), None);
+        assert_eq!(fill_for("Select nobody and click Submit.", &refused(vec![list], "ref=e2")), None);
     }
 
     #[test]

@@ -113,6 +113,7 @@ const SPA_FORM: &str = r#"<h1>Sign up</h1>
 <div><label>Plan <select id="plan"><option>Basic</option><option>Pro</option></select></label></div>
 <div><button id="join" onclick="out.textContent = 'joined ' + em.value + ' ' + plan.value">Join</button></div></div>
 <div><label>Coupon <input id="coupon"></label> <button onclick="out.textContent = 'coupon ' + coupon.value">Apply</button></div>
+<div><label>Days <select id="days" multiple><option>Mon</option><option>Tue</option></select></label> <button onclick="out.textContent = 'booked'">Book</button></div>
 <div class="cards"><div><b>Lamp</b> <button onclick="out.textContent = 'bought lamp'">Buy</button></div></div>
 <div><label>Qty <input id="qty" value="1"></label> <button type="button" onclick="qty.value = +qty.value + 1; out.textContent = 'qty ' + qty.value">+</button></div>
 <p id="out"></p>"#;

@@ -314,12 +314,12 @@ if (!window.__ac) { window.__ac = (() => {
     const left = fields.filter(f => !touched.has(f) && (f.tagName === "SELECT" || f.value !== "" || !anySet));
     if (left.length) warned.add(sending.group);
     // Typed for the controller (it reads these, never the words): the field's kind (`select`,
-    // `number`, `text` for text, search and textarea, else the input's type), its value, a
-    // select's options.
+    // `select-multiple`, `number`, `text` for text, search and textarea, else the input's type),
+    // its value, a select's options.
     return left.slice(0, 8).map(f => {
       const select = f.tagName === "SELECT";
       const value = select ? (f.selectedOptions[0] ? norm(f.selectedOptions[0].text) : "") : f.value;
-      const kind = select ? "select" : f.tagName === "TEXTAREA" || f.type === "text" || f.type === "search" ? "text" : f.type;
+      const kind = select ? (f.multiple ? "select-multiple" : "select") : f.tagName === "TEXTAREA" || f.type === "text" || f.type === "search" ? "text" : f.type;
       const field = {ref: refs.byEl.get(f) || null, label: labelFor(f) || f.name || f.type, kind, value: value.slice(0, 40)};
       if (select) field.options = Array.from(f.options).slice(0, 12).map(o => norm(o.text));
       return field;
