@@ -407,7 +407,7 @@ if (!window.__ac) { window.__ac = (() => {
     if (el.multiple) {
       // A list that takes several: "Ola, Missie" (or "Ola and Missie") chooses both, and only them.
       const wanted = exact(value) ? [value] : value.split(/\s*,\s*|\s+and\s+/).filter(Boolean);
-      const chosen = wanted.map(v => pick(v) || (() => { throw none(v); })());
+      const chosen = wanted.map(v => { const o = pick(v); if (!o) throw none(v); return o; });
       for (const o of opts) o.selected = chosen.includes(o);
       touched.add(el);
       el.dispatchEvent(new Event("input", {bubbles: true}));
