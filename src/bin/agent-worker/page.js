@@ -229,15 +229,14 @@ if (!window.__ac) { window.__ac = (() => {
     if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
   }
-  // The first send held: fields left empty ask to be typed into, first and without "click again
-  // to send" (small models click the send button first, and take that as the next step); when
-  // the page filled every one, whether the task gives other values.
+  // The first send held: fields left empty ask to be typed into (small models click the send
+  // button first, and take "click again to send" as the next step); fields the page filled
+  // ask whether the task gives other values.
   function unsetText(left, sel) {
-    const empty = left.filter(f => f.kind !== "select" && f.value === ""), set = left.filter(f => !empty.includes(f));
-    const also = set.length ? "; " + set.map(fieldText).join("; ") + (set.length > 1 ? " still hold what the page put there: set them" : " still holds what the page put there: set it") + " too if the task gives another value" : "";
-    if (empty.length)
-      return "not sent yet: nothing was typed into " + empty.map(fieldText).join("; ") + ". Type what the task asks for there first (browser_type, browser_fill_form)" + also + ". Then click `" + sel + "`";
-    return "not sent yet: these fields still hold what the page put there: " + left.map(fieldText).join("; ") + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again";
+    const fields = left.map(fieldText).join("; ");
+    if (left.every(f => f.kind !== "select" && f.value === ""))
+      return "not sent yet: nothing was typed into " + fields + ". Type what the task asks for there first (browser_type, browser_fill_form), then click `" + sel + "`";
+    return "not sent yet: these fields still hold what the page put there: " + fields + ". If the task gives values for them, set them first (browser_select_option, browser_fill_form); to send the form as it is, click `" + sel + "` again";
   }
   // A refused field in words: `[e4] "Size": "S"`.
   function fieldText(f) {
