@@ -85,8 +85,7 @@ pub struct Options {
     /// Task names; empty = all.
     pub tasks: Vec<String>,
     pub repeat: u32,
-    /// The first run's number (`--first-run`, default 1): runs continue a set measured before,
-    /// with the seeds those numbers give.
+    /// The first run's number (`--first-run`, default 1): a set continued, with those seeds.
     pub first_run: u32,
     pub max_turns: u32,
     /// The session body's `options.profile`, only when given.
@@ -98,8 +97,7 @@ pub struct Options {
     pub ablate_fired: Option<Vec<String>>,
     /// The worker binary (default: `agent-worker` beside this one).
     pub worker: Option<PathBuf>,
-    /// The site's loopback port (`--site-port`; 0: any free one). The port is in every URL the
-    /// model reads, so only a fixed one gives a MiniWoB seed the same prompt run after run.
+    /// The site's loopback port (`--site-port`; 0: any free one): in every URL the model reads.
     pub site_port: u16,
     /// The longest one session may take.
     pub session_timeout: Duration,
