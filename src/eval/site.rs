@@ -84,9 +84,9 @@ impl Site {
         self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// A MiniWoB++ task page's URL, the page served from now on with the hook's `seed` and
-    /// `episode` id.
-    pub fn miniwob_url(&self, task: &str, seed: u32, episode: &str) -> String {
+    /// Serve `task`'s MiniWoB++ page from now on with the hook's `seed` and `episode` id;
+    /// its URL, which carries neither.
+    pub fn arm_miniwob(&self, task: &str, seed: u32, episode: &str) -> String {
         self.state.miniwob.arm(task, seed, episode);
         format!("{}/miniwob/{task}.html", self.url)
     }

@@ -79,7 +79,7 @@ pub(super) fn run_task(stack: &Stack, task: &str, run: u32, opts: &Options) -> R
     let mut row = Row::new(task, Kind::Browser.name(), run);
     row.seed = Some(seed);
     let probe = format!("{episode}-query");
-    let instruction = match read_query(stack, &stack.site.miniwob_url(task, seed, &probe), &probe) {
+    let instruction = match read_query(stack, &stack.site.arm_miniwob(task, seed, &probe), &probe) {
         Ok(q) => q,
         Err(why) => {
             row.why = why;
@@ -87,7 +87,7 @@ pub(super) fn run_task(stack: &Stack, task: &str, run: u32, opts: &Options) -> R
         }
     };
     let started = Instant::now();
-    let target = stack.site.miniwob_url(task, seed, &episode);
+    let target = stack.site.arm_miniwob(task, seed, &episode);
     let id = match stack.create(Kind::Browser, &target, &instruction, None, opts) {
         Ok(id) => id,
         Err(e) => {
