@@ -384,3 +384,31 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     let joined = cmd(r, "browser_click", guarded(&join));
     assert!(out(&joined).contains("joined Basic"), "held once only: {joined}");
 }
+
+/// A read-only field (a date picked from a calendar) takes no typing: typed into, it is clicked,
+/// and the answer shows the calendar that opened; no fill writes it. The calendar lies over the
+/// button: a click there would hit a day, so it is not made, and the answer names the calendar.
+#[test]
+fn a_read_only_field_opens_its_calendar_and_a_covered_button_is_not_clicked() {
+    if !have_chromium() {
+        return;
+    }
+    let on = OnSite::start("read-only", "reserve");
+    let (site, r) = (&on.site, &on.r);
+    let out = |v: &Value| v["snapshot"].as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/spa-form", site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    let reserve = format!("ref={}", ref_of(&snap, "button \"Reserve\""));
+    let arrive = format!("ref={}", ref_of(&snap, "(read-only)"));
+    let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": arrive, "value": "03/03/2024"}]}));
+    assert!(e.contains("is read-only"), "{e}");
+    let typed = cmd(r, "browser_type", json!({"selector": arrive, "text": "03/03/2024"}));
+    assert_eq!(typed["typed"], 0, "{typed}");
+    assert!(typed["next"].as_str().unwrap_or_default().contains("read-only field"), "{typed}");
+    let e = cmd_err(r, "browser_click", json!({"selector": reserve}));
+    assert!(e.contains("is covered by [") && e.contains("div \"March 2024 1 2 3 4 5\""), "{e}");
+    let day = ref_of(typed["changes"].as_str().unwrap_or_default(), "link \"3\"");
+    cmd(r, "browser_click", json!({"selector": format!("ref={day}")}));
+    let reserved = cmd(r, "browser_click", json!({"selector": reserve}));
+    assert!(out(&reserved).contains("reserved 03/03/2024"), "picked from the calendar: {reserved}");
+}

@@ -106,9 +106,10 @@ fn states_page(open: bool) -> String {
 }
 
 /// A page built without `<form>`, as script-driven sites are: a Join button among an email
-/// field and a plan select (its script reads them), an Apply button beside an empty coupon field, a Buy button in a card with no field, and a
-/// `+` step button (`type=button`) beside a quantity. Each click writes into `#out`.
-const SPA_FORM: &str = r#"<h1>Sign up</h1>
+/// field and a plan select (its script reads them), an Apply button beside an empty coupon field, a Buy button in a card with no field, a
+/// `+` step button (`type=button`) beside a quantity, and a read-only arrival date whose calendar
+/// opens over its Reserve button. Each click writes into `#out`.
+const SPA_FORM: &str = r##"<h1>Sign up</h1>
 <div class="signup"><div><label>Email <input id="em"></label></div>
 <div><label>Plan <select id="plan"><option>Basic</option><option>Pro</option></select></label></div>
 <div><button id="join" onclick="out.textContent = 'joined ' + em.value + ' ' + plan.value">Join</button></div></div>
@@ -116,7 +117,12 @@ const SPA_FORM: &str = r#"<h1>Sign up</h1>
 <div><label>Days <select id="days" multiple><option>Mon</option><option>Tue</option></select></label> <button onclick="out.textContent = 'booked'">Book</button></div>
 <div class="cards"><div><b>Lamp</b> <button onclick="out.textContent = 'bought lamp'">Buy</button></div></div>
 <div><label>Qty <input id="qty" value="1"></label> <button type="button" onclick="qty.value = +qty.value + 1; out.textContent = 'qty ' + qty.value">+</button></div>
-<p id="out"></p>"#;
+<div><p>Arrival: <input id="arrive" readonly></p><div id="cal" style="position: absolute; background: #fff; padding: 6px" hidden></div><button onclick="out.textContent = 'reserved ' + arrive.value">Reserve</button></div>
+<p id="out"></p>
+<script>
+arrive.onfocus = () => { cal.hidden = false; cal.innerHTML = '<b>March 2024</b> ' + [1, 2, 3, 4, 5].map(d => `<a href="#" data-d="${d}">${d}</a>`).join(' '); };
+cal.onclick = e => { const d = e.target.dataset.d; if (!d) return; e.preventDefault(); arrive.value = '03/0' + d + '/2024'; cal.hidden = true; };
+</script>"##;
 
 /// A page whose elements answer an action without leaving it: a city field whose suggestions
 /// appear a moment after typing, a Save button that shows an error line, a Delete button that

@@ -210,7 +210,8 @@ if (!window.__ac) { window.__ac = (() => {
   // A click on `sel`, aimed; refused (a typed `{refused: CODE, message, …}` the worker turns into
   // an error) where it would do nothing a model expects: on a select (a click does not choose),
   // on a submit button whose form the browser will not send (a required field empty, an email
-  // that is not one), naming those fields by ref. The controller's guards ask for two more:
+  // that is not one), naming those fields by ref; on an element something else covers (the
+  // click would land on that). The controller's guards ask for two more:
   // `explainInert`, a heading, a table or plain text answered with the text around it; and
   // `confirmDefaults`, the first send of a form whose selects or prefilled fields nobody set.
   function aim(sel, confirmDefaults, explainInert) {
@@ -226,9 +227,28 @@ if (!window.__ac) { window.__ac = (() => {
     const left = confirmDefaults ? unset(el) : [];
     if (left.length) return {refused: "form_unset", selector: sel, text: textOf(el).slice(0, 80), fields: left, message: unsetText(left, sel)};
     const at = center(el);
-    if (takesText(el)) at.next = "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
+    const over = covering(el, at);
+    if (over) return {refused: "covered", selector: sel, by: over, message: "`" + sel + "` is covered by " + over.what + ": a click there would hit that, not `" + sel + "`. Use what covers it first (choose in it, or close it), then click `" + sel + "`"};
+    if (takesText(el)) at.next = el.readOnly ? READ_ONLY : "a text field: type into it with browser_type, or fill several fields at once with browser_fill_form";
     return at;
   }
+  // What a click at `at` would hit instead of `el` (a calendar, a dialog or a banner on top
+  // of it), as the outermost layer over it; a part of the field's own label (a styled checkbox)
+  // is the field. Frames are not looked into.
+  function covering(el, at) {
+    if (el.ownerDocument !== document) return null;
+    const top = document.elementFromPoint(at.x, at.y);
+    if (!top || top === el || el.contains(top) || top.contains(el)) return null;
+    if (el.labels && Array.from(el.labels).some(l => l.contains(top))) return null;
+    let layer = top;
+    while (layer.parentElement && !layer.parentElement.contains(el)) layer = layer.parentElement;
+    const ref = refs.byEl.get(layer) || refs.byEl.get(top) || null;
+    const text = textOf(layer).slice(0, 60);
+    return {ref, text, what: (ref ? "[" + ref + "] " : "") + layer.tagName.toLowerCase() + (text ? ' "' + text + '"' : "")};
+  }
+  // A read-only field takes no keys: a person clicks it and picks from what opens (a calendar).
+  const READ_ONLY = "a read-only field: it takes no typing. Choose its value from what the click on it opened (listed below, if anything opened)";
+  const readOnly = el => (el.tagName === "INPUT" || el.tagName === "TEXTAREA") && el.readOnly && takesText(el);
   // The first send held: fields left empty ask to be typed into (small models click the send
   // button first, and take "click again to send" as the next step); fields the page filled
   // ask whether the task gives other values.
@@ -352,6 +372,7 @@ if (!window.__ac) { window.__ac = (() => {
   function focusForTyping(sel, clear) {
     const el = find(sel);
     if (!visible(el)) throw new Error("`" + sel + "` is not visible, so it cannot be typed into");
+    if (readOnly(el)) return {readOnly: true};
     if (window.__acInputs.special(el)) return {special: el.type};
     if (!takesText(el) && el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a text field"));
     el.scrollIntoView({block: "center"});
@@ -423,6 +444,7 @@ if (!window.__ac) { window.__ac = (() => {
     for (const f of fields) {
       const el = find(f.selector);
       const kind = f.type || (el.tagName === "SELECT" ? "select" : (el.type === "checkbox" || el.type === "radio") ? el.type : "text");
+      if (readOnly(el)) throw new Error("`" + f.selector + "` is read-only: it takes no typing. Click it (browser_click) and choose its value from what opens");
       if (window.__acInputs.special(el)) done.push(Object.assign({selector: f.selector}, setSpecial(f.selector, f.value, el)));
       else if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
       else if (kind === "checkbox" || kind === "radio") {

@@ -134,6 +134,12 @@ impl Browser {
         let clear = p["clear"].as_bool().unwrap_or(true);
         let before = self.before_action(p);
         let focused = self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
+        // A read-only field takes no keys: it is clicked, as a person would, and the answer
+        // shows what that opened (a calendar to choose from).
+        if focused["readOnly"] == true {
+            let clicked = self.click(selector, &json!({}))?;
+            return self.with_changes(with(clicked, "typed", json!(0)), before, p, &[]);
+        }
         // A date, time, number, range or colour field takes the value the text means (never a
         // password: those are typed key by key).
         let done = if focused["special"].is_string() {
