@@ -107,6 +107,10 @@ fn the_small_profile_s_guards_fire_by_name_and_switch_off_by_name() {
         assert_eq!(fired[guard], 1, "{guard}: {s}");
     }
     assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_click", "browser_click"]);
+    // Held once in the session: the same submit is not held again, on this page or a later one.
+    let confirms: Vec<Value> =
+        worker.seen.lock().unwrap()[2..4].iter().map(|c| c["params"]["confirm_defaults"].clone()).collect();
+    assert_eq!(confirms, [json!(true), json!(false)]);
     let log = d.client().get(&format!("/sessions/{id}/log")).json();
     let guards: Vec<&str> =
         log["entries"].as_array().unwrap().iter().filter_map(|e| e["data"]["guard"].as_str()).collect();

@@ -106,7 +106,10 @@ impl Agent {
             None => self.dispatch_watched(name, input),
         };
         match outcome.refused() {
-            Some("form_unset") => self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named"),
+            Some("form_unset") => {
+                self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named");
+                self.held_submits.extend(input["selector"].as_str().map(str::to_string));
+            }
             Some("inert") => self.fire(Guard::InertClick, "a click on text answered with the text around it"),
             _ => {}
         }
@@ -295,7 +298,8 @@ impl Agent {
         }
         if tool == Tool::BrowserClick {
             // The worker's guards act only where the session's profile asks for them.
-            params["confirm_defaults"] = self.guard_on(Guard::FormDefaults).into();
+            let held_before = input["selector"].as_str().is_some_and(|s| self.held_submits.contains(s));
+            params["confirm_defaults"] = (self.guard_on(Guard::FormDefaults) && !held_before).into();
             params["explain_inert"] = self.guard_on(Guard::InertClick).into();
         }
         let ask_over = self.download_needs_approval_over(tool);

@@ -118,6 +118,9 @@ pub struct Agent {
     last_page: Option<String>,
     /// A refused submit's selector and the fill the task gives for it (`form_fit.rs`).
     pending_fill: Option<form_fit::PendingFill>,
+    /// Submits the worker held once (`form_defaults`): a ref keeps naming the same button on a
+    /// later page (a search form on its own results), and it is not held again.
+    held_submits: std::collections::HashSet<String>,
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
@@ -226,6 +229,7 @@ impl Agent {
             vision,
             last_page: None,
             pending_fill: None,
+            held_submits: Default::default(),
             journaled: Default::default(),
             replaying: false,
             typed_args: Vec::new(),
