@@ -284,7 +284,7 @@ impl Guard {
                 Worker,
                 Hold,
                 SMALL,
-                "the first submit of a form (or of a button among fields, with no form) whose selects or prefilled fields nobody set is refused once, naming them",
+                "the first submit of a form (or of a button among fields, with no form) whose selects or prefilled fields nobody set is refused once a session, naming them",
             ),
             FormValues => row(
                 AfterResult,
