@@ -22,6 +22,11 @@ fn cmd_err(r: &SessionRunner, action: &str, params: Value) -> String {
     }
 }
 
+/// What an action left on the page: its new snapshot, else its whole answer.
+fn shown(v: &Value) -> String {
+    v["snapshot"].as_str().map(str::to_string).unwrap_or_else(|| v.to_string())
+}
+
 /// The typed refusal of a click the worker refuses on purpose, with its words as `message`.
 fn cmd_refusal(r: &SessionRunner, params: Value) -> Value {
     match r.execute("browser_click", params.clone(), Duration::from_secs(60)) {
@@ -359,7 +364,6 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     let on = OnSite::start("spa-form", "join");
     let (site, r) = (&on.site, &on.r);
     let guarded = |r: &str| json!({"selector": format!("ref={r}"), "confirm_defaults": true});
-    let out = |v: &Value| v["snapshot"].as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
 
     let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/spa-form", site.url)}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
@@ -378,11 +382,11 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     assert_eq!(days["fields"][0]["kind"], "select-multiple", "a select that takes several says so: {days}");
     assert_eq!(days["fields"][0]["label"], "Days", "{days}");
     let bought = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
-    assert!(out(&bought).contains("bought lamp"), "no field around it: {bought}");
+    assert!(shown(&bought).contains("bought lamp"), "no field around it: {bought}");
     let stepped = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));
-    assert!(out(&stepped).contains("qty 2"), "a step button sends nothing: {stepped}");
+    assert!(shown(&stepped).contains("qty 2"), "a step button sends nothing: {stepped}");
     let joined = cmd(r, "browser_click", guarded(&join));
-    assert!(out(&joined).contains("joined Basic"), "held once only: {joined}");
+    assert!(shown(&joined).contains("joined Basic"), "held once only: {joined}");
 }
 
 /// A read-only field (a date picked from a calendar) takes no typing: typed into, it is clicked,
@@ -395,7 +399,6 @@ fn a_read_only_field_opens_its_calendar_and_a_covered_button_is_not_clicked() {
     }
     let on = OnSite::start("read-only", "reserve");
     let (site, r) = (&on.site, &on.r);
-    let out = |v: &Value| v["snapshot"].as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
     let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/spa-form", site.url)}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     let reserve = format!("ref={}", ref_of(&snap, "button \"Reserve\""));
@@ -410,5 +413,5 @@ fn a_read_only_field_opens_its_calendar_and_a_covered_button_is_not_clicked() {
     let day = ref_of(typed["changes"].as_str().unwrap_or_default(), "link \"3\"");
     cmd(r, "browser_click", json!({"selector": format!("ref={day}")}));
     let reserved = cmd(r, "browser_click", json!({"selector": reserve}));
-    assert!(out(&reserved).contains("reserved 03/03/2024"), "picked from the calendar: {reserved}");
+    assert!(shown(&reserved).contains("reserved 03/03/2024"), "picked from the calendar: {reserved}");
 }
