@@ -2,8 +2,9 @@
 //! through the real controller, agent-worker and headless Chromium on the test site's
 //! `/widgets` page: suggestions that appear on typing, an error line and a dialog on a click, a
 //! date typed as `03/05/2024` and as `2024-03-05`, time and date-and-time fields, a range, a
-//! number spinner, a colour and a native select; a click that leaves the page answers with the
-//! whole new page; and the changes reach the model as lines, in both profiles.
+//! number spinner, a colour and a native select, an ARIA slider and spin button; a click that
+//! leaves the page answers with the whole new page; and the changes reach the model as lines,
+//! in both profiles.
 
 use crate::support::llm::*;
 use crate::support::site::Site;
@@ -173,6 +174,43 @@ fn actions_answer_with_what_changed_on_the_page() {
     let left = cmd(&r, "browser_click", json!({"selector": ref_of(&snap, "link \"Shop menu\"")}));
     assert_eq!(left["changed"]["page"], "new", "{left}");
     assert!(left["snapshot"].as_str().unwrap().contains("heading 1 \"Shop\""), "{left}");
+}
+
+/// A slider and a spin button made of ARIA (a div, and a text field that ignores typing) show
+/// their number and bounds, and take a number by their arrow keys, as a person sets them: to
+/// the number asked, to the first step past it, or to their bound.
+#[test]
+fn aria_sliders_and_spin_buttons_show_their_number_and_take_one_by_their_keys() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("page-steppers");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(dir.path()), agent);
+    let _worker = RealWorker::start(&d, "stepper-box", "browser");
+    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "look"}));
+    let (r, _done) = test_agent.next();
+    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/widgets", site.url), "snapshot_chars": 8000}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    assert!(snap.contains("] slider \"Brightness\" (min 0, max 100) value=\"40 (40 %)\""), "{snap}");
+    assert!(snap.contains("] spinbutton \"Guests\" (min 1, max 8) value=\"2\""), "{snap}");
+
+    let bright = ref_of(&snap, "slider \"Brightness\"");
+    let up = cmd(&r, "browser_type", json!({"selector": bright, "text": "60"}));
+    assert_eq!((&up["set"], &up["keys"]), (&json!(60), &json!(4)), "{up}");
+    assert!(changes(&up).contains("bright 60;"), "{up}");
+    let between = cmd(&r, "browser_select_option", json!({"selector": bright, "value": "52"}));
+    assert_eq!((&between["set"], &between["asked"]), (&json!(50), &json!(52)), "the first step past it: {between}");
+
+    let guests = ref_of(&snap, "spinbutton \"Guests\"");
+    let five = cmd(&r, "browser_type", json!({"selector": guests, "text": "5"}));
+    assert_eq!((&five["set"], &five["keys"]), (&json!(5), &json!(3)), "{five}");
+    assert!(changes(&five).contains("guests 5;"), "{five}");
+    let over = cmd(&r, "browser_type", json!({"selector": guests, "text": "12"}));
+    assert_eq!((&over["set"], &over["asked"]), (&json!(8), &json!(12)), "kept to its bound: {over}");
+    let e = cmd_err(&r, "browser_type", json!({"selector": guests, "text": "three"}));
+    assert!(e.contains("spinbutton") && e.contains("takes a number"), "{e}");
 }
 
 /// The model reads an action's changes as lines after the result's JSON, between the page

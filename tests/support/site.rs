@@ -127,7 +127,8 @@ cal.onclick = e => { const d = e.target.dataset.d; if (!d) return; e.preventDefa
 /// A page whose elements answer an action without leaving it: a city field whose suggestions
 /// appear a moment after typing, a Save button that shows an error line, a Delete button that
 /// opens a dialog, date, time and date-and-time fields, a range, a number spinner, a colour and a native
-/// select, each writing what its last input and change events said into `#log`.
+/// select, each writing what its last input and change events said into `#log`; and a slider and
+/// a spin button made of ARIA that only their arrow keys move.
 const WIDGETS: &str = r#"<h1>Widgets</h1>
 <label>City <input id="city" name="city" autocomplete="off"></label><ul id="sugg"></ul>
 <label>Country <input id="country" name="country" autocomplete="off"></label><ul id="csugg"></ul>
@@ -142,6 +143,8 @@ const WIDGETS: &str = r#"<h1>Widgets</h1>
 <label>Colour <input type="color" id="tint" name="tint"></label>
 <label>Size <select id="size" name="size"><option value="">Choose…</option><option value="s">Small</option><option value="m">Medium</option><option value="l">Large</option></select></label>
 <label>Toppings <select id="tops" name="tops" multiple><option>Olives</option><option>Ham</option><option value="mush">Mushrooms</option><option>Peppers</option></select></label>
+<span id="bright-l">Brightness</span> <div id="bright" role="slider" tabindex="0" aria-labelledby="bright-l" aria-valuemin="0" aria-valuemax="100" aria-valuenow="40" aria-valuetext="40 %" style="display:inline-block;width:100px;height:12px;background:#ccc"></div>
+<label for="guests">Guests</label> <input id="guests" role="spinbutton" value="2" aria-valuemin="1" aria-valuemax="8">
 <p id="log"></p><a href="/menu">Shop menu</a>
 <script>
 const $ = id => document.getElementById(id), seen = [];
@@ -165,6 +168,18 @@ $('country').addEventListener('keyup', e => {
 $('save').onclick = () => { $('err').textContent = $('city').value ? 'Saved' : 'Please enter a city first'; };
 $('del').onclick = () => { $('dlg').hidden = false; };
 $('no').onclick = () => { $('dlg').hidden = true; };
+// A slider and a spin button made of ARIA, moved only by their arrow keys (typing is ignored,
+// as a spinner that checks its input does), 5 and 1 a step, within their bounds.
+for (const [id, step] of [['bright', 5], ['guests', 1]]) $(id).addEventListener('keydown', e => {
+  e.preventDefault();
+  const el = $(id), by = {ArrowUp: step, ArrowRight: step, ArrowDown: -step, ArrowLeft: -step}[e.key];
+  if (!by) return;
+  const now = Number(el.getAttribute('aria-valuenow') || el.value);
+  const next = Math.min(Number(el.getAttribute('aria-valuemax')), Math.max(Number(el.getAttribute('aria-valuemin')), now + by));
+  el.setAttribute('aria-valuenow', next);
+  if (id === 'bright') el.setAttribute('aria-valuetext', next + ' %'); else el.value = next;
+  log(id + ' ' + next);
+});
 for (const id of ['start', 'at', 'meet', 'vol', 'qty', 'size']) {
   $(id).addEventListener('input', e => log(id + ' input ' + e.target.value));
   $(id).addEventListener('change', e => log(id + ' change ' + e.target.value));

@@ -160,7 +160,8 @@ if (!window.__ac) { window.__ac = (() => {
   function labelText(el) {
     if (el.id) { const l = document.querySelector(`label[for="${CSS.escape(el.id)}"]`); if (l) return textOf(l); }
     const l = el.closest("label"); if (l) return textOf(l);
-    return el.getAttribute("aria-label") || el.getAttribute("placeholder") || "";
+    const by = (el.getAttribute("aria-labelledby") || "").split(/\s+/).map(id => id && document.getElementById(id)).filter(Boolean);
+    return el.getAttribute("aria-label") || norm(by.map(textOf).join(" ")) || el.getAttribute("placeholder") || "";
   }
   function outline(rootSel, max) {
     const root = rootSel ? find(rootSel) : body();
@@ -361,6 +362,7 @@ if (!window.__ac) { window.__ac = (() => {
     else if (tag === "select") { what = "select"; tool = "browser_select_option"; }
     else if (tag === "input" && (type === "checkbox" || type === "radio")) { what = type; tool = "browser_fill_form with type " + type + " (or browser_click)"; }
     else if (window.__acInputs.special(el)) { what = type + " field"; tool = "browser_type or browser_select_option with the value (" + window.__acInputs.forms(type) + ")"; }
+    else if (stepper(el)) { what = stepper(el).role; tool = "browser_type with the number"; }
     else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
     else tool = "nothing: its text is already in the snapshot (to keep a value, save_file it)";
     const text = textOf(el).slice(0, 60);
@@ -374,6 +376,8 @@ if (!window.__ac) { window.__ac = (() => {
     if (!visible(el)) throw new Error("`" + sel + "` is not visible, so it cannot be typed into");
     if (readOnly(el)) return {readOnly: true};
     if (window.__acInputs.special(el)) return {special: el.type};
+    const step = stepper(el);
+    if (step) return focusStepper(el, sel, step);
     if (!takesText(el) && el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a text field"));
     el.scrollIntoView({block: "center"});
     el.focus();
@@ -385,6 +389,27 @@ if (!window.__ac) { window.__ac = (() => {
       else if (el.tagName === "INPUT" || el.tagName === "TEXTAREA") setValue(el, "");
     }
     return true;
+  }
+  // A widget that holds a number and moves it by its arrow keys, as ARIA's slider and
+  // spinbutton do (the role on a div, or on a text field): its role, the number it holds now
+  // (a field's own text first, since that is what it sends) and its bounds.
+  const STEP_ROLES = new Set(["slider", "spinbutton"]);
+  function stepper(el) {
+    const role = el.getAttribute("role");
+    if (!STEP_ROLES.has(role)) return null;
+    const num = s => (s === null || String(s).trim() === "" || !isFinite(Number(s))) ? null : Number(s);
+    const now = (el.tagName === "INPUT" ? num(el.value) : null) ?? num(el.getAttribute("aria-valuenow"));
+    return {role, now, min: num(el.getAttribute("aria-valuemin")), max: num(el.getAttribute("aria-valuemax"))};
+  }
+  // Focused for its keys, never clicked: a click on a slider's track moves it.
+  function focusStepper(el, sel, step) {
+    if (el.disabled || el.getAttribute("aria-disabled") === "true") throw new Error("`" + sel + "` is disabled: its value cannot be set");
+    if (step.now === null) throw new Error("`" + sel + "` is a " + step.role + " that shows no number, so it cannot be set to one: click its parts instead");
+    el.scrollIntoView({block: "center"});
+    el.focus();
+    if (document.activeElement !== el) throw new Error("`" + sel + "` does not take keyboard focus, so its keys cannot move it: click its parts instead");
+    touched.add(el);
+    return {stepper: step.role};
   }
   function setValue(el, value) {
     touched.add(el);
@@ -414,6 +439,8 @@ if (!window.__ac) { window.__ac = (() => {
   function selectOption(sel, value) {
     const el = find(sel);
     if (el.tagName !== "SELECT" && window.__acInputs.special(el)) return setSpecial(sel, value, el);
+    const step = el.tagName !== "SELECT" && stepper(el);
+    if (step) return focusStepper(el, sel, step);
     if (el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a select"));
     const opts = Array.from(el.options);
     const exact = v => opts.find(o => o.value === v) || opts.find(o => norm(o.text) === norm(v));
@@ -506,6 +533,6 @@ if (!window.__ac) { window.__ac = (() => {
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
   return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
-          norm, visible, labelFor, refState, listenedIn,
+          norm, visible, labelFor, refState, listenedIn, stepper, stepperAt: sel => stepper(find(sel)),
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

@@ -63,6 +63,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       return `select ${q(label)}${name}${many}${states(el)}: ${listed.join(" | ")}${more}`;
     }
     const type = tag === "textarea" ? "textarea" : (el.type || "text");
+    const step = type === "text" && ac.stepper(el);
+    if (step) return stepLine(el, step, label, name);
     let value = "";
     if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
     else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
@@ -71,6 +73,14 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const bounded = /^(number|range|date|time|datetime-local|month|week)$/.test(type) && (el.min || el.max);
     const bounds = bounded ? ` (${[el.min && "min " + el.min, el.max && "max " + el.max].filter(Boolean).join(", ")})` : "";
     return `${type === "textarea" ? "textarea" : "input " + type} ${q(label)}${name}${bounds}${value}${states(el)}`;
+  }
+  // A slider or spin button made of ARIA (`slider "Brightness" (min 0, max 100) value=40`):
+  // what it holds and its bounds, as a native range field shows them.
+  function stepLine(el, step, label, name = "") {
+    const b = [step.min !== null && "min " + step.min, step.max !== null && "max " + step.max].filter(Boolean);
+    const text = el.getAttribute("aria-valuetext");
+    const value = step.now === null ? "" : ` value=${JSON.stringify(text && text !== String(step.now) ? `${step.now} (${text})` : String(step.now))}`;
+    return `${step.role} ${q(label)}${name}${b.length ? ` (${b.join(", ")})` : ""}${value}${states(el)}`;
   }
   function tableLines(t) {
     const rows = Array.from(t.rows).filter(r => shown(r));
@@ -172,6 +182,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
         const text = norm(el.innerText);
         return item("field", el, `textbox ${q(el.getAttribute("aria-label") || "")}${text ? ` value=${q(text)}` : ""}`);
       }
+      const step = ac.stepper(el);
+      if (step) return item("field", el, stepLine(el, step, ac.labelFor(el)));
       const why = clickWhy(el, tag, role);
       if (why) {
         const tableClicks = inTable && typeof inTable === "object" && ++inTable.clicks > ROWS;

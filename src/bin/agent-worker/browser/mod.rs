@@ -20,6 +20,7 @@ mod keys;
 mod launch;
 mod page;
 mod snapshot;
+mod stepper;
 mod tools;
 mod util;
 

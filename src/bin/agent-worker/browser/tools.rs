@@ -41,11 +41,15 @@ impl Browser {
             Tool::BrowserPressKey => self.press_key(p),
             Tool::BrowserScroll => self.scroll(p),
             Tool::BrowserHover => self.hover(p),
-            // A select, or a date, number, range or colour field (`setSpecial` in page.js).
+            // A select, a date, number, range or colour field (`setSpecial` in page.js), or a
+            // slider or spin button of ARIA (focused there, stepped here).
             Tool::BrowserSelectOption => {
                 let (selector, value) = (required_str(p, "selector")?, any_str(p, "value")?);
                 let before = self.before_action(p);
-                let chosen = self.eval(&format!("__ac.selectOption({}, {})", js(selector), js(value)))?;
+                let mut chosen = self.eval(&format!("__ac.selectOption({}, {})", js(selector), js(value)))?;
+                if let Some(role) = chosen["stepper"].as_str().map(str::to_string) {
+                    chosen = self.step_to(selector, value, &role)?;
+                }
                 self.with_changes(chosen, before, p, &[])
             }
             Tool::BrowserWaitFor => {
@@ -145,6 +149,8 @@ impl Browser {
         let done = if focused["special"].is_string() {
             let set = self.eval(&format!("__ac.setSpecial({}, {})", js(selector), js(text)))?;
             with(set, "into", json!(selector))
+        } else if let Some(role) = focused["stepper"].as_str() {
+            with(self.step_to(selector, text, role)?, "into", json!(selector))
         } else {
             self.type_text(text)?;
             // Never echo the text: it may be a password.
