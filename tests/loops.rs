@@ -236,33 +236,6 @@ fn an_a_b_cycle_escalates_to_stuck() {
 }
 
 #[test]
-fn finish_after_a_failed_call_in_the_same_reply_is_not_honoured() {
-    let script = vec![
-        tools(
-            None,
-            &[
-                ("browser_click", json!({"selector": "#missing"})),
-                ("finish_task", json!({"summary": "clicked it and saved report.pdf"})),
-            ],
-        ),
-        tool("finish_task", json!({"summary": "could not click: the button is missing"})),
-    ];
-    let dir = TempDir::new("finish-honest");
-    let (d, llm) = llm_daemon(dir.path(), script, small);
-    let _worker = static_worker(&d);
-    let c = d.client();
-    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "click"}));
-    let s = wait_status(&c, &id, "finished");
-    assert_eq!(s["summary"], "could not click: the button is missing");
-    let reqs = llm.requests();
-    assert_eq!(reqs.len(), 2);
-    let results: Vec<Value> = reqs[1].last_results();
-    assert_eq!(results[0]["is_error"], true);
-    assert_eq!(results[1]["is_error"], true);
-    assert!(results[1]["content"][0]["text"].as_str().unwrap().contains("Not finished: browser_click"), "{results:?}");
-}
-
-#[test]
 fn the_last_report_is_plain_text_in_json_action_mode_too() {
     let script = vec![
         crate::support::wire::openai_text(

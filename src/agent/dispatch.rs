@@ -115,7 +115,6 @@ impl Agent {
         }
         self.point_at_delivery(name, &mut outcome);
         self.point_at_form_values(name, input, &mut outcome);
-        self.point_at_named_path(name, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         let revisit = self.grounding.revisits(&whole);
         if !outcome.quotes_guess {

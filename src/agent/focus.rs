@@ -1,6 +1,6 @@
 //! What each turn offers and says (the `short_catalog`, `recital`, `act_turn`,
 //! `last_turn_deliver`, `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint`,
-//! `delivery_hint`, `named_path` and `revisit` guards), and the session opening its browser target
+//! `delivery_hint` and `revisit` guards), and the session opening its browser target
 //! before the first turn (both profiles).
 //!
 //! Invariants: a focus note is a real user message (journaled like any other); only the recital
@@ -306,24 +306,6 @@ impl Agent {
         }
     }
 
-    /// A listing of several paths (`find DIR -type f`) with the file the task names among them:
-    /// say where it is and how to read it (small models search on with `grep` instead).
-    pub(super) fn point_at_named_path(&self, name: &str, outcome: &mut super::outcome::ToolOutcome) {
-        if name != Tool::RunCommand.name() || outcome.is_error || !self.guard_on(Guard::NamedPath) {
-            return;
-        }
-        let result: serde_json::Value =
-            serde_json::from_str(&super::context::first_text(&outcome.content)).unwrap_or_default();
-        let stdout = result["stdout"].as_str().unwrap_or("");
-        let task = self.record.instruction.as_deref().unwrap_or("");
-        if let Some((file, path)) = named_path(task, stdout).filter(|_| stdout.trim().lines().nth(1).is_some()) {
-            self.fire(Guard::NamedPath, &format!("{file} is at {path}"));
-            outcome
-                .content
-                .push(Block::text(format!("{file} is at {path}: read_file with path \"{path}\" shows what it holds.")));
-        }
-    }
-
     /// Another page opened before, reached again while nothing the task asks for is kept: the
     /// pages not opened yet, by name (a small model goes Home → Contact → Home and never tries
     /// About).
@@ -454,17 +436,6 @@ fn bare_file_names(task: &str) -> Vec<&str> {
         .collect()
 }
 
-/// The first line of a listing that is the path of a file the task names to read (not the one
-/// it keeps), with that name.
-fn named_path<'a>(task: &'a str, stdout: &'a str) -> Option<(&'a str, &'a str)> {
-    let mut names = bare_file_names(task);
-    names.pop();
-    stdout.lines().map(str::trim).filter(|l| l.starts_with('/')).find_map(|line| {
-        let last = line.rsplit('/').next().unwrap_or("");
-        names.iter().find(|n| n.eq_ignore_ascii_case(last)).map(|n| (*n, line))
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -476,15 +447,6 @@ mod tests {
         let sum = "/srv/data/sales.csv has an amount column. Save the sum in answer.txt.";
         assert_eq!(file_to_keep(sum).as_deref(), Some("answer.txt"));
         assert_eq!(file_to_keep("Count the lines of /var/log/app.txt"), None);
-    }
-
-    #[test]
-    fn a_listing_with_the_file_the_task_names_gives_its_path() {
-        let task = "Somewhere under /tmp/x is a file named notes-2031.txt. Save its contents as found.txt.";
-        let listing = "/tmp/x/a/readme.txt\n/tmp/x/b/notes-2031.txt\n/tmp/x/found.txt\n";
-        assert_eq!(named_path(task, listing), Some(("notes-2031.txt", "/tmp/x/b/notes-2031.txt")));
-        assert_eq!(named_path(task, "/tmp/x/found.txt\n/tmp/x/notes-2030.txt\n"), None, "not the kept one");
-        assert_eq!(named_path("Save the page as found.txt.", listing), None, "the task names none to read");
     }
 
     /// One call: the page it brought back (if any), then its end; whether that page was new.
@@ -533,20 +495,5 @@ mod tests {
             call(&mut f, Tool::ReadFile, None, &format!("part {i}: 12 lines"));
             assert_eq!(f.stale, 0, "each file brings something new");
         }
-    }
-
-    #[test]
-    fn guard_named_path_fires_on_a_find_listing_with_the_file_the_task_reads() {
-        let task = "A file named budget-2025.csv is somewhere under /srv. Save its total in answer.txt.";
-        let listing = "/srv/a/readme.md\n/srv/finance/budget-2025.csv\n";
-        assert_eq!(named_path(task, listing), Some(("budget-2025.csv", "/srv/finance/budget-2025.csv")));
-    }
-
-    #[test]
-    fn guard_named_path_is_quiet_where_the_task_names_a_path_or_only_what_it_keeps() {
-        let listing = "/srv/app.log\n/srv/old/app.log\n/srv/answer.txt\n";
-        assert_eq!(named_path("Count the lines of /srv/app.log; save the count in answer.txt.", listing), None);
-        assert_eq!(named_path("Save the number of log files in answer.txt.", listing), None);
-        assert_eq!(named_path("Open the shop and save the price in answer.txt.", "Page: \"Shop\""), None);
     }
 }

@@ -445,12 +445,9 @@ impl Agent {
         let mut results = Vec::with_capacity(calls.len());
         let mut finish = None;
         let mut stopped = false;
-        let mut failed: Option<String> = None;
         for (id, name, input) in calls {
             let outcome = if stopped || self.runner.stop_requested() {
                 ToolOutcome::stopped()
-            } else if let Some(held) = self.hold_finish(&name, failed.as_deref()) {
-                held
             } else if let Some(refused) = self.refused(&name) {
                 refused
             } else if let Some(held) = self.premature_finish(&name) {
@@ -459,9 +456,6 @@ impl Agent {
                 self.run_tool(&name, &input)
             };
             stopped |= outcome.stopped;
-            if outcome.is_error && failed.is_none() {
-                failed = Some(name.clone());
-            }
             if outcome.finish.is_some() {
                 finish = outcome.finish.clone();
             }

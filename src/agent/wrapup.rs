@@ -10,7 +10,6 @@
 //! `finish_*` call in a reply where an earlier call failed is not run: the model gets the
 //! results and decides again.
 
-use super::outcome::ToolOutcome;
 use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;
@@ -181,19 +180,6 @@ impl Agent {
                 None
             }
         }
-    }
-
-    /// A finish in a reply where an earlier call failed: not run, so the model sees the failure.
-    pub(super) fn hold_finish(&self, name: &str, failed: Option<&str>) -> Option<ToolOutcome> {
-        let failed = failed.filter(|_| name == "finish_task" || name == "finish_exploration")?;
-        if !self.guard_on(Guard::FinishAfterFailure) {
-            return None;
-        }
-        self.fire(Guard::FinishAfterFailure, &format!("{name} not run: {failed} failed in the same reply"));
-        Some(ToolOutcome::error(format!(
-            "Not finished: {failed}, earlier in this same reply, failed. Read its result first; then fix it, \
-             or call {name} again and say in the summary what failed."
-        )))
     }
 }
 

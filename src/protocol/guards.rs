@@ -161,10 +161,8 @@ guards! {
     StuckDeliver = "stuck_deliver",
     LookedEnough = "looked_enough",
     PrematureFinish = "premature_finish",
-    FinishAfterFailure = "finish_after_failure",
     LoginHint = "login_hint",
     DeliveryHint = "delivery_hint",
-    NamedPath = "named_path",
     Revisit = "revisit",
     UnseenSave = "unseen_save",
     UnseenTyping = "unseen_typing",
@@ -240,12 +238,6 @@ impl Guard {
                 SMALL,
                 "a finish before the file the task names is saved: not run once, the call that saves it named",
             ),
-            FinishAfterFailure => row(
-                BeforeCall,
-                Hold,
-                SMALL,
-                "no finish in the reply whose earlier call failed: the model has not seen the failure yet",
-            ),
             LoginHint => row(
                 AfterResult,
                 Hint,
@@ -257,12 +249,6 @@ impl Guard {
                 Hint,
                 SMALL,
                 "notes name the call that keeps what the task asks for (save_file with its file name)",
-            ),
-            NamedPath => row(
-                AfterResult,
-                Hint,
-                SMALL,
-                "a listing with the file the task names says where it is and how to read it",
             ),
             Revisit => row(AfterResult, Hint, SMALL, "a page opened again names the pages not opened yet"),
             UnseenSave => row(
