@@ -325,6 +325,30 @@ fn snapshots_show_clickables_and_states() {
     assert!(open.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{open}");
 }
 
+/// A field with no label of its own is named by the short text beside it in the smallest block
+/// that holds no other field or button, as a person reads it; otherwise by its placeholder.
+#[test]
+fn fields_without_a_label_are_named_by_the_text_beside_them() {
+    if !have_chromium() {
+        return;
+    }
+    let on = OnSite::start("layouts", "look");
+    let nav = cmd(&on.r, "browser_navigate", json!({"url": format!("{}/layouts", on.site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap();
+    for line in [
+        "input text \"Genre\"",
+        "input text \"Year\"",
+        "input text \"Director:\"",
+        "input text \"Town\"",
+        "input text \"Search products\"",
+        "input checkbox \"Remember me\" (not checked)",
+        "input text \"\"",
+    ] {
+        ref_of(snap, line);
+    }
+    assert!(!snap.contains("input text \"Go\"") && !snap.contains("input text \"This paragraph"), "{snap}");
+}
+
 /// The worker's two guards on what they were not written for, asked for as the small profile
 /// asks: a form whose one field was typed is sent at the first click (`form_defaults`), and a
 /// click on a link goes where it leads (`inert_click`).

@@ -105,6 +105,17 @@ fn states_page(open: bool) -> String {
     )
 }
 
+/// Fields with no label of their own, laid out as pages do it: in a table row after a header
+/// cell, after a span in a paragraph, before a caption; a search box beside its button (its
+/// placeholder names it), a checkbox before its words, and a box after a long paragraph.
+const LAYOUTS: &str = r#"<h1>Layouts</h1>
+<table><tr><th>Genre</th><td><input id="genre"></td></tr><tr><th>Year</th><td><input id="year"></td></tr></table>
+<p><span>Director:</span> <input id="director"></p>
+<div class="entry"><input id="town"><div>Town</div></div>
+<div class="search"><input id="q" placeholder="Search products"><button>Go</button></div>
+<div><input type="checkbox" id="remember"> Remember me</div>
+<div><p>This paragraph explains at length what the next box is for, far more than a label says.</p><input id="notes"></div>"#;
+
 /// A page built without `<form>`, as script-driven sites are: a Join button among an email
 /// field and a plan select (its script reads them), an Apply button beside an empty coupon field, a Buy button in a card with no field, a
 /// `+` step button (`type=button`) beside a quantity, and a read-only arrival date whose calendar
@@ -340,6 +351,7 @@ impl Site {
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
                     ("GET", "/spa-form") => html(page("Sign up", SPA_FORM)),
                     ("GET", "/widgets") => html(page("Widgets", WIDGETS)),
+                    ("GET", "/layouts") => html(page("Layouts", LAYOUTS)),
                     ("GET", "/states") => html(page("States", &states_page(rq.url().contains("open=1")))),
                     // Slow, as real servers are: the page goes still long before it comes.
                     ("GET", "/menu") => {

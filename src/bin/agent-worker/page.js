@@ -161,7 +161,29 @@ if (!window.__ac) { window.__ac = (() => {
     if (el.id) { const l = document.querySelector(`label[for="${CSS.escape(el.id)}"]`); if (l) return textOf(l); }
     const l = el.closest("label"); if (l) return textOf(l);
     const by = (el.getAttribute("aria-labelledby") || "").split(/\s+/).map(id => id && document.getElementById(id)).filter(Boolean);
-    return el.getAttribute("aria-label") || norm(by.map(textOf).join(" ")) || el.getAttribute("placeholder") || "";
+    return el.getAttribute("aria-label") || norm(by.map(textOf).join(" ")) || besideText(el) || el.getAttribute("placeholder") || "";
+  }
+  // A box with no label of its own, read as a person reads it: the text of the smallest block
+  // around it that holds no other field or button (`<p><span>Genre:</span><input>`, a table
+  // row `<th>Year</th><td><input>`, a caption after the box), when that text is short.
+  const BESIDE_CHARS = 60, BESIDE_HOPS = 4;
+  const ACTING = "input:not([type=hidden]),select,textarea,button,a[href],[role=button],[role=link],[onclick]";
+  function besideText(el) {
+    if (!/^(INPUT|TEXTAREA)$/.test(el.tagName)) return "";
+    for (let up = el.parentElement, hops = 0; up && up !== document.body && hops < BESIDE_HOPS; up = up.parentElement, hops++) {
+      if (Array.from(up.querySelectorAll(ACTING)).some(o => o !== el)) return "";
+      const text = textAround(up, el);
+      if (text) return text.length <= BESIDE_CHARS ? text : "";
+    }
+    return "";
+  }
+  // The text a person sees in `up`, outside `el`.
+  function textAround(up, el) {
+    const walk = document.createTreeWalker(up, NodeFilter.SHOW_TEXT);
+    let out = "";
+    for (let n = walk.nextNode(); n; n = walk.nextNode())
+      if (n.data.trim() && !el.contains(n) && n.parentElement && visible(n.parentElement)) out += " " + n.data;
+    return norm(out);
   }
   function outline(rootSel, max) {
     const root = rootSel ? find(rootSel) : body();
