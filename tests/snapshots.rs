@@ -347,6 +347,15 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
         ref_of(snap, line);
     }
     assert!(!snap.contains("input text \"Go\"") && !snap.contains("input text \"This paragraph"), "{snap}");
+    // Selectors in other tools' words: `:contains` and `button=Go` are taken; `:text` is not, and
+    // the answer names the inputs shown.
+    let genre = ref_of(snap, "input text \"Genre\"");
+    let e = cmd_err(&on.r, "browser_type", json!({"selector": "input:text", "text": "saga"}));
+    assert!(e.contains(&format!("the input elements shown: `ref={genre}` \"Genre\"")), "{e}");
+    for selector in ["button:contains('Go')", "button=Go"] {
+        let go = cmd(&on.r, "browser_click", json!({"selector": selector}));
+        assert_eq!(go["text"], "Go", "{selector}: {go}");
+    }
 }
 
 /// The worker's two guards on what they were not written for, asked for as the small profile

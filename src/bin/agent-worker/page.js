@@ -93,14 +93,26 @@ if (!window.__ac) { window.__ac = (() => {
       // A click on text usually means the interactive element around it.
       return exact.map(el => el.closest(INTERACTIVE) || el);
     }
-    m = sel.match(/^(.*?):has-text\((.*)\)\s*$/s);
+    // `button=Submit`: a tag and the text it shows.
+    m = sel.match(/^([a-z][a-z0-9]*)\s*=\s*(.+)$/is);
+    if (m && !(document.createElement(m[1]) instanceof HTMLUnknownElement)) return findAll(m[1] + ":has-text(" + m[2] + ")");
+    // `:contains(…)` is jQuery's spelling of the same test.
+    m = sel.match(/^(.*?):(?:has-text|contains)\((.*)\)\s*$/s);
     if (m) {
       const base = m[1].trim() || "*";
       const want = norm(m[2].replace(/^["']|["']$/g, "")).toLowerCase();
       return innermost(Array.from(document.querySelectorAll(base)).filter(el => textOf(el).toLowerCase().includes(want)));
     }
     try { return Array.from(document.querySelectorAll(sel)); }
-    catch (e) { throw new Error("invalid selector `" + sel + "`: " + e.message); }
+    catch (e) { throw new Error("invalid selector `" + sel + "`: " + e.message.replace(/\.$/, "") + refsOfTag(sel)); }
+  }
+  // The refs of the elements a broken selector's tag names (`input:text` → the inputs shown):
+  // what the model meant is most likely among them.
+  function refsOfTag(sel) {
+    const tag = (sel.match(/^[a-z][a-z0-9]*/i) || [""])[0].toLowerCase();
+    const shown = Array.from(refs.byRef).filter(([, el]) => el.isConnected && el.tagName.toLowerCase() === tag && visible(el));
+    if (!shown.length) return "; act on an element by its ref from the snapshot (selector `ref=e12`)";
+    return "; the " + tag + " elements shown: " + shown.slice(0, 8).map(([r, el]) => "`ref=" + r + "`" + (labelFor(el) || textOf(el) ? ' "' + (labelFor(el) || textOf(el)).slice(0, 30) + '"' : "")).join(", ");
   }
   // Point a model that guessed a selector at what exists.
   function hint(sel) {
