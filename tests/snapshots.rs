@@ -352,6 +352,11 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
     let genre = ref_of(snap, "input text \"Genre\"");
     let e = cmd_err(&on.r, "browser_type", json!({"selector": "input:text", "text": "saga"}));
     assert!(e.contains(&format!("the input elements shown: `ref={genre}` \"Genre\"")), "{e}");
+    // A label's text names its field, as a person reads the form.
+    let typed = cmd(&on.r, "browser_type", json!({"selector": "text=Genre", "text": "saga"}));
+    assert_eq!(typed["typed"], 4, "{typed}");
+    let changes = typed["changes"].as_str().unwrap_or_default();
+    assert!(changes.contains(&format!("[{genre}] input text \"Genre\" (value as typed)")), "{typed}");
     for selector in ["button:contains('Go')", "button=Go"] {
         let go = cmd(&on.r, "browser_click", json!({"selector": selector}));
         assert_eq!(go["text"], "Go", "{selector}: {go}");

@@ -90,8 +90,12 @@ if (!window.__ac) { window.__ac = (() => {
       const all = Array.from(document.querySelectorAll("body *")).filter(visible);
       let exact = innermost(all.filter(el => textOf(el) === want));
       if (!exact.length) exact = innermost(all.filter(el => textOf(el).toLowerCase().includes(want.toLowerCase())));
-      // A click on text usually means the interactive element around it.
-      return exact.map(el => el.closest(INTERACTIVE) || el);
+      // A click on text usually means the interactive element around it; a label's text, the
+      // field it names (`text=Genre` where a table row's header names the box beside it).
+      return exact.map(el => {
+        const near = el.closest(INTERACTIVE);
+        return (near && near.tagName === "LABEL" && near.control) || near || fieldLabelled(el) || el;
+      });
     }
     // `button=Submit`: a tag and the text it shows.
     m = sel.match(/^([a-z][a-z0-9]*)\s*=\s*(.+)$/is);
@@ -113,6 +117,15 @@ if (!window.__ac) { window.__ac = (() => {
     const shown = Array.from(refs.byRef).filter(([, el]) => el.isConnected && el.tagName.toLowerCase() === tag && visible(el));
     if (!shown.length) return "; act on an element by its ref from the snapshot (selector `ref=e12`)";
     return "; the " + tag + " elements shown: " + shown.slice(0, 8).map(([r, el]) => "`ref=" + r + "`" + (labelFor(el) || textOf(el) ? ' "' + (labelFor(el) || textOf(el)).slice(0, 30) + '"' : "")).join(", ");
+  }
+  // The one field whose label (as the snapshot names it) is `el`'s text, or null.
+  function fieldLabelled(el) {
+    const bare = s => norm(s).replace(/:$/, "").toLowerCase();
+    const name = bare(textOf(el));
+    if (!name) return null;
+    const fields = Array.from(document.querySelectorAll("input:not([type=hidden]),textarea,select"))
+      .filter(f => f !== el && visible(f) && bare(labelFor(f)) === name);
+    return fields.length === 1 ? fields[0] : null;
   }
   // Point a model that guessed a selector at what exists.
   function hint(sel) {
