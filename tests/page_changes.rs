@@ -8,7 +8,7 @@
 
 use crate::support::llm::*;
 use crate::support::site::Site;
-use crate::support::worker::{RealWorker, have_chromium};
+use crate::support::worker::{OnSite, RealWorker, have_chromium};
 use crate::support::*;
 use agent_controller::session::SessionRunner;
 use serde_json::{Value, json};
@@ -184,32 +184,27 @@ fn aria_sliders_and_spin_buttons_show_their_number_and_take_one_by_their_keys() 
     if !have_chromium() {
         return;
     }
-    let site = Site::start();
-    let dir = TempDir::new("page-steppers");
-    let (test_agent, agent) = TestAgent::new();
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let _worker = RealWorker::start(&d, "stepper-box", "browser");
-    create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": "look"}));
-    let (r, _done) = test_agent.next();
-    let nav = cmd(&r, "browser_navigate", json!({"url": format!("{}/widgets", site.url), "snapshot_chars": 8000}));
+    let on = OnSite::start("page-steppers", "look");
+    let r = &on.r;
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/widgets", on.site.url), "snapshot_chars": 8000}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     assert!(snap.contains("] slider \"Brightness\" (min 0, max 100) value=\"40 (40 %)\""), "{snap}");
     assert!(snap.contains("] spinbutton \"Guests\" (min 1, max 8) value=\"2\""), "{snap}");
 
     let bright = ref_of(&snap, "slider \"Brightness\"");
-    let up = cmd(&r, "browser_type", json!({"selector": bright, "text": "60"}));
+    let up = cmd(r, "browser_type", json!({"selector": bright, "text": "60"}));
     assert_eq!((&up["set"], &up["keys"]), (&json!(60), &json!(4)), "{up}");
     assert!(changes(&up).contains("bright 60;"), "{up}");
-    let between = cmd(&r, "browser_select_option", json!({"selector": bright, "value": "52"}));
+    let between = cmd(r, "browser_select_option", json!({"selector": bright, "value": "52"}));
     assert_eq!((&between["set"], &between["asked"]), (&json!(50), &json!(52)), "the first step past it: {between}");
 
     let guests = ref_of(&snap, "spinbutton \"Guests\"");
-    let five = cmd(&r, "browser_type", json!({"selector": guests, "text": "5"}));
+    let five = cmd(r, "browser_type", json!({"selector": guests, "text": "5"}));
     assert_eq!((&five["set"], &five["keys"]), (&json!(5), &json!(3)), "{five}");
     assert!(changes(&five).contains("guests 5;"), "{five}");
-    let over = cmd(&r, "browser_type", json!({"selector": guests, "text": "12"}));
+    let over = cmd(r, "browser_type", json!({"selector": guests, "text": "12"}));
     assert_eq!((&over["set"], &over["asked"]), (&json!(8), &json!(12)), "kept to its bound: {over}");
-    let e = cmd_err(&r, "browser_type", json!({"selector": guests, "text": "three"}));
+    let e = cmd_err(r, "browser_type", json!({"selector": guests, "text": "three"}));
     assert!(e.contains("spinbutton") && e.contains("takes a number"), "{e}");
 }
 

@@ -4,9 +4,7 @@
 //! element, a download that is an HTML page, a PDF printed after a wait that timed out, and
 //! clicks that cannot do what a model expects (a select, a form the browser will not send).
 
-use crate::support::site::Site;
-use crate::support::worker::{RealWorker, have_chromium};
-use crate::support::*;
+use crate::support::worker::{OnSite, have_chromium};
 use agent_controller::session::SessionRunner;
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -43,31 +41,6 @@ fn ref_of(snapshot: &str, needle: &str) -> String {
     let line = snapshot.lines().find(|l| l.contains(needle)).unwrap_or_else(|| panic!("no {needle:?} in\n{snapshot}"));
     let start = line.find("[e").unwrap() + 1;
     line[start..start + line[start..].find(']').unwrap()].to_string()
-}
-
-/// A task session on the test site whose runner the test drives: the real daemon, a real
-/// worker and Chromium, kept alive while it lives.
-struct OnSite {
-    r: SessionRunner,
-    _done: crossbeam_channel::Sender<agent_controller::session::AgentOutcome>,
-    _worker: RealWorker,
-    d: TestDaemon,
-    id: String,
-    _dir: TempDir,
-    site: Site,
-}
-
-impl OnSite {
-    fn start(name: &str, instruction: &str) -> OnSite {
-        let site = Site::start();
-        let dir = TempDir::new(name);
-        let (test_agent, agent) = TestAgent::new();
-        let d = TestDaemon::start(test_config(dir.path()), agent);
-        let worker = RealWorker::start(&d, &format!("{name}-box"), "browser");
-        let id = create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": instruction}));
-        let (r, done) = test_agent.next();
-        OnSite { r, _done: done, _worker: worker, d, id, _dir: dir, site }
-    }
 }
 
 #[test]

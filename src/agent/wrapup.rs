@@ -6,9 +6,7 @@
 //! the conversation goes as a bounded plain-text transcript (the task, then the newest calls and
 //! results that fit), which every provider and tool mode accepts; if it fails, the report is
 //! built from the notes and files as before. Before a session that did not deliver ends, one
-//! more call without tools asks for the task's text file in words (`answer_in_words`). A
-//! `finish_*` call in a reply where an earlier call failed is not run: the model gets the
-//! results and decides again.
+//! more call without tools asks for the task's text file in words (`answer_in_words`).
 
 use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};

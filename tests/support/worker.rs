@@ -3,7 +3,10 @@
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
-use super::{TestDaemon, wait_until};
+use super::site::Site;
+use super::{TempDir, TestAgent, TestDaemon, create_session, test_config, wait_until};
+use agent_controller::session::SessionRunner;
+use serde_json::json;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -66,5 +69,30 @@ impl Drop for RealWorker {
     fn drop(&mut self) {
         let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
         let _ = self.0.wait();
+    }
+}
+
+/// A task session on the test site whose runner the test drives: the real daemon, a real
+/// worker and Chromium, kept alive while it lives.
+pub struct OnSite {
+    pub r: SessionRunner,
+    _done: crossbeam_channel::Sender<agent_controller::session::AgentOutcome>,
+    _worker: RealWorker,
+    pub d: TestDaemon,
+    pub id: String,
+    _dir: TempDir,
+    pub site: Site,
+}
+
+impl OnSite {
+    pub fn start(name: &str, instruction: &str) -> OnSite {
+        let site = Site::start();
+        let dir = TempDir::new(name);
+        let (test_agent, agent) = TestAgent::new();
+        let d = TestDaemon::start(test_config(dir.path()), agent);
+        let worker = RealWorker::start(&d, &format!("{name}-box"), "browser");
+        let id = create_session(&d.client(), json!({"mode": "task", "target": site.url, "instruction": instruction}));
+        let (r, done) = test_agent.next();
+        OnSite { r, _done: done, _worker: worker, d, id, _dir: dir, site }
     }
 }

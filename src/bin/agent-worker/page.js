@@ -409,7 +409,7 @@ if (!window.__ac) { window.__ac = (() => {
     else if (tag === "select") { what = "select"; tool = "browser_select_option"; }
     else if (tag === "input" && (type === "checkbox" || type === "radio")) { what = type; tool = "browser_fill_form with type " + type + " (or browser_click)"; }
     else if (window.__acInputs.special(el)) { what = type + " field"; tool = "browser_type or browser_select_option with the value (" + window.__acInputs.forms(type) + ")"; }
-    else if (stepper(el)) { what = stepper(el).role; tool = "browser_type with the number"; }
+    else if (STEP_ROLES.has(el.getAttribute("role"))) { what = el.getAttribute("role"); tool = "browser_type with the number"; }
     else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
     else tool = "nothing: its text is already in the snapshot (to keep a value, save_file it)";
     const text = textOf(el).slice(0, 60);
