@@ -334,7 +334,7 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     let effect = &report["ablation"][0];
     assert_eq!(
         effect,
-        &json!({"guard": "recital", "fired_runs": 1, "runs": 1, "passed_with": 1, "passed_without": 0,
+        &json!({"guard": "recital", "fired_runs": 1, "void": 0, "runs": 1, "passed_with": 1, "passed_without": 0,
             "suite_with": 1, "suite_without": 0})
     );
     let requests = llm.requests();

@@ -3,7 +3,9 @@
 //! (for MiniWoB++ the same seed, so the same page; the own suite draws its values anew). A run
 //! where a guard never fired would have gone the same way without it, so the suite's rate
 //! without a guard is the runs where it did not fire as they were plus its reruns: one rerun per
-//! firing run instead of a whole suite per guard.
+//! firing run instead of a whole suite per guard. A pair where either session ended in an error
+//! (a provider's 500, a lost worker) is void: it says nothing about the guard, so it is counted
+//! apart and the run stands as it was.
 
 use super::report::Row;
 use serde_json::{Value, json};
@@ -25,8 +27,10 @@ pub fn guards_off(guards: Option<&Value>, guard: &str) -> Value {
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuardEffect {
     pub guard: String,
-    /// Runs it fired in, of all the suite's runs.
+    /// Runs it fired in, of all the suite's runs (void pairs left out).
     pub fired: usize,
+    /// Pairs left out because the run or its rerun ended in an error.
+    pub void: usize,
     pub runs: usize,
     /// Of the runs it fired in: passed with it, and passed again with it off.
     pub passed_with: usize,
@@ -45,13 +49,16 @@ pub fn effects(rows: &[Row], reruns: &[Row]) -> Vec<GuardEffect> {
     guards
         .into_iter()
         .map(|guard| {
-            let mine: Vec<&Row> = reruns.iter().filter(|r| r.ablated.as_ref() == Some(guard)).collect();
-            let base = |r: &Row| rows.iter().find(|b| b.task == r.task && b.run == r.run).is_some_and(|b| b.pass);
-            let passed_with = mine.iter().filter(|r| base(r)).count();
+            let base = |r: &Row| rows.iter().find(|b| b.task == r.task && b.run == r.run);
+            let broke = |r: &Row| r.error.is_some() || base(r).is_some_and(|b| b.error.is_some());
+            let (void, mine): (Vec<&Row>, Vec<&Row>) =
+                reruns.iter().filter(|r| r.ablated.as_ref() == Some(guard)).partition(|r| broke(r));
+            let passed_with = mine.iter().filter(|r| base(r).is_some_and(|b| b.pass)).count();
             let passed_without = mine.iter().filter(|r| r.pass).count();
             GuardEffect {
                 guard: guard.clone(),
                 fired: mine.len(),
+                void: void.len(),
                 runs: rows.len(),
                 passed_with,
                 passed_without,
@@ -74,8 +81,17 @@ pub fn text(effects: &[GuardEffect]) -> Option<String> {
     for e in effects {
         let _ = writeln!(
             out,
-            "  {:<20} {:>4}/{:<5} {:>6} → {:<10} {:>4}/{} → {}/{}",
-            e.guard, e.fired, e.runs, e.passed_with, e.passed_without, e.suite_with, e.runs, e.suite_without, e.runs
+            "  {:<20} {:>4}/{:<5} {:>6} → {:<10} {:>4}/{} → {}/{}{}",
+            e.guard,
+            e.fired,
+            e.runs,
+            e.passed_with,
+            e.passed_without,
+            e.suite_with,
+            e.runs,
+            e.suite_without,
+            e.runs,
+            if e.void > 0 { format!("   ({} void: a session ended in an error)", e.void) } else { String::new() }
         );
     }
     out.pop();
@@ -86,7 +102,7 @@ pub fn json(effects: &[GuardEffect]) -> Value {
     let rows: Vec<Value> = effects
         .iter()
         .map(|e| {
-            json!({"guard": e.guard, "fired_runs": e.fired, "runs": e.runs, "passed_with": e.passed_with,
+            json!({"guard": e.guard, "fired_runs": e.fired, "void": e.void, "runs": e.runs, "passed_with": e.passed_with,
                 "passed_without": e.passed_without, "suite_with": e.suite_with, "suite_without": e.suite_without})
         })
         .collect();
@@ -127,5 +143,18 @@ mod tests {
         assert!(text(&[]).is_none());
         assert_eq!(guards_off(Some(&json!({"all": false})), "recital"), json!({"all": false, "recital": false}));
         assert_eq!(guards_off(None, "recital"), json!({"recital": false}));
+    }
+
+    #[test]
+    fn a_rerun_that_ended_in_an_error_is_void_and_the_run_stands_as_it_was() {
+        let rows = vec![row("a", 1, true, &["inert_click"], None), row("b", 1, true, &["inert_click"], None)];
+        let mut broken = row("a", 1, false, &[], Some("inert_click"));
+        broken.error = Some("OpenAI-compatible API 500: Context size has been exceeded.".into());
+        let reruns = vec![broken, row("b", 1, true, &[], Some("inert_click"))];
+        let e = effects(&rows, &reruns);
+        assert_eq!((e[0].fired, e[0].void, e[0].passed_with, e[0].passed_without), (1, 1, 1, 1));
+        assert_eq!((e[0].suite_with, e[0].suite_without), (2, 2), "the broken rerun does not count as a loss");
+        assert!(text(&e).unwrap().contains("(1 void: a session ended in an error)"));
+        assert_eq!(json(&e)[0]["void"], 1);
     }
 }

@@ -31,6 +31,9 @@ pub struct Row {
     pub guards_fired: BTreeMap<String, u64>,
     /// A rerun with this guard off (`--ablate-fired`).
     pub ablated: Option<String>,
+    /// What broke a session that ended in an error (a provider's 500, a lost worker): a run
+    /// that says nothing about the model or a guard.
+    pub error: Option<String>,
 }
 
 impl Row {
@@ -49,6 +52,7 @@ impl Row {
             .saturating_add(n("cache_creation_input_tokens"));
         self.output_tokens = n("output_tokens");
         self.first_request_tokens = first_request_tokens;
+        self.error = (self.status == "error").then(|| session["error"].as_str().unwrap_or("").to_string());
         let fired = session["guards_fired"].as_object().into_iter().flatten();
         self.guards_fired = fired.filter_map(|(name, n)| Some((name.clone(), n.as_u64()?))).collect();
     }
@@ -60,6 +64,7 @@ impl Row {
             "output_tokens": self.output_tokens, "first_request_tokens": self.first_request_tokens,
             "seconds": (self.seconds * 10.0).round() / 10.0, "session": self.session,
             "seed": self.seed, "reward": self.reward, "guards_fired": self.guards_fired, "ablated": self.ablated,
+            "error": self.error,
         })
     }
 
@@ -71,6 +76,9 @@ impl Row {
         }
         if !self.pass {
             let _ = write!(out, "{}: {}", self.status, self.why);
+        }
+        if let Some(error) = self.error.as_deref().filter(|e| !e.is_empty()) {
+            let _ = write!(out, " ({})", error.chars().take(100).collect::<String>());
         }
         if !self.guards_fired.is_empty() {
             let fired: Vec<String> = self.guards_fired.iter().map(|(g, n)| format!("{g}×{n}")).collect();
