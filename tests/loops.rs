@@ -82,6 +82,7 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
     let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find it"}));
     let s = wait_status(&c, &id, "error");
     assert!(s["error"].as_str().unwrap().starts_with("stuck: the model kept repeating `browser_navigate"), "{s}");
+    assert_eq!(s["ended_by"], "loop", "the record says the loop guard ended it, as a code");
     let reqs = llm.requests();
     assert_eq!(reqs.len(), 6);
     llm.assert_well_formed();

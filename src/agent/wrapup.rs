@@ -12,6 +12,7 @@ use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;
 use crate::protocol::guards::Guard;
+use crate::protocol::takeover::EndedBy;
 use crate::protocol::tools::Tool;
 use crate::session::AgentOutcome;
 use crate::wait::stop::StopSignal;
@@ -49,6 +50,7 @@ impl Agent {
     /// The model kept looping: the session ends `error`, with the report it can still write —
     /// unless the file the task asks for can still be had in words (`answer_in_words`).
     pub(super) fn end_stuck(&mut self, reason: String) -> Turn {
+        self.runner.mark_ended_by(EndedBy::Loop);
         if let Some(saved) = self.answer_in_words() {
             self.runner.log(LogKind::System, &format!("{reason}; {saved}"), None);
             let summary = self.wrap_up(&saved, "The session kept repeating calls, then gave its answer in words.");

@@ -3,9 +3,9 @@
 //! (for MiniWoB++ the same seed, so the same page; the own suite draws its values anew). A run
 //! where a guard never fired would have gone the same way without it, so the suite's rate
 //! without a guard is the runs where it did not fire as they were plus its reruns: one rerun per
-//! firing run instead of a whole suite per guard. A pair where either session ended in an error
-//! (a provider's 500, a lost worker) is void: it says nothing about the guard, so it is counted
-//! apart and the run stands as it was.
+//! firing run instead of a whole suite per guard. A pair where either session broke (a provider's
+//! 500, a lost worker: `Row::broke`) is void: it says nothing about the guard, so it is counted
+//! apart and the run stands as it was. A session the loop guard ended is a failure, not void.
 
 use super::report::Row;
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ pub struct GuardEffect {
     pub guard: String,
     /// Runs it fired in, of all the suite's runs (void pairs left out).
     pub fired: usize,
-    /// Pairs left out because the run or its rerun ended in an error.
+    /// Pairs left out because the run or its rerun broke (`Row::broke`).
     pub void: usize,
     pub runs: usize,
     /// Of the runs it fired in: passed with it, and passed again with it off.
@@ -50,7 +50,7 @@ pub fn effects(rows: &[Row], reruns: &[Row]) -> Vec<GuardEffect> {
         .into_iter()
         .map(|guard| {
             let base = |r: &Row| rows.iter().find(|b| b.task == r.task && b.run == r.run);
-            let broke = |r: &Row| r.error.is_some() || base(r).is_some_and(|b| b.error.is_some());
+            let broke = |r: &Row| r.broke() || base(r).is_some_and(Row::broke);
             let (void, mine): (Vec<&Row>, Vec<&Row>) =
                 reruns.iter().filter(|r| r.ablated.as_ref() == Some(guard)).partition(|r| broke(r));
             let passed_with = mine.iter().filter(|r| base(r).is_some_and(|b| b.pass)).count();
@@ -91,7 +91,7 @@ pub fn text(effects: &[GuardEffect]) -> Option<String> {
             e.runs,
             e.suite_without,
             e.runs,
-            if e.void > 0 { format!("   ({} void: a session ended in an error)", e.void) } else { String::new() }
+            if e.void > 0 { format!("   ({} void: a session broke)", e.void) } else { String::new() }
         );
     }
     out.pop();
@@ -154,7 +154,18 @@ mod tests {
         let e = effects(&rows, &reruns);
         assert_eq!((e[0].fired, e[0].void, e[0].passed_with, e[0].passed_without), (1, 1, 1, 1));
         assert_eq!((e[0].suite_with, e[0].suite_without), (2, 2), "the broken rerun does not count as a loss");
-        assert!(text(&e).unwrap().contains("(1 void: a session ended in an error)"));
+        assert!(text(&e).unwrap().contains("(1 void: a session broke)"));
         assert_eq!(json(&e)[0]["void"], 1);
+    }
+
+    #[test]
+    fn a_rerun_the_loop_guard_ended_is_the_guards_loss_not_void() {
+        let rows = vec![row("a", 1, true, &["inert_click"], None)];
+        let mut stuck = row("a", 1, false, &[], Some("inert_click"));
+        stuck.error = Some("stuck: the model kept repeating `browser_click`".into());
+        stuck.ended_by = Some("loop".into());
+        let e = effects(&rows, &[stuck]);
+        assert_eq!((e[0].fired, e[0].void, e[0].passed_with, e[0].passed_without), (1, 0, 1, 0));
+        assert_eq!((e[0].suite_with, e[0].suite_without), (1, 0));
     }
 }

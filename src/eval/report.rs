@@ -31,9 +31,11 @@ pub struct Row {
     pub guards_fired: BTreeMap<String, u64>,
     /// A rerun with this guard off (`--ablate-fired`).
     pub ablated: Option<String>,
-    /// What broke a session that ended in an error (a provider's 500, a lost worker): a run
-    /// that says nothing about the model or a guard.
+    /// The error a session ended in: the loop guard's "stuck" (the model's doing), or what broke
+    /// it (a provider's 500, a lost worker).
     pub error: Option<String>,
+    /// The record's `ended_by` code (`loop` when the loop guard ended the session).
+    pub ended_by: Option<String>,
 }
 
 impl Row {
@@ -53,8 +55,15 @@ impl Row {
         self.output_tokens = n("output_tokens");
         self.first_request_tokens = first_request_tokens;
         self.error = (self.status == "error").then(|| session["error"].as_str().unwrap_or("").to_string());
+        self.ended_by = session["ended_by"].as_str().map(str::to_string);
         let fired = session["guards_fired"].as_object().into_iter().flatten();
         self.guards_fired = fired.filter_map(|(name, n)| Some((name.clone(), n.as_u64()?))).collect();
+    }
+
+    /// The session ended in an error the model did not cause: the run says nothing about the
+    /// model or a guard. A session the loop guard ended is the model's own failure.
+    pub fn broke(&self) -> bool {
+        self.error.is_some() && self.ended_by.as_deref() != Some("loop")
     }
 
     pub fn to_json(&self) -> Value {
@@ -64,7 +73,7 @@ impl Row {
             "output_tokens": self.output_tokens, "first_request_tokens": self.first_request_tokens,
             "seconds": (self.seconds * 10.0).round() / 10.0, "session": self.session,
             "seed": self.seed, "reward": self.reward, "guards_fired": self.guards_fired, "ablated": self.ablated,
-            "error": self.error,
+            "error": self.error, "ended_by": self.ended_by,
         })
     }
 

@@ -151,11 +151,15 @@ pub struct BudgetState {
     pub exceeded: Option<BudgetKind>,
 }
 
-/// Why a session ended, when it was not the model's own finish or an error.
+/// Why a session ended, when the model did not end it itself.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EndedBy {
+    /// A limit of `options.budget` was reached.
     Budget,
+    /// The loop guard ended it: the model kept repeating calls (status `error`, "stuck: …", unless
+    /// the answer was still had in words).
+    Loop,
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use crate::config::Config;
 use crate::error::ApiError;
 use crate::exec::{ExecError, Executor};
 use crate::protocol::secrets::{Credentials, Notifications};
+use crate::protocol::takeover::EndedBy;
 use crate::protocol::{FileEntry, FileKind, LogEntry, LogKind, Note, SessionRecord, Usage};
 use crate::wait::stop::StopSignal;
 use serde_json::Value;
@@ -212,6 +213,11 @@ impl SessionRunner {
                 }
             }
         })
+    }
+
+    /// Record why the session ends when the model did not end it itself.
+    pub fn mark_ended_by(&self, why: EndedBy) {
+        self.session.update(|r| r.ended_by = Some(why))
     }
 
     /// Record where a replay stopped matching (the model takes over from there).
