@@ -197,42 +197,6 @@ fn guards_premature_finish_is_quiet_on_a_task_that_keeps_no_file() {
     assert_eq!(r.requests.len(), 1);
 }
 
-fn inert(cmd: &Value) -> Value {
-    match cmd["action"].as_str().unwrap() {
-        "browser_click" => json!({"success": false, "data": {"refused": "inert"}, "error": "`ref=e2` is a \
-            heading: a click on it does nothing. The text around it: \"Team $45 per month\"."}),
-        _ => {
-            json!({"success": true, "data": {"url": "https://a.test/", "snapshot": "[e1] heading 1 \"Pricing\"\n[e2] heading 2 \"Team\""}})
-        }
-    }
-}
-
-#[test]
-fn guards_inert_click_and_delivery_hint_fire_on_text_clicked_in_a_task_that_names_its_file() {
-    let save = tool("save_file", json!({"filename": "answer.txt", "content": "$45"}));
-    let script = vec![tool("browser_click", json!({"selector": "ref=e2"})), save, finish("$45")];
-    let body = task("https://a.test/", "What does the Team plan cost? Save just the price in answer.txt.");
-    let r = run("g-delivery", script, "browser", body, "finished", inert);
-    assert_eq!((r.fired("inert_click"), r.fired("delivery_hint")), (1, 1), "{}", r.record);
-    assert!(r.result(1).contains(r#"call save_file with filename \"answer.txt\""#), "{}", r.result(1));
-    assert_eq!(r.commands[1]["params"]["explain_inert"], true, "asked of the worker");
-}
-
-#[test]
-fn guard_delivery_hint_is_quiet_when_the_task_names_no_file() {
-    let script = vec![tool("browser_click", json!({"selector": "ref=e2"})), finish("$45")];
-    let r = run(
-        "g-delivery-quiet",
-        script,
-        "browser",
-        task("https://a.test/", "What does the Team plan cost?"),
-        "finished",
-        inert,
-    );
-    assert_eq!(r.fired("delivery_hint"), 0, "{}", r.record);
-    assert!(!r.result(1).contains("call save_file"), "{}", r.result(1));
-}
-
 #[test]
 fn guard_unseen_typing_fires_on_a_name_nothing_showed() {
     let typed = || tool("browser_type", json!({"selector": "ref=e2", "text": "John Doe"}));

@@ -105,15 +105,10 @@ impl Agent {
             Some(held) => held,
             None => self.dispatch_watched(name, input),
         };
-        match outcome.refused() {
-            Some("form_unset") => {
-                self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named");
-                self.held_submits.extend(input["selector"].as_str().map(str::to_string));
-            }
-            Some("inert") => self.fire(Guard::InertClick, "a click on text answered with the text around it"),
-            _ => {}
+        if outcome.refused() == Some("form_unset") {
+            self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named");
+            self.held_submits.extend(input["selector"].as_str().map(str::to_string));
         }
-        self.point_at_delivery(name, &mut outcome);
         self.point_at_form_values(name, input, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
         let revisit = self.grounding.revisits(&whole);
@@ -299,7 +294,6 @@ impl Agent {
             // The worker's guards act only where the session's profile asks for them.
             let held_before = input["selector"].as_str().is_some_and(|s| self.held_submits.contains(s));
             params["confirm_defaults"] = (self.guard_on(Guard::FormDefaults) && !held_before).into();
-            params["explain_inert"] = self.guard_on(Guard::InertClick).into();
         }
         let ask_over = self.download_needs_approval_over(tool);
         if let Some(bytes) = ask_over {

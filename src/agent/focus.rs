@@ -1,6 +1,6 @@
 //! What each turn offers and says (the `short_catalog`, `recital`, `act_turn`,
-//! `last_turn_deliver`, `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint`,
-//! `delivery_hint` and `revisit` guards), and the session opening its browser target
+//! `last_turn_deliver`, `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint`
+//! and `revisit` guards), and the session opening its browser target
 //! before the first turn (both profiles).
 //!
 //! Invariants: a focus note is a real user message (journaled like any other); only the recital
@@ -74,11 +74,6 @@ pub(super) fn delivers(tool: Tool) -> bool {
             | FinishTask
             | FinishExploration
     )
-}
-
-/// A click on text (a heading, a paragraph) answered with the text around it: the model looked.
-pub(super) fn looked(name: &str, outcome: &super::outcome::ToolOutcome) -> bool {
-    name == Tool::BrowserClick.name() && outcome.refused() == Some("inert")
 }
 
 /// Whether the model is shown `tool` (else it runs only when called by name): the table's short
@@ -292,18 +287,6 @@ impl Agent {
             _ => " with what the task asks for".to_string(),
         };
         format!("{}{args}", tool.name())
-    }
-
-    /// A click on text that answers with the text around it: say how to keep it, by name (the
-    /// model clicked to look; what it looked for may be right there).
-    pub(super) fn point_at_delivery(&self, name: &str, outcome: &mut super::outcome::ToolOutcome) {
-        let named = self.deliverable() == Tool::SaveFile && self.named_file().is_some();
-        if looked(name, outcome) && named && self.guard_on(Guard::DeliveryHint) {
-            self.fire(Guard::DeliveryHint, "text looked at: the save named");
-            outcome
-                .content
-                .push(Block::text(format!("If the text holds the answer, call {} now.", self.deliver_call())));
-        }
     }
 
     /// Another page opened before, reached again while nothing the task asks for is kept: the

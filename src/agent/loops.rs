@@ -206,16 +206,7 @@ impl Agent {
         self.note_download(name, input, &outcome);
         self.note_print(name, &outcome);
         if outcome.is_error {
-            let failed = self.loops.failed.entry(call.clone()).or_default();
-            *failed += 1;
-            // The same text looked at twice: what it says is what the model has to work with.
-            if *failed == FAILED_HOLD
-                && super::focus::looked(name, &outcome)
-                && !self.delivers_by_finish()
-                && self.guard_on(Guard::LookedEnough)
-            {
-                self.focus.deliver_next = true;
-            }
+            *self.loops.failed.entry(call.clone()).or_default() += 1;
         }
         let answer = result_hash(&outcome);
         let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
@@ -251,19 +242,15 @@ impl Agent {
             )),
             // An acting call again with another answer (the file it fetched before): kept.
             Some((1, 1)) if !same_answer => outcome.content.push(Block::text(format!(
-                "You made this exact call just before: repeating it brings nothing new. {} {}",
-                match self.named_deliverable() {
-                    None => "If the task is done, finish.".to_string(),
-                    Some(call) => format!("If you have what the task asks for, call {call} now."),
-                },
+                "You made this exact call just before: repeating it brings nothing new. If the task is done, \
+                 finish. {}",
                 self.task_line()
             ))),
             // The same result again is not shown again: it would only fill a small context.
             Some((1, 1)) => {
                 outcome.content = vec![Block::text(format!(
                     "This exact call gave the same result as the one before (not shown again): repeating it \
-                     brings nothing new. If what you need is in it, {}. {}",
-                    self.use_it_now(),
+                     brings nothing new. If what you need is in it, use it now. {}",
                     self.task_line()
                 ))]
             }
@@ -348,7 +335,7 @@ impl Agent {
             && self.guard_on(Guard::LookedEnough);
         let next = if deliver {
             self.focus.deliver_next = true;
-            format!("If what the task asks for is in it, {}.", self.use_it_now())
+            "If what the task asks for is in it, use it now.".to_string()
         } else {
             "If the answer is already in what you have, finish now with it.".to_string()
         };
@@ -367,26 +354,6 @@ impl Agent {
     /// Whether what is left to deliver is only the finish (no file the task's words ask for).
     fn delivers_by_finish(&self) -> bool {
         matches!(self.deliverable(), Tool::FinishTask | Tool::FinishExploration)
-    }
-
-    /// The call that keeps what the task asks for, in words, where the delivery hint is on and
-    /// the task's words name one (else the note says only "finish").
-    fn named_deliverable(&self) -> Option<String> {
-        if self.delivers_by_finish() || !self.guard_on(Guard::DeliveryHint) {
-            return None;
-        }
-        self.fire(Guard::DeliveryHint, &format!("named {}", self.deliverable().name()));
-        Some(self.deliver_call())
-    }
-
-    /// What "use it" means by name while nothing the task asks for is kept: a small model that
-    /// reads the same file again is told the call that keeps it (`call save_file with filename
-    /// "found.txt" and …`).
-    fn use_it_now(&self) -> String {
-        match self.named_deliverable() {
-            None => "use it now".to_string(),
-            Some(call) => format!("call {call} now"),
-        }
     }
 
     /// The session's task (or goal) again: small models lose it in long contexts.

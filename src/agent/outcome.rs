@@ -42,7 +42,7 @@ impl ToolOutcome {
         }
     }
 
-    /// The code of the worker's refusal, if it refused (`form_unset`, `inert`, …).
+    /// The code of the worker's refusal, if it refused (`form_unset`, `covered`, …).
     pub fn refused(&self) -> Option<&str> {
         self.refusal.as_ref()?["refused"].as_str()
     }

@@ -147,10 +147,10 @@ mod tests {
 
     #[test]
     fn a_rerun_that_ended_in_an_error_is_void_and_the_run_stands_as_it_was() {
-        let rows = vec![row("a", 1, true, &["inert_click"], None), row("b", 1, true, &["inert_click"], None)];
-        let mut broken = row("a", 1, false, &[], Some("inert_click"));
+        let rows = vec![row("a", 1, true, &["revisit"], None), row("b", 1, true, &["revisit"], None)];
+        let mut broken = row("a", 1, false, &[], Some("revisit"));
         broken.error = Some("OpenAI-compatible API 500: Context size has been exceeded.".into());
-        let reruns = vec![broken, row("b", 1, true, &[], Some("inert_click"))];
+        let reruns = vec![broken, row("b", 1, true, &[], Some("revisit"))];
         let e = effects(&rows, &reruns);
         assert_eq!((e[0].fired, e[0].void, e[0].passed_with, e[0].passed_without), (1, 1, 1, 1));
         assert_eq!((e[0].suite_with, e[0].suite_without), (2, 2), "the broken rerun does not count as a loss");
@@ -160,8 +160,8 @@ mod tests {
 
     #[test]
     fn a_rerun_the_loop_guard_ended_is_the_guards_loss_not_void() {
-        let rows = vec![row("a", 1, true, &["inert_click"], None)];
-        let mut stuck = row("a", 1, false, &[], Some("inert_click"));
+        let rows = vec![row("a", 1, true, &["revisit"], None)];
+        let mut stuck = row("a", 1, false, &[], Some("revisit"));
         stuck.error = Some("stuck: the model kept repeating `browser_click`".into());
         stuck.ended_by = Some("loop".into());
         let e = effects(&rows, &[stuck]);

@@ -26,12 +26,6 @@ if (!window.__ac) { window.__ac = (() => {
     try { doc.dispatchEvent(new Event("__ac_listeners")); } finally { doc.removeEventListener("__ac_listener", take, true); }
     return found;
   }
-  // `el` or an element around it has a click listener of the page's.
-  function listened(el) {
-    const found = listenedIn(el.ownerDocument);
-    for (let n = el; n && n.nodeType === 1; n = n.parentElement) if (found.has(n)) return true;
-    return false;
-  }
   // Refs: stable per element while the document lives; across documents an element that looks
   // the same (its kind and line, without values; the nth of its likes) gets the ref it had, from
   // `known` (key → ref) that the worker keeps for the session. A ref of any earlier snapshot that
@@ -259,17 +253,14 @@ if (!window.__ac) { window.__ac = (() => {
   // an error) where it would do nothing a model expects: on a select (a click does not choose),
   // on a submit button whose form the browser will not send (a required field empty, an email
   // that is not one), naming those fields by ref; on an element something else covers (the
-  // click would land on that). The controller's guards ask for two more:
-  // `explainInert`, a heading, a table or plain text answered with the text around it; and
-  // `confirmDefaults`, the first send of a form whose selects or prefilled fields nobody set.
-  function aim(sel, confirmDefaults, explainInert) {
+  // click would land on that). The controller's `form_defaults` guard asks for one more
+  // (`confirmDefaults`): the first send of a form whose selects or prefilled fields nobody set.
+  function aim(sel, confirmDefaults) {
     const el = find(sel);
     if (el.tagName === "SELECT") {
       const options = Array.from(el.options).slice(0, 12).map(o => norm(o.text));
       return {refused: "select_click", options, message: "`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + options.join(", ")};
     }
-    const still = explainInert ? inert(el, sel) : null;
-    if (still) return {refused: "inert", message: still};
     const bad = unsent(el);
     if (bad.length) return {refused: "form_invalid", selector: sel, fields: bad, message: "the form was not sent: " + bad.map(fieldText).join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again"};
     const left = confirmDefaults ? unset(el) : [];
@@ -309,48 +300,6 @@ if (!window.__ac) { window.__ac = (() => {
   // A refused field in words: `[e4] "Size": "S"`.
   function fieldText(f) {
     return (f.ref ? "[" + f.ref + "] " : "") + JSON.stringify(f.label) + ": " + (f.problem || (f.value ? JSON.stringify(f.value) : "empty"));
-  }
-  // A click on a heading, a table or plain text does nothing; small models "click" to look at
-  // something. Say so, with the text they were after (a table: how to save it).
-  const ACTIVE = INTERACTIVE + ",details,option,[tabindex],[contenteditable],[role=tab],[role=menuitem],[role=checkbox],[role=radio],[role=switch],[role=option],[role=treeitem]";
-  const TEXTLIKE = /^(H[1-6]|P|TABLE|CAPTION|THEAD|TBODY|TR|TD|TH|UL|OL|LI|DL|DT|DD|SPAN|STRONG|EM|B|I|SMALL|PRE|CODE|BLOCKQUOTE|FIGURE|FIGCAPTION|IMG|HR)$/;
-  function inert(el, sel) {
-    if (!TEXTLIKE.test(el.tagName) || el.closest(ACTIVE) || el.querySelector(ACTIVE)) return null;
-    if (getComputedStyle(el).cursor === "pointer" || listened(el)) return null;
-    const what = /^H[1-6]$/.test(el.tagName) ? "heading" : el.closest("table") ? "table" : "text";
-    const head = "`" + sel + "` is " + (what === "text" ? "" : "a ") + what + ": a click on it does nothing.";
-    if (what === "table") return head + " Its cells are in the snapshot; to save the table, call browser_scrape_table with a filename (e.g. table.csv).";
-    const menu = menuAfter(el);
-    if (menu) return head + " What follows it is a menu of links: " + menu + ". Click the one whose page may have what the task needs.";
-    return head + ' The text around it: "' + around(el).slice(0, 300) + '". If that is what the task needs, use it now (save_file, or fill the form); to go elsewhere, click a link or a button.';
-  }
-  // The link texts of a heading's section when links are all it holds (a site's menu): small
-  // models save the heading as the answer when told "the text around it".
-  function menuAfter(el) {
-    if (!/^H[1-6]$/.test(el.tagName)) return null;
-    const links = [];
-    let rest = "";
-    for (let n = el.nextElementSibling; n && !/^H[1-6]$/.test(n.tagName); n = n.nextElementSibling) {
-      const here = n.matches("a") ? [n] : Array.from(n.querySelectorAll("a"));
-      let text = textOf(n);
-      for (const a of here) { links.push(textOf(a)); text = text.replace(textOf(a), ""); }
-      rest += text;
-    }
-    const onlyLinks = links.length > 1 && rest.replace(/[\s·|•,;:\/–—-]/g, "").length < 3;
-    return onlyLinks ? links.slice(0, 12).map(t => '"' + t + '"').join(", ") : null;
-  }
-  // A heading's section (what follows it up to the next heading); else the smallest enclosing
-  // block with some text.
-  function around(el) {
-    let text = textOf(el);
-    const heading = /^H[1-6]$/;
-    if (heading.test(el.tagName)) {
-      for (let n = el.nextElementSibling; n && !heading.test(n.tagName) && text.length < 300; n = n.nextElementSibling) text += " " + textOf(n);
-      if (text !== textOf(el)) return text;
-    }
-    let block = el;
-    for (let up = el.parentElement; up && up !== body() && textOf(block).length < 40 && textOf(up).length <= 400; up = up.parentElement) block = up;
-    return textOf(block);
   }
   // Fields the model set (typed, filled, chose), and forms already pointed out: a small model
   // sends an order with the page's defaults. Before the first send of a form: its selects and

@@ -195,11 +195,10 @@ impl Browser {
     }
 
     /// A click, aimed first (`aim` in page.js), with the checks the controller's guards ask for
-    /// (`confirm_defaults`, `explain_inert`); a refusal comes back typed (`WorkerError::Refused`).
+    /// (`confirm_defaults`); a refusal comes back typed (`WorkerError::Refused`).
     pub(super) fn click(&mut self, selector: &str, p: &Value) -> Result<Value, WorkerError> {
-        let flag = |k: &str| p[k].as_bool().unwrap_or(false);
-        let c =
-            self.eval(&format!("__ac.aim({}, {}, {})", js(selector), flag("confirm_defaults"), flag("explain_inert")))?;
+        let confirm = p["confirm_defaults"].as_bool().unwrap_or(false);
+        let c = self.eval(&format!("__ac.aim({}, {confirm})", js(selector)))?;
         if c["refused"].is_string() {
             return Err(WorkerError::refused(c));
         }
