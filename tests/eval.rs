@@ -311,7 +311,7 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     }
     let click =
         || tools(None, &[("browser_click", json!({"selector": "#target"})), ("finish_task", json!({"summary": "ok"}))]);
-    // The run with the recital passes; the rerun without it never clicks.
+    // The run with the short catalog passes; the rerun without it never clicks.
     let llm = ScriptedLlm::start(vec![click(), tool("finish_task", json!({"summary": "done"}))]);
     let dir = TempDir::new("eval-ablate");
     let config = config_for(&llm, dir.path());
@@ -321,25 +321,26 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     let args = ["--suite", "miniwob", "--tasks", "click-test", "--profile", "small"];
     // A fixed site port: the run and its rerun read the same URLs.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port().to_string();
-    let args = [&args[..], &["--ablate-fired", "recital", "--first-run", "3", "--site-port", &port, "--json"]].concat();
+    let args =
+        [&args[..], &["--ablate-fired", "short_catalog", "--first-run", "3", "--site-port", &port, "--json"]].concat();
     let (code, stdout, stderr) = eval(&config, &args, &[("XDG_CACHE_HOME", &cache), ("TMPDIR", dir.path())]);
     assert_eq!(code, Some(0), "{stdout}\n{stderr}");
     let report: Value = serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     assert_eq!((report["passed"].clone(), report["runs"].clone()), (json!(1), json!(1)), "reruns are apart: {report}");
     let rerun = &report["reruns"][0];
-    assert_eq!((rerun["ablated"].clone(), rerun["pass"].clone()), (json!("recital"), json!(false)), "{report}");
+    assert_eq!((rerun["ablated"].clone(), rerun["pass"].clone()), (json!("short_catalog"), json!(false)), "{report}");
     assert_eq!(rerun["seed"], report["rows"][0]["seed"], "the same page");
     assert_eq!((report["rows"][0]["run"].clone(), rerun["run"].clone()), (json!(3), json!(3)), "--first-run 3");
     assert_eq!(report["reruns"].as_array().unwrap().len(), 1, "only the guard named: {report}");
     let effect = &report["ablation"][0];
     assert_eq!(
         effect,
-        &json!({"guard": "recital", "fired_runs": 1, "void": 0, "runs": 1, "passed_with": 1, "passed_without": 0,
+        &json!({"guard": "short_catalog", "fired_runs": 1, "void": 0, "runs": 1, "passed_with": 1, "passed_without": 0,
             "suite_with": 1, "suite_without": 0})
     );
     let requests = llm.requests();
-    let recited = |r: &Recorded| r.body.to_string().contains("Your task:");
-    assert!(recited(&requests[0]) && !recited(&requests[1]), "the rerun ran without the recital");
+    let short = |r: &Recorded| !r.tool_names().iter().any(|n| n == "browser_scrape_links");
+    assert!(short(&requests[0]) && !short(&requests[1]), "the rerun ran with the whole catalog");
     let on_port = |r: &Recorded| r.body.to_string().contains(&format!("127.0.0.1:{port}/"));
     assert!(on_port(&requests[0]) && on_port(&requests[1]), "both on the site port asked for");
 }

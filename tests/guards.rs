@@ -91,22 +91,46 @@ fn guard_short_catalog_fires_and_a_tool_it_hides_still_runs_when_called() {
     assert_eq!(r.actions(), ["browser_navigate", "browser_scrape_links"], "but run when called by name");
 }
 
+/// A catalogue of 120 lines (about 1 400 tokens): one look at it puts the task a few pages back.
+fn long_catalogue(cmd: &Value) -> Value {
+    if cmd["action"] != "browser_snapshot" {
+        return shop(cmd);
+    }
+    let rows: Vec<String> = (1..=120).map(|i| format!("text \"Lamp no. {i}, brass, {i}.90 EUR\"")).collect();
+    let page = format!("Page: \"All lamps\" — https://shop.test/lamps (HTTP 200)\n{}", rows.join("\n"));
+    json!({"success": true, "data": {"url": "https://shop.test/lamps", "snapshot": page}})
+}
+
+fn recited(request: &Recorded) -> bool {
+    let last = request.body["messages"].as_array().unwrap().last().unwrap()["content"].as_array().unwrap().clone();
+    last.last().unwrap().to_string().contains("(Reminder) Your task: look at the shop")
+}
+
 #[test]
-fn guard_recital_closes_each_request_and_stays_out_of_the_conversation() {
-    let script = vec![tool("browser_snapshot", json!({})), finish("seen")];
+fn guard_recital_starts_once_the_task_is_far_back_and_stays_out_of_the_conversation() {
+    let script = vec![tool("browser_snapshot", json!({})), tool("browser_snapshot", json!({})), finish("seen")];
     let dir = TempDir::new("g-recital");
     let (d, llm) = llm_daemon(dir.path(), script, small);
-    let _worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &["browser"], false, shop);
+    let _worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &["browser"], false, long_catalogue);
     let c = d.client();
     let id = create_session(&c, task("https://shop.test/", "look at the shop"));
     let record = wait_status(&c, &id, "finished");
-    assert_eq!(record["guards_fired"]["recital"], 2, "one per request: {record}");
-    for req in llm.requests() {
-        let last = req.body["messages"].as_array().unwrap().last().unwrap()["content"].as_array().unwrap().clone();
-        assert!(last.last().unwrap().to_string().contains("(Reminder) Your task: look at the shop"), "{last:?}");
-    }
+    let requests = llm.requests();
+    let recitals: Vec<bool> = requests.iter().map(recited).collect();
+    assert_eq!(recitals, [false, true, true], "from the request after the long page on: {record}");
+    assert_eq!(record["guards_fired"]["recital"], 2, "one per request that ends with it: {record}");
     let conversation = c.get(&format!("/sessions/{id}/conversation")).text();
     assert!(!conversation.contains("(Reminder)"), "the record keeps what was said: {conversation}");
+}
+
+/// A short page done in two turns (what a MiniWoB task is): the task is just above, so nothing
+/// is recited.
+#[test]
+fn guard_recital_is_quiet_while_the_task_is_near() {
+    let script = vec![tool("browser_snapshot", json!({})), finish("seen")];
+    let r = run("g-recital-quiet", script, "browser", task("https://shop.test/", "look at the shop"), "finished", shop);
+    assert_eq!(r.fired("recital"), 0, "{}", r.record);
+    assert!(!r.requests.iter().any(recited), "no request ends with the task");
 }
 
 #[test]

@@ -156,7 +156,8 @@ fn provider(provider: &str, base_url: &str, model: &str) -> agent_controller::co
 
 /// A small-profile session on a task none of the guards was written for (a library's opening
 /// hours, two pages, a search typed from the task's words), run the way it should be: no guard
-/// but the catalog and the recital acts, so none costs a turn where nothing went wrong.
+/// but the catalog and the recital (once, after the file is saved) acts, so none costs a turn
+/// where nothing went wrong.
 #[test]
 fn the_small_profile_s_guards_stay_quiet_on_a_run_that_goes_right() {
     let home = "Page: \"City Library\" — https://library.test/ (HTTP 200)\n\
@@ -183,5 +184,6 @@ fn the_small_profile_s_guards_stay_quiet_on_a_run_that_goes_right() {
     assert_eq!(s["profile"]["name"], "small");
     let fired: Vec<&str> = s["guards_fired"].as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(fired, ["recital", "short_catalog"], "{s}");
+    assert_eq!(s["guards_fired"]["recital"], 1, "only the request after the save: {s}");
     assert_eq!(c.get(&format!("/sessions/{id}/files/hours.txt")).text(), "Tuesday to Saturday, 9:30 to 18:00");
 }

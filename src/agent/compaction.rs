@@ -36,7 +36,7 @@ pub(super) struct Measured {
 }
 
 /// Tokens of a message, roughly: 4 characters each, an image about 1 600.
-fn estimate(messages: &[Message]) -> u64 {
+pub(super) fn estimate(messages: &[Message]) -> u64 {
     fn block(b: &Block) -> u64 {
         match b {
             Block::Text { text } => text.len() as u64 / 4,

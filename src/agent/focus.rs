@@ -24,6 +24,10 @@ use std::collections::HashSet;
 /// are offered.
 const STALE_LIMIT: u32 = 2;
 
+/// The conversation past the opening (which holds the task) at which the recital starts: a few
+/// pages' worth. A short page is done before then, and a reminder there only costs.
+const RECITAL_AFTER_TOKENS: u64 = 1_000;
+
 /// What one turn offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(super) enum Focus {
@@ -46,6 +50,8 @@ pub(super) struct FocusState {
     seen: HashSet<u64>,
     /// Whether the page returned by the call now running was new (set by `saw_page`).
     page_was_new: Option<bool>,
+    /// The recital started (`recital_due`); it stays on, compaction or not.
+    recital_started: bool,
     /// Sign-in forms pointed out so far (`login_hint`).
     login_hints: u32,
     /// A finish before the deliverable existed was answered once (`premature_finish`).
@@ -161,7 +167,19 @@ impl Agent {
         )
     }
 
-    /// The task, what is saved so far and the turn: said again at the end of every request.
+    /// Whether this request ends with the recital: from the first saved file (progress worth
+    /// saying) or once the task is far back in the conversation, and from then on.
+    pub(super) fn recital_due(&mut self) -> bool {
+        if !self.focus.recital_started {
+            let past_opening = super::compaction::estimate(self.context().get(1..).unwrap_or_default());
+            self.focus.recital_started =
+                past_opening >= RECITAL_AFTER_TOKENS || !self.runner.deliverable_files().is_empty();
+        }
+        self.focus.recital_started
+    }
+
+    /// The task, what is saved so far and the turn: said again at the end of each request
+    /// once `recital_due`.
     pub(super) fn recital(&self) -> String {
         let what = match (self.record.mode, &self.record.instruction, &self.record.goal) {
             (Mode::Task, Some(task), _) => format!("Your task: {task}"),

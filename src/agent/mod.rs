@@ -355,9 +355,10 @@ impl Agent {
     /// The recital closes the view, never the journal: added to our last message (always ours
     /// before a call) for this call only, so the conversation is not copied each turn.
     fn call_with_recital(&mut self) -> Result<Reply, LlmError> {
+        let due = self.guards.on(Guard::Recital) && self.recital_due();
         let recital = Block::text(self.recital());
         let added = match self.messages.last_mut() {
-            Some(last) if last.role == Role::User && self.guards.on(Guard::Recital) => {
+            Some(last) if last.role == Role::User && due => {
                 last.content.push(recital);
                 true
             }
