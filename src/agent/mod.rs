@@ -356,9 +356,9 @@ impl Agent {
     /// before a call) for this call only, so the conversation is not copied each turn.
     fn call_with_recital(&mut self) -> Result<Reply, LlmError> {
         let due = self.guards.on(Guard::Recital) && self.recital_due();
-        let recital = Block::text(self.recital());
-        let added = match self.messages.last_mut() {
-            Some(last) if last.role == Role::User && due => {
+        let recital = due.then(|| Block::text(self.recital()));
+        let added = match (self.messages.last_mut(), recital) {
+            (Some(last), Some(recital)) if last.role == Role::User => {
                 last.content.push(recital);
                 true
             }
