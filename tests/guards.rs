@@ -5,6 +5,7 @@
 //! asked. Pure guards are tested beside their functions (`src/agent/*.rs`).
 
 use crate::support::llm::*;
+use crate::support::wire::{Wire, openai_text};
 use crate::support::*;
 use serde_json::{Value, json};
 
@@ -131,6 +132,34 @@ fn guard_recital_is_quiet_while_the_task_is_near() {
     let r = run("g-recital-quiet", script, "browser", task("https://shop.test/", "look at the shop"), "finished", shop);
     assert_eq!(r.fired("recital"), 0, "{}", r.record);
     assert!(!r.requests.iter().any(recited), "no request ends with the task");
+}
+
+/// The same short page with a model that answers in JSON actions: there the recital closes
+/// every request from the first, and still never enters the conversation.
+#[test]
+fn guard_recital_closes_every_request_in_json_mode() {
+    let script = vec![
+        openai_text(r#"{"tool": "browser_snapshot", "args": {}}"#),
+        openai_text(r#"{"action": "complete", "message": "seen"}"#),
+    ];
+    let dir = TempDir::new("g-recital-json");
+    let (d, llm) = wire_daemon(dir.path(), Wire::OpenAi, script, |c| {
+        small(c);
+        c.api.tool_mode = "json".into();
+    });
+    let _worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &["browser"], false, shop);
+    let c = d.client();
+    let id = create_session(&c, task("https://shop.test/", "look at the shop"));
+    let record = wait_status(&c, &id, "finished");
+    let requests = llm.requests();
+    assert_eq!(requests.len(), 2, "{record}");
+    for r in &requests {
+        let last = r.body["messages"].as_array().unwrap().last().unwrap()["content"].to_string();
+        assert!(last.contains("(Reminder) Your task: look at the shop"), "{last}");
+    }
+    assert_eq!(record["guards_fired"]["recital"], 2, "{record}");
+    let conversation = c.get(&format!("/sessions/{id}/conversation")).text();
+    assert!(!conversation.contains("(Reminder)"), "{conversation}");
 }
 
 #[test]

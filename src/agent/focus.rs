@@ -107,8 +107,10 @@ pub(super) fn opens_target(record: &SessionRecord) -> bool {
 }
 
 impl FocusState {
-    pub(super) fn new(opened: bool) -> FocusState {
-        FocusState { opened, ..FocusState::default() }
+    /// `json_actions`: the model answers in JSON actions, where the recital closes every request
+    /// from the first (there it earned on short pages too; with native tool calls it cost).
+    pub(super) fn new(opened: bool, json_actions: bool) -> FocusState {
+        FocusState { opened, recital_started: json_actions, ..FocusState::default() }
     }
 
     /// A page came back from the call now running; remembered.
@@ -168,7 +170,8 @@ impl Agent {
     }
 
     /// Whether this request ends with the recital: from the first saved file (progress worth
-    /// saying) or once the task is far back in the conversation, and from then on.
+    /// saying) or once the task is far back in the conversation, and from then on (in JSON mode
+    /// always, `FocusState::new`).
     pub(super) fn recital_due(&mut self) -> bool {
         if !self.focus.recital_started {
             let past_opening = super::compaction::estimate(self.context().get(1..).unwrap_or_default());
@@ -461,7 +464,7 @@ mod tests {
 
     #[test]
     fn observations_that_bring_nothing_new_are_counted_until_something_acts() {
-        let mut f = FocusState::new(true);
+        let mut f = FocusState::new(true, false);
         assert!(call(&mut f, Tool::BrowserNavigate, Some("[e1] link \"A\""), "{}"), "a new page");
         assert_eq!(f.stale, 0, "an acting call never counts");
         assert!(!call(&mut f, Tool::BrowserSnapshot, Some("[e1] link \"A\""), "{}"));
@@ -481,7 +484,7 @@ mod tests {
 
     #[test]
     fn guard_act_turn_is_due_after_the_same_text_read_again_and_again() {
-        let mut f = FocusState::new(true);
+        let mut f = FocusState::new(true, false);
         call(&mut f, Tool::BrowserNavigate, Some("[e1] input search \"Search\""), "{}");
         for _ in 0..3 {
             call(&mut f, Tool::BrowserGetText, None, "Search the catalogue");
@@ -491,7 +494,7 @@ mod tests {
 
     #[test]
     fn guard_act_turn_is_quiet_on_a_shell_reading_one_new_file_after_another() {
-        let mut f = FocusState::new(false);
+        let mut f = FocusState::new(false, false);
         for i in 0..5 {
             call(&mut f, Tool::ReadFile, None, &format!("part {i}: 12 lines"));
             assert_eq!(f.stale, 0, "each file brings something new");

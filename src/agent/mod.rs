@@ -184,6 +184,7 @@ impl Agent {
         let choice =
             crate::config::profile::choose(endpoint, record.options.profile, found, config.agent.context_window_tokens);
         let guards = guarded::Guards::new(&choice, config, &record);
+        let json_actions = llm::tool_mode(endpoint, config) == crate::config::ToolMode::Json;
         runner.set_profile(choice);
         let boundary = boundary::Boundary::new(record.session_type);
         let system = system_prompt(&record, opened, &boundary, vision);
@@ -233,7 +234,7 @@ impl Agent {
             journaled: Default::default(),
             replaying: false,
             typed_args: Vec::new(),
-            focus: focus::FocusState::new(opened),
+            focus: focus::FocusState::new(opened, json_actions),
             grounding,
             guards,
             boundary,

@@ -259,14 +259,19 @@ pub fn provider_for(endpoint: &Endpoint, config: &Config) -> Result<Arc<dyn Prov
         Wire::OpenAi => Arc::new(openai::OpenAi::new(transport, url, key, model).with_temperature(t)),
         Wire::Gemini => Arc::new(gemini::Gemini::new(transport, url, key, model).with_temperature(t)),
     };
-    let mode = match endpoint.tool_mode {
-        ToolMode::Auto => probe::cached(endpoint, config).map_or(ToolMode::Native, |found| found.tool_mode()),
-        mode => mode,
-    };
-    Ok(match mode {
+    Ok(match tool_mode(endpoint, config) {
         ToolMode::Json => Arc::new(json_mode::JsonActions::new(native)),
         ToolMode::Native | ToolMode::Auto => native,
     })
+}
+
+/// How tools reach the model on `endpoint`: `auto` settled by what `probe` found (native until
+/// it was probed).
+pub fn tool_mode(endpoint: &Endpoint, config: &Config) -> ToolMode {
+    match endpoint.tool_mode {
+        ToolMode::Auto => probe::cached(endpoint, config).map_or(ToolMode::Native, |found| found.tool_mode()),
+        mode => mode,
+    }
 }
 
 #[cfg(test)]

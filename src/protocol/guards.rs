@@ -207,7 +207,7 @@ impl Guard {
                 BeforeTurn,
                 Hint,
                 SMALL,
-                "the task, the files saved and the turn closing each request once a file is saved or the task is a few pages back: small models lose the task in long contexts",
+                "the task, the files saved and the turn closing each request once a file is saved or the task is a few pages back (in JSON mode, every request): small models lose the task in long contexts",
             ),
             ActTurn => row(
                 BeforeTurn,
