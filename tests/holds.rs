@@ -149,64 +149,6 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
 }
 
 #[test]
-fn a_file_link_on_the_page_after_a_login_is_downloaded() {
-    let script = vec![
-        tool("perform_login", json!({})),
-        tool("browser_click", json!({"selector": "ref=e9"})),
-        tool("finish_task", json!({"summary": "done"})),
-    ];
-    let account = "Page: \"My account\" — https://a.test/account (HTTP 200)\n\
-                   [e9] link \"Invoice 0042 (PDF)\" → https://a.test/account/invoice-0042.pdf";
-    let worker = move |d: &TestDaemon| {
-        ScriptedWorker::start(&d.worker_client(), "login-box", &["browser"], false, move |cmd| {
-            match cmd["action"].as_str().unwrap() {
-                "browser_download" => json!({"success": true, "data": {"filename": "invoice-0042.pdf", "bytes": 9}}),
-                "browser_click" => {
-                    json!({"success": true, "data": {"url": "https://a.test/account", "snapshot": account}})
-                }
-                _ => {
-                    json!({"success": true, "data": {"url": "https://a.test/login", "snapshot": "Page: \"Sign in\" — https://a.test/login (HTTP 200)"}})
-                }
-            }
-        })
-    };
-    let dir = TempDir::new("login-file-link");
-    let (d, _llm) = llm_daemon(dir.path(), script, small);
-    let w = worker(&d);
-    let c = d.client();
-    let credentials = json!({"username": "u", "password": "p-secret", "login_url": "https://a.test/login"});
-    let body = json!({"mode": "task", "target": "https://a.test/login", "instruction": "open the invoice",
-                      "credentials": credentials});
-    let id = create_session(&c, body);
-    wait_status(&c, &id, "finished");
-    let seen = w.seen.lock().unwrap().clone();
-    let last = seen.last().unwrap();
-    assert_eq!(last["action"], "browser_download", "{seen:?}");
-    assert_eq!(last["params"]["url"], "https://a.test/account/invoice-0042.pdf");
-}
-
-#[test]
-fn a_link_ref_of_the_page_before_opens_its_address() {
-    let script = vec![
-        tool("browser_navigate", json!({"url": "https://a.test/contact"})),
-        // e2 ("About us") was on Home, not on Contact: the model means that link.
-        tool("browser_click", json!({"selector": "ref=e2"})),
-        tool("finish_task", json!({"summary": "done"})),
-    ];
-    let dir = TempDir::new("loop-stale-link");
-    let (d, llm) = llm_daemon(dir.path(), script, small);
-    let w = two_page_worker(&d);
-    let c = d.client();
-    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"}));
-    wait_status(&c, &id, "finished");
-    let seen = w.seen.lock().unwrap().clone();
-    let last = seen.last().unwrap();
-    assert_eq!((&last["action"], &last["params"]["url"]), (&json!("browser_navigate"), &json!("https://a.test/about")));
-    let opened = result_text(&llm.requests()[2]);
-    assert!(opened.contains("ref=e2 is a link of a page you saw before, not of this one"), "{opened}");
-}
-
-#[test]
 fn the_same_file_read_a_third_time_asks_for_the_file() {
     let read = || tool("read_file", json!({"path": "/srv/notes.txt"}));
     let save = tool("save_file", json!({"filename": "found.txt", "content": "code 42"}));

@@ -8,7 +8,6 @@ use super::Agent;
 use super::approval::Gate;
 use super::context::excerpt;
 use super::outcome::ToolOutcome;
-use super::snapshot::ClickRedirect;
 use crate::exec::ExecError;
 use crate::llm::{Block, joined_text};
 use crate::protocol::LogKind;
@@ -52,47 +51,12 @@ impl Agent {
         })
     }
 
-    /// A click on a link that goes elsewhere (`snapshot::click_redirect`): run as the download or
-    /// navigation it means, with a note saying so.
-    fn run_redirected(&mut self, name: &str, input: &Value, redirect: ClickRedirect) -> ToolOutcome {
-        let selector = input["selector"].as_str().unwrap_or("the element");
-        let (guard, tool, url, log, note) = match redirect {
-            ClickRedirect::Download(url) => (
-                Guard::FileLinkDownload,
-                Tool::BrowserDownload,
-                url,
-                "on a link to a file: downloaded instead",
-                format!("{selector} links to a file: it was downloaded, not opened (the page stays as it was)."),
-            ),
-            ClickRedirect::Open(url) => (
-                Guard::EarlierPageLink,
-                Tool::BrowserNavigate,
-                url.clone(),
-                "on a link of an earlier page: its address opened",
-                format!(
-                    "{selector} is a link of a page you saw before, not of this one: its address {url} was opened."
-                ),
-            ),
-        };
-        self.fire(guard, &format!("{name} {log}"));
-        let mut outcome = self.run_tool(tool.name(), &json!({"url": url}));
-        outcome.content.push(Block::text(note));
-        outcome
-    }
-
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
         if let Some((meant, note)) = self.click_as_said(name, input).filter(|_| self.guard_on(Guard::ClickAsSaid)) {
             self.fire(Guard::ClickAsSaid, &note);
             let mut outcome = self.run_tool(name, &meant);
             outcome.content.push(Block::text(note));
             return outcome;
-        }
-        let redirect = self.click_redirect(name, input).filter(|r| match r {
-            ClickRedirect::Download(_) => self.guard_on(Guard::FileLinkDownload),
-            ClickRedirect::Open(_) => self.guard_on(Guard::EarlierPageLink),
-        });
-        if let Some(redirect) = redirect {
-            return self.run_redirected(name, input, redirect);
         }
         self.step += 1;
         self.runner.log(

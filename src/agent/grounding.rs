@@ -5,12 +5,8 @@
 //! to do instead (the pages not opened yet; in a shell, a command that finds or computes it).
 //! The same content saved again by the very next call is saved: the model may know better.
 //! Once the model has been shown an image, its words are no longer all here: nothing is held.
-//!
-//! It also keeps which page each link ref was last shown on: a small model clicks a ref of the
-//! page it saw before (`ref=e3`, "Documents" on Home) while on another page, and what it means is
-//! that link's address.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// Texts longer than this (or of more lines) are composed, not looked up: not checked.
 const CHECKED_CHARS: usize = 300;
@@ -18,8 +14,6 @@ const CHECKED_LINES: usize = 3;
 /// Words and links kept (a session reads many pages; this bounds the memory).
 const MAX_WORDS: usize = 200_000;
 const MAX_LINKS: usize = 300;
-/// Link refs remembered with their page.
-const MAX_LINK_REFS: usize = 2_000;
 /// Unopened links named in a note.
 const LINKS_SHOWN: usize = 8;
 
@@ -31,8 +25,6 @@ pub(super) struct Grounding {
     /// URLs of the pages seen, and the last one.
     opened: HashSet<String>,
     current: String,
-    /// Each link ref shown, as (its URL, the page it was last shown on).
-    link_refs: HashMap<String, (String, String)>,
     /// A content held back, and the step of that call (saved when the next call repeats it).
     held: Option<(String, u64)>,
     /// The model was shown an image: what it read there is not in these words, so nothing is
@@ -67,11 +59,6 @@ impl Grounding {
             self.current = url.to_string();
         }
         if let Some((text, url)) = super::snapshot::link_in(line) {
-            let r = line.strip_prefix('[').and_then(|l| l.split_once(']')).map(|(r, _)| r);
-            let room = |r: &str| self.link_refs.len() < MAX_LINK_REFS || self.link_refs.contains_key(r);
-            if let Some(r) = r.filter(|r| url.starts_with("http") && room(r)) {
-                self.link_refs.insert(r.to_string(), (url.to_string(), self.current.clone()));
-            }
             if self.links.len() < MAX_LINKS && url.starts_with("http") && !self.links.iter().any(|(_, u)| u == url) {
                 self.links.push((text.to_string(), url.to_string()));
             }
@@ -106,12 +93,6 @@ impl Grounding {
     pub fn revisits(&self, text: &str) -> bool {
         let url = text.lines().find_map(|l| super::snapshot::page_url(l.trim()));
         url.is_some_and(|url| url != self.current && self.opened.contains(url))
-    }
-
-    /// The URL of link ref `r` when it was last shown on another page than the one open now.
-    pub fn link_elsewhere(&self, r: &str) -> Option<&str> {
-        let (url, page) = self.link_refs.get(r)?;
-        (*page != self.current).then_some(url.as_str())
     }
 
     /// Pages linked from what was seen and not opened yet, for a note.
@@ -196,34 +177,8 @@ mod tests {
         assert!(g.revisits("Page: \"About\" — http://h/about.html (HTTP 200)"));
     }
 
-    #[test]
-    fn a_link_ref_of_another_page_is_known_by_its_url() {
-        let mut g = seen(&["Page: \"Home\" — http://h/ (HTTP 200)\n[e2] link \"Docs\" → http://h/docs.html\n\
-                            [e9] link \"Home\" → http://h/"]);
-        assert_eq!(g.link_elsewhere("e2"), None, "on the page open now: the worker clicks it");
-        g.saw("Page: \"Contact\" — http://h/contact.html (HTTP 200)\n[e9] link \"Home\" → http://h/");
-        assert_eq!(g.link_elsewhere("e2"), Some("http://h/docs.html"));
-        assert_eq!(g.link_elsewhere("e9"), None, "shown on this page too");
-        assert_eq!(g.link_elsewhere("e5"), None, "never shown");
-    }
-
     const SEARCH: &str = "Page: \"Catalogue\" — http://h/search (HTTP 200)\n[e2] input search \"Search\" name=q\n\
                           [e3] button \"Go\"\n[e4] link \"Desk lamp\" → http://h/item/7\n[e5] link \"Next\" → http://h/search?p=2";
-
-    #[test]
-    fn guard_earlier_page_link_fires_on_a_link_ref_of_the_page_before() {
-        let mut g = seen(&[SEARCH]);
-        g.saw("Page: \"Desk lamp\" — http://h/item/7 (HTTP 200)\n[e8] button \"Add to cart\"");
-        assert_eq!(g.link_elsewhere("e5"), Some("http://h/search?p=2"), "Next, from the results before");
-    }
-
-    #[test]
-    fn guard_earlier_page_link_is_quiet_on_the_page_open_now_and_its_form() {
-        let g = seen(&[SEARCH]);
-        for r in ["e2", "e3", "e4", "e5"] {
-            assert_eq!(g.link_elsewhere(r), None, "{r}: on the page open now, or no link: the worker clicks it");
-        }
-    }
 
     #[test]
     fn guard_unseen_save_fires_on_a_number_no_result_showed() {

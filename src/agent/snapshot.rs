@@ -127,22 +127,12 @@ pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
     page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
 }
 
-/// Endings of links that lead to a file to keep rather than a page to read. A click on one
-/// opens a viewer whose snapshot is empty and whose refs are not the page's (small models then
-/// act on refs that are gone); a user who clicks it means "get this file".
+/// Endings of links that lead to a file to keep rather than a page to read: such a link is not
+/// a page left to open (`Grounding::unopened`).
 const FILE_ENDINGS: &[&str] = &[
     ".pdf", ".zip", ".gz", ".tgz", ".tar", ".7z", ".csv", ".xlsx", ".xls", ".docx", ".doc", ".pptx", ".odt", ".ods",
     ".epub", ".mp3", ".mp4", ".deb", ".rpm", ".iso", ".dmg", ".exe", ".msi",
 ];
-
-/// What a click on a link ref becomes (`click_redirect`).
-#[derive(Debug, PartialEq)]
-pub(super) enum ClickRedirect {
-    /// A link to a file: downloaded, not opened in a viewer.
-    Download(String),
-    /// A link of an earlier page: its address opened.
-    Open(String),
-}
 
 /// A snapshot line's link, `[e3] link "Text" → URL` (with its ref or without): text and URL.
 pub(super) fn link_in(line: &str) -> Option<(&str, &str)> {
@@ -150,11 +140,6 @@ pub(super) fn link_in(line: &str) -> Option<(&str, &str)> {
     let line = line.strip_prefix('[').and_then(|l| l.split_once("] ")).map_or(line, |(_, rest)| rest);
     let (text, url) = line.strip_prefix("link \"")?.rsplit_once("\" → ")?;
     Some((text, url.trim()))
-}
-
-/// The URL of a snapshot line `link "Text" → URL` when it leads to a file (by its path's ending).
-pub(super) fn file_link(line: &str) -> Option<&str> {
-    link_in(line).map(|(_, url)| url).filter(|url| is_file_url(url))
 }
 
 /// Whether a URL leads to a file to keep (by its path's ending).
@@ -247,28 +232,6 @@ impl Agent {
         Some((fixed, note))
     }
 
-    /// Where a click on a link ref goes instead of the worker's click: a link to a file is
-    /// downloaded (when the session can), and a link shown on an earlier page, not the one open
-    /// now, is opened by its address (what the model meant; the worker would refuse the ref).
-    pub(super) fn click_redirect(&self, name: &str, input: &Value) -> Option<ClickRedirect> {
-        if name != Tool::BrowserClick.name() {
-            return None;
-        }
-        let r = ref_in(input["selector"].as_str()?)?;
-        let can_download = self.offered.contains(&Tool::BrowserDownload);
-        match self.last_page.as_deref().and_then(|page| line_of(page, r)) {
-            Some(line) => file_link(line).filter(|_| can_download).map(|url| ClickRedirect::Download(url.to_string())),
-            None => {
-                let url = self.grounding.link_elsewhere(r)?.to_string();
-                Some(if is_file_url(&url) && can_download {
-                    ClickRedirect::Download(url)
-                } else {
-                    ClickRedirect::Open(url)
-                })
-            }
-        }
-    }
-
     /// The longest snapshot part for this session's model: `agent.snapshot_chars`, and at most
     /// half its context window in characters (about a seventh of it in tokens), so a long page
     /// comes in parts instead of flooding a small window.
@@ -311,15 +274,14 @@ mod tests {
 
     #[test]
     fn links_to_files_are_told_from_links_to_pages() {
-        assert_eq!(
-            file_link("link \"Guide (PDF)\" → http://h/files/guide.PDF?v=2"),
-            Some("http://h/files/guide.PDF?v=2")
-        );
-        assert_eq!(file_link("link \"a → b\" → https://h/x.zip"), Some("https://h/x.zip"));
-        assert_eq!(file_link("link \"About\" → http://h/about.html"), None);
-        assert_eq!(file_link("link \"PDF viewer\" → http://h/pdf"), None);
-        assert_eq!(file_link("button \"x.pdf\""), None);
-        assert_eq!(file_link("link \"Mail\" → mailto:a@b.pdf"), None);
+        assert!(is_file_url("http://h/files/guide.PDF?v=2"));
+        assert!(is_file_url("https://h/export/sales.CSV#top"));
+        assert!(!is_file_url("http://h/about.html"));
+        assert!(!is_file_url("http://h/pdf"));
+        assert!(!is_file_url("https://h/reports?format=pdf"), "a page that lists files");
+        assert!(!is_file_url("https://h/view?file=report.pdf"), "a viewer page");
+        assert!(!is_file_url("mailto:a@b.pdf"));
+        assert_eq!(link_in("[e7] link \"a → b\" → https://h/x.zip"), Some(("a → b", "https://h/x.zip")));
         assert_eq!(
             link_in("  [e3] link \"About us\" → http://h/about.html"),
             Some(("About us", "http://h/about.html"))
@@ -364,8 +326,7 @@ mod tests {
         assert_eq!(meant_ref(HOME, "e9", "'About us'", &[]), None, "a ref not on the page");
     }
 
-    /// A search form and its results: what `click_as_said` and `file_link_download` were not
-    /// written for.
+    /// A search form and its results: what `click_as_said` was not written for.
     const SEARCH: &str = "[e2] input search \"Search\" name=q value=\"lamp\"\n[e3] button \"Go\"\n\
                           [e4] link \"Lamps\" → http://h/c/lamps\n[e5] link \"Lamp shades\" → http://h/c/shades";
 
@@ -390,25 +351,5 @@ mod tests {
             Some("e4"),
             "untyped: a name"
         );
-    }
-
-    #[test]
-    fn guard_file_link_download_fires_on_a_link_to_a_file() {
-        let line = "[e7] link \"Annual report (PDF, 2 MB)\" → https://h/reports/2024.pdf";
-        assert_eq!(file_link(line), Some("https://h/reports/2024.pdf"));
-        assert_eq!(
-            file_link("[e8] link \"Data\" → https://h/export/sales.CSV#top"),
-            Some("https://h/export/sales.CSV#top")
-        );
-    }
-
-    #[test]
-    fn guard_file_link_download_is_quiet_on_pages_searches_and_buttons() {
-        for line in SEARCH.lines() {
-            assert_eq!(file_link(line), None, "{line}");
-        }
-        assert_eq!(file_link("[e2] link \"Reports\" → https://h/reports?format=pdf"), None, "a page that lists files");
-        assert_eq!(file_link("[e3] link \"report.pdf\" → https://h/view?file=report.pdf"), None, "a viewer page");
-        assert_eq!(file_link("[e4] button \"Download PDF\""), None, "a button is clicked");
     }
 }

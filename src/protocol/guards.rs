@@ -169,8 +169,6 @@ guards! {
     FormDefaults = "form_defaults",
     FormValues = "form_values",
     ClickAsSaid = "click_as_said",
-    FileLinkDownload = "file_link_download",
-    EarlierPageLink = "earlier_page_link",
     ToolAsProgram = "tool_as_program",
     ArgumentRepair = "argument_repair",
     LoopNote = "loop_note",
@@ -276,15 +274,6 @@ impl Guard {
                 SMALL,
                 "a click on a ref the reply's words do not name, while they quote one other link or button (not a text just typed), clicks that one",
             ),
-            FileLinkDownload => row(
-                BeforeCall,
-                Redirect,
-                SMALL,
-                "a click on a link to a file downloads it (a viewer has no page to act on)",
-            ),
-            EarlierPageLink => {
-                row(BeforeCall, Redirect, SMALL, "a click on a link ref of an earlier page opens its address")
-            }
             ToolAsProgram => row(
                 BeforeCall,
                 Repair,
