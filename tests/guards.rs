@@ -184,29 +184,6 @@ fn guard_login_hint_is_quiet_on_a_search_form() {
     assert!(!r.requests[0].body["messages"].to_string().contains("perform_login, which"), "no hint");
 }
 
-#[test]
-fn guard_last_turn_deliver_fires_on_the_last_of_several_turns() {
-    let save = tool("save_file", json!({"filename": "answer.txt", "content": "About"}));
-    let script = vec![tool("browser_snapshot", json!({})), save, text("Saved About in answer.txt.")];
-    let mut body = task("https://shop.test/", "Save the name of the shop's last link in answer.txt.");
-    body["options"] = json!({"max_turns": 2});
-    let r = run("g-last-turn", script, "browser", body, "finished", shop);
-    assert_eq!(r.fired("last_turn_deliver"), 1, "{}", r.record);
-    assert_eq!(r.requests[1].tool_names(), ["save_file"], "the last turn offers the deliverable");
-    assert_eq!(r.files, ["answer.txt"]);
-}
-
-#[test]
-fn guard_last_turn_deliver_is_quiet_on_a_one_turn_session() {
-    let mut body = task("https://shop.test/", "Save the name of the shop's last link in answer.txt.");
-    body["options"] = json!({"max_turns": 1});
-    let save = tool("save_file", json!({"filename": "answer.txt", "content": "About"}));
-    let r = run("g-last-turn-quiet", vec![save, text("About")], "browser", body, "finished", shop);
-    assert_eq!(r.fired("last_turn_deliver"), 0, "{}", r.record);
-    assert!(r.requests[0].tool_names().len() > 1, "the one turn is open: {:?}", r.requests[0].tool_names());
-    assert!(r.requests[0].body.get("tool_choice").is_none(), "no call is required");
-}
-
 /// A shell session reading one file three times while the task keeps no file: what it reads is
 /// not the answer to keep, so the next turn stays open (`looked_enough`, `stuck_deliver` quiet).
 #[test]

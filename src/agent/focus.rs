@@ -1,7 +1,6 @@
 //! What each turn offers and says (the `short_catalog`, `recital`, `act_turn`,
-//! `last_turn_deliver`, `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint`
-//! and `revisit` guards), and the session opening its browser target
-//! before the first turn (both profiles).
+//! `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint` and `revisit` guards),
+//! and the session opening its browser target before the first turn (both profiles).
 //!
 //! Invariants: a focus note is a real user message (journaled like any other); only the recital
 //! lives in the view alone. The tool list is the same every turn but the last chance, so a local
@@ -36,7 +35,7 @@ pub(super) enum Focus {
     Open,
     /// Acting and delivering tools only: the model keeps looking at what it has.
     Act,
-    /// Delivering tools only: stuck, or the last turn.
+    /// Delivering tools only: stuck, the budget spent, or the same result looked at a third time.
     Deliver,
 }
 
@@ -203,10 +202,8 @@ impl Agent {
 
     /// The focus of the turn about to be made; a note saying why goes into the conversation.
     pub(super) fn choose_focus(&mut self, stuck: Option<&str>, budget: Option<BudgetKind>) {
-        let last_turn =
-            self.turn >= self.record.max_turns && self.record.max_turns > 1 && self.guard_on(Guard::LastTurnDeliver);
         let looked_enough = std::mem::take(&mut self.focus.deliver_next) && !self.delivered();
-        let focus = if stuck.is_some() || last_turn || budget.is_some() || looked_enough {
+        let focus = if stuck.is_some() || budget.is_some() || looked_enough {
             Focus::Deliver
         } else if self.focus.stale >= STALE_LIMIT && self.guard_on(Guard::ActTurn) {
             Focus::Act
@@ -217,8 +214,7 @@ impl Agent {
             (Focus::Open, ..) | (_, _, Some(_)) => None,
             (Focus::Act, ..) => Some((Guard::ActTurn, "observations brought nothing new: only acting tools run")),
             (_, Some(_), _) => Some((Guard::StuckDeliver, "stuck: one call that can only deliver")),
-            _ if looked_enough && !last_turn => Some((Guard::LookedEnough, "the same result a third time: deliver")),
-            _ => Some((Guard::LastTurnDeliver, "the last turn: only the tool that delivers")),
+            _ => Some((Guard::LookedEnough, "the same result a third time: deliver")),
         };
         if let Some((guard, what)) = why {
             self.fire(guard, what);
@@ -241,14 +237,11 @@ impl Agent {
                  Deliver now: call {}.",
                 self.deliver_call()
             ),
-            (Focus::Deliver, None) if looked_enough && !last_turn => format!(
+            (Focus::Deliver, None) => format!(
                 "You keep looking at the same result: what you looked for is in front of you. {task}\n\
                  Deliver now: call {}.",
                 self.deliver_call()
             ),
-            (Focus::Deliver, None) => {
-                format!("This is your last turn. {task}\nDeliver now: call {}.", self.deliver_call())
-            }
         };
         self.focus.stale = 0;
         self.push_user_text(note);

@@ -157,7 +157,6 @@ guards! {
     ShortCatalog = "short_catalog",
     Recital = "recital",
     ActTurn = "act_turn",
-    LastTurnDeliver = "last_turn_deliver",
     StuckDeliver = "stuck_deliver",
     LookedEnough = "looked_enough",
     PrematureFinish = "premature_finish",
@@ -213,9 +212,6 @@ impl Guard {
                 SMALL,
                 "two observations that brought nothing new: the next turn runs only tools that act or deliver",
             ),
-            LastTurnDeliver => {
-                row(BeforeTurn, Hold, SMALL, "the last turn offers only the tool that delivers what the task asks for")
-            }
             StuckDeliver => row(
                 BeforeTurn,
                 Hold,
