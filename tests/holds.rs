@@ -278,21 +278,22 @@ fn a_click_goes_to_the_link_the_reply_names() {
 
 #[test]
 fn a_guess_held_back_is_held_again_after_wandering_off() {
-    let guess = || tool("save_file", json!({"filename": "answer.txt", "content": "New York"}));
+    let guess = || tool("browser_type", json!({"selector": "ref=e1", "text": "New York"}));
     let nav = tool("browser_navigate", json!({"url": "https://a.test/next"}));
     let finish = || tool("finish_task", json!({"summary": "no city found"}));
     let script = vec![guess(), nav, guess(), finish(), finish()];
     let dir = TempDir::new("guess-again");
     let (d, llm) = llm_daemon(dir.path(), script, small);
-    let _worker = static_worker(&d);
+    let worker = static_worker(&d);
     let c = d.client();
-    let task = json!({"mode": "task", "target": "https://a.test/", "instruction": "Save the city in answer.txt."});
+    let task = json!({"mode": "task", "target": "https://a.test/", "instruction": "Search the site for the city."});
     let id = create_session(&c, task);
     wait_status(&c, &id, "finished");
     let reqs = llm.requests();
     // The hold quotes the guess; that quote does not make it a word the session has seen.
     for i in [1, 3] {
-        assert!(result_text(&reqs[i]).contains("Not saved yet: `New`, `York`"), "call {i}: {}", result_text(&reqs[i]));
+        assert!(result_text(&reqs[i]).contains("Not typed: `New`, `York`"), "call {i}: {}", result_text(&reqs[i]));
     }
-    assert_eq!(c.get(&format!("/sessions/{id}/files/answer.txt")).status, 404, "the guess was never saved");
+    let seen = worker.seen.lock().unwrap();
+    assert!(seen.iter().all(|c| c["action"] != "browser_type"), "the guess was never typed: {seen:?}");
 }

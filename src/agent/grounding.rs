@@ -1,10 +1,11 @@
-//! Answers that come from nowhere. A small model that has not found what the task asks for
-//! often saves a plausible guess ("New York", "1000") and finishes. The session keeps every word
-//! it has seen (the task, every tool result) and the links its pages showed; a short text to
-//! save whose numbers or capitalised words appear in none of them is held back once, with what
-//! to do instead (the pages not opened yet; in a shell, a command that finds or computes it).
-//! The same content saved again by the very next call is saved: the model may know better.
-//! Once the model has been shown an image, its words are no longer all here: nothing is held.
+//! Values that come from nowhere. A small model that has not found what the task asks for
+//! often types a plausible guess ("John Doe", "New York") into a page. The session keeps every
+//! word it has seen (the task, every tool result) and the links its pages showed; a short text
+//! whose numbers or capitalised words appear in none of them is held back once by
+//! `unseen_typing` (`form_fit.rs`), with the pages not opened yet. The same text again in the
+//! very next call goes through: the model may know better. Once the model has been shown an
+//! image, its words are no longer all here: nothing is held. The pages seen also tell when one
+//! opened before comes back (`revisit`).
 
 use std::collections::HashSet;
 
@@ -79,8 +80,8 @@ impl Grounding {
             .collect()
     }
 
-    /// Whether a save of `content` (with unseen words) at call `step` is held back: yes, unless
-    /// the call just before held back the same content (the model insists at once; one that
+    /// Whether `content` (with unseen words) at call `step` is held back: yes, unless the call
+    /// just before held back the same content (the model insists at once; one that
     /// wandered off and came back with the same guess has found nothing).
     pub fn hold(&mut self, content: &str, step: u64) -> bool {
         let insists = self.held.as_ref().is_some_and(|(c, s)| c == content && step == s + 1);
@@ -179,24 +180,6 @@ mod tests {
 
     const SEARCH: &str = "Page: \"Catalogue\" — http://h/search (HTTP 200)\n[e2] input search \"Search\" name=q\n\
                           [e3] button \"Go\"\n[e4] link \"Desk lamp\" → http://h/item/7\n[e5] link \"Next\" → http://h/search?p=2";
-
-    #[test]
-    fn guard_unseen_save_fires_on_a_number_no_result_showed() {
-        let mut g = seen(&["How many lines has /srv/app.log? Save the count in answer.txt.", "{\"exit_code\":0}"]);
-        assert_eq!(g.unseen("1000"), vec!["1000"]);
-        assert!(g.hold("1000", 3), "held once");
-    }
-
-    #[test]
-    fn guard_unseen_save_is_quiet_on_a_shell_count_and_a_composed_table() {
-        let g = seen(&[
-            "How many lines has /srv/app.log? Save the count in answer.txt.",
-            "{\"exit_code\":0,\"stdout\":\"4812 /srv/app.log\\n\"}",
-        ]);
-        assert!(g.unseen("4812").is_empty(), "the count the command printed");
-        assert!(g.unseen("4812 lines").is_empty());
-        assert!(g.unseen("Region,Total\nNorth,17\nSouth,25\nAll,42\n").is_empty(), "a composed table is not looked up");
-    }
 
     #[test]
     fn guard_revisit_fires_when_a_page_opened_before_comes_back() {

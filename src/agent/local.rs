@@ -8,10 +8,9 @@ use super::Agent;
 use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
+use crate::protocol::FileKind;
 use crate::protocol::domains::{DomainPattern, host_of};
-use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
-use crate::protocol::{FileKind, SessionType};
 use crate::session::{AskOutcome, ConfirmationOutcome};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
@@ -94,12 +93,6 @@ impl Agent {
             },
             _ => content.as_bytes().to_vec(),
         };
-        if input["encoding"].as_str() != Some("base64") && self.guard_on(Guard::UnseenSave) {
-            let unseen = self.grounding.unseen(content);
-            if !unseen.is_empty() && self.grounding.hold(content, self.step) {
-                return self.guess_held_back(&unseen);
-            }
-        }
         match self.runner.store_file(input["filename"].as_str().unwrap_or("file"), &bytes, FileKind::Generated) {
             Ok(entry) if entry.duplicate => ToolOutcome::ok(json!({
                 "saved": entry.filename, "size_kb": entry.size_kb,
@@ -108,30 +101,6 @@ impl Agent {
             Ok(entry) => ToolOutcome::ok(json!({"saved": entry.filename, "size_kb": entry.size_kb})),
             Err(e) => ToolOutcome::error(format!("could not save the file: {}", e.message())),
         }
-    }
-
-    /// A short answer with words nothing in the session showed: held back (`grounding.rs`).
-    fn guess_held_back(&self, unseen: &[String]) -> ToolOutcome {
-        let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
-        self.fire(Guard::UnseenSave, &format!("save_file held back: {words} seen nowhere"));
-        let find = match self.record.session_type {
-            SessionType::Browser => match self.grounding.unopened().as_slice() {
-                [] => "Find it on the site first.".to_string(),
-                pages => format!(
-                    "Find it first: pages not opened yet: {} (browser_navigate to the likeliest).",
-                    pages.join(", ")
-                ),
-            },
-            SessionType::Shell => {
-                "Find or compute it first with run_command (grep, grep -c, awk -F, wc -l, find).".to_string()
-            }
-            SessionType::App => String::new(),
-        };
-        ToolOutcome::guess_held(format!(
-            "Not saved yet: {words} is in nothing this session has seen (the task, pages, outputs), so it may be a guess. \
-             {find} If you are sure it is right, call save_file again now with the same content. {}",
-            self.task_line()
-        ))
     }
 
     fn send_notification(&self, input: &Value) -> ToolOutcome {

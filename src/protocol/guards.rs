@@ -162,7 +162,6 @@ guards! {
     PrematureFinish = "premature_finish",
     LoginHint = "login_hint",
     Revisit = "revisit",
-    UnseenSave = "unseen_save",
     UnseenTyping = "unseen_typing",
     AnswerInWords = "answer_in_words",
     FormDefaults = "form_defaults",
@@ -237,12 +236,6 @@ impl Guard {
                 "a sign-in form in a session with credentials names perform_login (small models submit it empty)",
             ),
             Revisit => row(AfterResult, Hint, SMALL, "a page opened again names the pages not opened yet"),
-            UnseenSave => row(
-                BeforeCall,
-                Hold,
-                SMALL,
-                "a short save_file whose numbers or names appear nowhere is held once as a guess",
-            ),
             UnseenTyping => {
                 row(BeforeCall, Hold, SMALL, "text typed into a page that nothing seen holds is held once as invented")
             }
