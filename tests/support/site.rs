@@ -100,7 +100,8 @@ fn states_page(open: bool) -> String {
         <div id="panel"{hidden}>Ships in 3 days</div>
         <details><summary>More info</summary><p>Hidden details text</p></details>
         <button aria-pressed="false" onclick="this.setAttribute('aria-pressed', 'true')">Bold</button>
-        <button disabled>Delete</button>
+        <button disabled>Delete</button> <button><img src="/logo.png" alt="Search"></button>
+        <a href="/cart"><svg width="9" height="9"><title>Cart</title><rect width="9" height="9"/></svg></a>
         <label>Code <input name="code" required></label> <label>Account <input name="account" value="ACC-7" readonly></label>"#
     )
 }

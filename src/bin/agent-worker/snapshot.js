@@ -26,6 +26,15 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   // end (a text's last word, a log's last line), at most `RUN_CHARS` in all.
   const VALUE_TAIL = 100;
   const ends = s => s.length > RUN_CHARS ? s.slice(0, RUN_CHARS - VALUE_TAIL - 3) + " … " + s.slice(-VALUE_TAIL) : s;
+  // A link or button with no text of its own (an icon) is named by what it holds, as a person
+  // reads the icon: an image's alt, an SVG's title, a child's label or tooltip.
+  function iconName(el) {
+    for (const c of el.querySelectorAll("img[alt], svg title, [aria-label], [title]")) {
+      const name = norm(c.tagName.toLowerCase() === "title" ? c.textContent : c.getAttribute("alt") || c.getAttribute("aria-label") || c.getAttribute("title"));
+      if (name) return name;
+    }
+    return "";
+  }
   function shown(el) {
     if (el.tagName === "INPUT" && el.type === "hidden") return false;
     if (el.checkVisibility) return el.checkVisibility({visibilityProperty: true, checkVisibilityCSS: true});
@@ -166,9 +175,9 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     }
     function visit(el, inTable) {
       const tag = el.tagName.toLowerCase(), role = el.getAttribute("role");
-      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el))}${states(el)}${address(el)}`);
+      if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el) || iconName(el))}${states(el)}${address(el)}`);
       if (tag === "button" || role === "button" || (tag === "input" && BUTTON_INPUTS.has(el.type)))
-        return item("button", el, `button ${q(ac.textOf(el) || el.value || el.getAttribute("aria-label"))}${states(el)}`);
+        return item("button", el, `button ${q(ac.textOf(el) || el.value || iconName(el))}${states(el)}`);
       if (tag === "input" || tag === "textarea" || tag === "select") return item("field", el, describeField(el, tag));
       if (tag === "label" && el.control) { flush(); return walk(el, true); }
       if (tag === "table" && !inTable) {
