@@ -1,8 +1,7 @@
 //! What the small profile's holds and redirects do to a whole session, through the real daemon
 //! and agent on a scripted model and a scripted browser or shell worker: a finish before the
-//! deliverable, a page opened again, a refused submit, a file link, a link of the page before,
-//! a file read a third time, text clicked twice, a tool run as a shell program, values typed
-//! from nowhere, a click the reply's words name, a guess held back.
+//! deliverable, a side download, a refused submit, values typed from nowhere, a long streak of
+//! commands, a click the reply's words name, a guess held back.
 
 use crate::loops::{actions, finished_task, result_text, static_worker};
 use crate::support::llm::*;
@@ -34,44 +33,6 @@ fn a_finish_before_the_deliverable_is_sent_back_once() {
     let first = result_text(&llm.requests()[1]);
     assert!(first.contains("Not finished") && first.contains("save_file"), "{first}");
     assert_eq!(c.get(&format!("/sessions/{id}/files")).json()[0]["filename"], "answer.txt");
-}
-
-/// A browser worker with two pages that link to each other, the home page also to About.
-fn two_page_worker(d: &TestDaemon) -> ScriptedWorker {
-    let current = std::sync::Mutex::new("https://a.test/".to_string());
-    ScriptedWorker::start(&d.worker_client(), "pages-box", &["browser"], false, move |cmd| {
-        let mut url = current.lock().unwrap();
-        if let Some(to) = cmd["params"]["url"].as_str() {
-            *url = to.to_string();
-        }
-        let snapshot = if url.ends_with("/contact") {
-            "Page: \"Contact\" — https://a.test/contact (HTTP 200)\n[e3] link \"Home\" → https://a.test/".to_string()
-        } else {
-            format!(
-                "Page: \"Home\" — {url} (HTTP 200)\n[e1] link \"Contact\" → https://a.test/contact\n\
-                 [e2] link \"About us\" → https://a.test/about"
-            )
-        };
-        json!({"success": true, "data": {"url": *url, "title": "t", "snapshot": snapshot}})
-    })
-}
-
-#[test]
-fn a_page_opened_again_names_the_pages_not_opened_yet() {
-    let nav = |url: &str| tool("browser_navigate", json!({"url": url}));
-    let script = vec![
-        nav("https://a.test/contact"),
-        nav("https://a.test/"),
-        tool("browser_snapshot", json!({})),
-        tool("finish_task", json!({"summary": "Not found."})),
-    ];
-    let body = json!({"mode": "task", "target": "https://a.test/", "instruction": "find the city"});
-    let reqs = finished_task("loop-revisit", script, two_page_worker, body).requests();
-    let note = "You opened this page before. If it does not have what you need, open one not opened yet: \
-                \\\"About us\\\" https://a.test/about.";
-    assert!(!result_text(&reqs[1]).contains("opened this page before"), "a new page: {}", result_text(&reqs[1]));
-    assert!(result_text(&reqs[2]).contains(note), "back home: {}", result_text(&reqs[2]));
-    assert!(!result_text(&reqs[3]).contains("opened this page before"), "the same page looked at again");
 }
 
 #[test]
@@ -146,59 +107,6 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
         tools,
         ["browser_navigate", "browser_click", "browser_click", "browser_fill_form", "browser_click", "finish_task"]
     );
-}
-
-#[test]
-fn the_same_file_read_a_third_time_asks_for_the_file() {
-    let read = || tool("read_file", json!({"path": "/srv/notes.txt"}));
-    let save = tool("save_file", json!({"filename": "found.txt", "content": "code 42"}));
-    let script = vec![read(), read(), read(), save, tool("finish_task", json!({"summary": "done"}))];
-    let worker = |d: &TestDaemon| {
-        ScriptedWorker::start(
-            &d.worker_client(),
-            "box",
-            &["shell"],
-            false,
-            |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
-        )
-    };
-    let body = json!({"mode": "task", "type": "shell", "target": "box",
-                      "instruction": "Save the contents of /srv/notes.txt as found.txt."});
-    let reqs = finished_task("loop-read-deliver", script, worker, body).requests();
-    assert_eq!(reqs[3].tool_names(), vec!["save_file"], "only the deliverable is offered");
-    let asked = reqs[3].body["messages"].to_string();
-    assert!(asked.contains("You keep looking at the same result"), "{asked}");
-    assert!(asked.contains(r#"Deliver now: call save_file with filename \"found.txt\""#), "{asked}");
-    assert!(reqs[4].tool_names().len() > 1, "the turn after is open again");
-}
-
-#[test]
-fn a_tool_run_as_a_shell_program_is_called_as_the_tool() {
-    let as_program = tool("run_command", json!({"command": "read_file /srv/notes.txt", "cwd": "/srv"}));
-    let save = tool("run_command", json!({"command": "save_file found.txt \"code 42\"", "timeout_s": 10}));
-    let script = vec![as_program, save, tool("finish_task", json!({"summary": "read"}))];
-    let dir = TempDir::new("tool-as-program");
-    let (d, llm) = llm_daemon(dir.path(), script, small);
-    let worker = ScriptedWorker::start(
-        &d.worker_client(),
-        "box",
-        &["shell"],
-        false,
-        |_| json!({"success": true, "data": {"content": "code 42\n", "path": "/srv/notes.txt", "size": 8}}),
-    );
-    let c = d.client();
-    let body = json!({"mode": "task", "type": "shell", "target": "box",
-                      "instruction": "Save the contents of /srv/notes.txt as found.txt."});
-    let id = create_session(&c, body);
-    wait_status(&c, &id, "finished");
-    let seen = worker.seen.lock().unwrap().clone();
-    assert_eq!(seen.len(), 1, "{seen:?}");
-    assert_eq!(seen[0]["action"], "read_file");
-    assert_eq!(seen[0]["params"]["path"], "/srv/notes.txt");
-    let result = result_text(&llm.requests()[1]);
-    assert!(result.contains("code 42") && result.contains("`read_file` is one of your tools"), "{result}");
-    // `save_file NAME CONTENT` as a command: the file, with the rest of the line as its content.
-    assert_eq!(c.get(&format!("/sessions/{id}/files/found.txt")).body, b"code 42");
 }
 
 #[test]

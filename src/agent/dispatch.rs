@@ -75,12 +75,8 @@ impl Agent {
         }
         self.point_at_form_values(name, input, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
-        let revisit = self.grounding.revisits(&whole);
         if !outcome.quotes_guess {
             self.grounding.saw(&whole);
-        }
-        if revisit {
-            self.note_revisit(&mut outcome);
         }
         if outcome.content.iter().any(|b| matches!(b, Block::Image { .. })) {
             self.grounding.saw_image();
@@ -153,14 +149,6 @@ impl Agent {
     }
 
     pub(super) fn dispatch(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some((tool, args)) = self.tool_as_program(name, input).filter(|_| self.guard_on(Guard::ToolAsProgram)) {
-            self.fire(Guard::ToolAsProgram, &format!("run_command of `{tool}` run as the tool"));
-            let mut outcome = self.dispatch(tool, &args);
-            outcome.content.push(Block::text(format!(
-                "(`{tool}` is one of your tools, not a program on the machine: it was called as the tool)"
-            )));
-            return outcome;
-        }
         let Some(i) = self.offered.iter().position(|t| t.name() == name) else {
             let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
@@ -218,19 +206,6 @@ impl Agent {
             return Some(outcome);
         }
         None
-    }
-
-    /// The offered tool a shell command runs as if it were a program (`run_command {"command":
-    /// "read_file /srv/a.txt"}`: small models mix the two up), and its arguments from the
-    /// command line (`schema::from_command_line`).
-    fn tool_as_program(&self, name: &str, input: &Value) -> Option<(&'static str, Value)> {
-        if name != Tool::RunCommand.name() {
-            return None;
-        }
-        let line = input["command"].as_str()?;
-        let program = line.split_whitespace().next()?;
-        let i = self.offered.iter().position(|t| t.name() == program && t.name() != name)?;
-        Some((self.offered[i].name(), schema::from_command_line(&self.tools[i].input_schema, line, input)))
     }
 
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {

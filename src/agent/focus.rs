@@ -1,6 +1,6 @@
-//! What each turn offers and says (the `short_catalog`, `recital`, `act_turn`,
-//! `stuck_deliver`, `looked_enough`, `premature_finish`, `login_hint` and `revisit` guards),
-//! and the session opening its browser target before the first turn (both profiles).
+//! What each turn offers and says (the `short_catalog`, `recital`, `stuck_deliver`,
+//! `premature_finish` and `login_hint` guards), and the session opening its browser target
+//! before the first turn (both profiles).
 //!
 //! Invariants: a focus note is a real user message (journaled like any other); only the recital
 //! lives in the view alone. The tool list is the same every turn but the last chance, so a local
@@ -19,10 +19,6 @@ use crate::protocol::{Mode, SessionRecord, SessionType};
 use serde_json::json;
 use std::collections::HashSet;
 
-/// Observations in a row that returned what the model already had before only acting tools
-/// are offered.
-const STALE_LIMIT: u32 = 2;
-
 /// The conversation past the opening (which holds the task) at which the recital starts: a few
 /// pages' worth. A short page is done before then, and a reminder there only costs.
 const RECITAL_AFTER_TOKENS: u64 = 1_000;
@@ -33,9 +29,7 @@ pub(super) enum Focus {
     /// Every tool of the session.
     #[default]
     Open,
-    /// Acting and delivering tools only: the model keeps looking at what it has.
-    Act,
-    /// Delivering tools only: stuck, the budget spent, or the same result looked at a third time.
+    /// Delivering tools only: stuck, or the budget spent.
     Deliver,
 }
 
@@ -43,9 +37,7 @@ pub(super) enum Focus {
 pub(super) struct FocusState {
     /// The session opened its browser target before the first turn.
     pub opened: bool,
-    /// Observations in a row that brought nothing new.
-    stale: u32,
-    /// What observations returned so far (pages without ref numbers, other results whole).
+    /// The pages seen so far (without ref numbers).
     seen: HashSet<u64>,
     /// Whether the page returned by the call now running was new (set by `saw_page`).
     page_was_new: Option<bool>,
@@ -57,8 +49,6 @@ pub(super) struct FocusState {
     finish_held: bool,
     /// The constrained call after the session got stuck was made.
     pub delivery_tried: bool,
-    /// The next turn asks for the deliverable: the model looked at the same thing a third time.
-    pub deliver_next: bool,
     /// The focus of the turn being made, and the guard that chose it (none: the budget's wrap-up).
     pub turn: Focus,
     by: Option<Guard>,
@@ -122,14 +112,9 @@ impl FocusState {
         self.page_was_new = None;
     }
 
-    /// After a call ran: an observation that brought nothing new counts; anything else resets.
-    /// Whether the call brought a page not seen before.
-    pub(super) fn after_call(&mut self, tool: Option<Tool>, result: &str) -> bool {
-        let page = self.page_was_new.take();
-        let new = page.unwrap_or_else(|| self.seen.insert(super::snapshot::hash_of(result)));
-        let observes = tool.is_some_and(|t| !t.spec().acts && !delivers(t));
-        self.stale = if observes && !new { self.stale + 1 } else { 0 };
-        page == Some(true)
+    /// After a call ran: whether it brought a page not seen before.
+    pub(super) fn after_call(&mut self) -> bool {
+        self.page_was_new.take() == Some(true)
     }
 }
 
@@ -202,48 +187,28 @@ impl Agent {
 
     /// The focus of the turn about to be made; a note saying why goes into the conversation.
     pub(super) fn choose_focus(&mut self, stuck: Option<&str>, budget: Option<BudgetKind>) {
-        let looked_enough = std::mem::take(&mut self.focus.deliver_next) && !self.delivered();
-        let focus = if stuck.is_some() || budget.is_some() || looked_enough {
-            Focus::Deliver
-        } else if self.focus.stale >= STALE_LIMIT && self.guard_on(Guard::ActTurn) {
-            Focus::Act
-        } else {
-            Focus::Open
-        };
-        let why = match (focus, stuck, budget) {
-            (Focus::Open, ..) | (_, _, Some(_)) => None,
-            (Focus::Act, ..) => Some((Guard::ActTurn, "observations brought nothing new: only acting tools run")),
-            (_, Some(_), _) => Some((Guard::StuckDeliver, "stuck: one call that can only deliver")),
-            _ => Some((Guard::LookedEnough, "the same result a third time: deliver")),
-        };
-        if let Some((guard, what)) = why {
-            self.fire(guard, what);
+        let focus = if stuck.is_some() || budget.is_some() { Focus::Deliver } else { Focus::Open };
+        // The budget's wrap-up is no guard: every session ends so.
+        let by = (stuck.is_some() && budget.is_none()).then_some(Guard::StuckDeliver);
+        if let Some(guard) = by {
+            self.fire(guard, "stuck: one call that can only deliver");
         }
-        self.focus.by = why.map(|(guard, _)| guard);
+        self.focus.by = by;
         self.focus.turn = focus;
         let task = self.task_line();
-        let note = match (focus, stuck) {
+        let note = match (focus, budget) {
             (Focus::Open, _) => return,
-            (Focus::Deliver, _) if budget.is_some() => format!(
+            (Focus::Deliver, Some(budget)) => format!(
                 "The session's {} budget is spent: this is your last call. {task}\nDeliver what you have now: call {}.",
-                budget.map_or("", BudgetKind::noun),
+                budget.noun(),
                 self.deliver_call()
             ),
-            (Focus::Act, _) => {
-                format!("{}. This turn only tools that act will run. {task}", self.act_now())
-            }
-            (Focus::Deliver, Some(_)) => format!(
+            (Focus::Deliver, None) => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
                  Deliver now: call {}.",
                 self.deliver_call()
             ),
-            (Focus::Deliver, None) => format!(
-                "You keep looking at the same result: what you looked for is in front of you. {task}\n\
-                 Deliver now: call {}.",
-                self.deliver_call()
-            ),
         };
-        self.focus.stale = 0;
         self.push_user_text(note);
     }
 
@@ -303,21 +268,6 @@ impl Agent {
         format!("{}{args}", tool.name())
     }
 
-    /// Another page opened before, reached again while nothing the task asks for is kept: the
-    /// pages not opened yet, by name (a small model goes Home → Contact → Home and never tries
-    /// About).
-    pub(super) fn note_revisit(&self, outcome: &mut super::outcome::ToolOutcome) {
-        let unopened = self.grounding.unopened();
-        if outcome.is_error || unopened.is_empty() || self.delivered() || !self.guard_on(Guard::Revisit) {
-            return;
-        }
-        self.fire(Guard::Revisit, &format!("{} pages not opened yet named", unopened.len()));
-        outcome.content.push(Block::text(format!(
-            "You opened this page before. If it does not have what you need, open one not opened yet: {}.",
-            unopened.join(", ")
-        )));
-    }
-
     /// Whether what the task asks to keep is saved: the file it names (a side download, a
     /// guide clicked on the way, is not `answer.txt`), else any file.
     pub(super) fn delivered(&self) -> bool {
@@ -374,40 +324,17 @@ impl Agent {
         let tool = Tool::from_name(name)?;
         let offered = match self.focus.turn {
             Focus::Open => return None,
-            Focus::Act => tool.spec().acts || delivers(tool),
             Focus::Deliver => delivers(tool),
         };
         if offered {
             return None;
         }
         if let Some(guard) = self.focus.by {
-            self.fire(guard, &format!("{name} not run: this turn asks to act or deliver"));
+            self.fire(guard, &format!("{name} not run: this turn asks to deliver"));
         }
-        let what = if self.focus.turn == Focus::Act {
-            self.act_now()
-        } else {
-            "Deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer"
-        };
-        Some(super::outcome::ToolOutcome::error(format!("Not run. {what}.")))
-    }
-
-    /// What acting means in this session's kind of target (a shell's acting is a command that
-    /// computes what reading cannot: small models read a file again and again to count in it).
-    fn act_now(&self) -> &'static str {
-        match self.record.session_type {
-            SessionType::Browser => {
-                "You already have this page: looking at it again shows nothing new. Act on it now (click, type, \
-                 download, save_file) or finish"
-            }
-            SessionType::Shell => {
-                "You already have this output: reading it again shows nothing new. Act now: run_command to \
-                 compute what you need (grep -c, wc -l, awk, find), save_file the answer, or finish"
-            }
-            SessionType::App => {
-                "You already have this screen: looking at it again shows nothing new. Act on it now (click, \
-                 type_text, press_key, save_file) or finish"
-            }
-        }
+        Some(super::outcome::ToolOutcome::error(
+            "Not run. Deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer.",
+        ))
     }
 
     /// The names of the tools the model is shown (for the conversation files).
@@ -446,51 +373,22 @@ mod tests {
         assert_eq!(file_to_keep("Count the lines of /var/log/app.txt"), None);
     }
 
-    /// One call: the page it brought back (if any), then its end; whether that page was new.
-    fn call(f: &mut FocusState, tool: Tool, page: Option<&str>, result: &str) -> bool {
+    /// One call: the page it brought back (if any); whether that page was new.
+    fn call(f: &mut FocusState, page: Option<&str>) -> bool {
         f.before_call();
         if let Some(p) = page {
             f.saw_page(p);
         }
-        f.after_call(Some(tool), result)
+        f.after_call()
     }
 
     #[test]
-    fn observations_that_bring_nothing_new_are_counted_until_something_acts() {
+    fn a_page_is_new_once_whatever_its_ref_numbers() {
         let mut f = FocusState::new(true, false);
-        assert!(call(&mut f, Tool::BrowserNavigate, Some("[e1] link \"A\""), "{}"), "a new page");
-        assert_eq!(f.stale, 0, "an acting call never counts");
-        assert!(!call(&mut f, Tool::BrowserSnapshot, Some("[e1] link \"A\""), "{}"));
-        // The same page with other ref numbers is still the same page.
-        assert!(!call(&mut f, Tool::BrowserSnapshot, Some("[e9] link \"A\""), "{}"));
-        assert_eq!(f.stale, 2);
-        call(&mut f, Tool::BrowserClick, Some("[e1] link \"A\""), "{}");
-        assert_eq!(f.stale, 0, "a click resets the count");
-        // Without a page, the result itself is what is compared.
-        call(&mut f, Tool::ReadFile, None, "x");
-        call(&mut f, Tool::ReadFile, None, "x");
-        assert_eq!(f.stale, 1);
-        call(&mut f, Tool::ReadFile, None, "y");
-        assert_eq!(f.stale, 0, "something new");
-        assert!(call(&mut f, Tool::BrowserSnapshot, Some("[e2] link \"B\""), "{}"), "a page not seen before");
-    }
-
-    #[test]
-    fn guard_act_turn_is_due_after_the_same_text_read_again_and_again() {
-        let mut f = FocusState::new(true, false);
-        call(&mut f, Tool::BrowserNavigate, Some("[e1] input search \"Search\""), "{}");
-        for _ in 0..3 {
-            call(&mut f, Tool::BrowserGetText, None, "Search the catalogue");
-        }
-        assert!(f.stale >= STALE_LIMIT, "the next turn only acts: {}", f.stale);
-    }
-
-    #[test]
-    fn guard_act_turn_is_quiet_on_a_shell_reading_one_new_file_after_another() {
-        let mut f = FocusState::new(false, false);
-        for i in 0..5 {
-            call(&mut f, Tool::ReadFile, None, &format!("part {i}: 12 lines"));
-            assert_eq!(f.stale, 0, "each file brings something new");
-        }
+        assert!(call(&mut f, Some("[e1] link \"A\"")), "a new page");
+        assert!(!call(&mut f, Some("[e1] link \"A\"")));
+        assert!(!call(&mut f, Some("[e9] link \"A\"")), "the same page with other ref numbers");
+        assert!(!call(&mut f, None), "a result without a page");
+        assert!(call(&mut f, Some("[e2] link \"B\"")), "a page not seen before");
     }
 }

@@ -4,8 +4,7 @@
 //! whose numbers or capitalised words appear in none of them is held back once by
 //! `unseen_typing` (`form_fit.rs`), with the pages not opened yet. The same text again in the
 //! very next call goes through: the model may know better. Once the model has been shown an
-//! image, its words are no longer all here: nothing is held. The pages seen also tell when one
-//! opened before comes back (`revisit`).
+//! image, its words are no longer all here: nothing is held.
 
 use std::collections::HashSet;
 
@@ -23,9 +22,8 @@ pub(super) struct Grounding {
     words: HashSet<String>,
     /// Links seen in snapshots, as (text, URL), in the order first seen.
     links: Vec<(String, String)>,
-    /// URLs of the pages seen, and the last one.
+    /// URLs of the pages seen.
     opened: HashSet<String>,
-    current: String,
     /// A content held back, and the step of that call (saved when the next call repeats it).
     held: Option<(String, u64)>,
     /// The model was shown an image: what it read there is not in these words, so nothing is
@@ -57,7 +55,6 @@ impl Grounding {
     fn saw_line(&mut self, line: &str) {
         if let Some(url) = super::snapshot::page_url(line) {
             self.opened.insert(url.to_string());
-            self.current = url.to_string();
         }
         if let Some((text, url)) = super::snapshot::link_in(line) {
             if self.links.len() < MAX_LINKS && url.starts_with("http") && !self.links.iter().any(|(_, u)| u == url) {
@@ -87,13 +84,6 @@ impl Grounding {
         let insists = self.held.as_ref().is_some_and(|(c, s)| c == content && step == s + 1);
         self.held = (!insists).then(|| (content.to_string(), step));
         !insists
-    }
-
-    /// Whether a result shows another page opened before (back to Home, again; not the page
-    /// looked at again), before `saw` takes it.
-    pub fn revisits(&self, text: &str) -> bool {
-        let url = text.lines().find_map(|l| super::snapshot::page_url(l.trim()));
-        url.is_some_and(|url| url != self.current && self.opened.contains(url))
     }
 
     /// Pages linked from what was seen and not opened yet, for a note.
@@ -169,33 +159,5 @@ mod tests {
         assert!(g.unseen("Paris").is_empty(), "what a screenshot showed is not in the words");
         let g = seen(&["Page: \"Home\" — http://h/ (HTTP 200)\n[e1] link \"About us\" → http://h/about.html"]);
         assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html"]);
-        let mut g =
-            seen(&["Page: \"Home\" — http://h/ (HTTP 200)", "Page: \"About\" — http://h/about.html (HTTP 200)"]);
-        assert!(g.revisits("{\"status\":200}\nPage: \"Home\" — http://h/ (HTTP 200)\n[e1] link"));
-        assert!(!g.revisits("Page: \"About\" — http://h/about.html (HTTP 200)"), "the same page again");
-        assert!(!g.revisits("Page: \"Staff\" — http://h/staff.html (HTTP 200)"), "a new page");
-        g.saw("Page: \"Home\" — http://h/ (HTTP 200)");
-        assert!(g.revisits("Page: \"About\" — http://h/about.html (HTTP 200)"));
-    }
-
-    const SEARCH: &str = "Page: \"Catalogue\" — http://h/search (HTTP 200)\n[e2] input search \"Search\" name=q\n\
-                          [e3] button \"Go\"\n[e4] link \"Desk lamp\" → http://h/item/7\n[e5] link \"Next\" → http://h/search?p=2";
-
-    #[test]
-    fn guard_revisit_fires_when_a_page_opened_before_comes_back() {
-        let mut g = seen(&[SEARCH]);
-        g.saw("Page: \"Desk lamp\" — http://h/item/7 (HTTP 200)");
-        assert!(g.revisits(SEARCH), "back to the results");
-        assert_eq!(g.unopened(), vec!["\"Next\" http://h/search?p=2"], "what the note names");
-    }
-
-    #[test]
-    fn guard_revisit_is_quiet_on_results_paged_through_and_a_page_reloaded() {
-        let mut g = seen(&[SEARCH]);
-        assert!(!g.revisits(SEARCH), "the same page again is no revisit");
-        let page2 = "Page: \"Catalogue\" — http://h/search?p=2 (HTTP 200)\n[e9] link \"Next\" → http://h/search?p=3";
-        assert!(!g.revisits(page2), "a new page");
-        g.saw(page2);
-        assert!(!g.revisits("Page: \"Catalogue\" — http://h/search?p=3 (HTTP 200)"), "and the next one");
     }
 }

@@ -195,7 +195,7 @@ impl Agent {
         if outcome.stopped {
             return outcome;
         }
-        if self.focus.after_call(Tool::from_name(name), &super::context::first_text(&outcome.content)) {
+        if self.focus.after_call() {
             // A page not seen before: what failed on the earlier ones may work here.
             self.loops.failed.clear();
         }
@@ -222,20 +222,18 @@ impl Agent {
                 self.task_line()
             )));
         }
-        self.note_repeat(name, same_answer, &mut outcome);
+        self.note_repeat(same_answer, &mut outcome);
         outcome
     }
 
     /// A call that repeats the one before or a short cycle: say so (an answer seen before is
     /// not shown again); a second repeat gets the page as it is now.
-    fn note_repeat(&mut self, name: &str, same_answer: bool, outcome: &mut ToolOutcome) {
+    fn note_repeat(&mut self, same_answer: bool, outcome: &mut ToolOutcome) {
         let repeated = self.loops.repeated().filter(|_| self.guard_on(Guard::LoopNote));
         if let Some((p, n)) = repeated {
             self.fire(Guard::LoopNote, &format!("{} repeated {n} time(s)", self.loops.describe(p)));
         }
         match repeated {
-            // The same text looked at again: the next turn asks for the deliverable instead.
-            Some((1, 1)) if outcome.is_error && self.focus.deliver_next => {}
             Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
                 "This exact call already failed the same way. Repeating it will not help: look at the page or \
                  output first and try something different.",
@@ -259,7 +257,7 @@ impl Agent {
                 2 * p,
                 self.loops.describe(p)
             ))),
-            Some((p, _)) => self.second_repeat(name, p, outcome),
+            Some((p, _)) => self.second_repeat(p, outcome),
             None => {}
         }
     }
@@ -322,26 +320,12 @@ impl Agent {
         }
     }
 
-    /// The second repeat: say so plainly, with the page as it is now. A file or listing read the
-    /// same a third time while the task's file is not kept: the next turn asks for it (what it
-    /// holds is in front of the model, which otherwise wanders off to another command). A page
-    /// looked at again is met by the acting focus instead: a click is often the next step there.
-    fn second_repeat(&mut self, name: &str, p: usize, outcome: &mut ToolOutcome) {
+    /// The second repeat: say so plainly, with the page as it is now.
+    fn second_repeat(&mut self, p: usize, outcome: &mut ToolOutcome) {
         let what = self.loops.describe(p);
-        let observes = Tool::from_name(name).is_some_and(|t| !t.spec().acts && !super::focus::delivers(t));
-        let deliver = observes
-            && self.record.session_type != crate::protocol::SessionType::Browser
-            && !self.delivers_by_finish()
-            && self.guard_on(Guard::LookedEnough);
-        let next = if deliver {
-            self.focus.deliver_next = true;
-            "If what the task asks for is in it, use it now.".to_string()
-        } else {
-            "If the answer is already in what you have, finish now with it.".to_string()
-        };
         let mut note = format!(
-            "You have now made {what} three times, with the same results each time: it is not working. {next} \
-             Otherwise do something different: another element, another page, another tool. The same again will \
+            "You have now made {what} three times, with the same results each time: it is not working. If the \
+             answer is already in what you have, finish now with it. Otherwise do something different: another element, another page, another tool. The same again will \
              not be run. {}",
             self.task_line()
         );
@@ -349,11 +333,6 @@ impl Agent {
             note.push_str(&format!("\n\nThe page as it is now:\n{page}"));
         }
         outcome.content.push(Block::text(note));
-    }
-
-    /// Whether what is left to deliver is only the finish (no file the task's words ask for).
-    fn delivers_by_finish(&self) -> bool {
-        matches!(self.deliverable(), Tool::FinishTask | Tool::FinishExploration)
     }
 
     /// The session's task (or goal) again: small models lose it in long contexts.

@@ -156,18 +156,14 @@ macro_rules! guards {
 guards! {
     ShortCatalog = "short_catalog",
     Recital = "recital",
-    ActTurn = "act_turn",
     StuckDeliver = "stuck_deliver",
-    LookedEnough = "looked_enough",
     PrematureFinish = "premature_finish",
     LoginHint = "login_hint",
-    Revisit = "revisit",
     UnseenTyping = "unseen_typing",
     AnswerInWords = "answer_in_words",
     FormDefaults = "form_defaults",
     FormValues = "form_values",
     ClickAsSaid = "click_as_said",
-    ToolAsProgram = "tool_as_program",
     ArgumentRepair = "argument_repair",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
@@ -205,23 +201,11 @@ impl Guard {
                 SMALL,
                 "the task, the files saved and the turn closing each request once a file is saved or the task is a few pages back (in JSON mode, every request): small models lose the task in long contexts",
             ),
-            ActTurn => row(
-                BeforeTurn,
-                Hold,
-                SMALL,
-                "two observations that brought nothing new: the next turn runs only tools that act or deliver",
-            ),
             StuckDeliver => row(
                 BeforeTurn,
                 Hold,
                 BOTH,
                 "loop escalation: a stuck session gets one call that can only deliver before it ends",
-            ),
-            LookedEnough => row(
-                BeforeTurn,
-                Hold,
-                SMALL,
-                "the same text or file looked at a third time: the next turn asks for the deliverable",
             ),
             PrematureFinish => row(
                 BeforeCall,
@@ -235,7 +219,6 @@ impl Guard {
                 SMALL,
                 "a sign-in form in a session with credentials names perform_login (small models submit it empty)",
             ),
-            Revisit => row(AfterResult, Hint, SMALL, "a page opened again names the pages not opened yet"),
             UnseenTyping => {
                 row(BeforeCall, Hold, SMALL, "text typed into a page that nothing seen holds is held once as invented")
             }
@@ -262,12 +245,6 @@ impl Guard {
                 Redirect,
                 SMALL,
                 "a click on a ref the reply's words do not name, while they quote one other link or button (not a text just typed), clicks that one",
-            ),
-            ToolAsProgram => row(
-                BeforeCall,
-                Repair,
-                SMALL,
-                "run_command of one of the session's tools (`read_file /a`) runs as that tool",
             ),
             ArgumentRepair => row(
                 BeforeCall,

@@ -67,39 +67,6 @@ pub fn moved_required(schema: &Value, value: &Value) -> Option<(Value, String, S
     Some((fixed, wanted.to_string(), from.to_string()))
 }
 
-/// A tool's arguments from a command line that runs it as a program (`save_file answer.txt 13`):
-/// the arguments `given` beside the command that the schema names, then the required ones still
-/// missing from the words after the program, in order, flags (`-c`) left out, the last one
-/// taking the rest of the line (`content` = `13`, or a whole sentence).
-pub fn from_command_line(schema: &Value, line: &str, given: &Value) -> Value {
-    let props = schema["properties"].as_object();
-    let mut args: serde_json::Map<String, Value> = given
-        .as_object()
-        .into_iter()
-        .flatten()
-        .filter(|(k, _)| props.is_some_and(|p| p.contains_key(*k)))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let missing: Vec<&str> = schema["required"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|r| !args.contains_key(*r))
-        .collect();
-    let unquote = |w: &str| w.trim().trim_matches(['"', '\'', '`']).to_string();
-    let mut words = line.split_whitespace().skip(1).filter(|w| !w.starts_with('-'));
-    for (i, name) in missing.iter().enumerate() {
-        let last = i + 1 == missing.len();
-        let value = if last { words.by_ref().collect::<Vec<_>>().join(" ") } else { words.next().unwrap_or("").into() };
-        if value.is_empty() {
-            break;
-        }
-        args.insert(name.to_string(), Value::String(unquote(&value)));
-    }
-    Value::Object(args)
-}
-
 /// The first way a value breaks its schema; `at` names where (`input`, a key, `key[2]`).
 #[derive(Debug)]
 enum Mismatch {
@@ -204,26 +171,6 @@ mod tests {
         assert_eq!(as_list_of_one(&fill, &json!({"fields": []})), None);
         assert_eq!(as_list_of_one(&fill, &json!({"selector": "a", "bogus": 1})), None);
         assert_eq!(as_list_of_one(&click, &json!({"selector": "a"})), None, "a click takes no list");
-    }
-
-    #[test]
-    fn a_command_line_that_runs_a_tool_gives_its_arguments() {
-        let save = Tool::SaveFile.spec().input_schema.to_value();
-        let given = json!({"command": "save_file answer.txt 13", "cwd": "/srv", "timeout_s": 10});
-        assert_eq!(
-            from_command_line(&save, "save_file answer.txt 13", &given),
-            json!({"filename": "answer.txt", "content": "13"})
-        );
-        let line = "save_file found.txt \"This is a note.\"";
-        assert_eq!(from_command_line(&save, line, &json!({}))["content"], "This is a note.", "the rest of the line");
-        let given = json!({"command": "save_file answer.txt", "content": "45"});
-        assert_eq!(
-            from_command_line(&save, "save_file answer.txt", &given),
-            json!({"filename": "answer.txt", "content": "45"})
-        );
-        let read = Tool::ReadFile.spec().input_schema.to_value();
-        assert_eq!(from_command_line(&read, "read_file -c /srv/a.txt", &json!({})), json!({"path": "/srv/a.txt"}));
-        assert_eq!(from_command_line(&read, "read_file", &json!({})), json!({}), "nothing to take");
     }
 
     #[test]
