@@ -325,8 +325,8 @@ impl Agent {
         let what = self.loops.describe(p);
         let mut note = format!(
             "You have now made {what} three times, with the same results each time: it is not working. If the \
-             answer is already in what you have, finish now with it. Otherwise do something different: another element, another page, another tool. The same again will \
-             not be run. {}",
+             answer is already in what you have, finish now with it. Otherwise do something different: another \
+             element, another page, another tool. The same again will not be run. {}",
             self.task_line()
         );
         if let Some(page) = self.current_snapshot() {
