@@ -1,7 +1,7 @@
 //! What the small profile's holds and redirects do to a whole session, through the real daemon
 //! and agent on a scripted model and a scripted browser or shell worker: a finish before the
-//! deliverable, a side download, a refused submit, values typed from nowhere, a long streak of
-//! commands, a click the reply's words name, a guess held back.
+//! deliverable, a side download, a refused submit, a click on a link to a file, values typed from
+//! nowhere, a long streak of commands, a click the reply's words name, a guess held back.
 
 use crate::loops::{actions, finished_task, result_text, static_worker};
 use crate::support::llm::*;
@@ -107,6 +107,42 @@ fn a_refused_submit_gets_the_fill_the_task_names() {
         tools,
         ["browser_navigate", "browser_click", "browser_click", "browser_fill_form", "browser_click", "finish_task"]
     );
+}
+
+/// A click on the account page's invoice link (a PDF) is the download the user means: a viewer
+/// would show the model an empty page.
+#[test]
+fn a_file_link_on_the_page_after_a_login_is_downloaded() {
+    let script = vec![
+        tool("perform_login", json!({})),
+        tool("browser_click", json!({"selector": "ref=e9"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let account = "Page: \"My account\" — https://a.test/account (HTTP 200)\n\
+                   [e9] link \"Invoice 0042 (PDF)\" → https://a.test/account/invoice-0042.pdf";
+    let dir = TempDir::new("login-file-link");
+    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let w = ScriptedWorker::start(&d.worker_client(), "login-box", &["browser"], false, move |cmd| match cmd["action"]
+        .as_str()
+        .unwrap()
+    {
+        "browser_download" => json!({"success": true, "data": {"filename": "invoice-0042.pdf", "bytes": 9}}),
+        "browser_click" => json!({"success": true, "data": {"url": "https://a.test/account", "snapshot": account}}),
+        _ => json!({"success": true, "data": {"url": "https://a.test/login",
+                                                   "snapshot": "Page: \"Sign in\" — https://a.test/login (HTTP 200)"}}),
+    });
+    let c = d.client();
+    let credentials = json!({"username": "u", "password": "p-secret", "login_url": "https://a.test/login"});
+    let body = json!({"mode": "task", "target": "https://a.test/login", "instruction": "open the invoice",
+                      "credentials": credentials});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    let seen = w.seen.lock().unwrap().clone();
+    let last = seen.last().unwrap();
+    assert_eq!(last["action"], "browser_download", "{seen:?}");
+    assert_eq!(last["params"]["url"], "https://a.test/account/invoice-0042.pdf");
+    let said = result_text(&llm.requests()[2]);
+    assert!(said.contains("ref=e9 links to a file: it was downloaded"), "{said}");
 }
 
 #[test]

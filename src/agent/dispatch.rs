@@ -51,12 +51,26 @@ impl Agent {
         })
     }
 
+    /// A click on a link to a file (`file_link_download`): run as the download it means, with a
+    /// note saying so.
+    fn download_instead(&mut self, name: &str, input: &Value, url: &str) -> ToolOutcome {
+        let selector = input["selector"].as_str().unwrap_or("the element");
+        self.fire(Guard::FileLinkDownload, &format!("{name} on a link to a file: downloaded instead"));
+        let mut outcome = self.run_tool(Tool::BrowserDownload.name(), &json!({"url": url}));
+        let note = format!("{selector} links to a file: it was downloaded, not opened (the page stays as it was).");
+        outcome.content.push(Block::text(note));
+        outcome
+    }
+
     pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
         if let Some((meant, note)) = self.click_as_said(name, input).filter(|_| self.guard_on(Guard::ClickAsSaid)) {
             self.fire(Guard::ClickAsSaid, &note);
             let mut outcome = self.run_tool(name, &meant);
             outcome.content.push(Block::text(note));
             return outcome;
+        }
+        if let Some(url) = self.clicked_file_link(name, input).filter(|_| self.guard_on(Guard::FileLinkDownload)) {
+            return self.download_instead(name, input, &url);
         }
         self.step += 1;
         self.runner.log(

@@ -127,8 +127,10 @@ pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
     page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
 }
 
-/// Endings of links that lead to a file to keep rather than a page to read: such a link is not
-/// a page left to open (`Grounding::unopened`).
+/// Endings of links that lead to a file to keep rather than a page to read. A click on one
+/// opens a viewer whose snapshot is empty and whose refs are not the page's (small models then
+/// act on refs that are gone); a user who clicks it means "get this file". Such a link is not a
+/// page left to open either (`Grounding::unopened`).
 const FILE_ENDINGS: &[&str] = &[
     ".pdf", ".zip", ".gz", ".tgz", ".tar", ".7z", ".csv", ".xlsx", ".xls", ".docx", ".doc", ".pptx", ".odt", ".ods",
     ".epub", ".mp3", ".mp4", ".deb", ".rpm", ".iso", ".dmg", ".exe", ".msi",
@@ -140,6 +142,11 @@ pub(super) fn link_in(line: &str) -> Option<(&str, &str)> {
     let line = line.strip_prefix('[').and_then(|l| l.split_once("] ")).map_or(line, |(_, rest)| rest);
     let (text, url) = line.strip_prefix("link \"")?.rsplit_once("\" → ")?;
     Some((text, url.trim()))
+}
+
+/// The URL of a snapshot line `link "Text" → URL` when it leads to a file (by its path's ending).
+pub(super) fn file_link(line: &str) -> Option<&str> {
+    link_in(line).map(|(_, url)| url).filter(|url| is_file_url(url))
 }
 
 /// Whether a URL leads to a file to keep (by its path's ending).
@@ -208,6 +215,17 @@ impl Agent {
             }
         }
         typed
+    }
+
+    /// The file a click on a link ref of the page open now leads to, when the session can
+    /// download it: `file_link_download` runs it as `browser_download` of that URL.
+    pub(super) fn clicked_file_link(&self, name: &str, input: &Value) -> Option<String> {
+        if name != Tool::BrowserClick.name() || !self.offered.contains(&Tool::BrowserDownload) {
+            return None;
+        }
+        let r = ref_in(input["selector"].as_str()?)?;
+        let line = line_of(self.last_page.as_deref()?, r)?;
+        file_link(line).map(str::to_string)
     }
 
     /// A click on a ref other than the element the reply's words name (`meant_ref`): the
@@ -326,7 +344,8 @@ mod tests {
         assert_eq!(meant_ref(HOME, "e9", "'About us'", &[]), None, "a ref not on the page");
     }
 
-    /// A search form and its results: what `click_as_said` was not written for.
+    /// A search form and its results: what `click_as_said` and `file_link_download` were not
+    /// written for.
     const SEARCH: &str = "[e2] input search \"Search\" name=q value=\"lamp\"\n[e3] button \"Go\"\n\
                           [e4] link \"Lamps\" → http://h/c/lamps\n[e5] link \"Lamp shades\" → http://h/c/shades";
 
@@ -351,5 +370,25 @@ mod tests {
             Some("e4"),
             "untyped: a name"
         );
+    }
+
+    #[test]
+    fn guard_file_link_download_fires_on_a_link_to_a_file() {
+        let line = "[e7] link \"Annual report (PDF, 2 MB)\" → https://h/reports/2024.pdf";
+        assert_eq!(file_link(line), Some("https://h/reports/2024.pdf"));
+        assert_eq!(
+            file_link("[e8] link \"Data\" → https://h/export/sales.CSV#top"),
+            Some("https://h/export/sales.CSV#top")
+        );
+    }
+
+    #[test]
+    fn guard_file_link_download_is_quiet_on_pages_searches_and_buttons() {
+        for line in SEARCH.lines() {
+            assert_eq!(file_link(line), None, "{line}");
+        }
+        assert_eq!(file_link("[e2] link \"Reports\" → https://h/reports?format=pdf"), None, "a page that lists files");
+        assert_eq!(file_link("[e3] link \"report.pdf\" → https://h/view?file=report.pdf"), None, "a viewer page");
+        assert_eq!(file_link("[e4] button \"Download PDF\""), None, "a button is clicked");
     }
 }

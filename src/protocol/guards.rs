@@ -164,6 +164,7 @@ guards! {
     FormDefaults = "form_defaults",
     FormValues = "form_values",
     ClickAsSaid = "click_as_said",
+    FileLinkDownload = "file_link_download",
     ArgumentRepair = "argument_repair",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
@@ -245,6 +246,12 @@ impl Guard {
                 Redirect,
                 SMALL,
                 "a click on a ref the reply's words do not name, while they quote one other link or button (not a text just typed), clicks that one",
+            ),
+            FileLinkDownload => row(
+                BeforeCall,
+                Redirect,
+                SMALL,
+                "a click on a link to a file downloads it (a viewer has no page to act on)",
             ),
             ArgumentRepair => row(
                 BeforeCall,
