@@ -227,36 +227,6 @@ fn guards_premature_finish_is_quiet_on_a_task_that_keeps_no_file() {
     assert_eq!(r.requests.len(), 1);
 }
 
-#[test]
-fn guard_unseen_typing_fires_on_a_name_nothing_showed() {
-    let typed = || tool("browser_type", json!({"selector": "ref=e2", "text": "John Doe"}));
-    let r = run(
-        "g-typing",
-        vec![typed(), finish("stopped")],
-        "browser",
-        task("https://shop.test/", "Find a lamp."),
-        "finished",
-        shop,
-    );
-    assert_eq!(r.fired("unseen_typing"), 1, "{}", r.record);
-    assert_eq!(r.actions(), ["browser_navigate"], "held back");
-}
-
-#[test]
-fn guard_unseen_typing_is_quiet_on_a_search_the_task_words() {
-    let typed = tool("browser_type", json!({"selector": "ref=e2", "text": "Desk lamp"}));
-    let r = run(
-        "g-typing-quiet",
-        vec![typed, finish("searched")],
-        "browser",
-        task("https://shop.test/", "Search the shop for a Desk lamp."),
-        "finished",
-        shop,
-    );
-    assert_eq!(r.fired("unseen_typing"), 0, "{}", r.record);
-    assert_eq!(r.actions(), ["browser_navigate", "browser_type"], "typed at the first call");
-}
-
 /// A task whose file is a PDF, ended in words: no call asks for a text file's content.
 #[test]
 fn guard_answer_in_words_is_quiet_on_a_task_that_keeps_a_pdf() {

@@ -1,7 +1,7 @@
 //! What the small profile's holds and redirects do to a whole session, through the real daemon
 //! and agent on a scripted model and a scripted browser or shell worker: a finish before the
-//! deliverable, a side download, a refused submit, a click on a link to a file, values typed from
-//! nowhere, a long streak of commands, a click the reply's words name, a guess held back.
+//! deliverable, a side download, a refused submit, a click on a link to a file, a long streak of
+//! commands, a click the reply's words name.
 
 use crate::loops::{actions, finished_task, result_text, static_worker};
 use crate::support::llm::*;
@@ -146,38 +146,6 @@ fn a_file_link_on_the_page_after_a_login_is_downloaded() {
 }
 
 #[test]
-fn values_typed_from_nowhere_are_held_back_once() {
-    let fill = || {
-        tool(
-            "browser_fill_form",
-            json!({"fields": [{"selector": "ref=e2", "value": "John Doe"},
-                                                     {"selector": "ref=e3", "value": "Where is your office?"}]}),
-        )
-    };
-    let typed = tool("browser_type", json!({"selector": "ref=e2", "text": "Ada Lovelace"}));
-    let script = vec![fill(), fill(), typed, tool("finish_task", json!({"summary": "sent"}))];
-    let dir = TempDir::new("invented-values");
-    let (d, llm) = llm_daemon(dir.path(), script, small);
-    let worker = ScriptedWorker::start(&d.worker_client(), "form-box", &["browser"], false, |cmd| match cmd["action"]
-        .as_str()
-        .unwrap()
-    {
-        "browser_navigate" => json!({"success": true, "data": {"url": "https://a.test/contact", "title": "Contact",
-                "snapshot": "[e1] link \"About us\" → https://a.test/about\n[e2] input text \"Name\"\n[e3] textarea \"Message\""}}),
-        _ => json!({"success": true, "data": {"ok": true}}),
-    });
-    let c = d.client();
-    let task = "Ask the company where its office is; sign as Ada Lovelace.";
-    let id = create_session(&c, json!({"mode": "task", "target": "https://a.test/contact", "instruction": task}));
-    wait_status(&c, &id, "finished");
-    let held = result_text(&llm.requests()[1]);
-    assert!(held.contains("Not typed: `John`, `Doe` is in nothing this session has seen"), "{held}");
-    assert!(held.contains("\\\"About us\\\" https://a.test/about"), "the pages to look at: {held}");
-    // Insisted on at once: made. A name the task gives: typed at the first call.
-    assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_type"]);
-}
-
-#[test]
 fn guard_streak_hold_is_quiet_on_a_shell_session_of_many_commands() {
     let mut script: Vec<Step> =
         (0..10).map(|i| tool("run_command", json!({"command": format!("wc -l /srv/part-{i}.txt")}))).collect();
@@ -218,26 +186,4 @@ fn a_click_goes_to_the_link_the_reply_names() {
     assert_eq!(seen[1]["params"]["selector"], "ref=e5", "the link the words name");
     let result = result_text(&llm.requests()[1]);
     assert!(result.contains("`ref=e6` is link"), "{result}");
-}
-
-#[test]
-fn a_guess_held_back_is_held_again_after_wandering_off() {
-    let guess = || tool("browser_type", json!({"selector": "ref=e1", "text": "New York"}));
-    let nav = tool("browser_navigate", json!({"url": "https://a.test/next"}));
-    let finish = || tool("finish_task", json!({"summary": "no city found"}));
-    let script = vec![guess(), nav, guess(), finish(), finish()];
-    let dir = TempDir::new("guess-again");
-    let (d, llm) = llm_daemon(dir.path(), script, small);
-    let worker = static_worker(&d);
-    let c = d.client();
-    let task = json!({"mode": "task", "target": "https://a.test/", "instruction": "Search the site for the city."});
-    let id = create_session(&c, task);
-    wait_status(&c, &id, "finished");
-    let reqs = llm.requests();
-    // The hold quotes the guess; that quote does not make it a word the session has seen.
-    for i in [1, 3] {
-        assert!(result_text(&reqs[i]).contains("Not typed: `New`, `York`"), "call {i}: {}", result_text(&reqs[i]));
-    }
-    let seen = worker.seen.lock().unwrap();
-    assert!(seen.iter().all(|c| c["action"] != "browser_type"), "the guess was never typed: {seen:?}");
 }

@@ -95,16 +95,15 @@ fn a_capable_model_on_the_default_config_is_not_second_guessed() {
 #[test]
 fn the_small_profile_s_guards_fire_by_name_and_switch_off_by_name() {
     let dir = TempDir::new("profile-small");
-    // Held once each and insisted on: the typing and the submit. The computed summary is saved
-    // at once.
-    let mut script = vec![fill(), fill(), click(), click(), save(), finish()];
+    // The submit held once and insisted on. The typing and the computed summary go at once.
+    let mut script = vec![fill(), click(), click(), save(), finish()];
     script.extend(capable_script());
     let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
     let worker = shop(&d);
     let (id, s) = order(&d, json!({"profile": "small"}));
     assert_eq!(s["profile"], json!({"name": "small", "why": "asked for by the session (options.profile)"}));
     let fired = &s["guards_fired"];
-    for guard in ["unseen_typing", "form_defaults", "short_catalog"] {
+    for guard in ["form_defaults", "short_catalog"] {
         assert_eq!(fired[guard], 1, "{guard}: {s}");
     }
     assert_eq!(actions(&worker), ["browser_navigate", "browser_fill_form", "browser_click", "browser_click"]);
@@ -116,9 +115,9 @@ fn the_small_profile_s_guards_fire_by_name_and_switch_off_by_name() {
     let log = d.client().get(&format!("/sessions/{id}/log")).json();
     let guards: Vec<&str> =
         log["entries"].as_array().unwrap().iter().filter_map(|e| e["data"]["guard"].as_str()).collect();
-    assert!(guards.contains(&"unseen_typing") && guards.contains(&"short_catalog"), "{guards:?}");
+    assert!(guards.contains(&"form_defaults") && guards.contains(&"short_catalog"), "{guards:?}");
     let metrics = d.client().get("/metrics").text();
-    assert!(metrics.contains("agent_controller_guard_firings_total{guard=\"unseen_typing\"} 1"), "{metrics}");
+    assert!(metrics.contains("agent_controller_guard_firings_total{guard=\"form_defaults\"} 1"), "{metrics}");
     assert!(metrics.contains("agent_controller_guard_firings_total{guard=\"loop_hold\"} 0"), "every row is listed");
 
     // The same model with every guard off but the catalog: typed and saved at once.

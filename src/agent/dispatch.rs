@@ -89,9 +89,7 @@ impl Agent {
         }
         self.point_at_form_values(name, input, &mut outcome);
         let whole = joined_text(&outcome.content, "\n");
-        if !outcome.quotes_guess {
-            self.grounding.saw(&whole);
-        }
+        self.grounding.saw(&whole);
         if outcome.content.iter().any(|b| matches!(b, Block::Image { .. })) {
             self.grounding.saw_image();
         }
@@ -173,9 +171,6 @@ impl Agent {
         let tool = self.offered[i];
         if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
-        }
-        if let Some(held) = self.guard_on(Guard::UnseenTyping).then(|| self.invented_values(tool, input)).flatten() {
-            return held;
         }
         if self.record.options.dry_run && tool.spec().acts {
             return self.dry_run(tool, input);

@@ -2,8 +2,7 @@
 //! `browser_fill_form` call whose values the task's own words name (an option it names, its one
 //! number, its one quoted text); the same submit clicked again right after is held once with
 //! that call, and clicked a third time the controller makes the fill, then the click
-//! (`form_values`). Values typed into a page that nothing the session saw holds are held once
-//! (`unseen_typing`).
+//! (`form_values`).
 //!
 //! Invariant: the controller fills only values the task's words name, and only after the model
 //! was told the call twice and clicked to send anyway; it reads the worker's typed refusal,
@@ -93,36 +92,6 @@ impl Agent {
         pending.held = true;
         self.pending_fill = Some(pending);
         Some(held)
-    }
-
-    /// Values typed into a page that nothing the session has seen holds (a small model asked a
-    /// question fills the contact form with "John Doe" and sends it): held back once, like a
-    /// guessed answer (`grounding.rs`); the same call again at once is made.
-    pub(super) fn invented_values(&mut self, tool: Tool, input: &Value) -> Option<ToolOutcome> {
-        let values: Vec<&str> = match tool {
-            Tool::BrowserType => vec![input["text"].as_str()?],
-            Tool::BrowserFillForm => input["fields"].as_array()?.iter().filter_map(|f| f["value"].as_str()).collect(),
-            _ => return None,
-        };
-        // A replay types its parameters (`Max` for the recorded `Zoe`): the user's values.
-        if self.replaying {
-            return None;
-        }
-        let unseen: Vec<String> = values.iter().flat_map(|v| self.grounding.unseen(v)).collect();
-        if unseen.is_empty() || !self.grounding.hold(&values.join("\n"), self.step) {
-            return None;
-        }
-        let words = unseen.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ");
-        self.fire(Guard::UnseenTyping, &format!("{} held back: {words} seen nowhere", tool.name()));
-        let pages = self.grounding.unopened();
-        let find =
-            if pages.is_empty() { String::new() } else { format!(" (pages not opened yet: {})", pages.join(", ")) };
-        Some(ToolOutcome::guess_held(format!(
-            "Not typed: {words} is in nothing this session has seen (the task, the pages), so it may be made up. Type \
-             only values the task gives; if the task does not ask you to send this form, leave it and find what it \
-             asks for{find}. If the values are right, make the same call again now. {}",
-            self.task_line()
-        )))
     }
 
     /// The fill the task's words give, then the click that sends the form (not sent if the fill

@@ -1,10 +1,9 @@
-//! Values that come from nowhere. A small model that has not found what the task asks for
-//! often types a plausible guess ("John Doe", "New York") into a page. The session keeps every
-//! word it has seen (the task, every tool result) and the links its pages showed; a short text
-//! whose numbers or capitalised words appear in none of them is held back once by
-//! `unseen_typing` (`form_fit.rs`), with the pages not opened yet. The same text again in the
-//! very next call goes through: the model may know better. Once the model has been shown an
-//! image, its words are no longer all here: nothing is held.
+//! What the session has seen. A small model that has not found what the task asks for often
+//! answers with a plausible guess ("New York"). The session keeps every word it has seen (the
+//! task, every tool result) and the links its pages showed: an answer asked for at the end is
+//! saved only when its numbers and capitalised words are among them (`answer_in_words`), and a
+//! stuck session is pointed at the pages not opened yet. Once the model has been shown an image,
+//! its words are no longer all here: every answer counts as seen.
 
 use std::collections::HashSet;
 
@@ -24,10 +23,8 @@ pub(super) struct Grounding {
     links: Vec<(String, String)>,
     /// URLs of the pages seen.
     opened: HashSet<String>,
-    /// A content held back, and the step of that call (saved when the next call repeats it).
-    held: Option<(String, u64)>,
-    /// The model was shown an image: what it read there is not in these words, so nothing is
-    /// held back any more.
+    /// The model was shown an image: what it read there is not in these words, so every answer
+    /// counts as seen.
     saw_image: bool,
 }
 
@@ -75,15 +72,6 @@ impl Grounding {
             .filter(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit() || c.is_uppercase()))
             .filter(|w| !self.words.contains(&w.to_lowercase()))
             .collect()
-    }
-
-    /// Whether `content` (with unseen words) at call `step` is held back: yes, unless the call
-    /// just before held back the same content (the model insists at once; one that
-    /// wandered off and came back with the same guess has found nothing).
-    pub fn hold(&mut self, content: &str, step: u64) -> bool {
-        let insists = self.held.as_ref().is_some_and(|(c, s)| c == content && step == s + 1);
-        self.held = (!insists).then(|| (content.to_string(), step));
-        !insists
     }
 
     /// Pages linked from what was seen and not opened yet, for a note.
@@ -139,7 +127,7 @@ mod tests {
     }
 
     #[test]
-    fn a_guess_is_held_back_once_and_a_found_value_is_not() {
+    fn a_guess_is_unseen_and_a_found_value_is_not() {
         let mut g = seen(&[
             "What does the Team plan cost? Save it in answer.txt.",
             "Page: \"Pricing\" — http://h/pricing.html (HTTP 200)\n[e3] link \"About us\" → http://h/about.html\n\
@@ -150,8 +138,6 @@ mod tests {
         assert!(g.unseen("1250").is_empty() && g.unseen("1,250").is_empty() && g.unseen("a,b\n1,2\n").is_empty());
         assert!(g.unseen("the team plan costs forty-five").is_empty(), "lowercase words are not checked");
         assert_eq!(g.unseen("New York"), vec!["New", "York"]);
-        assert!(g.hold("New York", 4) && !g.hold("New York", 5), "saved when the next call insists");
-        assert!(g.hold("New York", 7) && g.hold("New York", 9), "held again after wandering off");
         assert_eq!(g.unseen("1000"), vec!["1000"]);
         assert!(g.unseen(&"Nowhere ".repeat(50)).is_empty(), "a long text is composed, not looked up");
         assert_eq!(g.unopened(), vec!["\"About us\" http://h/about.html", "\"Home\" http://h/"]);

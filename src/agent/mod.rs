@@ -129,7 +129,7 @@ pub struct Agent {
     typed_args: Vec<String>,
     /// What the next turn offers, and what the model has already seen (`focus.rs`).
     focus: focus::FocusState,
-    /// Every word the session has seen, to hold back a guessed answer once (`grounding.rs`).
+    /// Every word the session has seen: an answer asked for at the end is saved when grounded.
     grounding: grounding::Grounding,
     /// The guards on for this session (`guarded.rs`, the table in `protocol::guards`).
     guards: guarded::Guards,

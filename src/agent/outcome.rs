@@ -1,6 +1,6 @@
 //! What one tool call produced, as the loop and every guard see it: the blocks for the model,
 //! whether it failed, and the facts the controller reads instead of the words (a finish, a
-//! stop, a dry run, a held guess, the worker's typed refusal).
+//! stop, a dry run, the worker's typed refusal).
 
 use crate::llm::Block;
 use serde_json::Value;
@@ -17,9 +17,6 @@ pub(super) struct ToolOutcome {
     pub screenshot: Option<String>,
     /// It was a dry run: nothing was done.
     pub dry_run: bool,
-    /// It quotes a guess held back (`grounding.rs`): its words are not learned as seen, or the
-    /// same guess would pass the next time.
-    pub quotes_guess: bool,
     /// The worker's typed refusal (`{"refused": CODE, …}`), when it refused the call.
     pub refusal: Option<Value>,
 }
@@ -37,7 +34,6 @@ impl ToolOutcome {
             stopped: false,
             screenshot: None,
             dry_run: false,
-            quotes_guess: false,
             refusal: None,
         }
     }
@@ -45,11 +41,6 @@ impl ToolOutcome {
     /// The code of the worker's refusal, if it refused (`form_unset`, `covered`, …).
     pub fn refused(&self) -> Option<&str> {
         self.refusal.as_ref()?["refused"].as_str()
-    }
-
-    /// A guess held back: an error whose words are not learned as seen.
-    pub fn guess_held(message: impl Into<String>) -> ToolOutcome {
-        ToolOutcome { quotes_guess: true, ..ToolOutcome::error(message) }
     }
 
     pub fn error(message: impl Into<String>) -> ToolOutcome {

@@ -159,7 +159,6 @@ guards! {
     StuckDeliver = "stuck_deliver",
     PrematureFinish = "premature_finish",
     LoginHint = "login_hint",
-    UnseenTyping = "unseen_typing",
     AnswerInWords = "answer_in_words",
     FormDefaults = "form_defaults",
     FormValues = "form_values",
@@ -220,9 +219,6 @@ impl Guard {
                 SMALL,
                 "a sign-in form in a session with credentials names perform_login (small models submit it empty)",
             ),
-            UnseenTyping => {
-                row(BeforeCall, Hold, SMALL, "text typed into a page that nothing seen holds is held once as invented")
-            }
             AnswerInWords => row(
                 AtEnd,
                 Act,
