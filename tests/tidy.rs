@@ -206,10 +206,12 @@ fn the_worker_shares_only_wire_types_and_small_helpers() {
 fn architecture_codemap_names_every_file() {
     let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
     let mut missing = Vec::new();
-    for (rel, _) in files_under("src") {
-        let inside = rel.trim_start_matches("src/");
-        if !arch.contains(&format!("`{inside}`")) {
-            missing.push(inside.to_string());
+    for dir in ["src", "tests"] {
+        for (rel, _) in files_under(dir) {
+            let inside = &rel[dir.len() + 1..];
+            if !arch.contains(&format!("`{inside}`")) {
+                missing.push(rel.clone());
+            }
         }
     }
     assert!(missing.is_empty(), "ARCHITECTURE.md does not name: {missing:?}");
