@@ -266,3 +266,31 @@ fn guard_failed_hold_fires_on_a_third_try_and_is_quiet_after_a_new_page() {
     let clicks = r.actions().iter().filter(|a| **a == "browser_click").count();
     assert_eq!(clicks, 3, "the third try held, the one on the new page run: {:?}", r.actions());
 }
+
+/// A click refused two different ways (a form's defaults, then a list opened over the button)
+/// on a page that changed in between is not a loop: its third try runs and sends.
+#[test]
+fn guard_failed_hold_is_quiet_on_a_call_that_failed_two_ways() {
+    let click = || tool("browser_click", json!({"selector": "ref=e5"}));
+    let pick = tool("browser_select_option", json!({"selector": "ref=e1", "value": "6 ft"}));
+    let script = vec![click(), click(), pick, click(), finish("sent")];
+    let tries = std::sync::atomic::AtomicUsize::new(0);
+    let r = run(
+        "g-failed-ways",
+        script,
+        "browser",
+        task("https://shop.test/", "Choose 6 ft, then send."),
+        "finished",
+        move |cmd| match cmd["action"].as_str().unwrap() {
+            "browser_click" => match tries.fetch_add(1, std::sync::atomic::Ordering::SeqCst) {
+                0 => json!({"success": false, "error": "not sent yet: the height select holds the page's default"}),
+                1 => json!({"success": false, "error": "`ref=e5` is covered by a list of heights"}),
+                _ => json!({"success": true, "data": {"clicked": "button", "text": "Send"}}),
+            },
+            _ => json!({"success": true, "data": {"snapshot": SEARCH}}),
+        },
+    );
+    assert_eq!(r.fired("failed_hold"), 0, "{}", r.record);
+    let clicks = r.actions().iter().filter(|a| **a == "browser_click").count();
+    assert_eq!(clicks, 3, "every try ran: {:?}", r.actions());
+}

@@ -309,6 +309,9 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
         ref_of(snap, line);
     }
     assert!(!snap.contains("input text \"Go\"") && !snap.contains("input text \"This paragraph"), "{snap}");
+    // The table of fields reads as a form, in order, not as a data table of empty cells.
+    let (genre_text, year_field) = (snap.find("text \"Genre\""), snap.find("input text \"Year\""));
+    assert!(!snap.contains("table 2×2") && genre_text.is_some() && genre_text < year_field, "{snap}");
     // Selectors in other tools' words: `:contains` and `button=Go` are taken; `:text` is not, and
     // the answer names the inputs shown.
     let genre = ref_of(snap, "input text \"Genre\"");

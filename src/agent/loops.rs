@@ -3,10 +3,10 @@
 //! 1, 2 or 3, results included, so a repeat that brings something new is no loop. The first
 //! repeat is noted, the second gets the page as it is now, a third is not run, and a second
 //! call held back soon after marks the session stuck (`loop_note`, `loop_hold`). One tool (not
-//! run_command: a shell's commands are new work) is noted after five calls in a row. One tool called
-//! past eight times in a row (not run_command) and a call that failed twice are held too
-//! (`streak_hold`, `failed_hold`); a URL downloaded before or a page printed before as it is now
-//! is answered with its file (`done_before`).
+//! run_command: a shell's commands are new work) is noted after five calls in a row. One tool
+//! called past eight times in a row (not run_command) and a call whose last two failures
+//! answered the same are held too (`streak_hold`, `failed_hold`); a URL downloaded before or a
+//! page printed before as it is now is answered with its file (`done_before`).
 //!
 //! Invariant: a held-back call is answered like any other call, so the conversation stays
 //! complete.
@@ -33,7 +33,7 @@ const SHOWN: usize = 120;
 /// run_command, whose new commands are a shell session's work.
 const STREAK_NOTE: usize = 5;
 const STREAK_HOLD: usize = 8;
-/// A call that failed this often (in a row or not) is not run again.
+/// A call that failed this often the same way (other calls between or not) is not run again.
 const FAILED_HOLD: u32 = 2;
 
 #[derive(Clone, PartialEq)]
@@ -57,8 +57,9 @@ pub(super) struct LoopGuard {
     downloaded: std::collections::HashMap<String, String>,
     /// Pages printed to PDF so far (by their text without ref numbers), and the file of each.
     printed: std::collections::HashMap<u64, String>,
-    /// Calls that failed, and how often (anywhere in the session, not only in a row).
-    failed: std::collections::HashMap<String, u32>,
+    /// Calls that failed: the newest failure's answer (`result_hash`) and how many failures in
+    /// a row of that call answered it (other calls may come between: small models retry).
+    failed: std::collections::HashMap<String, (u64, u32)>,
     /// What the newest call answered, as `result_hash` (an acting call's entry holds 0).
     last_answer: u64,
 }
@@ -169,8 +170,10 @@ impl Agent {
             let what = self.loops.describe(p);
             return self.hold_back(Guard::LoopHold, &what, "it gave the same results three times");
         }
-        // The same call failed twice already (small models retry between other calls too).
-        if self.loops.failed.get(&call).is_some_and(|n| *n >= FAILED_HOLD) && self.guard_on(Guard::FailedHold) {
+        // The same call failed the same way twice already (small models retry between other
+        // calls too); one that failed two ways may meet a page that changed in between.
+        let failed_alike = self.loops.failed.get(&call).is_some_and(|(_, n)| *n >= FAILED_HOLD);
+        if failed_alike && self.guard_on(Guard::FailedHold) {
             let what = format!("`{}`", super::context::excerpt(&call, SHOWN));
             return self.hold_back(Guard::FailedHold, &what, "it failed the same way twice before");
         }
@@ -205,10 +208,14 @@ impl Agent {
         };
         self.note_download(name, input, &outcome);
         self.note_print(name, &outcome);
-        if outcome.is_error {
-            *self.loops.failed.entry(call.clone()).or_default() += 1;
-        }
         let answer = result_hash(&outcome);
+        if outcome.is_error {
+            let (last, n) = self.loops.failed.entry(call.clone()).or_insert((answer, 0));
+            *n = if *last == answer { *n + 1 } else { 1 };
+            *last = answer;
+        } else {
+            self.loops.failed.remove(&call);
+        }
         let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
         self.loops.push(call, if repeat_is_loop(name) { 0 } else { answer });
         // After the result is remembered: the note is not part of it.

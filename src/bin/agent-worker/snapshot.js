@@ -91,6 +91,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const value = step.now === null ? "" : ` value=${JSON.stringify(text && text !== String(step.now) ? `${step.now} (${text})` : String(step.now))}`;
     return `${step.role} ${q(label)}${name}${b.length ? ` (${b.join(", ")})` : ""}${value}${states(el)}`;
   }
+  const ENTRY_FIELDS = "textarea,select,input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=button]):not([type=submit]):not([type=reset]):not([type=image])";
   function tableLines(t) {
     const rows = Array.from(t.rows).filter(r => shown(r));
     const cols = rows.reduce((m, r) => Math.max(m, r.cells.length), 0);
@@ -180,7 +181,9 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
         return item("button", el, `button ${q(ac.textOf(el) || el.value || iconName(el))}${states(el)}`);
       if (tag === "input" || tag === "textarea" || tag === "select") return item("field", el, describeField(el, tag));
       if (tag === "label" && el.control) { flush(); return walk(el, true); }
-      if (tag === "table" && !inTable) {
+      // A table that holds a text field or a select is a form laid out in rows, not data: its
+      // text and fields read in order (a data-table line would show those cells empty).
+      if (tag === "table" && !inTable && !el.querySelector(ENTRY_FIELDS)) {
         const t = tableLines(el);
         item("table", el, t.head, t.lines);
         flush();
