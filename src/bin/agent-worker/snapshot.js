@@ -91,7 +91,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const value = step.now === null ? "" : ` value=${JSON.stringify(text && text !== String(step.now) ? `${step.now} (${text})` : String(step.now))}`;
     return `${step.role} ${q(label)}${name}${b.length ? ` (${b.join(", ")})` : ""}${value}${states(el)}`;
   }
-  const ENTRY_FIELDS = "textarea,select,input:not([type=checkbox]):not([type=radio]):not([type=hidden]):not([type=button]):not([type=submit]):not([type=reset]):not([type=image])";
+  // Whether a table holds a field a person types into or chooses in (page.js's `takesText`).
+  const holdsEntry = t => Array.from(t.querySelectorAll("input,select,textarea")).some(f => f.tagName === "SELECT" || ac.takesText(f));
   function tableLines(t) {
     const rows = Array.from(t.rows).filter(r => shown(r));
     const cols = rows.reduce((m, r) => Math.max(m, r.cells.length), 0);
@@ -183,7 +184,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       if (tag === "label" && el.control) { flush(); return walk(el, true); }
       // A table that holds a text field or a select is a form laid out in rows, not data: its
       // text and fields read in order (a data-table line would show those cells empty).
-      if (tag === "table" && !inTable && !el.querySelector(ENTRY_FIELDS)) {
+      if (tag === "table" && !inTable && !holdsEntry(el)) {
         const t = tableLines(el);
         item("table", el, t.head, t.lines);
         flush();
