@@ -328,6 +328,40 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
     }
 }
 
+/// A checkbox or radio takes true or false, or (a radio) one of its group's labels; any other
+/// value is refused with the group's choices and the text fields beside it, and ticks nothing.
+/// Typing into what the page makes clickable says to click it.
+#[test]
+fn a_box_takes_only_a_state_or_a_label_and_a_clickable_is_clicked() {
+    if !have_chromium() {
+        return;
+    }
+    let on = OnSite::start("layouts", "look");
+    let nav = cmd(&on.r, "browser_navigate", json!({"url": format!("{}/layouts", on.site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap();
+    let (small, large) = (ref_of(snap, "input radio \"Small\""), ref_of(snap, "input radio \"Large\""));
+    let qty = ref_of(snap, "input text \"Quantity\"");
+    let fill = |selector: &str, value: &str| json!({"fields": [{"selector": selector, "value": value}]});
+    let e = cmd_err(&on.r, "browser_fill_form", fill(&format!("ref={small}"), "6"));
+    assert!(e.contains("is a radio: it is checked or not") && e.contains("takes no \"6\""), "{e}");
+    assert!(e.contains(&format!("[{small}] \"Small\", [{large}] \"Large\"")), "the choices: {e}");
+    assert!(e.contains(&format!("Text goes into a text field: [{qty}] \"Quantity\"")), "{e}");
+    let filled = cmd(&on.r, "browser_fill_form", fill(&format!("ref={small}"), "Large"));
+    assert_eq!(filled["filled"][0], json!({"selector": format!("ref={large}"), "checked": true}), "{filled}");
+    let now = cmd(&on.r, "browser_snapshot", json!({}));
+    let now = now["snapshot"].as_str().unwrap();
+    assert!(
+        now.contains("\"Small\" name=size (not checked)") && now.contains("\"Large\" name=size (checked)"),
+        "{now}"
+    );
+    let remember = ref_of(snap, "input checkbox \"Remember me\"");
+    let ticked = cmd(&on.r, "browser_fill_form", fill(&format!("ref={remember}"), "yes"));
+    assert_eq!(ticked["filled"][0]["checked"], true, "{ticked}");
+    let send = ref_of(snap, "clickable \"Send\"");
+    let e = cmd_err(&on.r, "browser_type", json!({"selector": format!("ref={send}"), "text": "Send"}));
+    assert!(e.contains("not a text field: use browser_click"), "{e}");
+}
+
 /// The worker's guard on what it was not written for, asked for as the small profile asks: a
 /// form whose one field was typed is sent at the first click, and a click on a link goes where
 /// it leads (`form_defaults`).

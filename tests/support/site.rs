@@ -115,7 +115,9 @@ const LAYOUTS: &str = r#"<h1>Layouts</h1>
 <div class="entry"><input id="town"><div>Town</div></div>
 <div class="search"><input id="q" placeholder="Search products"><button>Go</button></div>
 <div><input type="checkbox" id="remember"> Remember me</div>
-<div><p>This paragraph explains at length what the next box is for, far more than a label says.</p><input id="notes"></div>"#;
+<div><p>This paragraph explains at length what the next box is for, far more than a label says.</p><input id="notes"></div>
+<div><label><input type="radio" name="size" value="s"> Small</label> <label><input type="radio" name="size" value="l"> Large</label> <input id="qty" placeholder="Quantity"></div>
+<div onclick="this.textContent = 'sent'">Send</div>"#;
 
 /// A page built without `<form>`, as script-driven sites are: a Join button among an email
 /// field and a plan select (its script reads them), an Apply button beside an empty coupon field, a Buy button in a card with no field, a

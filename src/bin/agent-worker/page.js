@@ -360,6 +360,9 @@ if (!window.__ac) { window.__ac = (() => {
     else if (window.__acInputs.special(el)) { what = type + " field"; tool = "browser_type or browser_select_option with the value (" + window.__acInputs.forms(type) + ")"; }
     else if (STEP_ROLES.has(el.getAttribute("role"))) { what = el.getAttribute("role"); tool = "browser_type with the number"; }
     else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
+    // A ref on anything else means the page reacts to a click on it (snapshot.js gives plain
+    // text none): a `<div>` Submit is clicked, not typed into.
+    else if (refs.byEl.has(el)) tool = "browser_click";
     else tool = "nothing: its text is already in the snapshot (to keep a value, save_file it)";
     const text = textOf(el).slice(0, 60);
     return "`" + sel + "` is a " + what + (text ? ' "' + text + '"' : "") + ", not " + wanted + ": use " + tool;
@@ -462,6 +465,31 @@ if (!window.__ac) { window.__ac = (() => {
     setValue(el, opt.value);
     return {selected: opt.value, label: opt.text.trim()};
   }
+  // What a value asks of a checkbox or radio: checked (true, yes, on, its own label or value),
+  // unchecked (false, no, off), or null for anything else: a "6" meant for a text box must not
+  // silently tick the box it was sent to.
+  function checkedWanted(el, value) {
+    const v = norm(String(value)).toLowerCase();
+    if (/^(false|0|no|off|unchecked|)$/.test(v)) return false;
+    if (/^(true|1|yes|on|checked|x)$/.test(v)) return true;
+    const own = [labelFor(el), el.getAttribute("value") || "", textOf(el)].map(t => norm(t).toLowerCase());
+    return own.includes(v) ? true : null;
+  }
+  const radioGroup = el => el.name
+    ? Array.from((el.form || document).querySelectorAll("input[type=radio]")).filter(r => r.name === el.name && visible(r))
+    : [el];
+  const named = f => (refs.byEl.get(f) ? "[" + refs.byEl.get(f) + "] " : "") + JSON.stringify(labelFor(f) || f.value || f.name || f.type);
+  // The refusal of such a value, naming the radio's choices and the text fields near the box,
+  // where the value may belong.
+  function notABox(el, sel, value) {
+    let near = [];
+    for (let up = el.parentElement, i = 0; up && i < 4 && !near.length; up = up.parentElement, i++)
+      near = Array.from(up.querySelectorAll("input,textarea")).filter(f => takesText(f) && visible(f) && refs.byEl.has(f));
+    const choices = el.type === "radio" ? radioGroup(el).slice(0, 8).map(named).join(", ") : "";
+    const fields = near.slice(0, 6).map(named).join(", ");
+    return "`" + sel + "` is a " + el.type + ": it is checked or not (value true or false), it takes no " + JSON.stringify(String(value)) +
+      (choices ? ". Its group's choices: " + choices : "") + (fields ? ". Text goes into a text field: " + fields : "");
+  }
   function fill(fields) {
     const done = [];
     for (const f of fields) {
@@ -471,10 +499,14 @@ if (!window.__ac) { window.__ac = (() => {
       if (window.__acInputs.special(el)) done.push(Object.assign({selector: f.selector}, setSpecial(f.selector, f.value, el)));
       else if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
       else if (kind === "checkbox" || kind === "radio") {
-        const want = !/^(false|0|no|off|unchecked)$/i.test(String(f.value));
         if (el.type !== "checkbox" && el.type !== "radio") throw new Error(wrongKind(el, f.selector, "a " + kind));
-        if (el.checked !== want) el.click();
-        done.push({selector: f.selector, checked: el.checked});
+        const want = checkedWanted(el, f.value);
+        // A radio given one of its group's labels: that one is chosen.
+        const chosen = want === null && el.type === "radio" ? radioGroup(el).find(r => checkedWanted(r, f.value) === true) : null;
+        if (want === null && !chosen) throw new Error(notABox(el, f.selector, f.value));
+        const box = chosen || el;
+        if (box.checked !== (want ?? true)) box.click();
+        done.push({selector: chosen ? (refs.byEl.get(chosen) ? "ref=" + refs.byEl.get(chosen) : f.selector) : f.selector, checked: box.checked});
       } else if (el.isContentEditable) { el.focus(); el.textContent = String(f.value); el.dispatchEvent(new Event("input", {bubbles: true})); done.push({selector: f.selector, filled: true}); }
       else if (!takesText(el)) throw new Error(wrongKind(el, f.selector, "a text field"));
       else { el.focus(); setValue(el, String(f.value)); done.push({selector: f.selector, filled: true}); }
