@@ -309,9 +309,14 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
         ref_of(snap, line);
     }
     assert!(!snap.contains("input text \"Go\"") && !snap.contains("input text \"This paragraph"), "{snap}");
-    // The table of fields reads as a form, in order, not as a data table of empty cells.
-    let (genre_text, year_field) = (snap.find("text \"Genre\""), snap.find("input text \"Year\""));
-    assert!(!snap.contains("table 2×2") && genre_text.is_some() && genre_text < year_field, "{snap}");
+    // The table of fields reads as a form, in order, not as a data table of empty cells; the
+    // text that names a field is said once, in the field's line.
+    let (genre_field, year_field) = (snap.find("input text \"Genre\""), snap.find("input text \"Year\""));
+    assert!(!snap.contains("table 2×2") && genre_field < year_field, "{snap}");
+    for echo in ["text \"Genre\"", "text \"Director:\"", "text \"Town\""] {
+        assert!(!snap.lines().any(|line| line.trim() == echo), "{echo} is said once: {snap}");
+    }
+    assert!(snap.contains("text \"This paragraph explains"), "a longer text beside a box stays: {snap}");
     // Selectors in other tools' words: `:contains` and `button=Go` are taken; `:text` is not, and
     // the answer names the inputs shown.
     let genre = ref_of(snap, "input text \"Genre\"");

@@ -61,8 +61,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     if ((el.readOnly && /^(INPUT|TEXTAREA)$/.test(el.tagName)) || a("aria-readonly") === "true") out.push("read-only");
     return out.map(s => ` (${s})`).join("");
   }
-  function describeField(el, tag) {
-    const label = ac.labelFor(el);
+  function describeField(el, tag, label) {
     const name = el.getAttribute("name") ? ` name=${el.getAttribute("name")}` : "";
     if (tag === "select") {
       const opts = Array.from(el.options);
@@ -130,7 +129,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       // where something on it reacts to a click (small models click paragraphs otherwise).
       if (run && /[\p{L}\p{N}]/u.test(run.text)) {
         const line = `text ${JSON.stringify(cut(norm(run.text), RUN_CHARS))}`;
-        items.push({kind: "text", el: clickable(run.block) ? run.block : null, key: line, line, indent});
+        items.push({kind: "text", el: clickable(run.block) ? run.block : null, key: line, line, indent, text: norm(run.text)});
       }
       run = null;
     };
@@ -180,7 +179,10 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       if (tag === "a" && el.hasAttribute("href")) return item("link", el, `link ${q(ac.textOf(el) || iconName(el))}${states(el)}${address(el)}`);
       if (tag === "button" || role === "button" || (tag === "input" && BUTTON_INPUTS.has(el.type)))
         return item("button", el, `button ${q(ac.textOf(el) || el.value || iconName(el))}${states(el)}`);
-      if (tag === "input" || tag === "textarea" || tag === "select") return item("field", el, describeField(el, tag));
+      if (tag === "input" || tag === "textarea" || tag === "select") {
+        const label = ac.labelFor(el);
+        return item("field", el, describeField(el, tag, label), undefined, label);
+      }
       if (tag === "label" && el.control) { flush(); return walk(el, true); }
       // A table that holds a text field or a select is a form laid out in rows, not data: its
       // text and fields read in order (a data-table line would show those cells empty).
@@ -284,6 +286,13 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
       tick();
     });
   }
+  // A field named by the text beside it (`x =`, a row's `Year` cell) shows that text in its own
+  // line: the plain text line next to it, saying only the same, is left out.
+  function withoutEchoes(items) {
+    const echoed = (it, i) => it.kind === "text" && !it.el &&
+      [items[i - 1], items[i + 1]].some(f => f && f.kind === "field" && f.name === it.text);
+    return items.filter((it, i) => !echoed(it, i));
+  }
   // `lines`: every line as well, unbounded (each item's text; a table's rows follow its head),
   // for the worker to tell what an action changed; `doc` names the document.
   function snapshot(max, floor, reset, known, part, lines) {
@@ -291,6 +300,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const items = [];
     listeners = new Set();
     collect(document, {items}, "");
+    items.splice(0, items.length, ...withoutEchoes(items));
     for (const it of items) if (it.el) it.ref = state.assign(it.el, it.key);
     const code = status();
     // A 2xx says nothing a person would notice; an error status is news (and costs every page).
