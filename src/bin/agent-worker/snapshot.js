@@ -297,10 +297,10 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
   // for the worker to tell what an action changed; `doc` names the document.
   function snapshot(max, floor, reset, known, part, lines) {
     const state = ac.refState(floor, reset, known);
-    const items = [];
+    const walked = [];
     listeners = new Set();
-    collect(document, {items}, "");
-    items.splice(0, items.length, ...withoutEchoes(items));
+    collect(document, {items: walked}, "");
+    const items = withoutEchoes(walked);
     for (const it of items) if (it.el) it.ref = state.assign(it.el, it.key);
     const code = status();
     // A 2xx says nothing a person would notice; an error status is news (and costs every page).
