@@ -287,16 +287,23 @@ fn snapshots_show_clickables_and_states() {
     assert!(open.contains(&format!("[{acc}] button \"Shipping details\" (expanded)")), "{open}");
 }
 
+/// The layouts page opened in a worker, and its snapshot; none without Chromium.
+fn layouts_page() -> Option<(OnSite, String)> {
+    if !have_chromium() {
+        return None;
+    }
+    let on = OnSite::start("layouts", "look");
+    let nav = cmd(&on.r, "browser_navigate", json!({"url": format!("{}/layouts", on.site.url)}));
+    let snap = nav["snapshot"].as_str().unwrap().to_string();
+    Some((on, snap))
+}
+
 /// A field with no label of its own is named by the short text beside it in the smallest block
 /// that holds no other field or button, as a person reads it; otherwise by its placeholder.
 #[test]
 fn fields_without_a_label_are_named_by_the_text_beside_them() {
-    if !have_chromium() {
-        return;
-    }
-    let on = OnSite::start("layouts", "look");
-    let nav = cmd(&on.r, "browser_navigate", json!({"url": format!("{}/layouts", on.site.url)}));
-    let snap = nav["snapshot"].as_str().unwrap();
+    let Some((on, snap)) = layouts_page() else { return };
+    let snap = snap.as_str();
     for line in [
         "input text \"Genre\"",
         "input text \"Year\"",
@@ -338,12 +345,8 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
 /// Typing into what the page makes clickable says to click it.
 #[test]
 fn a_box_takes_only_a_state_or_a_label_and_a_clickable_is_clicked() {
-    if !have_chromium() {
-        return;
-    }
-    let on = OnSite::start("layouts", "look");
-    let nav = cmd(&on.r, "browser_navigate", json!({"url": format!("{}/layouts", on.site.url)}));
-    let snap = nav["snapshot"].as_str().unwrap();
+    let Some((on, snap)) = layouts_page() else { return };
+    let snap = snap.as_str();
     let (small, large) = (ref_of(snap, "input radio \"Small\""), ref_of(snap, "input radio \"Large\""));
     let qty = ref_of(snap, "input text \"Quantity\"");
     let fill = |selector: &str, value: &str| json!({"fields": [{"selector": selector, "value": value}]});

@@ -472,7 +472,7 @@ if (!window.__ac) { window.__ac = (() => {
     const v = norm(String(value)).toLowerCase();
     if (/^(false|0|no|off|unchecked|)$/.test(v)) return false;
     if (/^(true|1|yes|on|checked|x)$/.test(v)) return true;
-    const own = [labelFor(el), el.getAttribute("value") || "", textOf(el)].map(t => norm(t).toLowerCase());
+    const own = [labelFor(el), el.value].map(t => norm(t).toLowerCase());
     return own.includes(v) ? true : null;
   }
   const radioGroup = el => el.name
@@ -504,9 +504,9 @@ if (!window.__ac) { window.__ac = (() => {
         // A radio given one of its group's labels: that one is chosen.
         const chosen = want === null && el.type === "radio" ? radioGroup(el).find(r => checkedWanted(r, f.value) === true) : null;
         if (want === null && !chosen) throw new Error(notABox(el, f.selector, f.value));
-        const box = chosen || el;
+        const box = chosen || el, ref = chosen && refs.byEl.get(chosen);
         if (box.checked !== (want ?? true)) box.click();
-        done.push({selector: chosen ? (refs.byEl.get(chosen) ? "ref=" + refs.byEl.get(chosen) : f.selector) : f.selector, checked: box.checked});
+        done.push({selector: ref ? "ref=" + ref : f.selector, checked: box.checked});
       } else if (el.isContentEditable) { el.focus(); el.textContent = String(f.value); el.dispatchEvent(new Event("input", {bubbles: true})); done.push({selector: f.selector, filled: true}); }
       else if (!takesText(el)) throw new Error(wrongKind(el, f.selector, "a text field"));
       else { el.focus(); setValue(el, String(f.value)); done.push({selector: f.selector, filled: true}); }
