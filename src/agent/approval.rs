@@ -1,5 +1,8 @@
 //! Approval modes, enforced in the controller whatever the model says: before a command runs
-//! or a form is sent (`run_command`, `write_file`, `browser_submit_form`), and before a download
+//! or a form is sent (`run_command`, `write_file`, `browser_submit_form`; and every other browser
+//! action that would send a form — a click on a submit button, Enter in a field, a key on a
+//! submit button, the controller's own login — which the worker asks about before it acts, with
+//! a hold on sends the page's script makes), and before a download
 //! over `files.approve_downloads_over_mb` is fetched (the worker reports its size first and keeps
 //! nothing), the session's mode
 //! decides — `auto` runs it, `validator` asks
@@ -9,9 +12,10 @@
 
 use super::Agent;
 use super::outcome::ToolOutcome;
+use crate::exec::ExecError;
 use crate::llm::{Block, Message, Request};
-use crate::protocol::tools::Tool;
-use crate::protocol::{Approval, Mode};
+use crate::protocol::tools::{Runs, Tool};
+use crate::protocol::{Approval, Mode, SessionType};
 use crate::session::ConfirmationOutcome;
 use serde_json::{Value, json};
 
@@ -20,6 +24,14 @@ on a host, a file it writes, a web form it submits), before it happens. Answer w
 Reject what the task does not need: deleting or overwriting data, changing system settings, \
 installing or removing software, reading or sending secrets, disabling security. In an \
 exploration (observe only), reject anything that changes the host at all.";
+
+/// A target command run through the approval of what it would send or fetch.
+pub(super) enum Gated {
+    /// It ran (again, once approved): its result.
+    Ran(Result<Value, ExecError>),
+    /// Not run, or its held send refused: this is the tool's result.
+    Refused(ToolOutcome),
+}
 
 /// What the approval decided.
 pub(super) enum Gate {
@@ -54,6 +66,12 @@ impl Agent {
                 "download {} ({})",
                 input["url"].as_str().unwrap_or(""),
                 input["size"].as_str().unwrap_or("size unknown")
+            ),
+            Tool::BrowserSubmitForm if input["form"].is_object() => format!(
+                "submit the form to {} ({} {})",
+                input["form"]["action"].as_str().unwrap_or("the page"),
+                input["via"].as_str().unwrap_or("an action"),
+                input["selector"].as_str().or(input["key"].as_str()).unwrap_or("")
             ),
             Tool::BrowserSubmitForm => {
                 let form = input["selector"].as_str().or(input["submit_selector"].as_str());
@@ -157,6 +175,87 @@ impl Agent {
         let mut details = input.clone();
         details["size"] = json!(size);
         self.by_mode(Tool::BrowserDownload, &details)
+    }
+
+    /// `hold_submits` for `tool`'s command: `None` where sends need no approval (`auto`), else
+    /// on for every browser action but an approved send (`browser_submit_form` was asked about
+    /// before it runs), which carries `false` so the page's hold lets it through.
+    pub(super) fn submit_hold(&self, tool: Tool) -> Option<bool> {
+        let browser = tool.spec().runs == Runs::Target(SessionType::Browser);
+        (browser && self.record.approval() != Approval::Auto).then_some(tool != Tool::BrowserSubmitForm)
+    }
+
+    /// Run a target command whose result may ask first (`needs_approval`: a download over the
+    /// threshold, a form the action would send) or report a send the page's script made and the
+    /// hold stopped (`submit_held`). Asked by the session's mode; approved, it runs again
+    /// without asking (or the held form is sent); refused, the refusal is the outcome.
+    pub(super) fn execute_gated(
+        &mut self,
+        tool: Tool,
+        input: &Value,
+        params: Value,
+        timeout: std::time::Duration,
+    ) -> Gated {
+        // Kept only for a command that may come back asking.
+        let again = (params.get("ask_over_bytes").is_some() || params["hold_submits"] == true).then(|| params.clone());
+        let result = self.runner.execute(tool.name(), params, timeout);
+        let asked = result.as_ref().ok().and_then(|data| data.get("needs_approval")).cloned();
+        if let (Some(asked), Some(mut params)) = (asked, again) {
+            let gate = match asked.get("submit") {
+                Some(form) => self.approve_send(tool, input, form),
+                None => self.approve_download(input, &asked),
+            };
+            if let Gate::Refused(outcome) = gate {
+                return Gated::Refused(outcome);
+            }
+            params.as_object_mut().map(|p| p.remove("ask_over_bytes"));
+            if asked.get("submit").is_some() {
+                params["hold_submits"] = false.into();
+            }
+            return Gated::Ran(self.runner.execute(tool.name(), params, timeout));
+        }
+        let held = result.as_ref().ok().and_then(|data| data.get("submit_held")).cloned();
+        match held {
+            Some(form) => self.held_send(tool, input, form, result, timeout),
+            None => Gated::Ran(result),
+        }
+    }
+
+    /// The page's script sent a form on an action that was no send (the hold stopped it):
+    /// asked about; approved, that very form is sent; refused, the action's result says so.
+    fn held_send(
+        &mut self,
+        tool: Tool,
+        input: &Value,
+        form: Value,
+        result: Result<Value, ExecError>,
+        timeout: std::time::Duration,
+    ) -> Gated {
+        match self.approve_send(tool, input, &form) {
+            Gate::Run { .. } => {
+                let params = json!({"held": true, "hold_submits": false, "snapshot_chars": self.snapshot_chars()});
+                Gated::Ran(self.runner.execute(Tool::BrowserSubmitForm.name(), params, timeout))
+            }
+            Gate::Refused(refusal) => {
+                let mut outcome = self.target_outcome(tool.name(), result);
+                let why = super::context::first_text(&refusal.content);
+                outcome
+                    .content
+                    .push(Block::text(format!("The page tried to send a form on this action; it was held: {why}")));
+                Gated::Refused(outcome)
+            }
+        }
+    }
+
+    /// A form `tool` would send (or the page sent on it), asked about as `browser_submit_form`.
+    fn approve_send(&mut self, tool: Tool, input: &Value, form: &Value) -> Gate {
+        let mut details = json!({"via": tool.name(), "form": form});
+        for key in ["selector", "key"] {
+            if let Some(v) = input.get(key) {
+                details[key] = v.clone();
+            }
+        }
+        self.by_mode(Tool::BrowserSubmitForm, &details)
     }
 
     /// The model's own words in its latest reply, shown to whoever approves.

@@ -5,7 +5,7 @@
 //! model sends can end the session.
 
 use super::Agent;
-use super::approval::Gate;
+use super::approval::{Gate, Gated};
 use super::context::excerpt;
 use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
@@ -243,23 +243,16 @@ impl Agent {
             let held_before = input["selector"].as_str().is_some_and(|s| self.held_submits.contains(s));
             params["confirm_defaults"] = (self.guard_on(Guard::FormDefaults) && !held_before).into();
         }
-        let ask_over = self.download_needs_approval_over(tool);
-        if let Some(bytes) = ask_over {
-            params["ask_over_bytes"] = bytes.into();
+        if let Some(ask) = self.download_needs_approval_over(tool) {
+            params["ask_over_bytes"] = ask.into();
         }
-        // Kept only for a download that may come back asking for approval.
-        let mut again = ask_over.is_some().then(|| params.clone());
-        let mut result = self.runner.execute(tool.name(), params, timeout);
-        if let Some(asked) = result.as_ref().ok().and_then(|data| data.get("needs_approval")).cloned() {
-            match self.approve_download(input, &asked) {
-                Gate::Refused(outcome) => return outcome,
-                Gate::Run { .. } => {
-                    let mut params = again.take().unwrap_or_default();
-                    params.as_object_mut().map(|p| p.remove("ask_over_bytes"));
-                    result = self.runner.execute(tool.name(), params, timeout);
-                }
-            }
+        if let Some(hold) = self.submit_hold(tool) {
+            params["hold_submits"] = hold.into();
         }
+        let result = match self.execute_gated(tool, input, params, timeout) {
+            Gated::Ran(result) => result,
+            Gated::Refused(refused) => return refused,
+        };
         let ran_out = budget_cut.is_some() && matches!(result, Err(ExecError::Timeout { .. }));
         let mut outcome = self.target_outcome(tool.name(), result);
         if ran_out {

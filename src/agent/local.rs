@@ -5,6 +5,7 @@
 //! into exactly one worker command and tells the model only who it logged in as.
 
 use super::Agent;
+use super::approval::Gated;
 use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
@@ -164,18 +165,28 @@ impl Agent {
             return ToolOutcome::error(format!("not typed: the login URL {login_url} names no host"));
         };
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
-        // `only_on`: the worker types nothing unless the page is on the credentials' site then.
+        // `only_on`: the worker sets a value only into a field of a page on the credentials'
+        // site, checked in the same script (no key events); the send waits as any other does.
+        let typed = |selector: &str, text: &str| json!({"selector": selector, "text": text, "only_on": site});
         let steps = [
-            (Tool::BrowserNavigate.name(), json!({"url": login_url})),
-            (Tool::BrowserType.name(), json!({"selector": user_sel, "text": creds.username, "only_on": site})),
-            (Tool::BrowserType.name(), json!({"selector": pass_sel, "text": creds.password.expose(), "only_on": site})),
+            (Tool::BrowserNavigate, json!({"url": login_url})),
+            (Tool::BrowserType, typed(&user_sel, &creds.username)),
+            (Tool::BrowserType, typed(&pass_sel, creds.password.expose())),
             // As is: the login form's other fields are the page's business.
-            (Tool::BrowserClick.name(), json!({"selector": submit_sel})),
+            (Tool::BrowserClick, json!({"selector": submit_sel})),
         ];
         let mut after = Value::Null;
-        for (i, (action, params)) in steps.into_iter().enumerate() {
+        for (i, (tool, mut params)) in steps.into_iter().enumerate() {
             let what = ["open the login page", "type the username", "type the password", "submit the form"][i];
-            match self.runner.execute(action, params, timeout) {
+            if let Some(hold) = self.submit_hold(tool) {
+                params["hold_submits"] = hold.into();
+            }
+            let asked = json!({"selector": params["selector"]});
+            let result = match self.execute_gated(tool, &asked, params, timeout) {
+                Gated::Ran(result) => result,
+                Gated::Refused(refused) => return refused,
+            };
+            match result {
                 Ok(v) if i == 0 && !landed_on(&v, &site) => {
                     let host = v["url"].as_str().and_then(host_of).unwrap_or_default();
                     self.runner.log(
@@ -189,7 +200,11 @@ impl Agent {
                 }
                 Ok(v) => after = v,
                 Err(ExecError::Stopped) => return ToolOutcome::stopped(),
-                Err(e) => return ToolOutcome::error(format!("login failed at \"{what}\": {e}")),
+                // The worker's words may quote the page (and a page may echo what was typed).
+                Err(e) => {
+                    let why = self.boundary.wrap(&self.runner.scrub(&e.to_string()));
+                    return ToolOutcome::error(format!("login failed at \"{what}\": {why}"));
+                }
             }
         }
         // Text, not a screenshot: every model can read it. The page may echo what was typed.

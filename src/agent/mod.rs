@@ -441,6 +441,17 @@ impl Agent {
         Turn::End(AgentOutcome::Finished { summary })
     }
 
+    /// A result block without the vault's secrets (a text that holds none is kept as it is).
+    fn scrubbed(&self, block: Block) -> Block {
+        match block {
+            Block::Text { text } => match self.runner.scrub_cow(&text) {
+                std::borrow::Cow::Borrowed(_) => Block::Text { text },
+                cleaned => Block::text(cleaned.into_owned()),
+            },
+            other => other,
+        }
+    }
+
     /// Run each call in order (after a stop, the rest get a "not run" result), then answer
     /// them all in one message.
     fn run_calls(&mut self, calls: Vec<(String, String, Value)>) -> Turn {
@@ -461,7 +472,9 @@ impl Agent {
             if outcome.finish.is_some() {
                 finish = outcome.finish.clone();
             }
-            results.push(Block::ToolResult { tool_use_id: id, content: outcome.content, is_error: outcome.is_error });
+            // Scrubbed here, once for every tool: what the model sees is what the record keeps.
+            let content = outcome.content.into_iter().map(|b| self.scrubbed(b)).collect();
+            results.push(Block::ToolResult { tool_use_id: id, content, is_error: outcome.is_error });
         }
         self.messages.push(Message::user(results));
         self.journal_conversation();

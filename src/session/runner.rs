@@ -279,6 +279,11 @@ impl SessionRunner {
         self.session.vault().scrub(text)
     }
 
+    /// As `scrub`, borrowing `text` when no secret is in it.
+    pub fn scrub_cow<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
+        self.session.vault().scrub_cow(text)
+    }
+
     /// Hold what a person typed as a secret from now on: scrubbed from all the model and the
     /// record see. False when it is too short to scrub.
     pub fn hold_typed(&self, text: &str) -> bool {

@@ -3,7 +3,8 @@
 // shows: addEventListener of a click-like event, or an `onclick` property set from script.
 // The helpers' world (page.js) asks with a `__ac_listeners` event on the document; each
 // recorded element still in it answers with a `__ac_listener` event. The two worlds share only
-// the DOM, so events carry the answer, and nothing of the page is changed.
+// the DOM, so events carry the answer. Nothing of the page is changed but `form.submit()`, which
+// asks first (below).
 (() => {
   const CLICKS = new Set(["click", "mousedown", "mouseup", "pointerdown", "pointerup", "touchstart"]);
   const add = EventTarget.prototype.addEventListener;
@@ -31,6 +32,12 @@
       },
     });
   }
+  // `form.submit()` fires no submit event: it asks the helpers' world first with a cancelable
+  // `__ac_submit` on the form (submits.js stops it while a session's sends wait for approval).
+  const send = HTMLFormElement.prototype.submit;
+  HTMLFormElement.prototype.submit = function submit() {
+    if (this.dispatchEvent(new Event("__ac_submit", {cancelable: true}))) return send.call(this);
+  };
   add.call(document, "__ac_listeners", () => {
     held = held.filter(r => {
       const el = r.deref();

@@ -418,6 +418,18 @@ if (!window.__ac) { window.__ac = (() => {
     el.dispatchEvent(new Event("input", {bubbles: true}));
     el.dispatchEvent(new Event("change", {bubbles: true}));
   }
+  // A credential set into `sel`'s field with the page's input events and no key event, only
+  // while the field's document and the top page are on `host` (and `origin`, when bound to
+  // one): the check and the write are one script, so nothing moves in between.
+  function placeSecret(sel, text, host, origin) {
+    const el = find(sel);
+    const off = [location, el.ownerDocument.location].find(l => l.hostname !== host || (origin && l.origin !== origin));
+    if (off) return {refused: "credential_site", host: off.hostname, message: "not typed: the field is on " + JSON.stringify(off.hostname) + ", not on the credentials' site"};
+    const field = (el.tagName === "INPUT" || el.tagName === "TEXTAREA") && takesText(el);
+    if (!field || !visible(el) || el.disabled || el.readOnly) throw new Error("`" + sel + "` is not a visible text field that takes a value: nothing was typed");
+    setValue(el, text);
+    return true;
+  }
   // A date, time, number, range or colour field set to what `text` means (inputs.js), with the
   // page's events; answers the value it holds now, what was asked when the field moved it (a
   // range keeps to its bounds and step), and the field's own complaint (out of its range).
@@ -560,7 +572,7 @@ if (!window.__ac) { window.__ac = (() => {
     return {url: location.href, title: String(document.title || ""), ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
+  return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, placeSecret, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
           norm, visible, takesText, labelFor, refState, listenedIn, stepper, stepperAt: sel => stepper(find(sel)),
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

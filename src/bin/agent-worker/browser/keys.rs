@@ -109,6 +109,11 @@ fn typing(c: char) -> KeyPress {
     KeyPress { key: c.to_string(), code, vk, text: Some(c.to_string()), modifiers: 0 }
 }
 
+/// The DevTools key name `combo` presses (`Return` → `Enter`, `Space` → `" "`).
+pub(super) fn key_name(combo: &str) -> Result<String, WorkerError> {
+    parse(combo).map(|k| k.key)
+}
+
 impl Browser {
     /// Type `text` into the focused element as a person does, with a key down and up for each
     /// character: pages that react to keys (suggestions on keyup, a terminal on keydown) see

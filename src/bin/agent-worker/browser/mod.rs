@@ -66,6 +66,17 @@ pub struct Browser {
     gate: Option<gate::Gate>,
     /// The hosts the current command's session may reach (empty: any).
     allowed: Vec<DomainPattern>,
+    /// The current command types a credential (`only_on`): the page's host as the browser
+    /// spells it, checked against the credentials' site, and the origin they are bound to.
+    secret_site: Option<SecretSite>,
+}
+
+/// Where a credential may land: the checked host, and the login URL's origin when the
+/// credentials name no wider `domain`.
+#[derive(Clone)]
+pub(super) struct SecretSite {
+    pub host: String,
+    pub origin: Option<String>,
 }
 
 /// The remark added when a command had to start a new browser.
@@ -85,6 +96,7 @@ impl Browser {
             dialogs: DialogPolicy::Dismiss,
             gate: None,
             allowed: Vec::new(),
+            secret_site: None,
         }
     }
 
@@ -161,13 +173,15 @@ impl Browser {
     }
 
     /// `only_on` (a credential's site, `perform_login`): the page must be on it now, or
-    /// nothing is typed.
-    fn check_site(&mut self, site: &Value) -> Result<(), WorkerError> {
+    /// nothing is typed. The host as the browser spells it is what the field's document is
+    /// checked against again, in the same script that sets the value (`placeSecret`).
+    fn check_site(&mut self, site: &Value, origin: Option<&str>) -> Result<SecretSite, WorkerError> {
         let pattern = DomainPattern::parse(site.as_str().unwrap_or("")).map_err(WorkerError::bad)?;
-        let href = self.eval("location.href")?;
-        let host = host_of(href.as_str().unwrap_or("")).unwrap_or_default();
+        let here = self.eval("({href: location.href, hostname: location.hostname})")?;
+        let host = host_of(here["href"].as_str().unwrap_or("")).unwrap_or_default();
         if pattern.allows(&host) {
-            return Ok(());
+            let host = here["hostname"].as_str().unwrap_or_default().to_string();
+            return Ok(SecretSite { host, origin: origin.map(str::to_string) });
         }
         Err(WorkerError::refused(json!({
             "refused": "credential_site",
@@ -244,6 +258,18 @@ impl Browser {
     }
 }
 
+impl Browser {
+    /// A send the hold stopped during the command (the page's script sent the form on a click
+    /// that was no submit button): on the result, for the controller to ask about.
+    fn report_held_submit(&mut self, result: Result<Value, WorkerError>) -> Result<Value, WorkerError> {
+        let Ok(v) = result else { return result };
+        match self.eval("__acSubmits.takeHeld()") {
+            Ok(held) if held.is_object() => Ok(with(v, "submit_held", held)),
+            _ => Ok(v),
+        }
+    }
+}
+
 /// DevTools errors that mean the attached tab is gone (the page closed it).
 fn tab_is_gone(message: &str) -> bool {
     ["No session with given id", "No target with given id", "Target closed"].iter().any(|m| message.contains(m))
@@ -282,8 +308,13 @@ impl Backend for Browser {
             self.ref_floor = 0;
             self.refs_reset = true;
         }
+        self.secret_site = None;
         if let Some(site) = params.get("only_on") {
-            self.check_site(site)?;
+            self.secret_site = Some(self.check_site(site, params["only_on_origin"].as_str())?);
+        }
+        let hold = params["hold_submits"].as_bool();
+        if let Some(on) = hold {
+            self.eval(&format!("__acSubmits.arm({on})"))?;
         }
         let policy = self.dialogs;
         let cdp = &mut self.r()?.cdp;
@@ -301,6 +332,7 @@ impl Backend for Browser {
         };
         let result = self.report_blocked(tool, result);
         let result = self.report_dialogs(result);
+        let result = if hold == Some(true) { self.report_held_submit(result) } else { result };
         match (result, restarted) {
             (Ok(v), true) => Ok(with(v, "note", json!(RESTARTED))),
             (Err(e), true) => Err(e.noted(RESTARTED)),

@@ -15,9 +15,17 @@ use crate::error::WorkerError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// The special inputs' forms, the page helpers (which use them), then the snapshot (which builds on them).
-const PAGE_JS: &str =
-    concat!(include_str!("../inputs.js"), "\n", include_str!("../page.js"), "\n", include_str!("../snapshot.js"));
+/// The special inputs' forms, the page helpers (which use them), the snapshot (which builds on
+/// them), then the hold on form sends (`hold_submits`).
+const PAGE_JS: &str = concat!(
+    include_str!("../inputs.js"),
+    "\n",
+    include_str!("../page.js"),
+    "\n",
+    include_str!("../snapshot.js"),
+    "\n",
+    include_str!("../submits.js")
+);
 pub const NAVIGATION: Duration = Duration::from_secs(30);
 /// What a script run in a world without our mark throws.
 const STALE: &str = "agent-worker: not the helpers' world";

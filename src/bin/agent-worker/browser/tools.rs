@@ -7,8 +7,8 @@
 //! echoing typed text (it may be a password); an action on the page answers with what it
 //! changed there (`changes.rs`).
 
-use super::Browser;
 use super::util::{js, js_or_null, to_csv, with};
+use super::{Browser, SecretSite};
 use crate::backend::{Context, any_str, array, required_str};
 use crate::error::WorkerError;
 use agent_controller::protocol::tools::Tool;
@@ -81,7 +81,7 @@ impl Browser {
             }
             Tool::BrowserFillForm => self.fill_form(p),
             Tool::BrowserSubmitForm => {
-                let done = self.submit_form(p)?;
+                let done = if p["held"] == true { self.send_held()? } else { self.submit_form(p)? };
                 self.then_snapshot(done, p)
             }
             Tool::BrowserSaveAsPdf => self.save_as_pdf(p, ctx),
@@ -102,6 +102,11 @@ impl Browser {
     fn click_tool(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let at_point = p.get("selector").is_none() && p["x"].is_number();
         let selector = if at_point { None } else { Some(required_str(p, "selector")?) };
+        if let Some(sel) = selector.filter(|_| holds_submits(p)) {
+            if let Some(asked) = self.would_send(&format!("__acSubmits.byClick(__ac.find({}))", js(sel)))? {
+                return Ok(asked);
+            }
+        }
         let before = self.before_action(p);
         let clicked = match selector {
             Some(selector) => self.click(selector, p)?,
@@ -135,7 +140,17 @@ impl Browser {
     fn type_into(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let selector = required_str(p, "selector")?;
         let text = any_str(p, "text")?;
+        if let Some(site) = self.secret_site.clone() {
+            return self.place_secret(selector, text, &site, p);
+        }
         let clear = p["clear"].as_bool().unwrap_or(true);
+        // Enter (asked for, or a new line in the text) in a field of a form may send it.
+        let enters = p["press_enter"] == true || text.contains('\n');
+        if enters && holds_submits(p) {
+            if let Some(asked) = self.would_send(&format!("__acSubmits.byEnter(__ac.find({}))", js(selector)))? {
+                return Ok(asked);
+            }
+        }
         let before = self.before_action(p);
         let focused = self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
         // A read-only field takes no keys: it is clicked, as a person would, and the answer
@@ -163,8 +178,43 @@ impl Browser {
         self.with_changes(done, before, p, &[text])
     }
 
+    /// A credential set into the field without key events, in one script that checks the
+    /// field's document and the top page are on the credentials' site first: no focus to
+    /// steal, no key to catch in another frame, no navigation between the check and the write.
+    fn place_secret(&mut self, selector: &str, text: &str, site: &SecretSite, p: &Value) -> Result<Value, WorkerError> {
+        let before = self.before_action(p);
+        let origin = site.origin.as_deref().map_or_else(|| "null".into(), js);
+        let placed =
+            self.eval(&format!("__ac.placeSecret({}, {}, {}, {origin})", js(selector), js(text), js(&site.host)))?;
+        if placed["refused"].is_string() {
+            return Err(WorkerError::refused(placed));
+        }
+        self.with_changes(json!({"typed": text.chars().count(), "into": selector}), before, p, &[text])
+    }
+
+    /// A form the action would send, asked about before anything is done: the answer the
+    /// controller turns into an approval (`needs_approval.submit`), or `None` to go on.
+    fn would_send(&mut self, check: &str) -> Result<Option<Value>, WorkerError> {
+        let form = self.eval(check)?;
+        Ok(form.is_object().then(|| json!({"needs_approval": {"submit": form}})))
+    }
+
+    /// The send the hold stopped, approved by the controller: sent as the page asked for it.
+    fn send_held(&mut self) -> Result<Value, WorkerError> {
+        let sent = self.eval("__acSubmits.sendHeld()")?;
+        std::thread::sleep(Duration::from_millis(150));
+        self.settle()?;
+        Ok(with(self.eval("__ac.info()")?, "action", json!({"sent_held": sent})))
+    }
+
     fn press_key(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let key = required_str(p, "key")?;
+        if holds_submits(p) {
+            let name = super::keys::key_name(key)?;
+            if let Some(asked) = self.would_send(&format!("__acSubmits.byKey({})", js(&name)))? {
+                return Ok(asked);
+            }
+        }
         let before = self.before_action(p);
         self.key(key)?;
         self.settle()?;
@@ -254,4 +304,10 @@ impl Browser {
         let info = self.eval("__ac.info()")?;
         Ok(with(info, "action", what))
     }
+}
+
+/// The session's sends wait for approval (`hold_submits`, set by the controller where the
+/// approval mode is not `auto`; an approved command carries `false`).
+fn holds_submits(p: &Value) -> bool {
+    p["hold_submits"] == true
 }
