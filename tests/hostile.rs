@@ -81,6 +81,8 @@ fn home(path: &str, other: &str) -> (u16, Option<String>, &'static str, String) 
             (200, None, "text/html", form)
         }
         "/login" => (200, None, "text/html", "<title>Welcome</title><p>Signed in".into()),
+        // A page that opens a WebRTC connection through a STUN server named in its query.
+        p if p.starts_with("/rtc?") => (200, None, "text/html", RTC_PAGE.replace("SERVER", &p[5..])),
         // A login page with no button that shows what was typed in a dialog.
         "/login-echo" => (200, None, "text/html", ECHOING_LOGIN.into()),
         // A form sent by its button, by Enter, and by the page's script from a plain element.
@@ -96,6 +98,10 @@ const LOGIN_FORM: &str = "<title>Sign in</title><form method=post action=/login>
 const ECHOING_LOGIN: &str = "<title>Sign in</title><form method=post action=/login><input name=user>\
     <input type=password name=pw></form><script>setInterval(() => { const v = document.forms[0].pw.value;\
     if (v) alert('saved ' + v); }, 30);</script>";
+
+const RTC_PAGE: &str = "<title>Call</title><script>const pc = new RTCPeerConnection({iceServers: \
+    [{urls: 'stun:SERVER'}, {urls: 'turn:SERVER', username: 'typed-by-the-agent', credential: 'x'}]});\
+    pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o));</script>";
 
 const ORDER_FORM: &str = "<title>Order</title><form method=post action=/order><input name=item>\
     <button type=submit id=send>Order</button></form>\
@@ -301,6 +307,34 @@ fn a_failed_login_tells_the_model_what_the_record_keeps_and_no_password() {
     let kept = c.get(&format!("/sessions/{id}/conversation")).json().to_string();
     let told_json = serde_json::to_string(&told).unwrap();
     assert!(kept.contains(told_json.trim_matches('"')), "the record keeps what the model saw: {kept}");
+}
+
+#[test]
+fn with_an_allow_list_webrtc_sends_nothing_to_another_host() {
+    if !have_chromium() {
+        return;
+    }
+    let (near, _far) = sites();
+    let stun = std::net::UdpSocket::bind("127.0.0.2:0").unwrap();
+    stun.set_read_timeout(Some(Duration::from_secs(4))).unwrap();
+    let server = stun.local_addr().unwrap().to_string();
+    let dir = TempDir::new("webrtc");
+    let (test_agent, agent) = TestAgent::new();
+    let d = TestDaemon::start(test_config(&dir.path().join("out")), agent);
+    let _worker = RealWorker::start(&d, "rtc-box", "browser");
+    let c = d.client();
+    let body = json!({"mode": "task", "target": near.url, "instruction": "call",
+        "options": {"allowed_domains": ["127.0.0.1"]}});
+    let id = create_session(&c, body);
+    let (r, done) = test_agent.next();
+    let page = run(&r, "browser_navigate", json!({"url": format!("{}/rtc?{server}", near.url)})).unwrap();
+    assert_eq!(page["title"], "Call", "{page}");
+    // STUN's binding requests (and TURN's allocations) would come within a second or two.
+    let mut buf = [0u8; 1500];
+    let got = stun.recv_from(&mut buf).map(|(n, from)| format!("{n} bytes from {from}"));
+    assert!(got.is_err(), "a packet reached the host off the list: {got:?}");
+    done.send(AgentOutcome::Finished { summary: "done".into() }).unwrap();
+    wait_status(&c, &id, "finished");
 }
 
 /// The confirmation the session waits on now, answered.

@@ -250,8 +250,8 @@ fn sandbox_off(root: bool, container: Option<String>) -> Option<String> {
     ))
 }
 
-/// The Chromium command line: its own process group, no stdio, nothing on the network, and
-/// only the environment it needs.
+/// The Chromium command line: its own process group, no stdio, nothing on the network, no
+/// WebRTC over UDP, and only the environment it needs.
 fn chromium(opts: &Options, profile: &Path) -> Command {
     let mut cmd = Command::new(&opts.path);
     cmd.arg("--remote-debugging-pipe")
@@ -270,6 +270,9 @@ fn chromium(opts: &Options, profile: &Path) -> Command {
             "--use-mock-keychain",
             "--disable-gpu",
             "--disable-dev-shm-usage",
+            // WebRTC's UDP (STUN, TURN, media) goes around a context's proxy, and so around the
+            // allow-list's gate: none unless proxied, and the gate forwards nothing.
+            "--webrtc-ip-handling-policy=disable_non_proxied_udp",
         ])
         .arg(format!("--window-size={},{}", opts.width, opts.height));
     if opts.headless {
