@@ -93,11 +93,13 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
         "second: a note and the page: {second}"
     );
     assert!(result_text(&reqs[3]).contains("Not run"), "third: held back");
-    // Stuck: one last chance, asking for the deliverable with the task restated.
+    // Stuck: one last chance, offering what delivers and the finish with the task restated.
     let deliver = &reqs[4];
-    assert_eq!(deliver.body["tool_choice"], json!({"type": "any"}), "nothing to save: the finish");
-    assert_eq!(deliver.tool_names(), ["finish_task"]);
-    assert!(deliver.body["messages"].to_string().contains("Deliver now"), "{}", deliver.body["messages"]);
+    assert_eq!(deliver.body["tool_choice"], json!({"type": "any"}), "a call required, none named");
+    let offered = ["browser_download", "browser_scrape_table", "browser_save_as_pdf", "save_file", "finish_task"];
+    assert_eq!(deliver.tool_names(), offered);
+    let note = deliver.body["messages"].to_string();
+    assert!(note.contains("Deliver now") && note.contains("Your task: find it"), "{note}");
     // Three navigations and one snapshot reached the worker; the held-back calls did not.
     assert_eq!(actions(&worker), ["browser_navigate", "browser_navigate", "browser_navigate", "browser_snapshot"]);
     assert!(reqs[5].body.get("tools").is_none(), "the report is written without tools");
@@ -107,7 +109,7 @@ fn the_same_call_escalates_to_stuck_with_a_report() {
 
 /// Stuck, the model is asked once for the deliverable; when it delivers, the session finishes
 /// instead of ending `error`. The tool list never changes until then (a local server keeps its
-/// prompt cache); the last chance requires a call and lists only the tool that delivers.
+/// prompt cache); the last chance requires a call and lists the tools that deliver.
 #[test]
 fn a_stuck_session_that_delivers_when_asked_finishes() {
     let snap = || tool("browser_snapshot", json!({}));
@@ -130,9 +132,10 @@ fn a_stuck_session_that_delivers_when_asked_finishes() {
     assert!(result_text(&reqs[4]).contains("Not run: this would repeat"), "{}", result_text(&reqs[4]));
     // Held back twice, the session is stuck: the last chance asks for the deliverable.
     let deliver = reqs[5].body["messages"].to_string();
-    assert!(deliver.contains(r#"Deliver now: call save_file with filename \"answer.txt\""#), "{deliver}");
+    assert!(deliver.contains("Deliver now") && deliver.contains("save the link's name in answer.txt"), "{deliver}");
     assert_eq!(reqs[5].body["tool_choice"], json!({"type": "any"}), "a call is required");
-    assert_eq!(reqs[5].tool_names(), ["save_file"], "the last chance lists only the tool that delivers");
+    let offered = ["browser_download", "browser_scrape_table", "browser_save_as_pdf", "save_file", "finish_task"];
+    assert_eq!(reqs[5].tool_names(), offered, "the last chance lists the tools that deliver");
     let files = c.get(&format!("/sessions/{id}/files")).json();
     assert_eq!(files[0]["filename"], "answer.txt", "{files}");
 }

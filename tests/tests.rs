@@ -24,6 +24,7 @@ mod fuzz;
 mod guards;
 mod holds;
 mod hostile;
+mod last_chance;
 mod lifecycle;
 mod loops;
 mod mcp;

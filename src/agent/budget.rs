@@ -1,9 +1,9 @@
 //! Budgets (`options.budget`, `agent.budget`): once the session has spent a limit (tokens,
-//! dollars, seconds; `session/budget.rs` counts them), one wrap-up call offers only the tools
-//! that deliver, with the task restated; then the session ends `finished`, `ended_by: budget`,
-//! and its report and summary say which limit and what was spent. What is left of a seconds
-//! budget bounds the waits inside a turn: a tool call (`dispatch.rs`), a person the model asked
-//! for who has not come (`takeover.rs`).
+//! dollars, seconds; `session/budget.rs` counts them), one wrap-up call offers only the
+//! session's tools that deliver and the finish, with the task restated (`focus.rs`); then the
+//! session ends `finished`, `ended_by: budget`, and its report and summary say which limit and
+//! what was spent. What is left of a seconds budget bounds the waits inside a turn: a tool call
+//! (`dispatch.rs`), a person the model asked for who has not come (`takeover.rs`).
 
 use super::{Agent, Turn};
 use crate::protocol::LogKind;

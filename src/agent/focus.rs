@@ -1,13 +1,16 @@
-//! What each turn offers and says (the `short_catalog`, `recital`, `stuck_deliver`,
-//! `premature_finish` and `login_hint` guards), and the session opening its browser target
-//! before the first turn (both profiles).
+//! What each turn offers and says (the `short_catalog`, `recital`, `stuck_deliver` and
+//! `login_hint` guards), and the session opening its browser target before the first turn
+//! (both profiles).
 //!
 //! Invariants: a focus note is a real user message (journaled like any other); only the recital
 //! lives in the view alone. The tool list is the same every turn but the last chance, so a local
 //! server keeps its prompt cache; a focused turn requires a call and refuses those outside its set.
+//! Nothing here reads the task's words to choose a tool or a file (`task_words.rs` does, for
+//! small-only guards).
 //!
-//! **Rationale:** the last chance lists only the tool that delivers because llama.cpp honours "a
-//! call is required" but not "this tool".
+//! **Rationale:** the last chance lists every tool of the session that delivers, the finish
+//! among them, and requires a call without naming one: what the task asks to keep is the
+//! model's to read, and no server is told one tool where several are meant.
 
 use super::Agent;
 use crate::config::Vision;
@@ -46,7 +49,7 @@ pub(super) struct FocusState {
     /// Sign-in forms pointed out so far (`login_hint`).
     login_hints: u32,
     /// A finish before the deliverable existed was answered once (`premature_finish`).
-    finish_held: bool,
+    pub finish_held: bool,
     /// The constrained call after the session got stuck was made.
     pub delivery_tried: bool,
     /// The focus of the turn being made, and the guard that chose it (none: the budget's wrap-up).
@@ -175,13 +178,11 @@ impl Agent {
         };
         let files: Vec<String> = self.runner.deliverable_files().into_iter().map(|f| f.filename).collect();
         let saved = if files.is_empty() { "none yet".to_string() } else { files.join(", ") };
-        let finish = match self.record.mode {
-            Mode::Task => "finish_task",
-            Mode::Explore => "finish_exploration",
-        };
         format!(
-            "(Reminder) {what}\nFiles saved so far: {saved}.\nTurn {} of {}. When the task is done, call {finish}.",
-            self.turn, self.record.max_turns
+            "(Reminder) {what}\nFiles saved so far: {saved}.\nTurn {} of {}. When the task is done, call {}.",
+            self.turn,
+            self.record.max_turns,
+            self.finish_tool().name()
         )
     }
 
@@ -195,18 +196,21 @@ impl Agent {
         }
         self.focus.by = by;
         self.focus.turn = focus;
+        if focus == Focus::Open {
+            return;
+        }
         let task = self.task_line();
-        let note = match (focus, budget) {
-            (Focus::Open, _) => return,
-            (Focus::Deliver, Some(budget)) => format!(
-                "The session's {} budget is spent: this is your last call. {task}\nDeliver what you have now: call {}.",
-                budget.noun(),
-                self.deliver_call()
+        let (offers, finish) = (in_words(&self.turn_listed()), self.finish_tool().name());
+        let note = match budget {
+            Some(budget) => format!(
+                "The session's {} budget is spent: this is your last reply. {task}\n\
+                 Deliver what you have now, in this reply: it offers {offers}. End with {finish} and the answer \
+                 or what was done.",
+                budget.noun()
             ),
-            (Focus::Deliver, None) => format!(
+            None => format!(
                 "You are repeating calls that bring nothing new, and you have read what the pages show. {task}\n\
-                 Deliver now: call {}.",
-                self.deliver_call()
+                 Deliver now: this turn offers {offers}. End with {finish} and the answer or what was done."
             ),
         };
         self.push_user_text(note);
@@ -221,120 +225,56 @@ impl Agent {
         self.journal_conversation();
     }
 
-    /// The tools the model is shown, and the session's others (which still run when called). The
-    /// list is the same every turn but the last chance, so a local server keeps its prompt cache;
-    /// a focused turn requires a tool call and refuses the calls outside its set (`refused`).
-    pub(super) fn turn_tools(&self) -> (Vec<ToolDef>, Vec<ToolDef>) {
-        // The last chance lists the one tool that delivers: servers that honour no named tool
-        // choice (llama.cpp) still must call it, since a call is required.
-        let deliver = (self.focus.turn == Focus::Deliver).then(|| self.deliverable());
-        let listed_now = |t: &Tool| deliver.map_or(!self.hidden.contains(t), |d| *t == d);
-        let (listed, unlisted): (Vec<_>, Vec<_>) =
-            self.offered.iter().zip(&self.tools).partition(|(t, _)| listed_now(t));
-        let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
-        // On the last chance nothing else is accepted either (JSON mode then corrects the reply).
-        let unlisted = if deliver.is_some() { Vec::new() } else { defs(unlisted) };
-        (defs(listed), unlisted)
+    /// Whether this turn offers `tool`: an open turn every tool, the last chance those that
+    /// deliver (whatever the task's words: what it asks to keep is the model's to read).
+    fn in_turn(&self, tool: Tool) -> bool {
+        self.focus.turn == Focus::Open || delivers(tool)
     }
 
-    /// Whether this turn requires a tool call: a focused one does (on the last chance the one
-    /// tool listed, the one that delivers what the task asks for).
+    /// The tools this turn shows the model, in the table's order.
+    fn turn_listed(&self) -> Vec<Tool> {
+        self.offered.iter().copied().filter(|t| self.in_turn(*t) && !self.hidden.contains(t)).collect()
+    }
+
+    /// The tools the model is shown this turn, and the others it may call by name. The list is
+    /// the same every turn but the last chance, so a local server keeps its prompt cache; a
+    /// focused turn requires a tool call and refuses the calls outside its set (`refused`).
+    pub(super) fn turn_tools(&self) -> (Vec<ToolDef>, Vec<ToolDef>) {
+        let in_turn = self.offered.iter().zip(&self.tools).filter(|(t, _)| self.in_turn(**t));
+        let (listed, unlisted): (Vec<_>, Vec<_>) = in_turn.partition(|(t, _)| !self.hidden.contains(t));
+        let defs = |v: Vec<(&Tool, &ToolDef)>| v.into_iter().map(|(_, d)| d.clone()).collect();
+        (defs(listed), defs(unlisted))
+    }
+
+    /// Whether this turn requires a tool call: a focused one does. No tool is named: the last
+    /// chance means every tool it lists, and where it lists one, a required call is that tool on
+    /// every server (llama.cpp honours "a call is required" but not "this tool").
     pub(super) fn required_call(&self) -> bool {
         self.focus.turn != Focus::Open
     }
 
-    /// The tool that delivers what the task asks for, from its words: with files saved (or in
-    /// an exploration) the finish; else a file written on the host, a page printed, a download,
-    /// text saved; else the finish.
-    pub(super) fn deliverable(&self) -> Tool {
-        let finish = if self.record.mode == Mode::Explore { Tool::FinishExploration } else { Tool::FinishTask };
-        if self.record.mode == Mode::Explore || self.delivered() {
-            return finish;
+    /// The tool that ends this session.
+    fn finish_tool(&self) -> Tool {
+        match self.record.mode {
+            Mode::Task => Tool::FinishTask,
+            Mode::Explore => Tool::FinishExploration,
         }
-        self.task_deliverable().unwrap_or(finish)
-    }
-
-    /// The deliverable's call in words, with the file the task names (`save_file with filename
-    /// "answer.txt" and the content`): a small model fills in what it is told by name.
-    pub(super) fn deliver_call(&self) -> String {
-        let tool = self.deliverable();
-        let args = match (tool, self.named_file()) {
-            (Tool::SaveFile, Some(f)) => format!(" with filename \"{f}\" and the content the task asks for"),
-            (Tool::BrowserScrapeTable, Some(f)) => format!(" with the table's selector and filename \"{f}\""),
-            (Tool::BrowserSaveAsPdf, Some(f)) => format!(" with filename \"{f}\""),
-            (Tool::FinishTask | Tool::FinishExploration, _) => " with the answer or what was done".to_string(),
-            _ => " with what the task asks for".to_string(),
-        };
-        format!("{}{args}", tool.name())
-    }
-
-    /// Whether what the task asks to keep is saved: the file it names (a side download, a
-    /// guide clicked on the way, is not `answer.txt`), else any file.
-    pub(super) fn delivered(&self) -> bool {
-        let files = self.runner.deliverable_files();
-        match self.named_file().filter(|f| !f.to_lowercase().ends_with(".pdf")) {
-            Some(named) => files.iter().any(|f| f.filename.eq_ignore_ascii_case(&named)),
-            None => !files.is_empty(),
-        }
-    }
-
-    /// The file the task asks to keep (`answer.txt`, `staff.csv`), as written.
-    pub(super) fn named_file(&self) -> Option<String> {
-        file_to_keep(self.record.instruction.as_deref().unwrap_or(""))
-    }
-
-    /// The tool the task's words point at for what it asks to keep, if any.
-    pub(super) fn task_deliverable(&self) -> Option<Tool> {
-        let task = self.record.instruction.as_deref().unwrap_or("").to_lowercase();
-        let names_file = self.named_file().is_some_and(|f| !f.to_lowercase().ends_with(".pdf"));
-        let shell = self.record.session_type == SessionType::Shell;
-        let candidates = [
-            (shell && (task.contains("create") || task.contains("write")), Tool::WriteFile),
-            (task.contains("pdf") && !task.contains("download"), Tool::BrowserSaveAsPdf),
-            (task.contains("download"), Tool::BrowserDownload),
-            (names_file && task.contains("table"), Tool::BrowserScrapeTable),
-            (names_file || task.contains("save"), Tool::SaveFile),
-        ];
-        let listed = |t: Tool| self.offered.contains(&t) && !self.hidden.contains(&t);
-        candidates.into_iter().find(|(yes, t)| *yes && listed(*t)).map(|(_, t)| t)
-    }
-
-    /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`
-    /// never written): not run, once; the model is told what to call first.
-    pub(super) fn premature_finish(&mut self, name: &str) -> Option<super::outcome::ToolOutcome> {
-        if name != Tool::FinishTask.name()
-            || self.focus.finish_held
-            || self.delivered()
-            || !self.guard_on(Guard::PrematureFinish)
-        {
-            return None;
-        }
-        let needed = self.task_deliverable().filter(|t| *t != Tool::WriteFile)?;
-        self.focus.finish_held = true;
-        self.fire(Guard::PrematureFinish, "finish_task not run: nothing the task asks for is saved");
-        let call = if needed == self.deliverable() { self.deliver_call() } else { needed.name().to_string() };
-        Some(super::outcome::ToolOutcome::error(format!(
-            "Not finished: the task asks you to keep something, and no file is saved yet. Call {call} first, then \
-             finish_task."
-        )))
     }
 
     /// A call this turn's focus does not offer: not run, and the model is told what is.
     pub(super) fn refused(&self, name: &str) -> Option<super::outcome::ToolOutcome> {
         let tool = Tool::from_name(name)?;
-        let offered = match self.focus.turn {
-            Focus::Open => return None,
-            Focus::Deliver => delivers(tool),
-        };
-        if offered {
+        if self.in_turn(tool) {
             return None;
         }
         if let Some(guard) = self.focus.by {
             self.fire(guard, &format!("{name} not run: this turn asks to deliver"));
         }
-        Some(super::outcome::ToolOutcome::error(
-            "Not run. Deliver now: save_file, browser_download, browser_save_as_pdf, or finish_task with the answer.",
-        ))
+        Some(super::outcome::ToolOutcome::error(format!(
+            "Not run: this turn offers only {}. End with {} and the answer or what was done.",
+            in_words(&self.turn_listed()),
+            self.finish_tool().name()
+        )))
     }
 
     /// The names of the tools the model is shown (for the conversation files).
@@ -343,35 +283,19 @@ impl Agent {
     }
 }
 
-/// The file a task asks to keep: its last bare file name. A path (`/srv/app/sales.csv`) is a
-/// file to read, and a task names what it reads before where it saves ("a file named
-/// notes.txt … save its contents as found.txt").
-fn file_to_keep(task: &str) -> Option<String> {
-    bare_file_names(task).pop().map(str::to_string)
-}
-
-/// The bare file names of a task, in order (`notes-2031.txt`, then `found.txt`).
-fn bare_file_names(task: &str) -> Vec<&str> {
-    task.split_whitespace()
-        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric() && c != '.' && c != '-' && c != '_'))
-        .map(|w| w.trim_end_matches('.'))
-        .filter(|w| !w.contains('/'))
-        .filter(|w| [".txt", ".csv", ".json", ".md", ".pdf"].iter().any(|e| w.to_lowercase().ends_with(e)))
-        .collect()
+/// Tool names as a sentence says them: `save_file, browser_download and finish_task`.
+fn in_words(tools: &[Tool]) -> String {
+    let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+    match names.split_last() {
+        None => "nothing".to_string(),
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    #[test]
-    fn the_file_to_keep_is_the_last_bare_file_name() {
-        assert_eq!(file_to_keep("Save just the price in answer.txt.").as_deref(), Some("answer.txt"));
-        let find = "Somewhere under /tmp/x is a file named notes-2031.txt. Save its contents as found.txt.";
-        assert_eq!(file_to_keep(find).as_deref(), Some("found.txt"));
-        let sum = "/srv/data/sales.csv has an amount column. Save the sum in answer.txt.";
-        assert_eq!(file_to_keep(sum).as_deref(), Some("answer.txt"));
-        assert_eq!(file_to_keep("Count the lines of /var/log/app.txt"), None);
-    }
 
     /// One call: the page it brought back (if any); whether that page was new.
     fn call(f: &mut FocusState, page: Option<&str>) -> bool {
@@ -380,6 +304,13 @@ mod tests {
             f.saw_page(p);
         }
         f.after_call()
+    }
+
+    #[test]
+    fn tool_names_are_said_as_a_sentence() {
+        assert_eq!(in_words(&[Tool::FinishTask]), "finish_task");
+        let three = [Tool::WriteFile, Tool::SaveFile, Tool::FinishTask];
+        assert_eq!(in_words(&three), "write_file, save_file and finish_task");
     }
 
     #[test]

@@ -33,6 +33,7 @@ mod report;
 mod resume;
 mod snapshot;
 mod takeover;
+mod task_words;
 mod vision;
 mod wrapup;
 

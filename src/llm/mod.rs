@@ -105,7 +105,8 @@ pub struct Request<'a> {
     /// Tools the model is not shown but may call by name (JSON action mode accepts them too).
     pub unlisted: &'a [ToolDef],
     /// The reply must call one of `tools` (Anthropic `tool_choice: any`, OpenAI `required`,
-    /// Gemini `ANY`): the turns that ask the model to act or deliver.
+    /// Gemini `ANY`; JSON action mode asks every reply for an action anyway), never a named one:
+    /// the session's last chance.
     pub require_tool: bool,
     /// The reply must be one JSON object (JSON action mode): OpenAI-compatible
     /// `response_format: json_object`, Gemini's JSON MIME type; the Anthropic format has none.

@@ -8,9 +8,10 @@
 //! a count in the session record and in `/metrics`); `agent.guards.NAME: false` in the config
 //! and `options.guards` on a session switch a row off by name.
 //!
-//! Invariant: a guard acts only where its row is on; the `full` profile has no row that holds,
-//! redirects, repairs or acts — it keeps what serves every model (loop detection and its
-//! escalation, the wrap-up), which are rows of both profiles.
+//! Invariant: a guard acts only where its row is on; the `full` profile has no row that
+//! redirects, repairs or acts, and none that reads the task's words to choose a tool or a file
+//! — it keeps what serves every model (loop detection and its escalation, the wrap-up), which
+//! are rows of both profiles.
 
 use serde::{Deserialize, Serialize};
 
@@ -205,13 +206,13 @@ impl Guard {
                 BeforeTurn,
                 Hold,
                 BOTH,
-                "loop escalation: a stuck session gets one call that can only deliver before it ends",
+                "loop escalation: a stuck session gets one call offering only its tools that deliver, the finish among them, before it ends",
             ),
             PrematureFinish => row(
                 BeforeCall,
                 Hold,
                 SMALL,
-                "a finish before the file the task names is saved: not run once, the call that saves it named",
+                "a finish before the file the task's words name is saved: not run once, the call that saves it named (the tool read from those words too)",
             ),
             LoginHint => row(
                 AfterResult,
@@ -223,7 +224,7 @@ impl Guard {
                 AtEnd,
                 Act,
                 SMALL,
-                "a task ending without the text file it names: its content asked for in words and saved when grounded",
+                "a task ending without the text file its words name: its content asked for in words and saved when grounded",
             ),
             FormDefaults => row(
                 Worker,
