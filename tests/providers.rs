@@ -1,7 +1,8 @@
 //! Every model a user has, through the real daemon: the download flow on each wire format
 //! (Anthropic, OpenAI-compatible, Gemini) with the real worker and Chromium, the quirks real
 //! OpenAI-compatible servers have, a Gemini `thoughtSignature` round trip and its retry delay,
-//! JSON action mode (fences, aliases, one bad reply, two bad replies), named endpoints, and no
+//! JSON action mode (fences, aliases, one bad reply, two bad replies, a reply schema built from
+//! the page), named endpoints, and no
 //! key of any provider in the output directory.
 
 use crate::support::llm::*;
@@ -354,4 +355,54 @@ fn a_huge_error_message_from_the_endpoint_is_bounded() {
         let size = std::fs::metadata(folder.join(file)).unwrap().len();
         assert!(size < 50_000, "{file} is {size} bytes");
     }
+}
+
+/// JSON mode on an endpoint that enforces a reply schema: every request keeps the reply to the
+/// turn's actions, a click to the refs of the page the model saw, a select's value to its
+/// options; the prompt (and so its prefix) is the same each turn.
+#[test]
+fn json_mode_keeps_the_reply_to_the_page_where_the_server_enforces_a_schema() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let dir = TempDir::new("json-schema");
+    let script = vec![
+        openai_text(
+            r#"{"thinking": {"observation": "a form", "plan": "pick green"}, "tool": "browser_select_option", "tool_args": {"selector": "ref=e2", "value": "Green=g"}}"#,
+        ),
+        openai_text(
+            r#"{"action": "complete", "message": "chose green", "thinking": {"observation": "done", "plan": "end"}}"#,
+        ),
+    ];
+    let (d, llm) = wire_daemon(dir.path(), Wire::OpenAi, script, |c| {
+        c.api.tool_mode = "json".into();
+        c.api.reply_schema = agent_controller::config::Vision::On;
+    });
+    let _worker = RealWorker::start(&d, "schema-box", "browser");
+    let c = d.client();
+    let target = format!("{}/form", site.url);
+    let id = create_session(&c, json!({"mode": "task", "target": target, "instruction": "Choose green"}));
+    assert_eq!(ended(&c, &id)["status"], "finished");
+    let reqs = llm.requests();
+    let format = &reqs[0].body["response_format"];
+    assert_eq!(format["type"], "json_schema", "{format}");
+    assert_eq!(format["json_schema"]["name"], "action");
+    let branches = format["json_schema"]["schema"]["anyOf"].as_array().unwrap();
+    let branch = |tool: &str| {
+        branches.iter().find(|b| b["properties"]["tool"]["const"] == tool).cloned().unwrap_or_else(|| panic!("{tool}"))
+    };
+    // The click's refs are the page's, as the model saw them in the opening.
+    let page = reqs[0].body["messages"].to_string();
+    let refs = branch("browser_click")["properties"]["tool_args"]["properties"]["selector"]["enum"].clone();
+    let refs: Vec<&str> = refs.as_array().unwrap().iter().map(|r| r.as_str().unwrap()).collect();
+    assert!(refs.len() >= 4, "{refs:?}");
+    assert!(refs.iter().all(|r| page.contains(&format!("[{}]", &r[4..]))), "{refs:?} on {page}");
+    let select = branch("browser_select_option")["properties"]["tool_args"]["anyOf"][0].clone();
+    assert_eq!(select["properties"]["value"]["enum"], json!(["Red=r", "Green=g"]), "{select}");
+    // The pick ran, and the prompt is the same on both turns.
+    assert!(reqs[1].body["messages"].to_string().contains(" browser_select_option: "));
+    let system = |i: usize| reqs[i].body["messages"][0]["content"].as_str().unwrap().to_string();
+    assert_eq!(system(0), system(1));
+    assert!(system(0).contains("\"tool_args\""), "the prompt shows the shape the schema holds");
 }

@@ -14,6 +14,7 @@
 mod approval;
 mod boundary;
 mod budget;
+mod choices;
 mod compaction;
 mod context;
 mod dispatch;
@@ -117,6 +118,9 @@ pub struct Agent {
     measured: compaction::Measured,
     /// The latest page snapshot seen, and whether the steps run now are replayed (`replay.rs`).
     last_page: Option<String>,
+    /// JSON action mode on an endpoint that enforces a reply schema: each turn's tools go
+    /// narrowed to the page (`choices.rs`).
+    narrow_replies: bool,
     /// A refused submit's selector and the fill the task gives for it (`form_fit.rs`).
     pending_fill: Option<form_fit::PendingFill>,
     /// Submits the worker held once (`form_defaults`): a ref keeps naming the same button on a
@@ -186,17 +190,12 @@ impl Agent {
             crate::config::profile::choose(endpoint, record.options.profile, found, config.agent.context_window_tokens);
         let guards = guarded::Guards::new(&choice, config, &record);
         let json_actions = llm::tool_mode(endpoint, config) == crate::config::ToolMode::Json;
+        let narrow_replies = json_actions && llm::reply_schema(endpoint, config);
         runner.set_profile(choice);
         let boundary = boundary::Boundary::new(record.session_type);
         let system = system_prompt(&record, opened, &boundary, vision);
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
-        let tools = offered
-            .iter()
-            .map(|t| {
-                let spec = t.spec();
-                ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema.to_value() }
-            })
-            .collect();
+        let tools = offered.iter().copied().map(tool_def).collect();
         let short = guards.on(crate::protocol::guards::Guard::ShortCatalog);
         let hidden: Vec<Tool> =
             offered.iter().copied().filter(|t| short && !focus::lists(*t, &record, vision)).collect();
@@ -230,6 +229,7 @@ impl Agent {
             loops: Default::default(),
             vision,
             last_page: None,
+            narrow_replies,
             pending_fill: None,
             held_submits: Default::default(),
             journaled: Default::default(),
@@ -382,17 +382,40 @@ impl Agent {
         reply
     }
 
+    /// What the model last saw of the page: the latest snapshot, and the latest results (what
+    /// changed after an action: new refs, a list that opened).
+    fn page_in_view(&self, messages: &[Message]) -> String {
+        let latest = messages.last().filter(|m| m.role == Role::User).map(Message::text).unwrap_or_default();
+        let results: Vec<&str> = messages
+            .last()
+            .into_iter()
+            .flat_map(|m| &m.content)
+            .filter_map(|b| match b {
+                Block::ToolResult { content, .. } => Some(content),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect();
+        format!("{}\n{latest}\n{}", self.last_page.as_deref().unwrap_or(""), results.join("\n"))
+    }
+
     /// One model call over the current view, with this turn's tools.
     fn send_view(&self) -> Result<Reply, LlmError> {
         let messages = self.context();
         let (tools, unlisted) = self.turn_tools();
         let require_tool = self.required_call();
+        let narrowed = self.narrow_replies.then(|| choices::narrowed(&tools, &self.page_in_view(&messages)));
         let mut request = Request {
             system: &self.system,
             tools: &tools,
             unlisted: &unlisted,
             require_tool,
-            json_reply: false,
+            json_reply: crate::llm::JsonReply::Free,
+            narrowed: narrowed.as_deref(),
             messages: &messages,
             max_tokens: self.max_tokens,
         };
@@ -497,6 +520,12 @@ impl Agent {
 }
 
 /// The session record keeps Anthropic-style names (its JSON shape is the API's).
+/// A tool of the table as the model is shown it.
+fn tool_def(t: Tool) -> ToolDef {
+    let spec = t.spec();
+    ToolDef { name: t.name(), description: spec.description, input_schema: spec.input_schema.to_value() }
+}
+
 fn record_usage(u: TokenUsage) -> Usage {
     Usage {
         input_tokens: u.input,

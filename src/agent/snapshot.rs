@@ -127,6 +127,58 @@ pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
     page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
 }
 
+/// One element line of a snapshot, `[e3] select "Size" name=size: S | M (selected)`: its ref,
+/// its kind (the first word after the ref) and the rest of the line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Element<'a> {
+    pub id: &'a str,
+    pub kind: &'a str,
+    pub rest: &'a str,
+}
+
+/// Input types that take no text: boxes, buttons, files.
+const NO_TEXT_INPUTS: &[&str] = &["checkbox", "radio", "button", "submit", "reset", "image", "file", "hidden"];
+
+impl Element<'_> {
+    /// A field typing goes into: a text-like input, a text area, a slider or spin button.
+    pub fn takes_text(&self) -> bool {
+        let input_type = self.rest.split_whitespace().next().unwrap_or("");
+        match self.kind {
+            "input" => !NO_TEXT_INPUTS.contains(&input_type),
+            "textarea" | "combobox" | "searchbox" | "textbox" | "slider" | "spinbutton" => true,
+            _ => false,
+        }
+    }
+
+    /// A checkbox or a radio.
+    pub fn is_box(&self) -> bool {
+        self.kind == "input" && matches!(self.rest.split_whitespace().next(), Some("checkbox" | "radio"))
+    }
+
+    /// A select's options as the worker takes them (`Mug=mug`), or `None` where the list is
+    /// cut short or the select takes several.
+    pub fn options(&self) -> Option<Vec<&str>> {
+        let (head, list) = self.rest.split_once(": ")?;
+        if head.contains("(multiple)") || list.contains("| … ") {
+            return None;
+        }
+        Some(list.split(" | ").map(|o| o.trim_end_matches(" (selected)").trim()).filter(|o| !o.is_empty()).collect())
+    }
+}
+
+/// Every element line of `page`, in order (indented lines too).
+pub(super) fn elements(page: &str) -> Vec<Element<'_>> {
+    page.lines()
+        .filter_map(|line| {
+            let tagged = line.trim_start().strip_prefix('[')?;
+            let (id, rest) = tagged.split_once("] ")?;
+            ref_in(id)?;
+            let (kind, rest) = rest.split_once(' ').unwrap_or((rest, ""));
+            Some(Element { id, kind, rest })
+        })
+        .collect()
+}
+
 /// Endings of links that lead to a file to keep rather than a page to read. A click on one
 /// opens a viewer whose snapshot is empty and whose refs are not the page's (small models then
 /// act on refs that are gone); a user who clicks it means "get this file". Such a link is not a

@@ -30,6 +30,9 @@ pub struct ApiConfig {
     pub timeout_s: u64,
     pub max_retries: u32,
     pub vision: Vision,
+    /// JSON action mode keeps each reply to a schema of the actions the turn offers: `auto`
+    /// where the probe found the server enforces one, `true`, `false` (read as `vision` is).
+    pub reply_schema: Vision,
     /// Sampling temperature; unset = the provider's own default.
     pub temperature: Option<f32>,
     /// What its tokens cost (`price.rs`); unset = the list price of a model we know.
@@ -84,6 +87,7 @@ impl Default for ApiConfig {
             timeout_s: 120,
             max_retries: 5,
             vision: Vision::Auto,
+            reply_schema: Vision::Auto,
             temperature: None,
             price: None,
             profile: "auto".into(),
@@ -103,6 +107,7 @@ pub struct ProviderConfig {
     pub tool_mode: String,
     pub max_tokens: Option<u32>,
     pub vision: Option<Vision>,
+    pub reply_schema: Option<Vision>,
     pub temperature: Option<f32>,
     pub price: Option<Price>,
     /// As `api.profile`; empty = `api`'s.
@@ -186,6 +191,8 @@ pub struct Endpoint {
     pub tool_mode: ToolMode,
     pub max_tokens: u32,
     pub vision: Vision,
+    /// Whether JSON action mode sends a reply schema (`ApiConfig::reply_schema`).
+    pub reply_schema: Vision,
     pub temperature: Option<f32>,
     /// Set in the config, else the list price of its model (`price::list_price`).
     pub price: Option<Price>,
@@ -237,6 +244,7 @@ impl super::Config {
             tool_mode: tool_mode(mode)?,
             max_tokens,
             vision: self.providers.get(name).and_then(|p| p.vision).unwrap_or(api.vision),
+            reply_schema: self.providers.get(name).and_then(|p| p.reply_schema).unwrap_or(api.reply_schema),
             temperature: self.providers.get(name).and_then(|p| p.temperature).or(api.temperature),
             price: self.price(name, &or_default(model, wire.default_model())),
             profile: self.profile_setting(name)?,

@@ -54,6 +54,7 @@ impl Config {
                 ("model", quoted(&a.model)),
                 ("tool_mode", quoted(&a.tool_mode)),
                 ("vision", vision(a.vision)),
+                ("reply_schema", vision(a.reply_schema)),
                 ("temperature", a.temperature.map_or("null".to_string(), |t| t.to_string())),
                 ("max_tokens", a.max_tokens.to_string()),
                 ("timeout_s", a.timeout_s.to_string()),
@@ -90,6 +91,7 @@ impl Config {
                 ("api_key_env", quoted(&p.api_key_env)),
                 ("tool_mode", quoted(&p.tool_mode)),
                 ("vision", p.vision.map_or("null".to_string(), vision)),
+                ("reply_schema", p.reply_schema.map_or("null".to_string(), vision)),
                 ("temperature", p.temperature.map_or("null".to_string(), |t| t.to_string())),
                 ("max_tokens", max_tokens),
                 ("price", price(p.price)),
@@ -255,9 +257,10 @@ impl Config {
         let yes = |k: &str| if v[k] == true { "yes" } else { "no" };
         let context = v["context_tokens"].as_u64().map_or("unknown".to_string(), |n| n.to_string());
         let words = format!(
-            "native tools {}, JSON mode {}, images {}, context {context} tokens ({})",
+            "native tools {}, JSON mode {}, reply schema {}, images {}, context {context} tokens ({})",
             yes("native_tools"),
             yes("json_mode"),
+            yes("reply_schema"),
             yes("vision"),
             v["probed_at"].as_str().unwrap_or("?")
         );

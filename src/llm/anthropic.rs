@@ -241,7 +241,8 @@ mod tests {
             tools: &tools,
             unlisted: &[],
             require_tool: false,
-            json_reply: false,
+            json_reply: crate::llm::JsonReply::Free,
+            narrowed: None,
             messages: &messages,
             max_tokens: 7,
         };

@@ -62,7 +62,7 @@ impl Gemini {
         if let Some(t) = self.temperature {
             body["generationConfig"]["temperature"] = json!(t);
         }
-        if request.json_reply {
+        if request.json_reply != super::JsonReply::Free {
             body["generationConfig"]["responseMimeType"] = json!("application/json");
         }
         body

@@ -11,7 +11,7 @@
 //! passed through as plain text.
 
 use super::actions::{self, Action, Unusable};
-use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
+use super::{Block, JsonReply, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -20,22 +20,40 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 pub struct JsonActions {
     inner: Arc<dyn Provider>,
+    /// The endpoint enforces a reply schema (`reply_schema`, or the probe found it does): each
+    /// reply is kept to the actions this turn offers, refs and options included.
+    constrained: AtomicBool,
     /// The server refused a reply constrained to JSON (`Request::json_reply`): not asked again.
     json_refused: AtomicBool,
 }
 
 impl JsonActions {
-    pub fn new(inner: Arc<dyn Provider>) -> JsonActions {
-        JsonActions { inner, json_refused: AtomicBool::new(false) }
+    pub fn new(inner: Arc<dyn Provider>, constrained: bool) -> JsonActions {
+        JsonActions { inner, constrained: AtomicBool::new(constrained), json_refused: AtomicBool::new(false) }
     }
 
     /// One plain call whose reply the server is asked to keep to one JSON object (a small model
-    /// then cannot answer in prose or half an object); a server that refuses is asked without.
-    fn complete_json(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
+    /// then cannot answer in prose or half an object), or to `schema`; a server that refuses
+    /// the schema is asked for a plain object from then on, one that refuses that, for text.
+    fn complete_json(
+        &self,
+        request: &Request<'_>,
+        schema: Option<&Value>,
+        stop: &StopSignal,
+    ) -> Result<Reply, LlmError> {
+        if let Some(schema) = schema.filter(|_| self.constrained.load(Ordering::Relaxed)) {
+            match self.inner.complete(&Request { json_reply: JsonReply::Schema(schema), ..*request }, stop) {
+                Err(LlmError::Rejected(m)) => {
+                    log::info!("the endpoint refused a reply schema ({m}); asking for a plain JSON object");
+                    self.constrained.store(false, Ordering::Relaxed);
+                }
+                other => return other,
+            }
+        }
         if self.json_refused.load(Ordering::Relaxed) {
             return self.inner.complete(request, stop);
         }
-        match self.inner.complete(&Request { json_reply: true, ..*request }, stop) {
+        match self.inner.complete(&Request { json_reply: JsonReply::Object, ..*request }, stop) {
             Err(LlmError::Rejected(m)) => {
                 log::info!("the endpoint refused a JSON-only reply ({m}); asking without");
                 self.json_refused.store(true, Ordering::Relaxed);
@@ -46,15 +64,24 @@ impl JsonActions {
     }
 }
 
+/// The shapes a reply takes: as the prompt has always shown them, or (`constrained`) in the
+/// order and names the reply schema holds them (`reply_schema.rs`).
+const SHAPES: &str = "{\"action\": \"next_step\", \"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"args\": {…}}\n\
+     {\"action\": \"complete\", \"thinking\": {…}, \"message\": \"<summary of what was done and found>\"}\n\
+     {\"action\": \"ask_user\", \"thinking\": {…}, \"question\": \"<what you need to know>\"}\n";
+const CONSTRAINED_SHAPES: &str = "{\"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"tool_args\": {…}}\n\
+     {\"action\": \"complete\", \"message\": \"<summary of what was done and found>\", \"thinking\": {…}}\n\
+     {\"action\": \"ask_user\", \"question\": \"<what you need to know>\", \"thinking\": {…}}\n";
+
 /// The part of the system prompt that replaces tool calling.
-fn instructions(tools: &[ToolDef]) -> String {
+fn instructions(tools: &[ToolDef], constrained: bool) -> String {
     let mut out = String::from(
         "## How to answer\n\
-         You cannot call tools directly. Answer every message with exactly one JSON object and nothing else:\n\
-         {\"action\": \"next_step\", \"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"args\": {…}}\n\
-         {\"action\": \"complete\", \"thinking\": {…}, \"message\": \"<summary of what was done and found>\"}\n\
-         {\"action\": \"ask_user\", \"thinking\": {…}, \"question\": \"<what you need to know>\"}\n\
-         Use `thinking` to reason; there is no separate think step. One tool per reply; its result comes back in \
+         You cannot call tools directly. Answer every message with exactly one JSON object and nothing else:\n",
+    );
+    out.push_str(if constrained { CONSTRAINED_SHAPES } else { SHAPES });
+    out.push_str(
+        "Use `thinking` to reason; there is no separate think step. One tool per reply; its result comes back in \
          the next message. `complete` ends the session.\n\n## Tools\n",
     );
     for t in tools {
@@ -147,13 +174,16 @@ impl Provider for JsonActions {
             let messages = as_text(request.messages);
             return self.inner.complete(&Request { messages: &messages, ..*request }, stop);
         }
-        let system = format!("{}\n\n{}", request.system, instructions(request.tools));
+        let constrained = self.constrained.load(Ordering::Relaxed);
+        let system = format!("{}\n\n{}", request.system, instructions(request.tools, constrained));
+        // Built from the tools as narrowed to the page where the session narrowed them.
+        let schema = constrained.then(|| super::reply_schema::for_actions(request.narrowed.unwrap_or(request.tools)));
         let mut messages = as_text(request.messages);
         let mut usage = TokenUsage::default();
         let mut last_error = String::new();
         for attempt in 0..2 {
             let plain = Request::plain(&system, &messages, request.max_tokens);
-            let reply = self.complete_json(&plain, stop)?;
+            let reply = self.complete_json(&plain, schema.as_ref(), stop)?;
             usage = usage.plus(reply.usage);
             let text = super::joined_text(&reply.content, "\n");
             match actions::read(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {

@@ -18,6 +18,7 @@ mod json_mode;
 mod limits;
 pub mod openai;
 pub mod probe;
+pub mod reply_schema;
 pub mod transport;
 
 pub use limits::{MAX_CALL_TOKENS, MAX_ERROR_CHARS, bounded_message};
@@ -108,17 +109,42 @@ pub struct Request<'a> {
     /// Gemini `ANY`; JSON action mode asks every reply for an action anyway), never a named one:
     /// the session's last chance.
     pub require_tool: bool,
-    /// The reply must be one JSON object (JSON action mode): OpenAI-compatible
-    /// `response_format: json_object`, Gemini's JSON MIME type; the Anthropic format has none.
-    pub json_reply: bool,
+    /// What the reply must be (JSON action mode): one JSON object, or one that follows a schema.
+    pub json_reply: JsonReply<'a>,
+    /// `tools` with their arguments narrowed to what the page offers (refs, a select's options):
+    /// what JSON action mode's reply schema is built from where the endpoint enforces one. The
+    /// prompt always shows `tools`, so its prefix stays the same turn after turn.
+    pub narrowed: Option<&'a [ToolDef]>,
     pub messages: &'a [Message],
     pub max_tokens: u32,
+}
+
+/// A reply kept to JSON by the server: OpenAI-compatible `response_format` (`json_object`, or
+/// `json_schema` with the schema), Gemini's JSON MIME type; the Anthropic format has neither.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum JsonReply<'a> {
+    /// Free text (native tool calls, reports).
+    #[default]
+    Free,
+    /// One JSON object.
+    Object,
+    /// One JSON object valid against this schema (falls back to `Object` where not sent).
+    Schema(&'a Value),
 }
 
 impl<'a> Request<'a> {
     /// A request without tools: a report, a summary, a validator's verdict.
     pub fn plain(system: &'a str, messages: &'a [Message], max_tokens: u32) -> Request<'a> {
-        Request { system, tools: &[], unlisted: &[], require_tool: false, json_reply: false, messages, max_tokens }
+        Request {
+            system,
+            tools: &[],
+            unlisted: &[],
+            require_tool: false,
+            json_reply: JsonReply::Free,
+            narrowed: None,
+            messages,
+            max_tokens,
+        }
     }
 
     /// Every tool a reply may call: those listed, then the unlisted ones.
@@ -261,9 +287,18 @@ pub fn provider_for(endpoint: &Endpoint, config: &Config) -> Result<Arc<dyn Prov
         Wire::Gemini => Arc::new(gemini::Gemini::new(transport, url, key, model).with_temperature(t)),
     };
     Ok(match tool_mode(endpoint, config) {
-        ToolMode::Json => Arc::new(json_mode::JsonActions::new(native)),
+        ToolMode::Json => Arc::new(json_mode::JsonActions::new(native, reply_schema(endpoint, config))),
         ToolMode::Native | ToolMode::Auto => native,
     })
+}
+
+/// Whether JSON action mode keeps replies to a schema on `endpoint`: as configured, `auto`
+/// settled by what `probe` found (not until it was probed).
+pub fn reply_schema(endpoint: &Endpoint, config: &Config) -> bool {
+    match endpoint.reply_schema {
+        crate::config::Vision::Auto => probe::cached(endpoint, config).is_some_and(|found| found.reply_schema),
+        setting => setting == crate::config::Vision::On,
+    }
 }
 
 /// How tools reach the model on `endpoint`: `auto` settled by what `probe` found (native until

@@ -12,7 +12,7 @@
 
 use super::limits::tokens;
 use super::transport::{Call, Transport};
-use super::{Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, actions};
+use super::{Block, JsonReply, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, actions};
 use crate::util::secret::Secret;
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
@@ -61,8 +61,14 @@ impl OpenAi {
         if let Some(t) = self.temperature {
             body["temperature"] = json!(t);
         }
-        if request.json_reply {
-            body["response_format"] = json!({"type": "json_object"});
+        match request.json_reply {
+            JsonReply::Free => {}
+            JsonReply::Object => body["response_format"] = json!({"type": "json_object"}),
+            // The nested form llama.cpp, vLLM and OpenAI read alike.
+            JsonReply::Schema(schema) => {
+                body["response_format"] =
+                    json!({"type": "json_schema", "json_schema": {"name": "action", "schema": schema}});
+            }
         }
         if !request.tools.is_empty() {
             let tools: Vec<Value> = request
@@ -261,7 +267,8 @@ mod tests {
             tools,
             unlisted: &[],
             require_tool: false,
-            json_reply: false,
+            json_reply: crate::llm::JsonReply::Free,
+            narrowed: None,
             messages,
             max_tokens: 100,
         }
@@ -335,7 +342,7 @@ mod tests {
         let plain = OpenAi::new(transport(), "http://x", Secret::default(), "m").body(&request(&msgs, &tools));
         assert!(plain.get("temperature").is_none() && plain.get("tool_choice").is_none(), "{plain}");
         assert!(plain.get("response_format").is_none(), "{plain}");
-        let json_only = Request { json_reply: true, ..request(&msgs, &[]) };
+        let json_only = Request { json_reply: JsonReply::Object, ..request(&msgs, &[]) };
         let body = OpenAi::new(transport(), "http://x", Secret::default(), "m").body(&json_only);
         assert_eq!(body["response_format"], json!({"type": "json_object"}));
         let req = Request { require_tool: true, ..request(&msgs, &tools) };

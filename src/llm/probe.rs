@@ -1,5 +1,6 @@
 //! `agent-controller probe`: what an endpoint's model can do, found by asking it — does it call
-//! a tool natively, does it follow JSON action mode, does it read an image, how long is its
+//! a tool natively, does it follow JSON action mode, does the server keep a reply to a JSON
+//! schema (asked for a word no model would write unasked), does it read an image, how long is its
 //! context (llama.cpp's `/props`, or the OpenAI-compatible `/v1/models` of vLLM, LM Studio and
 //! the like). The answers are kept per endpoint in `<output.dir>/probes.json` (with the base URL
 //! and model they hold for), where `tool_mode: auto`, `vision: auto`, the context window and
@@ -24,6 +25,8 @@ const RED_PNG: &str =
 pub struct Found {
     pub native_tools: bool,
     pub json_mode: bool,
+    /// The server enforces a reply schema (`response_format: json_schema`).
+    pub reply_schema: bool,
     pub vision: bool,
     pub context_tokens: Option<u64>,
     /// What went wrong on the way, per question, in words.
@@ -34,7 +37,8 @@ impl Found {
     pub fn to_json(&self, endpoint: &Endpoint) -> Value {
         json!({
             "base_url": endpoint.base_url, "model": endpoint.model,
-            "native_tools": self.native_tools, "json_mode": self.json_mode, "vision": self.vision,
+            "native_tools": self.native_tools, "json_mode": self.json_mode, "reply_schema": self.reply_schema,
+            "vision": self.vision,
             "context_tokens": self.context_tokens, "notes": self.notes,
             "probed_at": crate::util::clock::now_rfc3339(),
         })
@@ -44,6 +48,7 @@ impl Found {
         Found {
             native_tools: v["native_tools"].as_bool().unwrap_or(false),
             json_mode: v["json_mode"].as_bool().unwrap_or(false),
+            reply_schema: v["reply_schema"].as_bool().unwrap_or(false),
             vision: v["vision"].as_bool().unwrap_or(false),
             context_tokens: v["context_tokens"].as_u64(),
             notes: Vec::new(),
@@ -75,7 +80,8 @@ pub fn probe(endpoint: &Endpoint, config: &Config) -> Found {
         tools: &tools,
         unlisted: &[],
         require_tool: false,
-        json_reply: false,
+        json_reply: crate::llm::JsonReply::Free,
+        narrowed: None,
         messages: &ask,
         max_tokens: 200,
     };
@@ -98,9 +104,37 @@ pub fn probe(endpoint: &Endpoint, config: &Config) -> Found {
             found.json_mode = ok;
         }
     }
+    found.reply_schema = keeps_to_schema(endpoint, config, &mut found.notes);
     found.vision = sees_red(endpoint, config, &mut found.notes);
     found.context_tokens = context_tokens(endpoint);
     found
+}
+
+/// The one word this schema allows, which no model gives when asked for the capital of France.
+const SCHEMA_WORD: &str = "quillwort-7";
+
+/// Does the server keep a reply to a schema? Asked for France's capital under a schema that
+/// allows only `SCHEMA_WORD`: a server that enforces it answers that word, one that ignores
+/// it (or refuses it) answers Paris or errs. Only the OpenAI-compatible format sends one.
+fn keeps_to_schema(endpoint: &Endpoint, config: &Config, notes: &mut Vec<String>) -> bool {
+    if endpoint.wire != crate::config::Wire::OpenAi {
+        return false;
+    }
+    let Ok(provider) = super::provider_for(&Endpoint { tool_mode: ToolMode::Native, ..endpoint.clone() }, config)
+    else {
+        return false;
+    };
+    let schema = json!({"type": "object", "properties": {"city": {"enum": [SCHEMA_WORD]}}, "required": ["city"]});
+    let ask = [Message::user(vec![Block::text("What is the capital of France? Answer as JSON: {\"city\": \"…\"}")])];
+    let request =
+        Request { json_reply: super::JsonReply::Schema(&schema), ..Request::plain("You answer in JSON.", &ask, 30) };
+    match provider.complete(&request, &StopSignal::default()) {
+        Ok(reply) => super::joined_text(&reply.content, " ").contains(SCHEMA_WORD),
+        Err(e) => {
+            notes.push(format!("reply schema: {e}"));
+            false
+        }
+    }
 }
 
 fn sees_red(endpoint: &Endpoint, config: &Config, notes: &mut Vec<String>) -> bool {

@@ -145,7 +145,8 @@ fn fuzz_model_replies() {
         tools: &tools,
         unlisted: &[],
         require_tool: false,
-        json_reply: false,
+        json_reply: agent_controller::llm::JsonReply::Free,
+        narrowed: None,
         messages: &messages,
         max_tokens: 100,
     };
