@@ -1,6 +1,6 @@
-//! Domain allow-lists (`options.allowed_domains`, `browser.allowed_domains`) and the host a
-//! credential is bound to, shared by the controller (which checks them) and the worker (which
-//! enforces them at the browser).
+//! Domain allow-lists (`options.allowed_domains`, `browser.allowed_domains`), the host a
+//! credential is bound to and a URL's origin, shared by the controller (which checks them) and
+//! the worker (which enforces them at the browser).
 //!
 //! A pattern is a host name (`example.com`: that host only), a wildcard over a domain's
 //! subdomains (`*.example.com`: any host under it, and the domain itself), or an IP address
@@ -10,8 +10,11 @@
 //! any notation (`0x7f.1`, `2130706433`) is its dotted form, so no URL passes the list for a
 //! host other than the one the browser then reaches. `parse` refuses a wildcard anywhere but the
 //! first label, over an IP address, a top-level domain (`*.com`) or everything (`*`), schemes,
-//! ports, paths and empty labels; hosts compare without a trailing dot; an empty list allows
-//! everything (no list, nothing changes).
+//! ports, paths and empty labels; hosts compare without the trailing dot of a full name; an empty list allows
+//! everything (no list, nothing changes). An origin is a URL's scheme, host and port (the
+//! scheme's default when it names none; the host as the browser's origin has it), as the
+//! browser keeps sites apart: `http://bank.test`, `https://bank.test` and
+//! `https://bank.test:8443` are three; `Origin::parse` takes only an origin, no path or user.
 
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;
@@ -99,11 +102,15 @@ fn canonical_host(text: &str) -> Option<String> {
     Some(host_text(&host))
 }
 
-/// A parsed host as text: a name lower case without a trailing dot, an IP address in its
-/// canonical form (IPv6 without brackets).
+/// A parsed host as text: a name lower case without the one trailing dot of a fully qualified
+/// name (`a.test.` is `a.test`; `.` stays), an IP address in its canonical form (IPv6 without
+/// brackets).
 fn host_text<S: AsRef<str>>(host: &url::Host<S>) -> String {
     match host {
-        url::Host::Domain(name) => name.as_ref().trim_end_matches('.').to_ascii_lowercase(),
+        url::Host::Domain(name) => {
+            let name = name.as_ref();
+            name.strip_suffix('.').filter(|n| !n.is_empty()).unwrap_or(name).to_ascii_lowercase()
+        }
         url::Host::Ipv4(v4) => v4.to_string(),
         url::Host::Ipv6(v6) => v6.to_string(),
     }
@@ -142,6 +149,80 @@ pub fn host_of(url: &str) -> Option<String> {
         Some(host) => Some(host_text(&host)),
         None if WRAPPING_SCHEMES.contains(&parsed.scheme()) => host_of(parsed.path()),
         None => None,
+    }
+}
+
+/// A URL's origin: scheme, host and port.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct Origin {
+    pub scheme: String,
+    pub host: String,
+    pub port: u16,
+}
+
+impl Origin {
+    /// An origin as written (`https://bank.test`, `http://[::1]:8080`): a URL with nothing after
+    /// its port but an optional `/`.
+    pub fn parse(text: &str) -> Result<Origin, String> {
+        let bad = |why: &str| format!("`{text}` is not an origin: {why}");
+        let parsed = url::Url::parse(text.trim()).map_err(|e| bad(&e.to_string()))?;
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(bad("it names a user"));
+        }
+        if parsed.path() != "/" || parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(bad("an origin has no path, query or fragment"));
+        }
+        origin_of(parsed.as_str()).ok_or_else(|| bad("only http, https, ws, wss and ftp URLs have one"))
+    }
+
+    /// Whether `url` is on this origin.
+    pub fn holds(&self, url: &str) -> bool {
+        origin_of(url).as_ref() == Some(self)
+    }
+}
+
+/// The origin of an absolute URL (a `blob:` URL's is its inner URL's); `None` for a URL whose
+/// origin is opaque (`about:`, `data:`, `file:`, any other scheme) and for text that is no URL.
+pub fn origin_of(url: &str) -> Option<Origin> {
+    match url::Url::parse(url).ok()?.origin() {
+        // The host as the browser's origin has it: `bank.test.` is another origin than `bank.test`.
+        url::Origin::Tuple(scheme, host, port) => Some(Origin { scheme, host: origin_host(&host), port }),
+        url::Origin::Opaque(_) => None,
+    }
+}
+
+/// An origin's host as text: a name as parsed (lower case, any trailing dot kept), an IP address
+/// as `host_text` writes it.
+fn origin_host(host: &url::Host<String>) -> String {
+    match host {
+        url::Host::Domain(name) => name.clone(),
+        ip => host_text(ip),
+    }
+}
+
+impl std::fmt::Display for Origin {
+    /// `scheme://host[:port]`: the port only when it is not the scheme's default.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        write!(f, "{}://{host}", self.scheme)?;
+        match url::Url::parse(&format!("{}://{host}/", self.scheme)).ok().and_then(|u| u.port_or_known_default()) {
+            Some(default) if default == self.port => Ok(()),
+            _ => write!(f, ":{}", self.port),
+        }
+    }
+}
+
+impl TryFrom<String> for Origin {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, String> {
+        Origin::parse(&s)
+    }
+}
+
+impl From<Origin> for String {
+    fn from(o: Origin) -> String {
+        o.to_string()
     }
 }
 
@@ -234,5 +315,34 @@ mod tests {
             assert!(DomainPattern::parse(bad).is_err(), "{bad}");
         }
         assert!(!p("allowed.test").allows("evil.test\\@allowed.test"));
+    }
+
+    #[test]
+    fn an_origin_is_scheme_host_and_port() {
+        let o = origin_of("https://user:pw@Bank.Test:443/login?x#y").unwrap();
+        assert_eq!((o.scheme.as_str(), o.host.as_str(), o.port), ("https", "bank.test", 443));
+        assert_eq!(o.to_string(), "https://bank.test");
+        assert!(o.holds("https://bank.test/account") && o.holds("blob:https://bank.test/1"));
+        for other in [
+            "http://bank.test/",
+            "https://bank.test:8443/",
+            "https://bank.test./",
+            "https://evil.test\\@bank.test/",
+            "about:blank",
+        ] {
+            assert!(!o.holds(other), "{other}");
+        }
+        let v6 = origin_of("http://[::1]:8080/x").unwrap();
+        assert_eq!(v6.to_string(), "http://[::1]:8080");
+        assert_eq!(Origin::parse(&v6.to_string()), Ok(v6));
+        assert_eq!(origin_of("http://0x7f.1/").unwrap().to_string(), "http://127.0.0.1");
+        for none in ["data:text/html,x", "file:///etc/passwd", "javascript:alert(1)", "bank.test"] {
+            assert_eq!(origin_of(none), None, "{none}");
+        }
+        for bad in ["https://bank.test/login", "https://u@bank.test", "https://bank.test/?q", "about:blank", ""] {
+            assert!(Origin::parse(bad).is_err(), "{bad}");
+        }
+        let json = serde_json::to_string(&Origin::parse("https://bank.test:8443/").unwrap()).unwrap();
+        assert_eq!(json, "\"https://bank.test:8443\"");
     }
 }

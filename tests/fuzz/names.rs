@@ -131,7 +131,7 @@ const HOSTILE_URLS: &[&str] = &[
 
 #[test]
 fn fuzz_allow_list_hosts() {
-    use agent_controller::protocol::domains::{DomainPattern, host_of};
+    use agent_controller::protocol::domains::{DomainPattern, Origin, host_of, origin_of};
     fuzz("allow-list hosts (protocol::domains)", text_input(HOSTILE_URLS), |text| {
         // A host the list reads from a URL is one it can name, and then allows.
         if let Some(host) = host_of(&text) {
@@ -142,6 +142,11 @@ fn fuzz_allow_list_hosts() {
         // A pattern reads back as itself.
         if let Ok(pattern) = DomainPattern::parse(&text) {
             prop_assert_eq!(DomainPattern::parse(&pattern.to_string()).ok(), Some(pattern.clone()));
+        }
+        // An origin reads back as itself, and holds the URL it came from.
+        if let Some(origin) = origin_of(&text) {
+            prop_assert_eq!(Origin::parse(&origin.to_string()), Ok(origin.clone()));
+            prop_assert!(origin.holds(&text));
         }
         Ok(())
     });
