@@ -181,6 +181,16 @@ fn with_an_allow_list_no_request_reaches_another_host_and_without_one_they_do() 
     assert!(e.contains("127.0.0.2") && e.contains("allowed domains"), "{e}");
     let e = run(&r, "browser_navigate", json!({"url": format!("{}/redirect", near.url)})).unwrap_err();
     assert!(e.contains("127.0.0.2"), "{e}");
+    // The list reads a URL as the browser does: the home host in other notations is the home
+    // host, and a `\` ends the host, so the `@` after it names no other.
+    for home in ["127.1", "0x7f.1", "2130706433"] {
+        let url = format!("{}/page", near.url.replace("127.0.0.1", home));
+        let page = run(&r, "browser_navigate", json!({"url": url})).unwrap_or_else(|e| panic!("{url}: {e}"));
+        assert_eq!(page["title"], "Home", "{page}");
+    }
+    let tricked = format!("{}\\@{}/direct", far.url, near.url.trim_start_matches("http://"));
+    let e = run(&r, "browser_navigate", json!({"url": tricked})).unwrap_err();
+    assert!(e.contains("127.0.0.2") && e.contains("allowed domains"), "{e}");
     // A link the page offers, and a download, go nowhere either.
     run(&r, "browser_navigate", json!({"url": format!("{}/page", near.url)})).unwrap();
     let clicked = run(&r, "browser_click", json!({"selector": "#away"}));

@@ -1,5 +1,5 @@
-//! File names from anywhere (`util::filename`), and request URLs: path segments, query pairs,
-//! percent escapes (`http::split_url`).
+//! File names from anywhere (`util::filename`), request URLs: path segments, query pairs,
+//! percent escapes (`http::split_url`), and the allow-list's hosts and patterns (`protocol::domains`).
 
 use super::*;
 use agent_controller::http::{percent_decode, percent_encode, query_param, split_url};
@@ -114,6 +114,40 @@ fn fuzz_ssh_targets() {
         prop_assert!(t.port != 0);
         let host = if t.host.contains(':') { format!("[{}]", t.host) } else { t.host.clone() };
         prop_assert_eq!(SshTarget::parse(&format!("ssh://{}@{host}:{}", t.user, t.port)), Ok(t.clone()));
+        Ok(())
+    });
+}
+
+const HOSTILE_URLS: &[&str] = &[
+    "https://evil.test\\@allowed.test/",
+    "https://user:pw@Shop.Example.com:8443/a?b#c",
+    "http://0x7f.1/",
+    "http://[::ffff:127.0.0.1]:80/",
+    "https://B\u{fc}cher.example./",
+    "https://%61llowed.test/",
+    "blob:view-source:https://a.test/x",
+    "*.example.com",
+];
+
+#[test]
+fn fuzz_allow_list_hosts() {
+    use agent_controller::protocol::domains::{DomainPattern, Origin, host_of, origin_of};
+    fuzz("allow-list hosts (protocol::domains)", text_input(HOSTILE_URLS), |text| {
+        // A host the list reads from a URL is one it can name, and then allows.
+        if let Some(host) = host_of(&text) {
+            if let Ok(pattern) = DomainPattern::parse(&host) {
+                prop_assert!(pattern.allows(&host), "{text:?} → {host:?}");
+            }
+        }
+        // A pattern reads back as itself.
+        if let Ok(pattern) = DomainPattern::parse(&text) {
+            prop_assert_eq!(DomainPattern::parse(&pattern.to_string()).ok(), Some(pattern.clone()));
+        }
+        // An origin reads back as itself, and holds the URL it came from.
+        if let Some(origin) = origin_of(&text) {
+            prop_assert_eq!(Origin::parse(&origin.to_string()), Ok(origin.clone()));
+            prop_assert!(origin.holds(&text));
+        }
         Ok(())
     });
 }
