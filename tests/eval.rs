@@ -126,7 +126,10 @@ fn probe_finds_what_an_endpoint_can_do_and_auto_uses_it() {
     assert!(reqs[1].body.get("tools").is_none(), "JSON mode lists the tool in the prompt");
     assert_eq!(reqs[2].image_count(), 1);
     let (_, check) = run(&["config", "check"]);
-    assert!(check.contains("probed: native tools yes, JSON mode yes, reply schema no, images yes, context unknown tokens"), "{check}");
+    assert!(
+        check.contains("probed: native tools yes, JSON mode yes, reply schema no, images yes, context unknown tokens"),
+        "{check}"
+    );
 
     // Probed as JSON-only: `tool_mode: auto` sessions speak JSON actions.
     let out = dir.path().join("out2");

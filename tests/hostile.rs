@@ -289,6 +289,33 @@ fn a_password_lands_only_in_its_field_whatever_the_page_does_with_the_focus() {
     }
 }
 
+/// Credentials bound to their login URL's origin: the same host on another port is another site.
+#[test]
+fn credentials_are_not_typed_on_another_port_of_their_host() {
+    if !have_chromium() {
+        return;
+    }
+    let elsewhere = Recording::start("127.0.0.1", "", other);
+    let near = Recording::start("127.0.0.1", &elsewhere.url, home);
+    let dir = TempDir::new("login-port");
+    let script = vec![tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = RealWorker::start(&d, "port-box", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/", near.url), "instruction": "Sign in",
+            "credentials": {"username": "bob@example.test", "password": "hunter2-secret",
+                "login_url": format!("{}/login-elsewhere", near.url)}}),
+    );
+    wait_status(&c, &id, "finished");
+    let told = llm.requests()[1].last_results()[0].to_string();
+    assert!(told.contains("not typed") && told.contains(&elsewhere.url), "{told}");
+    let posted = elsewhere.seen();
+    assert!(posted.iter().all(|l| !l.starts_with("POST") && !l.contains("hunter2")), "{posted:?}");
+    assert!(posted.iter().any(|l| l.starts_with("GET /login")), "the redirect was followed: {posted:?}");
+}
+
 #[test]
 fn a_failed_login_tells_the_model_what_the_record_keeps_and_no_password() {
     if !have_chromium() {

@@ -10,7 +10,7 @@ use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::Block;
 use crate::protocol::FileKind;
-use crate::protocol::domains::{DomainPattern, host_of};
+use crate::protocol::domains::{DomainPattern, Origin, host_of, origin_of};
 use crate::protocol::tools::Tool;
 use crate::session::{AskOutcome, ConfirmationOutcome};
 use base64::Engine;
@@ -164,10 +164,18 @@ impl Agent {
         let Some(site) = credential_site(creds.domain.as_deref(), &login_url) else {
             return ToolOutcome::error(format!("not typed: the login URL {login_url} names no host"));
         };
+        // Without a wider `domain`, the login URL's origin: its scheme and port too.
+        let origin = creds.domain.is_none().then(|| origin_of(&login_url)).flatten();
         let timeout = Duration::from_secs(self.runner.config().task.command_timeout_s);
         // `only_on`: the worker sets a value only into a field of a page on the credentials'
         // site, checked in the same script (no key events); the send waits as any other does.
-        let typed = |selector: &str, text: &str| json!({"selector": selector, "text": text, "only_on": site});
+        let typed = |selector: &str, text: &str| {
+            let mut params = json!({"selector": selector, "text": text, "only_on": site});
+            if let Some(origin) = &origin {
+                params["only_on_origin"] = origin.to_string().into();
+            }
+            params
+        };
         let steps = [
             (Tool::BrowserNavigate, json!({"url": login_url})),
             (Tool::BrowserType, typed(&user_sel, &creds.username)),
@@ -187,15 +195,17 @@ impl Agent {
                 Gated::Refused(refused) => return refused,
             };
             match result {
-                Ok(v) if i == 0 && !landed_on(&v, &site) => {
-                    let host = v["url"].as_str().and_then(host_of).unwrap_or_default();
+                Ok(v) if i == 0 && !landed_on(&v, &site, origin.as_ref()) => {
+                    let url = v["url"].as_str().unwrap_or_default();
+                    let at = origin_of(url).map_or_else(|| host_of(url).unwrap_or_default(), |o| o.to_string());
+                    let bound = origin.as_ref().map_or_else(|| site.clone(), ToString::to_string);
                     self.runner.log(
                         crate::protocol::LogKind::System,
-                        &format!("perform_login: the login page is on {host}, not {site}: nothing typed"),
+                        &format!("perform_login: the login page is on {at}, not {bound}: nothing typed"),
                         None,
                     );
                     return ToolOutcome::error(format!(
-                        "not typed: the login page {login_url} led to {host:?}, and these credentials are for {site} only. Nothing was typed; tell the user."
+                        "not typed: the login page {login_url} led to {at:?}, and these credentials are for {bound} only. Nothing was typed; tell the user."
                     ));
                 }
                 Ok(v) => after = v,
@@ -228,9 +238,10 @@ fn credential_site(domain: Option<&str>, login_url: &str) -> Option<String> {
     }
 }
 
-/// Whether a navigation's result is on `site` (one without a URL is left to the worker's
-/// own check before each keystroke).
-fn landed_on(result: &Value, site: &str) -> bool {
-    let Some(host) = result["url"].as_str().and_then(host_of) else { return true };
-    DomainPattern::parse(site).is_ok_and(|p| p.allows(&host))
+/// Whether a navigation's result is on `site` and, when bound to one, `origin` (one without a
+/// URL is left to the worker's own check, in the script that sets each value).
+fn landed_on(result: &Value, site: &str, origin: Option<&Origin>) -> bool {
+    let Some(url) = result["url"].as_str() else { return true };
+    let on_site = host_of(url).is_some_and(|host| DomainPattern::parse(site).is_ok_and(|p| p.allows(&host)));
+    on_site && origin.is_none_or(|o| o.holds(url))
 }
