@@ -82,6 +82,7 @@ impl Vault {
             out.push(c.password.expose().to_string());
             // As HTTP Basic auth carries it (base64 of the pair, among the forms below).
             out.push(format!("{}:{}", c.username, c.password.expose()));
+            out.extend(c.totp.as_ref().map(|t| t.expose().to_string()));
         }
         if let Some(n) = &self.notifications {
             if let Some(t) = &n.telegram {
@@ -286,6 +287,7 @@ mod tests {
                 password_selector: None,
                 submit_selector: None,
                 domain: None,
+                totp: None,
             }),
             notifications: Some(Notifications {
                 telegram: None,
@@ -307,6 +309,7 @@ mod tests {
                 password_selector: None,
                 submit_selector: None,
                 domain: None,
+                totp: None,
             }),
             notifications: None,
             ..Default::default()

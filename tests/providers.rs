@@ -369,7 +369,7 @@ fn json_mode_keeps_the_reply_to_the_page_where_the_server_enforces_a_schema() {
     let dir = TempDir::new("json-schema");
     let script = vec![
         openai_text(
-            r#"{"thinking": {"observation": "a form", "plan": "pick green"}, "tool": "browser_select_option", "tool_args": {"selector": "ref=e2", "value": "Green=g"}}"#,
+            r#"{"action": "next_step", "thinking": {"observation": "a form", "plan": "pick green"}, "tool": "browser_select_option", "tool_args": {"selector": "ref=e2", "value": "Green=g"}}"#,
         ),
         openai_text(
             r#"{"action": "complete", "message": "chose green", "thinking": {"observation": "done", "plan": "end"}}"#,

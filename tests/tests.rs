@@ -39,6 +39,7 @@ mod replay;
 mod schedules;
 mod security;
 mod service;
+mod sign_in;
 mod snapshots;
 mod ssh;
 mod steps;

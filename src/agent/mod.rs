@@ -25,6 +25,7 @@ mod grounding;
 mod guarded;
 mod history;
 mod local;
+mod login;
 mod loops;
 mod outcome;
 pub mod outputs;

@@ -69,7 +69,7 @@ impl JsonActions {
 const SHAPES: &str = "{\"action\": \"next_step\", \"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"args\": {…}}\n\
      {\"action\": \"complete\", \"thinking\": {…}, \"message\": \"<summary of what was done and found>\"}\n\
      {\"action\": \"ask_user\", \"thinking\": {…}, \"question\": \"<what you need to know>\"}\n";
-const CONSTRAINED_SHAPES: &str = "{\"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"tool_args\": {…}}\n\
+const CONSTRAINED_SHAPES: &str = "{\"action\": \"next_step\", \"thinking\": {\"observation\": \"…\", \"plan\": \"…\"}, \"tool\": \"<tool name>\", \"tool_args\": {…}}\n\
      {\"action\": \"complete\", \"message\": \"<summary of what was done and found>\", \"thinking\": {…}}\n\
      {\"action\": \"ask_user\", \"question\": \"<what you need to know>\", \"thinking\": {…}}\n";
 

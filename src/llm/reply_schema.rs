@@ -1,13 +1,16 @@
 //! The JSON Schema a JSON-action reply must follow where the endpoint enforces one: a top-level
 //! `anyOf` with one branch per tool offered this turn (its `tool` a constant, its `tool_args`
 //! the tool's schema as narrowed to the page) and one for `complete` (and `ask_user` where
-//! someone answers). A step's short free `thinking` comes first, so reasoning keeps its room.
+//! someone answers). A step's short free `thinking` comes before its tool, so reasoning keeps
+//! its room.
 //!
 //! Servers generate an object's keys in the order the schema lists them, and our JSON objects
-//! list keys sorted; so the keys are named to sort in the order they should come: `thinking`,
-//! `tool`, `tool_args` (`actions.rs` reads `tool_args` as `args`, and a step without `action`
-//! as `next_step`). `anyOf`, not `oneOf`: the branches exclude each other by their constants
-//! anyway, and more servers take it (llguidance refuses `oneOf`).
+//! list keys sorted; so the keys are named to sort in the order they should come: `action`
+//! first in every branch (so the first choice is what to do, as the prompt always showed, and
+//! a model that starts with `"action"` is not led into `complete`), then `thinking`, `tool`,
+//! `tool_args` (`actions.rs` reads `tool_args` as `args`). `anyOf`, not `oneOf`: the branches
+//! exclude each other by their constants anyway, and more servers take it (llguidance refuses
+//! `oneOf`).
 //!
 //! Guarantees: the top object holds only `anyOf` (llama.cpp refuses `properties` beside it);
 //! every branch and every `tool_args` object takes no other keys; nothing here reads the page or
@@ -27,26 +30,24 @@ pub fn for_actions(tools: &[ToolDef]) -> Value {
     let has = |name: &str| tools.iter().any(|t| t.name == name);
     let mut branches: Vec<Value> = tools.iter().map(step_branch).collect();
     if has("finish_task") || has("finish_exploration") {
-        branches.push(branch(Some("complete"), &[("message", text(MESSAGE_CHARS))]));
+        branches.push(branch("complete", &[("message", text(MESSAGE_CHARS))]));
     }
     if has("ask_user") {
-        branches.push(branch(Some("ask_user"), &[("question", text(MESSAGE_CHARS))]));
+        branches.push(branch("ask_user", &[("question", text(MESSAGE_CHARS))]));
     }
     json!({"anyOf": branches})
 }
 
 fn step_branch(tool: &ToolDef) -> Value {
-    branch(None, &[("tool", json!({"const": tool.name})), ("tool_args", closed(&tool.input_schema))])
+    branch("next_step", &[("tool", json!({"const": tool.name})), ("tool_args", closed(&tool.input_schema))])
 }
 
-/// `{"action": <const>, …fields, "thinking": …}` (a step has no `action`), every field
-/// required, no other key.
-fn branch(action: Option<&str>, fields: &[(&str, Value)]) -> Value {
+/// `{"action": <const>, …fields, "thinking": …}` in key order, every field required, no
+/// other key.
+fn branch(action: &str, fields: &[(&str, Value)]) -> Value {
     let mut properties = Map::new();
     properties.insert("thinking".into(), thinking());
-    if let Some(action) = action {
-        properties.insert("action".into(), json!({"const": action}));
-    }
+    properties.insert("action".into(), json!({"const": action}));
     for (name, schema) in fields {
         properties.insert((*name).to_string(), schema.clone());
     }
@@ -96,10 +97,14 @@ mod tests {
         let args = &first["properties"]["tool_args"];
         assert_eq!(args["properties"]["selector"]["enum"], json!(["ref=e1", "ref=e2"]));
         assert_eq!(args["additionalProperties"], false);
-        // As sent: the thought, then the tool, then its arguments.
+        // As sent: what to do first (in every branch), the thought, the tool, its arguments.
         let sent = first["properties"].to_string();
         let at = |k: &str| sent.find(&format!("\"{k}\":")).unwrap();
-        assert!(at("thinking") < at("tool") && at("tool") < at("tool_args"), "{sent}");
+        assert!(at("action") < at("thinking") && at("thinking") < at("tool") && at("tool") < at("tool_args"), "{sent}");
+        assert_eq!(first["properties"]["action"], json!({"const": "next_step"}));
+        for b in branches {
+            assert!(b["properties"].to_string().starts_with("{\"action\":"), "{b}");
+        }
         assert_eq!(branches[2]["properties"]["action"], json!({"const": "complete"}));
         assert!(!schema.to_string().contains("ask_user"), "nobody to ask: no branch for it");
     }

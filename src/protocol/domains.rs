@@ -10,11 +10,9 @@
 //! any notation (`0x7f.1`, `2130706433`) is its dotted form, so no URL passes the list for a
 //! host other than the one the browser then reaches. `parse` refuses a wildcard anywhere but the
 //! first label, over an IP address, a top-level domain (`*.com`) or everything (`*`), schemes,
-//! ports, paths and empty labels; hosts compare without the trailing dot of a full name; an empty list allows
-//! everything (no list, nothing changes). An origin is a URL's scheme, host and port (the
-//! scheme's default when it names none; the host as the browser's origin has it), as the
-//! browser keeps sites apart: `http://bank.test`, `https://bank.test` and
-//! `https://bank.test:8443` are three; `Origin::parse` takes only an origin, no path or user.
+//! ports, paths and empty labels; hosts compare without a full name's trailing dot; an empty
+//! list allows everything. An origin is a URL's scheme, host and port, as the browser keeps
+//! sites apart (`http://bank.test`, `https://bank.test`, `https://bank.test:8443` are three).
 
 use serde::{Deserialize, Serialize};
 use std::net::Ipv6Addr;

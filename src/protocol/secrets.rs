@@ -24,6 +24,10 @@ pub struct Credentials {
     /// `login_url`, else of the target. They are typed on no other host.
     #[serde(default)]
     pub domain: Option<String>,
+    /// A TOTP secret (base32, or an `otpauth://totp/` URI): `perform_login` fills the one-time
+    /// code the site asks for after the password (`util/totp.rs`).
+    #[serde(default)]
+    pub totp: Option<Secret>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

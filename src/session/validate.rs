@@ -112,6 +112,10 @@ pub fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&N
             DomainPattern::parse(domain).map_err(|e| ApiError::BadRequest(format!("`credentials.domain`: {e}")))?;
         }
         too_short("credentials.password", c.password.expose())?;
+        if let Some(totp) = &c.totp {
+            crate::util::totp::Totp::parse(totp.expose())
+                .map_err(|e| ApiError::BadRequest(format!("`credentials.totp`: {e}")))?;
+        }
     }
     if let Some(n) = notifications {
         if let Some(t) = &n.telegram {

@@ -15,6 +15,7 @@ pub mod schema;
 pub mod sd_notify;
 pub mod secret;
 pub mod tls;
+pub mod totp;
 
 /// RFC 3986's unreserved characters; everything else is percent-encoded.
 pub const URL_UNRESERVED: &percent_encoding::AsciiSet =
