@@ -1,8 +1,7 @@
 //! Page snapshots on the controller's side: how a worker result that carries one reads to the
-//! model, asking the worker for the page as it is now (for a loop note, after a login), and
-//! which clicked links lead to a file (downloaded instead of opened) or were shown on an earlier
-//! page (their address opened), and which element a click meant when the reply's words name
-//! another one than its ref.
+//! model, asking the worker for the page as it is now (for a loop note, after a login), which
+//! clicked links lead to a file (downloaded instead of opened), and which element a click meant
+//! when the reply's words name another one than its ref.
 //!
 //! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
