@@ -9,12 +9,16 @@
 //! replaced before it lands. Each secret is also hunted in the forms it travels in: URL- and
 //! form-encoded (`+` for a space) once or twice, hex, base64 (standard and URL-safe, alone or
 //! inside a longer encoded text, and the Basic-auth pair `user:password`), base32, HTML
-//! entities and JSON-escaped.
+//! entities and JSON-escaped; what a person typed also as a page reformats it, with spaces,
+//! dashes or dots between its letters and digits (`reformatted.rs`).
 //! Secrets under `MIN_SECRET_CHARS` are refused at session create: they cannot be scrubbed.
 
 use crate::protocol::secrets::{Credentials, Notifications};
 use base64::Engine;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
+use std::borrow::Cow;
+
+mod reformatted;
 
 /// The shortest secret a session accepts (shorter ones would be scrubbed from every word).
 pub const MIN_SECRET_CHARS: usize = 4;
@@ -35,10 +39,42 @@ pub struct Vault {
     typed: Vec<crate::util::secret::Secret>,
     /// The secrets in every form they are hunted in, built once (again after `hold_typed`):
     /// every log line is scrubbed.
-    forms: std::sync::OnceLock<Vec<String>>,
+    forms: std::sync::OnceLock<Hunted>,
 }
 
 const REDACTED: &str = "[redacted]";
+
+/// What the scrubber hunts: every form of every secret (longest first), and the typed values
+/// a page may write back reformatted.
+#[derive(Clone, Default)]
+struct Hunted {
+    forms: Vec<String>,
+    reformatted: Vec<reformatted::Spaced>,
+}
+
+impl std::fmt::Debug for Hunted {
+    /// Counts only: the forms are the secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Hunted({} forms, {} reformatted)", self.forms.len(), self.reformatted.len())
+    }
+}
+
+impl Hunted {
+    fn scrub<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        let mut out = Cow::Borrowed(text);
+        for secret in &self.forms {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED).into();
+            }
+        }
+        for value in &self.reformatted {
+            if let Some(replaced) = value.replace_in(&out, REDACTED) {
+                out = replaced.into();
+            }
+        }
+        out
+    }
+}
 
 impl Vault {
     pub fn new(credentials: Option<Credentials>, notifications: Option<Notifications>) -> Vault {
@@ -71,7 +107,14 @@ impl Vault {
     }
 
     fn secrets(&self) -> &[String] {
-        self.forms.get_or_init(|| self.build_secrets())
+        &self.hunted().forms
+    }
+
+    fn hunted(&self) -> &Hunted {
+        self.forms.get_or_init(|| Hunted {
+            forms: self.build_secrets(),
+            reformatted: self.typed.iter().filter_map(|t| reformatted::Spaced::of(t.expose())).collect(),
+        })
     }
 
     /// The secret strings worth hunting for in output. Very short values are skipped: replacing
@@ -110,31 +153,24 @@ impl Vault {
     }
 
     /// As `scrub`, borrowing `text` when no secret is in it (a stored output can be 32 MiB).
-    pub fn scrub_cow<'a>(&self, text: &'a str) -> std::borrow::Cow<'a, str> {
-        let mut out = std::borrow::Cow::Borrowed(text);
-        for secret in self.secrets() {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED).into();
-            }
-        }
-        out
+    pub fn scrub_cow<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        self.hunted().scrub(text)
     }
 
     /// Scrub every string inside a JSON value (worker results can hold thousands of strings:
     /// the secret list is built once, and nothing is walked when there are none).
     pub fn scrub_json(&self, value: &mut serde_json::Value) {
-        let secrets = self.secrets();
-        if !secrets.is_empty() {
-            let secrets: Vec<&str> = secrets.iter().map(String::as_str).collect();
-            scrub_value(&secrets, value);
+        let hunted = self.hunted();
+        if !hunted.forms.is_empty() {
+            scrub_value(hunted, value);
         }
     }
 
     /// A scrubber holding its own copy of the secrets, for text that is written after the
     /// session ends and its vault is cleared (the report after a stop).
     pub fn scrubber(&self) -> impl Fn(&str) -> String + Send + use<> {
-        let secrets = self.secrets().to_vec();
-        move |text: &str| secrets.iter().fold(text.to_string(), |out, secret| out.replace(secret.as_str(), REDACTED))
+        let hunted = self.hunted().clone();
+        move |text: &str| hunted.scrub(text).into_owned()
     }
 
     pub fn clear(&mut self) {
@@ -250,16 +286,20 @@ fn lower_hex_escapes(encoded: &str) -> String {
     out
 }
 
-fn scrub_value(secrets: &[&str], value: &mut serde_json::Value) {
+fn scrub_value(hunted: &Hunted, value: &mut serde_json::Value) {
     use serde_json::Value;
     match value {
-        Value::String(s) if secrets.iter().any(|x| s.contains(x)) => {
-            for secret in secrets {
-                *s = s.replace(secret, REDACTED);
+        Value::String(s) => {
+            let scrubbed = match hunted.scrub(s) {
+                Cow::Owned(scrubbed) => Some(scrubbed),
+                Cow::Borrowed(_) => None,
+            };
+            if let Some(scrubbed) = scrubbed {
+                *s = scrubbed;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| scrub_value(secrets, v)),
-        Value::Object(map) => map.values_mut().for_each(|v| scrub_value(secrets, v)),
+        Value::Array(items) => items.iter_mut().for_each(|v| scrub_value(hunted, v)),
+        Value::Object(map) => map.values_mut().for_each(|v| scrub_value(hunted, v)),
         _ => {}
     }
 }
@@ -382,6 +422,14 @@ mod tests {
             assert!(!vault.scrub(&format!("code={leaked}")).contains(leaked), "{leaked}");
         }
         assert_eq!(vault.scrub("value=\"42\""), "value=\"42\"");
+        // As the page writes it back, in every path the scrubber takes.
+        assert!(vault.hold_typed("4111111111111111"));
+        assert_eq!(vault.scrub("card 4111 1111 1111 1111, code 4-9-3-8-1-7"), "card [redacted], code [redacted]");
+        let mut v = serde_json::json!({"snapshot": ["textbox value=\"4111 1111 1111 1111\""]});
+        vault.scrub_json(&mut v);
+        assert_eq!(v["snapshot"][0], "textbox value=\"[redacted]\"");
+        assert_eq!(vault.scrubber()("4938.17"), "[redacted]");
+        assert!(!format!("{vault:?}").contains("493817"), "Debug shows no secret");
         vault.clear();
         assert_eq!(vault.scrub("493817"), "493817", "emptied with the rest");
     }

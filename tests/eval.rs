@@ -4,13 +4,15 @@
 //! without the file), so the judge is seen to look at the disk and the site, not the words.
 //! The miniwob suite runs on a MiniWoB-shaped fixture of our own (`fixtures/miniwob/`: seeded
 //! query, START cover, a short time limit, a reward) without pip, and on the real package's
-//! click-test when pip can fetch it.
+//! click-test when pip can fetch it. While an eval runs, its daemon refuses whoever lacks its
+//! own tokens, and a SIGTERM removes its folder.
 
 use crate::support::llm::*;
 use crate::support::worker::have_chromium;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::process::Command;
+use std::time::Duration;
 
 fn config_for(llm: &ScriptedLlm, dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("config.yaml");
@@ -346,4 +348,62 @@ fn ablate_fired_reruns_each_run_with_the_guard_that_fired_off() {
     assert!(short(&requests[0]) && !short(&requests[1]), "the rerun ran with the whole catalog");
     let on_port = |r: &Recorded| r.body.to_string().contains(&format!("127.0.0.1:{port}/"));
     assert!(on_port(&requests[0]) && on_port(&requests[1]), "both on the site port asked for");
+}
+
+/// Issue 65: the eval's daemon had no token while it ran, so any local process could create a
+/// shell session on the eval's worker and run a command through `act`; and a SIGTERM left the
+/// eval's private folder behind.
+#[test]
+fn while_an_eval_runs_its_daemon_refuses_strangers_and_a_sigterm_removes_its_folder() {
+    if !have_chromium() {
+        return;
+    }
+    use std::io::BufRead;
+    // The model takes a minute over its first answer: the eval is mid-session meanwhile.
+    let llm = ScriptedLlm::start(vec![tool("finish_task", json!({"summary": "x"})).delayed(Duration::from_secs(60))]);
+    let dir = TempDir::new("eval-locked");
+    let config = config_for(&llm, dir.path());
+    let child = Command::new(env!("CARGO_BIN_EXE_agent-controller"))
+        .args(["eval", "--config"])
+        .arg(&config)
+        .args(["--tasks", "price", "--json"])
+        .env("TMPDIR", dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut eval = ChildGuard(child);
+    let mut stderr = std::io::BufReader::new(eval.0.stderr.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("its daemon serves") {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "the eval never said where its daemon is");
+    }
+    let after = |key: &str| line.split_once(key).unwrap().1.split([' ', ')']).next().unwrap().to_string();
+    let (api, workers) = (after("serves "), after("(workers: "));
+    wait_until(Duration::from_secs(60), "the eval's session asks the model", || {
+        (!llm.requests().is_empty()).then_some(())
+    });
+
+    let stranger = Client::new(api, None);
+    assert_eq!(stranger.get("/sessions").status, 401);
+    let shell =
+        json!({"mode": "task", "type": "shell", "target": "eval-box", "worker": "eval-box", "instruction": "id"});
+    assert_eq!(stranger.post("/sessions", &shell).status, 401);
+    let posing = json!({"hostname": "eval-box", "capabilities": ["shell"], "use_secret": true});
+    assert_eq!(Client::new(workers, None).post("/register", &posing).status, 401);
+
+    let scratch = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("agent-controller-eval-"))
+            .count()
+    };
+    assert_eq!(scratch(), 1, "the eval's folder is there while it runs");
+    // SAFETY: our own child, still running.
+    unsafe { libc::kill(eval.0.id() as libc::pid_t, libc::SIGTERM) };
+    let status = wait_until(Duration::from_secs(20), "the eval to end", || eval.0.try_wait().unwrap());
+    assert_eq!(status.code(), Some(143), "{status:?}");
+    assert_eq!(scratch(), 0, "the eval's folder is gone");
 }

@@ -1,6 +1,7 @@
 //! Stored tool outputs through the real daemon and agent: a 200 kB JSON result is stored under
 //! the session's `tool_outputs/`, the model gets its description, and the five tools (added to
-//! the session at that moment) list, describe, extract by JSONPath, count and sample it.
+//! the session at that moment) list, describe, extract by JSONPath, count and sample it. A
+//! worker's error of 300 kB is cut to the same bound before the model sees it.
 
 use crate::support::llm::*;
 use crate::support::*;
@@ -71,4 +72,43 @@ fn a_large_json_output_is_stored_and_traversed() {
     let missing = &reqs[7].last_results()[0];
     assert_eq!(missing["is_error"], true);
     assert!(missing["content"][0]["text"].as_str().unwrap().contains(id_of), "names what is stored: {missing}");
+}
+
+/// Issue 65: a worker error quoting a huge page rode along, whole, in every later request.
+#[test]
+fn a_huge_tool_error_is_cut_to_the_output_bound_before_the_model_sees_it() {
+    const MAX: usize = 5000;
+    let password = "hunter2-secret-pw";
+    let script = vec![
+        tool("browser_click", json!({"selector": "#go"})),
+        tool("browser_snapshot", json!({})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let dir = TempDir::new("huge-error");
+    let (d, llm) = llm_daemon(dir.path(), script, |c| c.agent.max_tool_output_chars = MAX);
+    // The password straddles the cut: scrubbed before the cut, not a prefix of it left over.
+    let huge = format!("{}{password}{}", "é".repeat(MAX - 6), "x".repeat(300_000));
+    let _worker = ScriptedWorker::start(&d.worker_client(), "err-box", &["browser"], false, move |cmd| {
+        match cmd["action"].as_str() {
+            Some("browser_click") => json!({"success": false, "error": huge}),
+            _ => json!({"success": true, "data": {"url": "https://big.test/", "title": "Big"}}),
+        }
+    });
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://big.test/", "instruction": "click",
+            "credentials": {"username": "bob", "password": password, "login_url": "https://big.test/login"}}),
+    );
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    let error = &reqs[1].last_results()[0];
+    assert_eq!(error["is_error"], true, "{error}");
+    let text = reqs[1].inside_markers(error["content"][0]["text"].as_str().unwrap());
+    assert!(text.chars().count() <= MAX + 100, "{} characters", text.chars().count());
+    assert!(text.ends_with("characters in all]"), "says how long it was: …{}", &text[text.len() - 80..]);
+    assert!(!text.contains("hunter"), "no part of the password");
+    for later in &reqs[1..] {
+        assert!(later.body.to_string().len() < 40_000, "{} bytes", later.body.to_string().len());
+    }
 }

@@ -1,6 +1,7 @@
 //! What a person types while taking over reaches the worker only: the model (the hand-back,
 //! the page after it, its own later looks) and the record (log, steps, conversation, report)
-//! see neither it nor any vault secret, in any of the forms the scrubber hunts. On a shell, a
+//! see neither it nor any vault secret, in any of the forms the scrubber hunts, nor what a
+//! page made of it (a card number in groups, a code echoed with dashes). On a shell, a
 //! person's commands are typing too.
 
 use crate::support::llm::*;
@@ -138,5 +139,54 @@ fn a_person_s_commands_on_a_shell_reach_the_worker_only() {
     for text in [&llm.requests()[1].body.to_string(), &record] {
         assert_absent(PASSWORD, text, "the model or the record");
         assert_absent(&format!("tok-{CODE}-xyz"), text, "the model or the record");
+    }
+}
+
+/// Issue 65: a page reformats what a person typed (`4111 1111 1111 1111` for
+/// `4111111111111111`, `4-9-3-8-1-7` for `493817`), and the reformatted value reached the model.
+#[test]
+fn what_a_page_makes_of_a_person_s_typing_reaches_the_model_scrubbed_too() {
+    const CARD: &str = "4111111111111111";
+    let dir = TempDir::new("takeover-reformatted");
+    let script = vec![
+        tool("request_takeover", json!({"reason": "card details"})),
+        tool("browser_snapshot", json!({})),
+        tool("finish_task", json!({"summary": "paid"})),
+    ];
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    // The card field masks its value in groups of four; the page echoes the code spaced out.
+    let typed = Arc::new(Mutex::new(Vec::<String>::new()));
+    let _worker = ScriptedWorker::start(&d.worker_client(), "paybox", &["browser"], false, move |cmd| {
+        let mut typed = typed.lock().unwrap();
+        if cmd["action"] == "browser_type" {
+            typed.push(cmd["params"]["text"].as_str().unwrap_or("").to_string());
+        }
+        let grouped = |t: &String| {
+            t.as_bytes().chunks(4).map(|c| String::from_utf8_lossy(c).into_owned()).collect::<Vec<_>>().join(" ")
+        };
+        let dashed = |t: &String| t.chars().map(String::from).collect::<Vec<_>>().join("-");
+        let lines: Vec<String> =
+            typed.iter().map(|t| format!("textbox value=\"{}\" note \"sent {}\"", grouped(t), dashed(t))).collect();
+        json!({"success": true, "data": {"url": "https://pay.test/", "snapshot": lines.join("\n")}})
+    });
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": "https://pay.test", "instruction": "pay"}));
+    wait_status(&c, &id, "paused");
+    for (selector, text) in [("#card", CARD), ("#code", CODE)] {
+        let r = c.post(
+            &format!("/sessions/{id}/act"),
+            &json!({"tool": "browser_type", "input": {"selector": selector, "text": text}}),
+        );
+        assert_eq!(r.status, 200, "{}", r.text());
+    }
+    assert_eq!(c.post(&format!("/sessions/{id}/resume"), &json!({})).status, 202);
+    wait_status(&c, &id, "finished");
+    let requests = llm.requests();
+    assert!(requests[2].last_result_data().contains("textbox value="), "{}", requests[2].last_result_data());
+    let record = written(dir.path(), &id) + &c.get(&format!("/sessions/{id}/conversation")).text();
+    for text in requests[1..].iter().map(|r| r.body.to_string()).chain([record]) {
+        for shown in ["4111 1111 1111 1111", "4-1-1-1-1-1-1-1", "4-9-3-8-1-7", "4938 17", CARD, CODE] {
+            assert!(!text.contains(shown), "{shown:?} in {text}");
+        }
     }
 }

@@ -77,6 +77,10 @@ pub fn command(parsed: &Parsed, config: Config) -> u8 {
             return 2;
         }
     };
+    // Before the stack's threads start, so that a signal finds them all blocking it.
+    if let Err(e) = super::signals::arm() {
+        eprintln!("agent-controller: warning: a signal would leave the eval's folder behind: {e}");
+    }
     if !json {
         println!("{}", report::HEADER);
     }

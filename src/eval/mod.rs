@@ -1,32 +1,35 @@
 //! `agent-controller eval`: how often a model finishes real tasks through the whole system.
 //!
 //! It starts everything on loopback in one process — the daemon (output in a private temporary
-//! folder), the eval's website (`site.rs`) and a real `agent-worker` (browser and shell) — then
-//! runs each task of the suite as a session on the chosen endpoint, one at a time, and judges
-//! it by what landed on disk or on the site: the own suite's tasks (`tasks.rs`), or MiniWoB++'s
-//! development split judged by each page's own reward (`miniwob/`). It prints a row per run
-//! (pass, turns, tokens, seconds, why it failed, guards fired) and the totals, or JSON with
-//! `--json` (`command.rs`). Nothing of it runs in the daemon; `make eval` points it at the
-//! local model of `../shared/tools/real-llm/`.
+//! folder, tokens of its own: `stack.rs`), the eval's website (`site.rs`) and a real
+//! `agent-worker` (browser and shell) — then runs each task of the suite as a session on the
+//! chosen endpoint, one at a time, and judges it by what landed on disk or on the site: the own
+//! suite's tasks (`tasks.rs`), or MiniWoB++'s development split judged by each page's own
+//! reward (`miniwob/`). Ctrl-C or SIGTERM removes the run's folder (`signals.rs`). It prints a
+//! row per run (pass, turns, tokens, seconds, why it failed, guards fired) and the totals, or
+//! JSON with `--json` (`command.rs`). Nothing of it runs in the daemon; `make eval` points it
+//! at the local model of `../shared/tools/real-llm/`.
 
 pub mod ablation;
 pub mod command;
 mod loopback;
 pub mod miniwob;
 mod report;
+mod signals;
 pub mod site;
+mod stack;
 pub mod tasks;
 
-use crate::cli::client::{ApiClient, ClientError};
+use crate::cli::client::ClientError;
 use crate::config::{Config, ConfigError};
-use crate::daemon::{Daemon, StartError};
+use crate::daemon::StartError;
 use crate::util::tls::CaFileError;
 use serde_json::{Value, json};
+use stack::Stack;
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-use tasks::{Evidence, Kind, Setup, TASKS};
+use std::time::Duration;
+use tasks::{Kind, TASKS};
 
 pub use command::command;
 pub use report::{Report, Row};
@@ -240,7 +243,17 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
         Suite::Own => None,
     };
     let scratch = crate::util::private_temp_dir("agent-controller-eval-").map_err(EvalError::TempDir)?;
-    let stack = Stack::start(config, &scratch, package, opts)?;
+    signals::own_scratch(&scratch, opts.keep);
+    let stack = match Stack::start(config, &scratch, package, opts) {
+        Ok(stack) => stack,
+        Err(e) => {
+            signals::disown_scratch();
+            if !opts.keep {
+                let _ = std::fs::remove_dir_all(&scratch);
+            }
+            return Err(e);
+        }
+    };
     let mut report = Report {
         suite: opts.suite.name().into(),
         llm: opts.llm.clone(),
@@ -279,6 +292,7 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
         }
     }
     drop(stack);
+    signals::disown_scratch();
     if opts.keep {
         eprintln!("agent-controller: the sessions are kept in {}", scratch.join("output").display());
     } else {
@@ -304,142 +318,6 @@ fn set_tool_mode(config: &mut Config, llm: &str, mode: &str) -> Result<(), EvalE
         None => config.api.tool_mode = mode.to_string(),
     }
     Ok(())
-}
-
-/// The daemon, the site and the worker, alive while the eval runs.
-struct Stack {
-    daemon: Option<Daemon>,
-    client: ApiClient,
-    site: site::Site,
-    worker: Child,
-    scratch: PathBuf,
-    output: PathBuf,
-}
-
-impl Stack {
-    fn start(mut config: Config, scratch: &Path, package: Option<PathBuf>, opts: &Options) -> Result<Stack, EvalError> {
-        let output = scratch.join("output");
-        config.output.dir = output.clone();
-        config.server.host = "127.0.0.1".into();
-        (config.server.api_port, config.server.worker_port) = (0, 0);
-        config.server.api_token = Default::default();
-        config.server.worker_token = Default::default();
-        config.validate().map_err(EvalError::Config)?;
-        let agent = crate::agent::llm_agent(&config);
-        let daemon = Daemon::start(config, agent).map_err(EvalError::Daemon)?;
-        let api = format!("http://{}", daemon.api_addr());
-        let client = ApiClient::new(Some(api), None, None).map_err(EvalError::Client)?;
-        let site = site::Site::start(opts.site_port, USERNAME, &password(), package).map_err(EvalError::Site)?;
-        let worker = start_worker(opts, &daemon, scratch)?;
-        let stack = Stack { daemon: Some(daemon), client, site, worker, scratch: scratch.to_path_buf(), output };
-        stack.wait_for_worker()?;
-        Ok(stack)
-    }
-
-    fn wait_for_worker(&self) -> Result<(), EvalError> {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while Instant::now() < deadline {
-            let workers = self.client.get("/workers").map_err(EvalError::Workers)?;
-            let ready = workers.as_array().into_iter().flatten().any(|w| {
-                let caps = w["capabilities"].to_string();
-                w["status"] != "disconnected" && caps.contains("browser") && caps.contains("shell")
-            });
-            if ready {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        Err(EvalError::NoWorker)
-    }
-
-    fn run_task(&self, task: &tasks::Task, run: u32, opts: &Options) -> Row {
-        let dir = self.scratch.join("box").join(format!("{}-{run}", task.name));
-        // A rerun of the same task and run (`--ablate-fired`) starts from nothing: what the first
-        // run left there must not pass the second.
-        let _ = std::fs::remove_dir_all(&dir);
-        let _ = std::fs::create_dir_all(&dir);
-        self.site.clear_posts();
-        let prepared = task.prepare(&Setup { site: &self.site, dir });
-        let started = Instant::now();
-        let mut row = Row::new(task.name, task.kind.name(), run);
-        let creds = prepared.credentials.as_ref();
-        let id = match self.create(task.kind, &prepared.target, &prepared.instruction, creds, opts) {
-            Ok(id) => id,
-            Err(e) => {
-                row.why = e.to_string();
-                return row;
-            }
-        };
-        let session = self.wait_until_ended(&id, opts.session_timeout, &|| false);
-        row.seconds = started.elapsed().as_secs_f64();
-        row.fill_from(&session, first_request_tokens(&self.output.join(&id)));
-        let evidence = Evidence { files: self.files(&id), posts: self.site.posts(), site: &self.site };
-        match tasks::judge(&prepared.expect, &evidence) {
-            Ok(()) => row.pass = true,
-            Err(why) => row.why = why.to_string(),
-        }
-        row.session = id;
-        row
-    }
-
-    fn create(
-        &self,
-        kind: Kind,
-        target: &str,
-        instruction: &str,
-        credentials: Option<&(String, String)>,
-        opts: &Options,
-    ) -> Result<String, EvalError> {
-        let mut body = session_body(kind, target, instruction, opts);
-        if let Some((username, password)) = credentials {
-            body["credentials"] = json!({"username": username, "password": password});
-        }
-        let session = self.client.post("/sessions", &body).map_err(EvalError::NotCreated)?;
-        session["session_id"].as_str().map(str::to_string).ok_or(EvalError::NoSessionId)
-    }
-
-    /// The session once it ended: stopped when it runs past `timeout`, or a moment after
-    /// `judged` (the outcome is fixed then; the moment lets a session that is finishing anyway
-    /// finish rather than be stopped).
-    fn wait_until_ended(&self, id: &str, timeout: Duration, judged: &dyn Fn() -> bool) -> Value {
-        let deadline = Instant::now() + timeout;
-        let mut judged_at: Option<Instant> = None;
-        let path = format!("/sessions/{id}");
-        loop {
-            let session = self.client.get(&path).unwrap_or(Value::Null);
-            if !crate::cli::client::is_active(&session) && !session.is_null() {
-                return session;
-            }
-            if judged_at.is_none() && judged() {
-                judged_at = Some(Instant::now());
-            }
-            let settled = judged_at.is_some_and(|at| at.elapsed() >= JUDGED_GRACE);
-            if Instant::now() >= deadline || settled {
-                // No report on the stop: its model call would hold up the next task's.
-                let _ = self.client.delete(&format!("{path}?report=false"));
-                std::thread::sleep(Duration::from_secs(2));
-                return self.client.get(&path).unwrap_or(session);
-            }
-            std::thread::sleep(Duration::from_millis(250));
-        }
-    }
-
-    /// The session's files but screenshots, with their bytes.
-    fn files(&self, id: &str) -> Vec<(String, Vec<u8>)> {
-        let listed = self.client.get(&format!("/sessions/{id}/files")).unwrap_or(Value::Null);
-        listed
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter(|f| f["type"] != "screenshot")
-            .filter_map(|f| f["filename"].as_str())
-            .filter_map(|name| {
-                let path = format!("/sessions/{id}/files/{}", crate::util::percent_encode(name));
-                let (bytes, _) = self.client.get_bytes(&path, 64 << 20).ok()?;
-                Some((name.to_string(), bytes))
-            })
-            .collect()
-    }
 }
 
 /// A task session's body: the target and instruction, the endpoint, and the options; `profile`
@@ -477,45 +355,6 @@ pub fn guards_option(guards: Option<&str>, ablate: &[String]) -> Result<Option<V
         out.insert(name.to_string(), json!(false));
     }
     Ok((!out.is_empty()).then_some(Value::Object(out)))
-}
-
-impl Drop for Stack {
-    fn drop(&mut self) {
-        let _ = self.worker.kill();
-        let _ = self.worker.wait();
-        if let Some(d) = self.daemon.take() {
-            d.shutdown();
-        }
-    }
-}
-
-fn start_worker(opts: &Options, daemon: &Daemon, scratch: &Path) -> Result<Child, EvalError> {
-    let bin = match &opts.worker {
-        Some(b) => b.clone(),
-        None => std::env::current_exe().map_err(EvalError::OwnPath)?.with_file_name("agent-worker"),
-    };
-    let downloads = scratch.join("downloads");
-    let _ = std::fs::create_dir_all(&downloads);
-    let mut command = Command::new(&bin);
-    // SAFETY: prctl is async-signal-safe; it only asks the kernel to signal the child when we die.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        // An eval stopped by Ctrl-C or a kill takes its worker (and the worker's browser) along.
-        command.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        });
-    }
-    command
-        .args(["--controller", &format!("http://{}", daemon.worker_addr())])
-        .args(["--capabilities", "browser,shell", "--headless", "--hostname", HOSTNAME])
-        .arg("--download-dir")
-        .arg(&downloads)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(move |source| EvalError::Worker { bin, source })
 }
 
 /// The input tokens of the session's first model request, from its journal's first `progress`

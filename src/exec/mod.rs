@@ -34,6 +34,19 @@ pub enum ExecError {
     Stopped,
 }
 
+impl ExecError {
+    /// The error with `f` applied to the words it carries (a timeout and a stop carry none of
+    /// the target's); a refusal's typed fields stay as they are.
+    pub fn map_message(self, f: impl FnOnce(String) -> String) -> ExecError {
+        match self {
+            ExecError::Failed(m) => ExecError::Failed(f(m)),
+            ExecError::Disconnected(m) => ExecError::Disconnected(f(m)),
+            ExecError::Refused { message, refusal } => ExecError::Refused { message: f(message), refusal },
+            other => other,
+        }
+    }
+}
+
 impl fmt::Display for ExecError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

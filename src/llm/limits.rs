@@ -44,13 +44,7 @@ impl TokenUsage {
 /// An endpoint's error message, at most `MAX_ERROR_CHARS` characters: a longer one is cut on a
 /// character boundary and says how long it was.
 pub fn bounded_message(message: &str) -> String {
-    match message.char_indices().nth(MAX_ERROR_CHARS) {
-        None => message.to_string(),
-        Some((cut, _)) => {
-            let total = message.chars().count();
-            format!("{}… [message cut: {total} characters in all]", &message[..cut])
-        }
-    }
+    crate::util::cut_chars(message, MAX_ERROR_CHARS)
 }
 
 #[cfg(test)]

@@ -74,12 +74,18 @@ impl SessionRunner {
         self.executor.briefing()
     }
 
-    /// Run a target tool; wait at most `timeout` (or until a stop).
+    /// Run a target tool; wait at most `timeout` (or until a stop). An error's words are
+    /// scrubbed, then cut to `agent.max_tool_output_chars` (a result that long is stored
+    /// instead): whatever the model is shown of an error stays in its context.
     pub fn execute(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError> {
         if self.stop_requested() {
             return Err(ExecError::Stopped);
         }
-        self.executor.run(action, params, timeout)
+        let max = self.config.agent.max_tool_output_chars;
+        // Scrubbed first: a cut through a secret would leave its start unmatched.
+        self.executor
+            .run(action, params, timeout)
+            .map_err(|e| e.map_message(|m| crate::util::cut_chars(&self.scrub(&m), max)))
     }
 
     /// Ask a person (or approve at once under `auto_confirm`).

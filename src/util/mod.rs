@@ -1,7 +1,7 @@
 //! Small helpers shared by the daemon, the console, the MCP server and the worker: time stamps
 //! and randomness, terminal-free output, the `Secret` string, the file-name rule, the JSON-schema
 //! check, the process-wide counters behind `/metrics`, systemd notifications, private temporary
-//! folders, the clients' TLS settings, percent-encoding of URL components, the allocator's settings, an error's causes for the log. Nothing here knows about sessions, routes or models.
+//! folders, the clients' TLS settings, percent-encoding of URL components, the allocator's settings, an error's causes for the log, a text cut to a bound. Nothing here knows about sessions, routes or models.
 
 pub mod ansi;
 pub mod cause;
@@ -38,4 +38,16 @@ pub fn private_temp_dir(prefix: &str) -> std::io::Result<std::path::PathBuf> {
         }
     }
     Err(std::io::Error::other("no free temporary folder name"))
+}
+
+/// `text` at most `max` characters: a longer one is cut on a character boundary and says how
+/// long it was (the note comes on top of the `max`).
+pub fn cut_chars(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        None => text.to_string(),
+        Some((cut, _)) => {
+            let total = text.chars().count();
+            format!("{}… [message cut: {total} characters in all]", &text[..cut])
+        }
+    }
 }
