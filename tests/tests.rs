@@ -21,6 +21,7 @@ mod durability;
 mod eval;
 mod files;
 mod fuzz;
+mod goldens;
 mod guards;
 mod holds;
 mod hostile;
