@@ -1,10 +1,11 @@
 //! The injection boundary: text that comes from the target (a page, a desktop, a host's
 //! output) reaches the model between two marker lines carrying this session's nonce, e.g.
-//! `<<page 3f9c…>>` … `<</page 3f9c…>>`, and the system prompt says that what is between them
-//! is data, never instructions.
+//! `<<page 3f9c…>>` … `<</page 3f9c…>>`, and the first message (after a restart, the restart's
+//! note) says that what is between them is data, never instructions. The system prompt does not
+//! carry the nonce: it is the same bytes for every session of a kind, a prefix servers cache.
 //!
 //! Guarantees: the nonce is 14 random letters (65.8 bits) from the OS, drawn once per agent, and appears only
-//! in the system prompt and in the markers the controller writes; a marker-like string inside
+//! in the line that names it and in the markers the controller writes; a marker-like string inside
 //! the content (`<<page`, `<</desktop`, … in any case, with or without the nonce) is broken up
 //! before wrapping, so the content can neither close the block nor open a fake one. Wrapping
 //! is the last step before the model: guards read the text as the target gave it (`inner`).
@@ -33,7 +34,7 @@ impl Boundary {
         Boundary { kind, nonce: nonce() }
     }
 
-    /// The system prompt's line about the markers. The nonce is spelled once: each spelling
+    /// The line about the markers (in the first message). The nonce is spelled once: each spelling
     /// costs 6–8 tokens of every request, and the closing marker follows from the opening one.
     pub fn prompt_line(&self) -> String {
         let (k, n) = (self.kind, &self.nonce);

@@ -147,14 +147,11 @@ pub struct Agent {
     budget_wrapped: bool,
 }
 
-/// The mode's prompt, the boundary's line, and the text-only note for a model without images.
-fn system_prompt(
-    record: &SessionRecord,
-    opened: bool,
-    boundary: &boundary::Boundary,
-    vision: crate::config::Vision,
-) -> String {
-    let system = format!("{}\n\n{}", prompts::system_prompt(record, opened), boundary.prompt_line());
+/// The mode's prompt and the text-only note for a model without images: the same bytes for
+/// every session of a kind, so a server's prefix cache serves them (the boundary's line, which
+/// carries this session's nonce, is in the first message instead).
+fn system_prompt(record: &SessionRecord, opened: bool, vision: crate::config::Vision) -> String {
+    let system = prompts::system_prompt(record, opened);
     match vision {
         crate::config::Vision::Off => format!("{system}\n\n{}", vision::TEXT_ONLY),
         _ => system,
@@ -194,14 +191,14 @@ impl Agent {
         let narrow_replies = json_actions && llm::reply_schema(endpoint, config);
         runner.set_profile(choice);
         let boundary = boundary::Boundary::new(record.session_type);
-        let system = system_prompt(&record, opened, &boundary, vision);
+        let system = system_prompt(&record, opened, vision);
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
         let tools = offered.iter().copied().map(tool_def).collect();
         let short = guards.on(crate::protocol::guards::Guard::ShortCatalog);
         let hidden: Vec<Tool> =
             offered.iter().copied().filter(|t| short && !focus::lists(*t, &record, vision)).collect();
         let briefing = runner.briefing().map(|b| format!("\n\n{b}")).unwrap_or_default();
-        let opening = prompts::opening_message(&record, opened) + &briefing;
+        let opening = format!("{}\n{}{briefing}", prompts::opening_message(&record, opened), boundary.prompt_line());
         let mut grounding = grounding::Grounding::default();
         grounding.saw(&opening);
         if record.session_type == crate::protocol::SessionType::App {

@@ -38,13 +38,18 @@ impl Agent {
     /// The model learns the controller restarted; a browser session's page is opened again.
     fn tell_restarted(&mut self) {
         let said = "The controller restarted; this session goes on where it was.";
+        // A new agent has a new nonce (the old results keep the old one): said before any new result.
+        let markers = self.boundary.prompt_line();
         if self.record.session_type != SessionType::Browser {
-            self.push_user_text(format!("{said} The target may have changed meanwhile: look before you act."));
+            self.push_user_text(format!(
+                "{said} The target may have changed meanwhile: look before you act.\n{markers}"
+            ));
             return;
         }
         let url = self.last_url().unwrap_or_else(|| self.record.target.clone());
         let outcome = self.run_tool(Tool::BrowserNavigate.name(), &json!({"url": url}));
-        let mut blocks = vec![Block::text(format!("{said} The page was opened again at {url}; it may have changed:"))];
+        let mut blocks =
+            vec![Block::text(format!("{said}\n{markers}\nThe page was opened again at {url}; it may have changed:"))];
         blocks.extend(outcome.content);
         match self.messages.last_mut() {
             Some(last) if last.role == Role::User => last.content.extend(blocks),

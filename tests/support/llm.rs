@@ -109,24 +109,24 @@ impl Recorded {
     }
 
     /// The text of the last message's first tool result, taken out of the boundary markers
-    /// (which must be there, with the nonce the system prompt names).
+    /// (which must be there, with the nonce the first message names).
     pub fn last_result_data(&self) -> String {
         let text = self.last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
         self.inside_markers(&text)
     }
 
     /// `text` without the boundary's marker lines; panics unless it is wrapped in them, with
-    /// this session's nonce.
+    /// this session's nonce (the one the line about the markers names).
     pub fn inside_markers(&self, text: &str) -> String {
-        let system =
-            self.body["system"].as_str().map(str::to_string).unwrap_or_else(|| self.body["system"].to_string());
+        let request = self.body.to_string();
         let (first, rest) = text.split_once('\n').unwrap_or_else(|| panic!("not wrapped: {text}"));
         let opened = first
             .strip_prefix("<<")
             .and_then(|f| f.strip_suffix(">>"))
             .unwrap_or_else(|| panic!("not wrapped: {text}"));
         let nonce = opened.split_once(' ').map(|(_, n)| n).unwrap_or_else(|| panic!("no nonce: {first}"));
-        assert!(nonce.len() >= 14 && system.contains(nonce), "the nonce {nonce} is not the system prompt's");
+        let named = format!("<<{opened}>> marker lines");
+        assert!(nonce.len() >= 14 && request.contains(&named), "the nonce {nonce} is not the one the session names");
         rest.strip_suffix(&format!("\n<</{opened}>>")).unwrap_or_else(|| panic!("not closed: {text}")).to_string()
     }
 }
