@@ -256,7 +256,7 @@ fn snapshots_show_clickables_and_states() {
     // Icons: named by the image's alt and the SVG's title a person reads them by.
     ref_of(&snap, "button \"Search\"");
     ref_of(&snap, "link \"Cart\" →");
-    ref_of(&snap, "input text \"Code\" name=code (required)");
+    ref_of(&snap, "input text \"Code\" name=code (empty) (required)");
     ref_of(&snap, "input text \"Account\" name=account value=\"ACC-7\" (read-only)");
     assert!(!snap.contains("Ships in 3 days") && !snap.contains("Hidden details text"), "closed: {snap}");
 

@@ -77,6 +77,8 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
     else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
     else if (el.value) value = ` value=${JSON.stringify(ends(norm(el.value)))}`;
+    // An empty field says so: its label alone reads to a small model like a filled-in value.
+    else if (ac.takesText(el)) value = " (empty)";
     // A number, range or date field's bounds: what a value set there must keep to.
     const bounded = /^(number|range|date|time|datetime-local|month|week)$/.test(type) && (el.min || el.max);
     const bounds = bounded ? ` (${[el.min && "min " + el.min, el.max && "max " + el.max].filter(Boolean).join(", ")})` : "";
