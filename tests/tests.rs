@@ -48,6 +48,7 @@ mod takeover_clients;
 mod takeover_secrets;
 mod tidy;
 mod tls;
+mod uploads;
 mod vision;
 mod web;
 mod web_takeover;

@@ -1,4 +1,5 @@
-//! The whole life of one session, on its own thread: lease a worker (or, for an `ssh://`
+//! The whole life of one session, on its own thread: wait for the input files its request
+//! named, lease a worker (or, for an `ssh://`
 //! target, connect to the host), run the agent with a `SessionRunner` over that executor,
 //! record how it ended, empty the vault, release the worker (or close the connection).
 
@@ -14,6 +15,13 @@ use std::time::{Duration, Instant};
 
 pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, config: Arc<Config>) {
     let record = session.record();
+    // Before any worker is held: the inputs it was promised come first.
+    if let Err(why) = session.wait_for_inputs() {
+        return finish(session, AgentOutcome::Failed(why));
+    }
+    if session.stop_requested() {
+        return finish(session, AgentOutcome::Stopped);
+    }
     if is_ssh_target(&record.target) {
         return run_over_ssh(session, agent, config);
     }

@@ -45,6 +45,13 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         return bad("`options.max_turns` must be between 1 and 10000");
     }
     check_options(&options)?;
+    if let Some(name) = &options.browser_profile {
+        crate::protocol::profiles::check_profile_name(name)
+            .map_err(|m| ApiError::BadRequest(format!("`options.browser_profile`: {m}")))?;
+        if session_type != SessionType::Browser {
+            return bad("`options.browser_profile` is for browser sessions");
+        }
+    }
     let allowed_domains = allowed_domains(options.allowed_domains.as_deref(), &config.browser.allowed_domains)?;
     check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
     if is_ssh_target(&target) {
@@ -97,8 +104,24 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         ended_by: None,
         profile: None,
         guards_fired: Default::default(),
+        inputs: check_inputs(req.inputs.unwrap_or_default())?,
     };
     Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications), on_end: None })
+}
+
+/// The input files a session waits for: safe names, each once, at most 100.
+fn check_inputs(names: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if names.len() > 100 {
+        return Err(ApiError::BadRequest("`inputs`: at most 100 files".into()));
+    }
+    for (i, name) in names.iter().enumerate() {
+        crate::protocol::profiles::check_input_name(name)
+            .map_err(|m| ApiError::BadRequest(format!("`inputs`: {m}")))?;
+        if names[..i].contains(name) {
+            return Err(ApiError::BadRequest(format!("`inputs`: {name:?} is named twice")));
+        }
+    }
+    Ok(names)
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
@@ -217,6 +240,7 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOp
         profile: options.profile,
         guards: options.guards.clone().unwrap_or_default(),
         allowed_domains: Vec::new(),
+        browser_profile: options.browser_profile.clone(),
     }
 }
 

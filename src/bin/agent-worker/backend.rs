@@ -43,9 +43,13 @@ pub struct Context<'a> {
     pub allowed_domains: &'a [agent_controller::protocol::domains::DomainPattern],
 }
 
-/// Uploads a finished file for the current command and says how the controller stored it.
+/// Uploads a finished file for the current command and says how the controller stored it;
+/// fetches one of the session's files (an input, a download) for a page's file field.
 pub trait Uploader {
     fn upload(&self, filename: &str, path: &Path) -> Result<Value, WorkerError>;
+
+    /// The session's file `filename` written to `dest` (new), at most `max` bytes; its size.
+    fn fetch(&self, filename: &str, dest: &Path, max: u64) -> Result<u64, WorkerError>;
 }
 
 /// The tool named by `action` and the backend that runs it, or why there is none.

@@ -37,6 +37,10 @@ impl Uploader for Upload<'_> {
         let r = self.link.upload(self.session_id, self.command_id, filename, path)?;
         Ok(serde_json::json!({"filename": r.stored_as, "size_kb": r.size_kb}))
     }
+
+    fn fetch(&self, filename: &str, dest: &Path, max: u64) -> Result<u64, WorkerError> {
+        self.link.fetch(filename, dest, max)
+    }
 }
 
 impl Worker {

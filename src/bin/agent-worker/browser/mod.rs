@@ -22,6 +22,7 @@ mod page;
 mod snapshot;
 mod stepper;
 mod tools;
+mod upload;
 mod util;
 
 use crate::backend::{Backend, Context};
@@ -69,6 +70,8 @@ pub struct Browser {
     /// The current command types a credential (`only_on`): the page's host as the browser
     /// spells it, checked against the credentials' site, and the origin they are bound to.
     secret_site: Option<SecretSite>,
+    /// The session whose files were fetched for its pages, and their private folder.
+    upload_files: Option<(String, PathBuf)>,
 }
 
 /// Where a credential may land: the checked host, and the login URL's origin when the
@@ -97,6 +100,7 @@ impl Browser {
             gate: None,
             allowed: Vec::new(),
             secret_site: None,
+            upload_files: None,
         }
     }
 
@@ -304,6 +308,7 @@ impl Backend for Browser {
         }
         let new_session = self.ref_session != ctx.session_id;
         if new_session {
+            self.forget_upload_files();
             self.ref_session = ctx.session_id.to_string();
             self.ref_floor = 0;
             self.refs_reset = true;
@@ -342,5 +347,6 @@ impl Backend for Browser {
 
     fn shutdown(&mut self) {
         self.running = None;
+        self.forget_upload_files();
     }
 }
