@@ -8,6 +8,7 @@ mod agent;
 mod agent_model;
 mod api;
 mod browser_isolation;
+mod browser_profiles;
 mod budget;
 mod budget_time;
 mod build_script;

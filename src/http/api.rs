@@ -288,6 +288,18 @@ impl Api {
     }
 }
 
+/// Why a browser profile was not deleted, as its status.
+fn profile_refusal(r: crate::hub::ProfileRefusal) -> ApiError {
+    use crate::hub::ProfileRefusal::*;
+    match r {
+        BadName(m) => ApiError::BadRequest(m),
+        Unknown(m) => ApiError::NotFound(m),
+        InUse(m) => ApiError::Conflict(m),
+        Away(m) => ApiError::Unavailable(m),
+        Failed(m) => ApiError::Internal(m),
+    }
+}
+
 /// `attachment` with an ASCII fallback and the exact name in RFC 5987 form.
 /// A JSON body that may be left out (an empty body is the default).
 fn optional_json<T: serde::de::DeserializeOwned + Default>(request: &mut Request) -> Result<T, ApiError> {

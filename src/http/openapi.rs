@@ -197,7 +197,14 @@ const OPERATIONS: &[Op] = &[
         "Re-run a finished session's steps without the model (it takes over where the page changed)",
     )
     .body("Replay"),
-    op("get", "/profiles", "workers", (200, List("Profile")), &[401], "The browser profiles workers keep, and who uses each"),
+    op(
+        "get",
+        "/profiles",
+        "workers",
+        (200, List("Profile")),
+        &[401],
+        "The browser profiles workers keep, and who uses each",
+    ),
     op(
         "delete",
         "/profiles/{name}",
@@ -296,7 +303,8 @@ fn operation(op: &Op) -> Value {
     match op.body {
         Some(RAW) => {
             let bytes = json!({"type": "string", "contentMediaType": "application/octet-stream"});
-            value["requestBody"] = json!({"required": true, "content": {"application/octet-stream": {"schema": bytes}}});
+            value["requestBody"] =
+                json!({"required": true, "content": {"application/octet-stream": {"schema": bytes}}});
         }
         Some(body) => {
             value["requestBody"] =

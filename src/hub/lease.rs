@@ -1,6 +1,8 @@
 //! Leases: a session waits for a worker with its capability (or the one it asked for), first
 //! come first served, until one is free, its deadline passes or its stop is raised; the worker
-//! then serves that session alone until it is released.
+//! then serves that session alone until it is released. A session in a browser profile waits
+//! for the worker that keeps it (so one session at a time uses a profile); a profile no worker
+//! keeps yet goes to one worker only, which keeps it from then on.
 
 use super::{HubState, LeaseEnd, Worker, WorkerHub, identity};
 use crate::wait::stop::StopSignal;
@@ -12,6 +14,8 @@ pub(super) struct LeaseRequest {
     session_id: String,
     capability: String,
     preferred: Option<String>,
+    /// The browser profile it runs in: only a worker that keeps it (any, if none does yet).
+    pub(super) profile: Option<String>,
 }
 
 impl WorkerHub {
@@ -26,6 +30,20 @@ impl WorkerHub {
         stop: &StopSignal,
         deadline: Option<Instant>,
     ) -> Result<Arc<Worker>, LeaseEnd> {
+        self.lease_in_profile(session_id, capability, preferred, None, stop, deadline)
+    }
+
+    /// `lease`, for a session that runs in the browser profile `profile`: it waits for the
+    /// worker that keeps it, which one session uses at a time.
+    pub fn lease_in_profile(
+        self: &Arc<Self>,
+        session_id: &str,
+        capability: &str,
+        preferred: Option<&str>,
+        profile: Option<&str>,
+        stop: &StopSignal,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<Worker>, LeaseEnd> {
         let hub = Arc::clone(self);
         let _registered = stop.on_raise(Arc::new(move || {
             let _state = hub.lock();
@@ -36,6 +54,7 @@ impl WorkerHub {
             session_id: session_id.to_string(),
             capability: capability.to_string(),
             preferred: preferred.map(str::to_string),
+            profile: profile.map(str::to_string),
         });
         loop {
             let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
@@ -44,7 +63,13 @@ impl WorkerHub {
                 return Err(if timed_out { LeaseEnd::TimedOut } else { LeaseEnd::Stopped });
             }
             if let Some(worker) = match_waiting(&state, session_id) {
-                worker.presence().session = Some(session_id.to_string());
+                let mut presence = worker.presence();
+                presence.session = Some(session_id.to_string());
+                presence.profile = profile.map(str::to_string);
+                if let Some(name) = profile {
+                    presence.profiles.entry(name.to_string()).or_insert_with(|| super::profiles::fresh(name));
+                }
+                drop(presence);
                 state.waiting.retain(|r| r.session_id != session_id);
                 drop(state);
                 self.lease_changed.notify_all();
@@ -85,6 +110,7 @@ impl WorkerHub {
         let mut presence = worker.presence();
         if presence.session.as_deref() == Some(session_id) {
             presence.session = None;
+            presence.profile = None;
         }
         drop(presence);
         self.lease_changed.notify_all();
@@ -100,9 +126,19 @@ impl WorkerHub {
 /// its turn has come.
 fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
     let mut taken: Vec<&str> = Vec::new();
+    let mut profiles_taken: Vec<&str> = Vec::new();
     for req in &state.waiting {
+        let profile = req.profile.as_deref();
+        // A profile no worker keeps yet goes to the first worker matched for it, not to two.
+        if profile.is_some_and(|p| profiles_taken.contains(&p)) {
+            continue;
+        }
+        let kept = profile.is_some_and(|p| state.workers.values().any(|w| w.presence().profiles.contains_key(p)));
         let candidate = state.workers.values().find(|w| {
             if taken.contains(&w.id.as_str()) {
+                return false;
+            }
+            if kept && !profile.is_some_and(|p| w.presence().profiles.contains_key(p)) {
                 return false;
             }
             if req.preferred.as_ref().is_some_and(|p| &w.id != p && !identity::same_name(&w.hostname, p)) {
@@ -111,6 +147,9 @@ fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
             let p = w.presence();
             p.connected && p.session.is_none() && p.capabilities.iter().any(|c| c == &req.capability)
         });
+        if let Some(p) = profile {
+            profiles_taken.push(p);
+        }
         if let Some(w) = candidate {
             if req.session_id == session_id {
                 return Some(Arc::clone(w));

@@ -21,6 +21,9 @@ pub struct RegisterRequest {
     /// bare, while `server.legacy_workers` allows.
     #[serde(default)]
     pub use_secret: Option<bool>,
+    /// The browser profiles it keeps (`options.browser_profile`).
+    #[serde(default)]
+    pub profiles: Option<Vec<super::profiles::ProfileReport>>,
 }
 
 impl RegisterRequest {
@@ -119,6 +122,9 @@ pub struct Command {
     pub timeout_s: u64,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_domains: Vec<domains::DomainPattern>,
+    /// The browser profile the session runs in (kept by the worker between sessions).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_profile: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -129,6 +135,9 @@ pub struct CommandResult {
     pub data: Option<Value>,
     #[serde(default)]
     pub error: Option<String>,
+    /// The worker's browser profiles now, when they changed (a session ran in one).
+    #[serde(default)]
+    pub profiles: Option<Vec<super::profiles::ProfileReport>>,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

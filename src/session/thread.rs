@@ -26,7 +26,15 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
         return run_over_ssh(session, agent, config);
     }
     let capability = record.session_type.capability();
-    let waiting_for = format!("a worker that can run {capability} sessions ({})", hub.availability(capability));
+    let profile = record.options.browser_profile.clone();
+    let waiting_for = match &profile {
+        Some(name) => format!(
+            "a worker that can run {capability} sessions and keeps browser profile {name} (one session at a time \
+             runs in it; {})",
+            hub.availability(capability)
+        ),
+        None => format!("a worker that can run {capability} sessions ({})", hub.availability(capability)),
+    };
     session.update(|r| r.waiting_for = Some(waiting_for.clone()));
     session.log(LogKind::System, &format!("waiting for {waiting_for}"), None);
     let stop = Arc::clone(session.stop_signal());
@@ -36,7 +44,8 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let worker = match hub.lease(&session.id, capability, record.requested_worker.as_deref(), &stop, deadline) {
+    let preferred = record.requested_worker.as_deref();
+    let worker = match hub.lease_in_profile(&session.id, capability, preferred, profile.as_deref(), &stop, deadline) {
         Ok(worker) => worker,
         Err(LeaseEnd::Stopped) => return finish(session, AgentOutcome::Stopped),
         Err(LeaseEnd::TimedOut) if session.budget_reached(Duration::ZERO).is_some() => {
@@ -72,6 +81,7 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     let executor =
         WorkerExecutor::new(Arc::clone(hub), worker, session.id.clone(), capability, record.requested_worker, stop)
             .allowing(record.options.allowed_domains.clone())
+            .in_profile(profile)
             .on_move(Box::new(move |next| {
                 moved.update(|r| r.worker = Some(next.hostname.clone()));
                 moved.log(

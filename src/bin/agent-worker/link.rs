@@ -127,11 +127,15 @@ impl Link {
         }
     }
 
-    pub fn register(&mut self) -> Result<RegisterResponse, LinkError> {
+    /// Register, with the browser profiles this worker keeps (when it has a browser).
+    pub fn register(&mut self, profiles: Option<Value>) -> Result<RegisterResponse, LinkError> {
         self.worker_id = None;
-        let body = json!({"hostname": self.hostname, "capabilities": self.capabilities, "use_secret": true,
+        let mut body = json!({"hostname": self.hostname, "capabilities": self.capabilities, "use_secret": true,
             "has_playwright": self.capabilities.iter().any(|c| c == "browser"),
             "has_pywinauto": self.capabilities.iter().any(|c| c == "app")});
+        if let Some(p) = profiles {
+            body["profiles"] = p;
+        }
         let rb = self.auth(
             self.agent.post(self.url("/register")).config().timeout_global(Some(Duration::from_secs(30))).build(),
         );
@@ -158,7 +162,12 @@ impl Link {
     }
 
     /// Post a command's outcome; an error goes as its text.
-    pub fn post_result(&self, id: &str, outcome: &Result<Value, WorkerError>) -> Result<(), LinkError> {
+    pub fn post_result(
+        &self,
+        id: &str,
+        outcome: &Result<Value, WorkerError>,
+        profiles: Option<&Value>,
+    ) -> Result<(), LinkError> {
         let mut body = match outcome {
             Ok(data) => json!({"id": id, "success": true, "data": data}),
             Err(e) => match e.refusal() {
@@ -166,6 +175,9 @@ impl Link {
                 None => json!({"id": id, "success": false, "error": e.to_string()}),
             },
         };
+        if let Some(p) = profiles {
+            body["profiles"] = p.clone();
+        }
         // The worker's own secrets never leave in a result (a command may print them).
         let known: Vec<&str> = self.token.iter().chain(self.secret.iter()).map(String::as_str).collect();
         crate::hygiene::scrub(&mut body, &known);
