@@ -52,6 +52,7 @@ mod tls;
 mod uploads;
 mod vision;
 mod web;
+mod web_handover;
 mod web_takeover;
 mod worker_e2e;
 mod worker_steps;

@@ -72,15 +72,9 @@ impl Api {
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name, request),
-            (Put, ["sessions", id, "inputs", name]) => {
-                let (entry, created) = self.sessions.get(id)?.put_input(name, request.as_reader())?;
-                Ok(Reply::json(if created { 201 } else { 200 }, &entry))
-            }
+            (Put, ["sessions", id, "inputs", name]) => self.put_input(id, name, request),
             (Get, ["profiles"]) => Ok(Reply::json(200, &self.hub.profiles())),
-            (Delete, ["profiles", name]) => {
-                self.hub.delete_profile(name).map_err(profile_refusal)?;
-                Ok(Reply::json(200, &json!({"deleted": true})))
-            }
+            (Delete, ["profiles", name]) => self.delete_profile(name),
             (Get, ["sessions", id, "confirmation"]) => self.confirmation(id),
             (Post, ["sessions", id, "replay"]) => self.replay(id, request),
             (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
@@ -118,6 +112,18 @@ impl Api {
             )),
             _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
+    }
+
+    /// `PUT /sessions/:id/inputs/NAME`: 201 for a new input, 200 when it replaced one.
+    fn put_input(&self, id: &str, name: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let (entry, created) = self.sessions.get(id)?.put_input(name, request.as_reader())?;
+        Ok(Reply::json(if created { 201 } else { 200 }, &entry))
+    }
+
+    /// `DELETE /profiles/NAME`: its worker removes it.
+    fn delete_profile(&self, name: &str) -> Result<Reply, ApiError> {
+        self.hub.delete_profile(name).map_err(profile_refusal)?;
+        Ok(Reply::json(200, &json!({"deleted": true})))
     }
 
     /// `GET /sessions`, newest first; `?schedule=NAME` keeps that schedule's runs.

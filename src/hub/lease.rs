@@ -164,6 +164,7 @@ fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
 mod tests {
     use super::super::tests::{hub, register};
     use super::*;
+    use crate::hub::ProfileRefusal;
 
     fn no_stop() -> StopSignal {
         StopSignal::new(false)
@@ -209,6 +210,50 @@ mod tests {
         assert_eq!(second.join().unwrap().unwrap().id, w.id);
         assert_eq!(hub.serving(&w).as_deref(), Some("s2"));
         assert!(hub.lock().waiting.is_empty());
+    }
+
+    #[test]
+    fn a_profile_goes_to_the_worker_that_keeps_it_one_session_at_a_time() {
+        let hub = hub();
+        let (a, _) = register(&hub, "pc-a", &["browser"]);
+        let (b, _) = register(&hub, "pc-b", &["browser"]);
+        let soon = || Some(Instant::now() + Duration::from_millis(200));
+        let first = hub.lease_in_profile("s1", "browser", None, Some("shop"), &no_stop(), None).unwrap();
+        let (keeper, other) = if first.id == a.id { (&a, &b) } else { (&b, &a) };
+        let second = hub.lease_in_profile("s2", "browser", None, Some("shop"), &no_stop(), soon());
+        assert_eq!(second.err(), Some(LeaseEnd::TimedOut), "the other worker is free, but does not keep it");
+        assert_eq!(hub.profiles()[0].in_use.as_deref(), Some("s1"));
+        assert_eq!(hub.lease("s3", "browser", None, &no_stop(), None).unwrap().id, other.id);
+        hub.release(&first, "s1");
+        let again = hub.lease_in_profile("s4", "browser", None, Some("shop"), &no_stop(), None).unwrap();
+        assert_eq!(again.id, keeper.id);
+        assert_eq!(
+            hub.delete_profile("shop"),
+            Err(ProfileRefusal::InUse("session s4 runs in browser profile \"shop\" now".into()))
+        );
+    }
+
+    #[test]
+    fn a_new_profile_goes_to_one_worker_only() {
+        let hub = hub();
+        let stop = Arc::new(no_stop());
+        let spawn = |id: &'static str| {
+            let (h, stop) = (Arc::clone(&hub), Arc::clone(&stop));
+            let waiting = hub.lock().waiting.len();
+            let t = std::thread::spawn(move || h.lease_in_profile(id, "browser", None, Some("new"), &stop, None));
+            while hub.lock().waiting.len() == waiting {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            t
+        };
+        let (one, two) = (spawn("n1"), spawn("n2"));
+        register(&hub, "pc-a", &["browser"]);
+        register(&hub, "pc-b", &["browser"]);
+        let got = one.join().unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!two.is_finished(), "the second waits for the worker the first made the profile on");
+        hub.release(&got, "n1");
+        assert_eq!(two.join().unwrap().unwrap().id, got.id);
     }
 
     #[test]

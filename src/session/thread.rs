@@ -16,25 +16,15 @@ use std::time::{Duration, Instant};
 pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, config: Arc<Config>) {
     let record = session.record();
     // Before any worker is held: the inputs it was promised come first.
-    if let Err(why) = session.wait_for_inputs() {
-        return finish(session, AgentOutcome::Failed(why));
-    }
-    if session.stop_requested() {
-        return finish(session, AgentOutcome::Stopped);
+    if let Some(end) = wait_for_inputs(session) {
+        return finish(session, end);
     }
     if is_ssh_target(&record.target) {
         return run_over_ssh(session, agent, config);
     }
     let capability = record.session_type.capability();
     let profile = record.options.browser_profile.clone();
-    let waiting_for = match &profile {
-        Some(name) => format!(
-            "a worker that can run {capability} sessions and keeps browser profile {name} (one session at a time \
-             runs in it; {})",
-            hub.availability(capability)
-        ),
-        None => format!("a worker that can run {capability} sessions ({})", hub.availability(capability)),
-    };
+    let waiting_for = waiting_for(hub, capability, profile.as_deref());
     session.update(|r| r.waiting_for = Some(waiting_for.clone()));
     session.log(LogKind::System, &format!("waiting for {waiting_for}"), None);
     let stop = Arc::clone(session.stop_signal());
@@ -95,6 +85,27 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { run_agent(session, agent, runner) };
     finish(session, outcome);
     executor.release();
+}
+
+/// How a session ends before its lease: the inputs it named never came, or a stop.
+fn wait_for_inputs(session: &Arc<Session>) -> Option<AgentOutcome> {
+    match session.wait_for_inputs() {
+        Err(why) => Some(AgentOutcome::Failed(why)),
+        Ok(()) if session.stop_requested() => Some(AgentOutcome::Stopped),
+        Ok(()) => None,
+    }
+}
+
+/// What a session waits for, in words: a worker (the one keeping its browser profile).
+fn waiting_for(hub: &WorkerHub, capability: &str, profile: Option<&str>) -> String {
+    let free = hub.availability(capability);
+    match profile {
+        Some(name) => format!(
+            "a worker that can run {capability} sessions and keeps browser profile {name} (one session at a time \
+             runs in it; {free})"
+        ),
+        None => format!("a worker that can run {capability} sessions ({free})"),
+    }
 }
 
 /// A shell session on a host over SSH: no worker, the controller connects itself.

@@ -10,11 +10,9 @@
 //! profile when dropped, so no failure path leaves a browser or a profile behind; a hung
 //! browser gets SIGKILL at once. Each session works in its own browser context (cookies,
 //! storage and cache in memory, apart from every other session's), disposed when the next
-//! session begins. A session in a kept profile (`profiles.rs`) gets a browser started with that
-//! profile's folder as its user data instead (the allow-list's gate as its proxy flags), closed
-//! cleanly when another session needs another browser, and the folder stays. Downloads are
-//! denied to the browser itself: files come only through `browser_download`, with cookies,
-//! and go to the controller.
+//! session begins. A session in a kept profile (`profiles.rs`) gets a browser on that folder
+//! instead (the gate as proxy flags), closed cleanly; the folder stays. Downloads are denied
+//! to the browser: files come only through `browser_download`.
 
 use super::Options;
 use crate::cdp::{Cdp, CdpError, HUNG};
