@@ -148,6 +148,16 @@ impl ApiClient {
         self.finish(self.auth(self.agent.delete(format!("{}{path}", self.base))).call())
     }
 
+    /// `PUT` a file's bytes, streamed from disk with its length (an input of a session).
+    pub fn put_file(&self, path: &str, file: &Path) -> Result<Value, ClientError> {
+        let opened = std::fs::File::open(file).and_then(|f| Ok((f.metadata()?.len(), f)));
+        let (length, f) = opened.map_err(|e| ClientError::Other(format!("cannot read {}: {e}", file.display())))?;
+        let rb = self
+            .auth(self.stream_agent.put(format!("{}{path}", self.base)))
+            .header("Content-Length", length.to_string());
+        self.finish(rb.send(ureq::SendBody::from_owned_reader(f)))
+    }
+
     /// The raw bytes of a file (bounded) and its content type.
     pub fn get_bytes(&self, path: &str, limit: u64) -> Result<(Vec<u8>, String), ClientError> {
         let mut resp =

@@ -45,6 +45,8 @@ const TASK: &[Opt] = &[
     opt(&["--auto-confirm"], "", "approve every confirmation without asking"),
     opt(&["--dry-run"], "", "acting tools say what they would do and do nothing"),
     opt(&["--allow-domain"], "HOST", "the browser reaches only these hosts (repeat; *.example.com)"),
+    opt(&["--file"], "PATH", "hand the session this file (repeat; browser_upload_file puts it into a page)"),
+    opt(&["--profile"], "NAME", "run in the worker's browser profile NAME, which stays signed in"),
     opt(&["--yes"], "", "approve confirmations (needed without a terminal, or --no)"),
     opt(&["--no"], "", "deny confirmations"),
 ];
@@ -58,6 +60,7 @@ const EXPLORE: &[Opt] = &[
     opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:)"),
     opt(&["--model"], "MODEL", "another model on that endpoint"),
     opt(&["--goal"], "TEXT", "what to find out (explore)"),
+    opt(&["--profile"], "NAME", "run in the worker's browser profile NAME, which stays signed in"),
     opt(&["--worker"], "NAME", "use this worker (id or hostname)"),
     opt(&["--max-turns"], "N", "stop after N model turns"),
     opt(&["--username"], "USER", "log in as USER (password from $AGENT_CONTROLLER_PASSWORD)"),
@@ -223,6 +226,15 @@ pub const COMMANDS: &[Cmd] = &[
         ID,
     ),
     cmd("workers", "", "list the workers and what they serve", &[]),
+    args(
+        more(
+            cmd("profiles", "[rm NAME]", "the browser profiles workers keep; rm deletes one", &[]),
+            "A session with --profile NAME (options.browser_profile) runs in that profile on the worker that keeps \
+             it and stays signed in for the next. rm is refused while a session runs in it.",
+        ),
+        0,
+        2,
+    ),
     args(
         more(
             cmd(

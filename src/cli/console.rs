@@ -38,6 +38,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
         }
         "sessions" => client.get("/sessions").map(|v| print_table(&v, &out, SESSION_COLUMNS)),
         "workers" => client.get("/workers").map(|v| print_table(&v, &out, WORKER_COLUMNS)),
+        "profiles" => return profiles(&client, &out, args),
         "schedule" => return super::schedule::run(&client, &out, args),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
@@ -148,6 +149,30 @@ const WORKER_COLUMNS: &[Column] = &[
     }),
     ("STATE", Align::Left, |w| if w["connected"] == true { "connected".into() } else { "gone".into() }),
     ("SESSION", Align::Left, |w| text_of(&w["session_id"])),
+];
+
+/// `profiles` (a table) and `profiles rm NAME`.
+fn profiles(client: &ApiClient, out: &Out, args: pico_args::Arguments) -> u8 {
+    let free: Vec<String> = args.finish().into_iter().filter_map(|s| s.into_string().ok()).collect();
+    let result = match free.as_slice() {
+        [] => client.get("/profiles").map(|v| print_table(&v, out, PROFILE_COLUMNS)),
+        [rm, name] if rm == "rm" => client
+            .delete(&format!("/profiles/{}", path_segment(name)))
+            .map(|v| if out.json { println!("{v}") } else { println!("deleted browser profile {}", shown(name)) }),
+        _ => {
+            eprintln!("agent-controller profiles: say `profiles` or `profiles rm NAME`");
+            return exit::USAGE;
+        }
+    };
+    exit_code(result)
+}
+
+const PROFILE_COLUMNS: &[Column] = &[
+    ("NAME", Align::Left, |p| text_of(&p["name"])),
+    ("WORKER", Align::Left, |p| text_of(&p["worker"])),
+    ("IN USE", Align::Left, |p| text_of(&p["in_use"])),
+    ("SIZE", Align::Right, |p| format!("{} KB", text_of(&p["size_kb"]))),
+    ("LAST USED", Align::Left, |p| text_of(&p["last_used"])),
 ];
 
 const FILE_COLUMNS: &[Column] = &[

@@ -53,11 +53,25 @@ pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pic
         ),
         None => ("/sessions".to_string(), body),
     };
+    let mut body = body;
+    let files: Vec<PathBuf> = match body.as_object_mut().and_then(|b| b.remove("input_paths")) {
+        Some(Value::Array(paths)) => paths.iter().filter_map(Value::as_str).map(PathBuf::from).collect(),
+        _ => Vec::new(),
+    };
     let created = match client.post(&path, &body) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };
     let id = created["session_id"].as_str().unwrap_or("").to_string();
+    // The session waits for these (its `inputs`) before it starts.
+    for file in &files {
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let put = format!("/sessions/{}/inputs/{}", path_segment(&id), path_segment(name));
+        if let Err(e) = client.put_file(&put, file) {
+            let _ = client.delete(&format!("/sessions/{}", path_segment(&id)));
+            return fail(e);
+        }
+    }
     if out.json {
         println!("{}", json!({"session_id": id, "status": created["status"]}));
     } else {
@@ -106,6 +120,8 @@ fn new_session_body(
     let auto = args.contains("--auto-confirm");
     let dry_run = args.contains("--dry-run");
     let allowed: Vec<String> = args.values_from_str("--allow-domain").map_err(|e| e.to_string())?;
+    let files: Vec<PathBuf> = args.values_from_str("--file").map_err(|e| e.to_string())?;
+    let profile: Option<String> = args.opt_value_from_str("--profile").unwrap_or(None);
     let answers = Answers { yes: args.contains("--yes"), no: args.contains("--no") };
     if answers.yes && answers.no {
         return Err("--yes and --no together".into());
@@ -159,7 +175,38 @@ fn new_session_body(
         options["max_turns"] = json!(n);
     }
     body["options"] = options;
+    hand_over(&mut body, &files, profile)?;
     Ok((body, out_dir, answers))
+}
+
+/// `--file` (the inputs, and the paths `follow_new` sends) and `--profile` into the body.
+fn hand_over(body: &mut Value, files: &[PathBuf], profile: Option<String>) -> Result<(), String> {
+    if let Some(p) = profile {
+        body["options"]["browser_profile"] = json!(p);
+    }
+    if !files.is_empty() {
+        body["inputs"] = json!(input_names(files)?);
+        body["input_paths"] = json!(files.iter().map(|f| f.to_string_lossy()).collect::<Vec<_>>());
+    }
+    Ok(())
+}
+
+/// The input names of `--file` paths: each a readable file whose own name is a valid input
+/// name, each name once.
+fn input_names(files: &[PathBuf]) -> Result<Vec<String>, String> {
+    let mut names: Vec<String> = Vec::new();
+    for f in files {
+        if !f.is_file() {
+            return Err(format!("--file {}: no such file", f.display()));
+        }
+        let name = f.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string();
+        crate::protocol::profiles::check_input_name(&name).map_err(|e| format!("--file {}: {e}", f.display()))?;
+        if names.contains(&name) {
+            return Err(format!("--file: two files are named {name:?}"));
+        }
+        names.push(name);
+    }
+    Ok(names)
 }
 
 /// Print the log as it comes and answer confirmations until the session ends: its final

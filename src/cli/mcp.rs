@@ -43,11 +43,19 @@ pub trait Rest: Send + Sync {
     fn get_bytes(&self, path: &str, limit: u64) -> Result<(Vec<u8>, String), ClientError>;
     /// A file streamed to `dest`; its size.
     fn download(&self, path: &str, dest: &Path) -> Result<u64, ClientError>;
+    /// A local file's bytes `PUT` to `path` (a session's input).
+    fn put_file(&self, _path: &str, _file: &Path) -> Result<Value, ClientError> {
+        Err(ClientError::Other("this client cannot send files".into()))
+    }
 }
 
 impl Rest for ApiClient {
     fn base(&self) -> &str {
         &self.base
+    }
+
+    fn put_file(&self, path: &str, file: &Path) -> Result<Value, ClientError> {
+        ApiClient::put_file(self, path, file)
     }
 
     fn get(&self, path: &str) -> Result<Value, ClientError> {

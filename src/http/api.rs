@@ -1,5 +1,5 @@
-//! The API server's routes : sessions, logs, files, confirmations, workers, health, and the
-//! web page's files (`web/`).
+//! The API server's routes : sessions, logs, files (and the inputs a person hands over),
+//! confirmations, workers and their browser profiles, health, and the web page's files (`web/`).
 //!
 //! Each handler returns `Result<Reply, ApiError>`; `http::finish` turns that into exactly one
 //! response. Bodies are JSON, capped at 1 MiB. Auth is a bearer token checked in constant
@@ -45,7 +45,7 @@ impl Api {
         if segs != ["health"] && !web::is_public(&segs) {
             http::check_bearer(request, self.config.server.api_token.expose())?;
         }
-        use Method::{Delete, Get, Post};
+        use Method::{Delete, Get, Post, Put};
         match (&method, segs.as_slice()) {
             (Get, ["health"]) => Ok(self.health()),
             (Get, []) => web::asset("index.html", request),
@@ -72,6 +72,9 @@ impl Api {
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name, request),
+            (Put, ["sessions", id, "inputs", name]) => self.put_input(id, name, request),
+            (Get, ["profiles"]) => Ok(Reply::json(200, &self.hub.profiles())),
+            (Delete, ["profiles", name]) => self.delete_profile(name),
             (Get, ["sessions", id, "confirmation"]) => self.confirmation(id),
             (Post, ["sessions", id, "replay"]) => self.replay(id, request),
             (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
@@ -102,12 +105,25 @@ impl Api {
                     | "act" | "resume",
                 ],
             )
-            | (_, ["sessions", _, "files", _])
+            | (_, ["sessions", _, "files" | "inputs", _])
+            | (_, ["profiles"] | ["profiles", _])
             | (_, ["schedules"] | ["schedules", _] | ["schedules", _, "run"]) => Err(ApiError::MethodNotAllowed(
                 format!("{} is not allowed on {}", request.method(), request.url().escape_debug()),
             )),
             _ => Err(ApiError::NotFound(format!("no route for {} {}", request.method(), request.url().escape_debug()))),
         }
+    }
+
+    /// `PUT /sessions/:id/inputs/NAME`: 201 for a new input, 200 when it replaced one.
+    fn put_input(&self, id: &str, name: &str, request: &mut Request) -> Result<Reply, ApiError> {
+        let (entry, created) = self.sessions.get(id)?.put_input(name, request.as_reader())?;
+        Ok(Reply::json(if created { 201 } else { 200 }, &entry))
+    }
+
+    /// `DELETE /profiles/NAME`: its worker removes it.
+    fn delete_profile(&self, name: &str) -> Result<Reply, ApiError> {
+        self.hub.delete_profile(name).map_err(profile_refusal)?;
+        Ok(Reply::json(200, &json!({"deleted": true})))
     }
 
     /// `GET /sessions`, newest first; `?schedule=NAME` keeps that schedule's runs.
@@ -275,6 +291,18 @@ impl Api {
             length: None,
             write: Box::new(move |out| crate::store::write_zip(&files, out).map_err(std::io::Error::other)),
         }))
+    }
+}
+
+/// Why a browser profile was not deleted, as its status.
+fn profile_refusal(r: crate::hub::ProfileRefusal) -> ApiError {
+    use crate::hub::ProfileRefusal::*;
+    match r {
+        BadName(m) => ApiError::BadRequest(m),
+        Unknown(m) => ApiError::NotFound(m),
+        InUse(m) => ApiError::Conflict(m),
+        Away(m) => ApiError::Unavailable(m),
+        Failed(m) => ApiError::Internal(m),
     }
 }
 

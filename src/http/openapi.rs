@@ -34,6 +34,8 @@ enum Response {
 }
 
 const SESSION_ERRORS: &[u16] = &[401, 404];
+/// The body of an operation that takes raw bytes, not JSON.
+const RAW: &str = "(bytes)";
 
 const fn op(
     method: &'static str,
@@ -121,6 +123,17 @@ const OPERATIONS: &[Op] = &[
     ),
     op("get", "/sessions/{id}/files/{name}", "files", (200, Bytes("*/*")), SESSION_ERRORS, "One file (ETag, 304)"),
     op(
+        "put",
+        "/sessions/{id}/inputs/{name}",
+        "files",
+        (201, Json("File")),
+        &[400, 401, 404, 409, 413, 507],
+        "Hand the session an input file (the raw body; 200 when it replaces one of that name). The name is one \
+         file (letters, digits, '.', '_', '-', spaces; no leading dot), never a path; 409 once the session ended \
+         or when it produced a file of that name",
+    )
+    .body(RAW),
+    op(
         "get",
         "/sessions/{id}/confirmation",
         "confirmations",
@@ -184,6 +197,23 @@ const OPERATIONS: &[Op] = &[
         "Re-run a finished session's steps without the model (it takes over where the page changed)",
     )
     .body("Replay"),
+    op(
+        "get",
+        "/profiles",
+        "workers",
+        (200, List("Profile")),
+        &[401],
+        "The browser profiles workers keep, and who uses each",
+    ),
+    op(
+        "delete",
+        "/profiles/{name}",
+        "workers",
+        (200, Json("Deleted")),
+        &[401, 404, 409, 503],
+        "Delete a browser profile: its worker removes the folder (409 while a session runs in it, 503 while \
+         its worker is away)",
+    ),
     op("post", "/schedules", "schedules", (201, Json("Schedule")), &[400, 401, 409, 413], "Create a schedule")
         .body("CreateSchedule"),
     op("get", "/schedules", "schedules", (200, List("Schedule")), &[401], "Schedules with their last and next run"),
@@ -270,8 +300,17 @@ fn operation(op: &Op) -> Value {
         "parameters": params,
         "responses": responses,
     });
-    if let Some(body) = op.body {
-        value["requestBody"] = json!({"required": true, "content": {"application/json": {"schema": reference(body)}}});
+    match op.body {
+        Some(RAW) => {
+            let bytes = json!({"type": "string", "contentMediaType": "application/octet-stream"});
+            value["requestBody"] =
+                json!({"required": true, "content": {"application/octet-stream": {"schema": bytes}}});
+        }
+        Some(body) => {
+            value["requestBody"] =
+                json!({"required": true, "content": {"application/json": {"schema": reference(body)}}});
+        }
+        None => {}
     }
     if !op.errors.contains(&401) {
         value["security"] = json!([]);

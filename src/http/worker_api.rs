@@ -1,5 +1,5 @@
 //! The worker server's routes: register, long-poll for a command, post a result, a busy
-//! worker's heartbeat, upload a file, health.
+//! worker's heartbeat, upload a file, fetch one of its session's files, health.
 //!
 //! Identity (`hub::Refusal`): a request naming `worker_id` carries its secret in
 //! `X-Worker-Secret`; seed-compatible bare requests (no `worker_id`) are recognised by address
@@ -78,7 +78,11 @@ impl WorkerApi {
                 let worker = self.worker(query_param(&query, "worker_id"), secret.as_deref(), addr)?;
                 self.upload(request, worker)
             }
-            (_, ["health" | "register" | "command" | "heartbeat" | "result" | "upload"]) => {
+            (Method::Get | Method::Head, ["files", name]) => {
+                let worker = self.worker(query_param(&query, "worker_id"), secret.as_deref(), addr)?;
+                self.session_file(&worker, name)
+            }
+            (_, ["health" | "register" | "command" | "heartbeat" | "result" | "upload"] | ["files", _]) => {
                 Err(ApiError::MethodNotAllowed(format!(
                     "{} is not allowed on {}",
                     request.method(),
@@ -209,6 +213,28 @@ impl WorkerApi {
             Some(json!({"filename": entry.filename, "size_kb": entry.size_kb})),
         );
         Ok(Reply::json(200, &UploadResponse { success: true, stored_as: entry.filename, size_kb: entry.size_kb }))
+    }
+}
+
+impl WorkerApi {
+    /// `GET /files/NAME`: one file of the session the worker serves (an input or one it
+    /// produced), streamed, for `browser_upload_file`; only that session's, by name.
+    fn session_file(&self, worker: &Arc<Worker>, name: &str) -> Result<Reply, ApiError> {
+        self.hub.touch(worker);
+        let serving = self.hub.serving(worker).ok_or_else(|| {
+            ApiError::Conflict(format!("worker {} is not serving a session; it has no files", worker.hostname))
+        })?;
+        let (path, _) = self.sessions.get(&serving)?.file_for_upload(name)?;
+        let opened = std::fs::File::open(&path).and_then(|f| Ok((f.metadata()?.len(), f)));
+        let (length, file) = opened.map_err(|e| ApiError::NotFound(format!("file {name:?} cannot be opened: {e}")))?;
+        Ok(Reply::Stream(http::Stream {
+            headers: vec![http::header("Content-Type", "application/octet-stream")],
+            length: Some(length),
+            write: Box::new(move |out| match std::io::copy(&mut file.take(length), out)? {
+                n if n == length => Ok(()),
+                n => Err(std::io::Error::other(format!("the file shrank to {n} of {length} bytes while being sent"))),
+            }),
+        }))
     }
 }
 

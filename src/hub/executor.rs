@@ -60,6 +60,13 @@ impl WorkerExecutor {
         self
     }
 
+    /// The browser profile the session runs in: in every command, and a move goes only to the
+    /// worker that keeps it.
+    pub fn in_profile(mut self, profile: Option<String>) -> Self {
+        self.scope.browser_profile = profile;
+        self
+    }
+
     pub fn on_move(mut self, on_move: OnMove) -> Self {
         self.on_move = on_move;
         self
@@ -80,8 +87,9 @@ impl WorkerExecutor {
     fn lease_again(&self) -> Option<Arc<Worker>> {
         let deadline = Instant::now() + MOVE_WAIT;
         let preferred = self.preferred.as_deref();
+        let (id, profile) = (&self.scope.session_id, self.scope.browser_profile.as_deref());
         let next =
-            self.hub.lease(&self.scope.session_id, &self.capability, preferred, &self.stop, Some(deadline)).ok()?;
+            self.hub.lease_in_profile(id, &self.capability, preferred, profile, &self.stop, Some(deadline)).ok()?;
         (self.on_move)(&next);
         *self.current() = Some(Arc::clone(&next));
         Some(next)

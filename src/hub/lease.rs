@@ -1,6 +1,8 @@
 //! Leases: a session waits for a worker with its capability (or the one it asked for), first
 //! come first served, until one is free, its deadline passes or its stop is raised; the worker
-//! then serves that session alone until it is released.
+//! then serves that session alone until it is released. A session in a browser profile waits
+//! for the worker that keeps it (so one session at a time uses a profile); a profile no worker
+//! keeps yet goes to one worker only, which keeps it from then on.
 
 use super::{HubState, LeaseEnd, Worker, WorkerHub, identity};
 use crate::wait::stop::StopSignal;
@@ -12,6 +14,8 @@ pub(super) struct LeaseRequest {
     session_id: String,
     capability: String,
     preferred: Option<String>,
+    /// The browser profile it runs in: only a worker that keeps it (any, if none does yet).
+    pub(super) profile: Option<String>,
 }
 
 impl WorkerHub {
@@ -26,6 +30,20 @@ impl WorkerHub {
         stop: &StopSignal,
         deadline: Option<Instant>,
     ) -> Result<Arc<Worker>, LeaseEnd> {
+        self.lease_in_profile(session_id, capability, preferred, None, stop, deadline)
+    }
+
+    /// `lease`, for a session that runs in the browser profile `profile`: it waits for the
+    /// worker that keeps it, which one session uses at a time.
+    pub fn lease_in_profile(
+        self: &Arc<Self>,
+        session_id: &str,
+        capability: &str,
+        preferred: Option<&str>,
+        profile: Option<&str>,
+        stop: &StopSignal,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<Worker>, LeaseEnd> {
         let hub = Arc::clone(self);
         let _registered = stop.on_raise(Arc::new(move || {
             let _state = hub.lock();
@@ -36,6 +54,7 @@ impl WorkerHub {
             session_id: session_id.to_string(),
             capability: capability.to_string(),
             preferred: preferred.map(str::to_string),
+            profile: profile.map(str::to_string),
         });
         loop {
             let timed_out = deadline.is_some_and(|d| Instant::now() >= d);
@@ -44,7 +63,13 @@ impl WorkerHub {
                 return Err(if timed_out { LeaseEnd::TimedOut } else { LeaseEnd::Stopped });
             }
             if let Some(worker) = match_waiting(&state, session_id) {
-                worker.presence().session = Some(session_id.to_string());
+                let mut presence = worker.presence();
+                presence.session = Some(session_id.to_string());
+                presence.profile = profile.map(str::to_string);
+                if let Some(name) = profile {
+                    presence.profiles.entry(name.to_string()).or_insert_with(|| super::profiles::fresh(name));
+                }
+                drop(presence);
                 state.waiting.retain(|r| r.session_id != session_id);
                 drop(state);
                 self.lease_changed.notify_all();
@@ -85,6 +110,7 @@ impl WorkerHub {
         let mut presence = worker.presence();
         if presence.session.as_deref() == Some(session_id) {
             presence.session = None;
+            presence.profile = None;
         }
         drop(presence);
         self.lease_changed.notify_all();
@@ -100,9 +126,19 @@ impl WorkerHub {
 /// its turn has come.
 fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
     let mut taken: Vec<&str> = Vec::new();
+    let mut profiles_taken: Vec<&str> = Vec::new();
     for req in &state.waiting {
+        let profile = req.profile.as_deref();
+        // A profile no worker keeps yet goes to the first worker matched for it, not to two.
+        if profile.is_some_and(|p| profiles_taken.contains(&p)) {
+            continue;
+        }
+        let kept = profile.is_some_and(|p| state.workers.values().any(|w| w.presence().profiles.contains_key(p)));
         let candidate = state.workers.values().find(|w| {
             if taken.contains(&w.id.as_str()) {
+                return false;
+            }
+            if kept && !profile.is_some_and(|p| w.presence().profiles.contains_key(p)) {
                 return false;
             }
             if req.preferred.as_ref().is_some_and(|p| &w.id != p && !identity::same_name(&w.hostname, p)) {
@@ -111,6 +147,9 @@ fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
             let p = w.presence();
             p.connected && p.session.is_none() && p.capabilities.iter().any(|c| c == &req.capability)
         });
+        if let Some(p) = profile {
+            profiles_taken.push(p);
+        }
         if let Some(w) = candidate {
             if req.session_id == session_id {
                 return Some(Arc::clone(w));
@@ -125,6 +164,7 @@ fn match_waiting(state: &HubState, session_id: &str) -> Option<Arc<Worker>> {
 mod tests {
     use super::super::tests::{hub, register};
     use super::*;
+    use crate::hub::ProfileRefusal;
 
     fn no_stop() -> StopSignal {
         StopSignal::new(false)
@@ -170,6 +210,50 @@ mod tests {
         assert_eq!(second.join().unwrap().unwrap().id, w.id);
         assert_eq!(hub.serving(&w).as_deref(), Some("s2"));
         assert!(hub.lock().waiting.is_empty());
+    }
+
+    #[test]
+    fn a_profile_goes_to_the_worker_that_keeps_it_one_session_at_a_time() {
+        let hub = hub();
+        let (a, _) = register(&hub, "pc-a", &["browser"]);
+        let (b, _) = register(&hub, "pc-b", &["browser"]);
+        let soon = || Some(Instant::now() + Duration::from_millis(200));
+        let first = hub.lease_in_profile("s1", "browser", None, Some("shop"), &no_stop(), None).unwrap();
+        let (keeper, other) = if first.id == a.id { (&a, &b) } else { (&b, &a) };
+        let second = hub.lease_in_profile("s2", "browser", None, Some("shop"), &no_stop(), soon());
+        assert_eq!(second.err(), Some(LeaseEnd::TimedOut), "the other worker is free, but does not keep it");
+        assert_eq!(hub.profiles()[0].in_use.as_deref(), Some("s1"));
+        assert_eq!(hub.lease("s3", "browser", None, &no_stop(), None).unwrap().id, other.id);
+        hub.release(&first, "s1");
+        let again = hub.lease_in_profile("s4", "browser", None, Some("shop"), &no_stop(), None).unwrap();
+        assert_eq!(again.id, keeper.id);
+        assert_eq!(
+            hub.delete_profile("shop"),
+            Err(ProfileRefusal::InUse("session s4 runs in browser profile \"shop\" now".into()))
+        );
+    }
+
+    #[test]
+    fn a_new_profile_goes_to_one_worker_only() {
+        let hub = hub();
+        let stop = Arc::new(no_stop());
+        let spawn = |id: &'static str| {
+            let (h, stop) = (Arc::clone(&hub), Arc::clone(&stop));
+            let waiting = hub.lock().waiting.len();
+            let t = std::thread::spawn(move || h.lease_in_profile(id, "browser", None, Some("new"), &stop, None));
+            while hub.lock().waiting.len() == waiting {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            t
+        };
+        let (one, two) = (spawn("n1"), spawn("n2"));
+        register(&hub, "pc-a", &["browser"]);
+        register(&hub, "pc-b", &["browser"]);
+        let got = one.join().unwrap().unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(!two.is_finished(), "the second waits for the worker the first made the profile on");
+        hub.release(&got, "n1");
+        assert_eq!(two.join().unwrap().unwrap().id, got.id);
     }
 
     #[test]

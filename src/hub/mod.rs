@@ -13,11 +13,13 @@ mod executor;
 mod identity;
 mod lease;
 mod liveness;
+mod profiles;
 mod registry;
 mod slot;
 
 pub use executor::WorkerExecutor;
 pub use identity::Refusal;
+pub use profiles::ProfileRefusal;
 
 use crate::exec::ExecError;
 use crate::protocol::{Command, CommandResult, WorkerInfo};
@@ -72,6 +74,10 @@ struct Presence {
     /// Whether it has ever sent `POST /heartbeat`: then a busy silence counts like any other
     /// (`worker_timeout_s`), not the command's whole timeout.
     heartbeats: bool,
+    /// The browser profiles it keeps, as last reported (or leased into).
+    profiles: BTreeMap<String, crate::protocol::profiles::ProfileReport>,
+    /// The profile the session holding the lease runs in.
+    profile: Option<String>,
 }
 
 impl Presence {
@@ -121,11 +127,13 @@ pub struct WorkerHub {
 pub struct CommandScope {
     pub session_id: String,
     pub allowed_domains: Vec<crate::protocol::domains::DomainPattern>,
+    /// The browser profile the session runs in.
+    pub browser_profile: Option<String>,
 }
 
 impl CommandScope {
     pub fn session(session_id: &str) -> CommandScope {
-        CommandScope { session_id: session_id.to_string(), allowed_domains: Vec::new() }
+        CommandScope { session_id: session_id.to_string(), allowed_domains: Vec::new(), browser_profile: None }
     }
 }
 
@@ -179,6 +187,7 @@ impl WorkerHub {
             session_id: scope.session_id.clone(),
             timeout_s: timeout.as_secs(),
             allowed_domains: scope.allowed_domains.clone(),
+            browser_profile: scope.browser_profile.clone(),
         };
         if !worker.is_connected() {
             return Err(ExecError::Disconnected(format!(
@@ -204,6 +213,9 @@ impl WorkerHub {
     /// `POST /result`. False when the id is not the one the worker was given (late or stray).
     pub fn post_result(&self, worker: &Worker, result: CommandResult) -> bool {
         worker.presence().touch();
+        if let Some(reported) = &result.profiles {
+            profiles::take_report(&mut worker.presence(), reported);
+        }
         let refused = !result.success && result.data.as_ref().is_some_and(|d| d["refused"].is_string());
         let outcome = if result.success {
             Ok(result.data.unwrap_or(Value::Null))

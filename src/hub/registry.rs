@@ -55,6 +55,8 @@ impl WorkerHub {
                         secret: Secret::new(secret.clone()),
                         bare,
                         heartbeats: false,
+                        profiles: Default::default(),
+                        profile: None,
                     }),
                     slot: CommandSlot::default(),
                 });
@@ -67,6 +69,9 @@ impl WorkerHub {
         state.by_addr.retain(|_, id| id != &worker.id);
         if let Some(addr) = addr.filter(|_| bare) {
             state.by_addr.insert(addr, worker.id.clone());
+        }
+        if let Some(reported) = &req.profiles {
+            super::profiles::take_report(&mut worker.presence(), reported);
         }
         // Under the hub's lock, so no lease can hand the restarted worker a command first.
         let dead_poll = restarted.and_then(|w| {

@@ -274,6 +274,7 @@ mod tests {
             session_id: "s".into(),
             timeout_s: 5,
             allowed_domains: Vec::new(),
+            browser_profile: None,
         }
     }
 

@@ -7,12 +7,19 @@
 
 pub mod domains;
 pub mod guards;
+pub mod profiles;
 pub mod replay;
 pub mod schedule;
 pub mod secrets;
 pub mod strict;
 pub mod takeover;
 pub mod tools;
+pub mod worker;
+
+pub use worker::{
+    Command, CommandResult, DialogPolicy, RegisterRequest, RegisterResponse, SyncPolicy, UploadResponse,
+    WorkerBrowserSettings, WorkerSettings,
+};
 
 use secrets::{Credentials, Notifications};
 use serde::{Deserialize, Serialize};
@@ -116,6 +123,9 @@ pub struct CreateSessionRequest {
     pub model: Option<String>,
     #[serde(default)]
     pub options: Option<SessionOptionsRequest>,
+    /// Input files the session waits for (each put with `PUT …/inputs/NAME`) before it starts.
+    #[serde(default)]
+    pub inputs: Option<Vec<String>>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -146,6 +156,9 @@ pub struct SessionOptionsRequest {
     /// The hosts the browser may reach (`domains`), within config's `browser.allowed_domains`.
     #[serde(default)]
     pub allowed_domains: Option<Vec<String>>,
+    /// A browser profile the worker keeps between sessions (`profiles::check_name`).
+    #[serde(default)]
+    pub browser_profile: Option<String>,
 }
 
 /// Who approves commands (`run_command`, `write_file`, `browser_submit_form`) before they run.
@@ -187,6 +200,9 @@ pub struct SessionOptions {
     /// The hosts the browser may reach (the session's list, else the config's); in each command.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub allowed_domains: Vec<domains::DomainPattern>,
+    /// The worker's browser profile the session runs in (it stays signed in); in each command.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_profile: Option<String>,
 }
 
 /// Screenshots a session showed the model, and what they cost.
@@ -320,6 +336,9 @@ pub struct SessionRecord {
     /// How often each guard fired (`guards::Guard` names).
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub guards_fired: std::collections::BTreeMap<String, u64>,
+    /// The input files it waits for before it starts (`inputs` of `POST /sessions`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -414,6 +433,8 @@ pub enum FileKind {
     Download,
     Generated,
     Screenshot,
+    /// Handed to the session by a person (`PUT …/inputs/NAME`), kept in `inputs/`.
+    Input,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -457,141 +478,6 @@ pub struct WorkerInfo {
     pub connected: bool,
     pub last_seen: String,
     pub session_id: Option<String>,
-}
-
-// ---------------------------------------------------------------------------------------------
-// Worker server
-// ---------------------------------------------------------------------------------------------
-
-#[derive(Debug, Deserialize)]
-pub struct RegisterRequest {
-    pub hostname: String,
-    #[serde(default)]
-    pub has_pywinauto: Option<bool>,
-    #[serde(default)]
-    pub has_playwright: Option<bool>,
-    #[serde(default)]
-    pub capabilities: Option<Vec<String>>,
-    /// Ask for a secret-holding identity: every later request names `worker_id` and carries
-    /// `worker_secret` (`X-Worker-Secret`). Without it (the seed's shape) the worker registers
-    /// bare, while `server.legacy_workers` allows.
-    #[serde(default)]
-    pub use_secret: Option<bool>,
-}
-
-impl RegisterRequest {
-    /// Explicit capabilities win; otherwise the seed's flags say what the worker can drive.
-    pub fn capabilities(&self) -> Vec<String> {
-        let mut caps: Vec<String> = match &self.capabilities {
-            Some(list) => list.iter().map(|c| c.trim().to_ascii_lowercase()).filter(|c| !c.is_empty()).collect(),
-            None => {
-                let mut v = Vec::new();
-                if self.has_playwright.unwrap_or(false) {
-                    v.push("browser".to_string());
-                }
-                if self.has_pywinauto.unwrap_or(false) {
-                    v.push("app".to_string());
-                }
-                v
-            }
-        };
-        caps.sort();
-        caps.dedup();
-        caps
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct WorkerSettings {
-    pub browser: WorkerBrowserSettings,
-    pub click_delay: f64,
-    pub screenshot_delay: f64,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct WorkerBrowserSettings {
-    pub headless: bool,
-    pub viewport_width: u32,
-    pub viewport_height: u32,
-    /// Absent from older controllers: dismiss.
-    #[serde(default)]
-    pub dialogs: DialogPolicy,
-}
-
-/// How a page's `confirm()` and `prompt()` are answered when the model said nothing first
-/// (`browser_answer_dialog`). Alerts and leave-page prompts are always accepted: an alert has
-/// only OK, and leaving is what the model asked for.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum DialogPolicy {
-    Accept,
-    #[default]
-    Dismiss,
-}
-
-/// How durable the session files' appended lines are (`output.sync`). Every line reaches the
-/// kernel when it is appended, so a killed daemon loses nothing in any mode; this is about power
-/// loss: `always` fdatasyncs each line, `batch` within 200 ms and before a final status, `off`
-/// leaves it to the kernel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SyncPolicy {
-    Always,
-    #[default]
-    Batch,
-    Off,
-}
-
-impl SyncPolicy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SyncPolicy::Always => "always",
-            SyncPolicy::Batch => "batch",
-            SyncPolicy::Off => "off",
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct RegisterResponse {
-    pub success: bool,
-    pub message: String,
-    pub worker_id: String,
-    /// Sent as `X-Worker-Secret` by every request naming `worker_id`.
-    #[serde(default)]
-    pub worker_secret: String,
-    pub config: WorkerSettings,
-}
-
-/// One unit of work for a worker.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Command {
-    pub id: String,
-    pub action: String,
-    pub params: Value,
-    pub session_id: String,
-    /// How long the controller waits for the result; a worker should not work past it.
-    #[serde(default)]
-    pub timeout_s: u64,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub allowed_domains: Vec<domains::DomainPattern>,
-}
-
-#[derive(Debug, Deserialize)]
-pub struct CommandResult {
-    pub id: String,
-    pub success: bool,
-    #[serde(default)]
-    pub data: Option<Value>,
-    #[serde(default)]
-    pub error: Option<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize)]
-pub struct UploadResponse {
-    pub success: bool,
-    pub stored_as: String,
-    pub size_kb: u64,
 }
 
 /// Kibibytes, rounded up so a non-empty file never shows as 0.

@@ -140,6 +140,7 @@ tools! {
     BrowserScrapeTable = "browser_scrape_table",
     BrowserScrapeText = "browser_scrape_text",
     BrowserFillForm = "browser_fill_form",
+    BrowserUploadFile = "browser_upload_file",
     BrowserSubmitForm = "browser_submit_form",
     BrowserAnswerDialog = "browser_answer_dialog",
     BrowserSaveAsPdf = "browser_save_as_pdf",
@@ -472,6 +473,13 @@ impl Tool {
                             r#" "properties": {"selector": {"type": "string"}, "value": {"type": "string"}, "type": {"type": "string"}},"#,
                             r#" "required": ["selector", "value"]}}}"#), &["fields"]),
             ).acting(),
+            BrowserUploadFile => browser(
+                BROWSER_TASK,
+                "Put one of this session's files (one handed over, or one it downloaded) into a file field of the page.",
+                obj(concat!(r#"{"selector": {"type": "string", "description": "The file field, or the button that opens the file chooser"},"#,
+                            r#" "filename": {"type": "string", "description": "A file of this session, by its name"}}"#), &["selector", "filename"]),
+            )
+            .timeout(Timeout::Download).acting(),
             BrowserSubmitForm => browser(
                 BROWSER_TASK,
                 "Submit a form (by its selector or by clicking its submit button). Ask request_confirmation first.",

@@ -25,7 +25,7 @@ impl Session {
         files
     }
 
-    fn with_index<T>(&self, f: impl FnOnce(&mut FileIndex) -> T) -> T {
+    pub(super) fn with_index<T>(&self, f: impl FnOnce(&mut FileIndex) -> T) -> T {
         let mut files = self.file_index();
         let mut empty = FileIndex::default();
         f(files.as_mut().unwrap_or(&mut empty))
@@ -60,8 +60,11 @@ impl Session {
                 .iter()
                 .filter_map(|(name, info)| {
                     let path = self.dir.file_path(index, name)?;
-                    let in_zip =
-                        if info.kind == FileKind::Screenshot { format!("screenshots/{name}") } else { name.clone() };
+                    let in_zip = match info.kind {
+                        FileKind::Screenshot => format!("screenshots/{name}"),
+                        FileKind::Input => format!("inputs/{name}"),
+                        FileKind::Download | FileKind::Generated => name.clone(),
+                    };
                     Some((in_zip, path))
                 })
                 .collect()
@@ -127,16 +130,17 @@ impl Session {
         Ok(FileEntry { filename: name, size_kb: size_kb(size), kind, duplicate })
     }
 
-    /// A stored file (not a screenshot) with exactly the staged bytes: a model that downloads or
+    /// A file the session produced (not a screenshot, not an input) with exactly the staged bytes: a model that downloads or
     /// saves the same thing again gets the name it already has, not a copy.
     fn same_bytes(&self, index: &FileIndex, staged: &StagedFile, kind: FileKind, size: u64) -> Option<String> {
-        if kind == FileKind::Screenshot {
+        let produced = |kind: FileKind| matches!(kind, FileKind::Download | FileKind::Generated);
+        if !produced(kind) {
             return None;
         }
         index
             .entries
             .iter()
-            .filter(|(_, info)| info.kind != FileKind::Screenshot && info.size == size)
+            .filter(|(_, info)| produced(info.kind) && info.size == size)
             .find(|(name, _)| self.dir.file_path(index, name).is_some_and(|p| staged.same_bytes_as(&p)))
             .map(|(name, _)| name.clone())
     }
@@ -157,7 +161,7 @@ impl Session {
     }
 }
 
-fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> ApiError {
+pub(super) fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> ApiError {
     if per_file_binds {
         ApiError::TooLarge(format!(
             "file is larger than {} MiB (files.max_file_size_mb)",

@@ -19,6 +19,7 @@ mod budget;
 mod confirm;
 mod disk;
 mod files;
+mod inputs;
 mod journal;
 mod log;
 mod manager;

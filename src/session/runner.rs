@@ -71,7 +71,11 @@ impl SessionRunner {
 
     /// What the model should know about the target first (an SSH host's system and shell).
     pub fn briefing(&self) -> Option<String> {
-        self.executor.briefing()
+        let inputs = self.session.inputs_line();
+        match (self.executor.briefing(), inputs) {
+            (Some(b), Some(i)) => Some(format!("{b}\n\n{i}")),
+            (b, i) => b.or(i),
+        }
     }
 
     /// Run a target tool; wait at most `timeout` (or until a stop). An error's words are
@@ -157,9 +161,14 @@ impl SessionRunner {
         self.session.files()
     }
 
-    /// Downloads and generated files: what a person wants to receive (no screenshots).
+    /// Downloads and generated files: what a person wants to receive (no screenshots, nor
+    /// the inputs they handed over).
     pub fn deliverable_files(&self) -> Vec<FileEntry> {
-        self.session.files().into_iter().filter(|f| f.kind != FileKind::Screenshot).collect()
+        self.session
+            .files()
+            .into_iter()
+            .filter(|f| matches!(f.kind, FileKind::Download | FileKind::Generated))
+            .collect()
     }
 
     pub fn notes(&self) -> Vec<Note> {

@@ -1,4 +1,5 @@
-//! The whole life of one session, on its own thread: lease a worker (or, for an `ssh://`
+//! The whole life of one session, on its own thread: wait for the input files its request
+//! named, lease a worker (or, for an `ssh://`
 //! target, connect to the host), run the agent with a `SessionRunner` over that executor,
 //! record how it ended, empty the vault, release the worker (or close the connection).
 
@@ -14,11 +15,16 @@ use std::time::{Duration, Instant};
 
 pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &AgentFn, config: Arc<Config>) {
     let record = session.record();
+    // Before any worker is held: the inputs it was promised come first.
+    if let Some(end) = wait_for_inputs(session) {
+        return finish(session, end);
+    }
     if is_ssh_target(&record.target) {
         return run_over_ssh(session, agent, config);
     }
     let capability = record.session_type.capability();
-    let waiting_for = format!("a worker that can run {capability} sessions ({})", hub.availability(capability));
+    let profile = record.options.browser_profile.clone();
+    let waiting_for = waiting_for(hub, capability, profile.as_deref());
     session.update(|r| r.waiting_for = Some(waiting_for.clone()));
     session.log(LogKind::System, &format!("waiting for {waiting_for}"), None);
     let stop = Arc::clone(session.stop_signal());
@@ -28,7 +34,8 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     };
-    let worker = match hub.lease(&session.id, capability, record.requested_worker.as_deref(), &stop, deadline) {
+    let preferred = record.requested_worker.as_deref();
+    let worker = match hub.lease_in_profile(&session.id, capability, preferred, profile.as_deref(), &stop, deadline) {
         Ok(worker) => worker,
         Err(LeaseEnd::Stopped) => return finish(session, AgentOutcome::Stopped),
         Err(LeaseEnd::TimedOut) if session.budget_reached(Duration::ZERO).is_some() => {
@@ -64,6 +71,7 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     let executor =
         WorkerExecutor::new(Arc::clone(hub), worker, session.id.clone(), capability, record.requested_worker, stop)
             .allowing(record.options.allowed_domains.clone())
+            .in_profile(profile)
             .on_move(Box::new(move |next| {
                 moved.update(|r| r.worker = Some(next.hostname.clone()));
                 moved.log(
@@ -77,6 +85,27 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
     let outcome = if session.stop_requested() { AgentOutcome::Stopped } else { run_agent(session, agent, runner) };
     finish(session, outcome);
     executor.release();
+}
+
+/// How a session ends before its lease: the inputs it named never came, or a stop.
+fn wait_for_inputs(session: &Arc<Session>) -> Option<AgentOutcome> {
+    match session.wait_for_inputs() {
+        Err(why) => Some(AgentOutcome::Failed(why)),
+        Ok(()) if session.stop_requested() => Some(AgentOutcome::Stopped),
+        Ok(()) => None,
+    }
+}
+
+/// What a session waits for, in words: a worker (the one keeping its browser profile).
+fn waiting_for(hub: &WorkerHub, capability: &str, profile: Option<&str>) -> String {
+    let free = hub.availability(capability);
+    match profile {
+        Some(name) => format!(
+            "a worker that can run {capability} sessions and keeps browser profile {name} (one session at a time \
+             runs in it; {free})"
+        ),
+        None => format!("a worker that can run {capability} sessions ({free})"),
+    }
 }
 
 /// A shell session on a host over SSH: no worker, the controller connects itself.

@@ -44,7 +44,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
     if !(1..=10_000).contains(&max_turns) {
         return bad("`options.max_turns` must be between 1 and 10000");
     }
-    check_options(&options)?;
+    check_options(&options, session_type)?;
     let allowed_domains = allowed_domains(options.allowed_domains.as_deref(), &config.browser.allowed_domains)?;
     check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
     if is_ssh_target(&target) {
@@ -59,10 +59,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
     }
     let llm = choose_llm(config, req.llm.as_deref(), req.model.as_deref())?;
     let budget = choose_budget(config, options.budget, &llm)?;
-    let notifications = NotifySummary {
-        telegram: req.notifications.as_ref().is_some_and(|n| n.telegram.is_some()),
-        webhook: req.notifications.as_ref().is_some_and(|n| n.webhook.is_some()),
-    };
+    let notifications = notify_summary(req.notifications.as_ref());
     let record = SessionRecord {
         session_id: String::new(),
         status: Status::Waiting,
@@ -97,8 +94,29 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         ended_by: None,
         profile: None,
         guards_fired: Default::default(),
+        inputs: check_inputs(req.inputs.unwrap_or_default())?,
     };
     Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications), on_end: None })
+}
+
+/// Which notification targets a session has (the record shows no more).
+fn notify_summary(n: Option<&Notifications>) -> NotifySummary {
+    NotifySummary { telegram: n.is_some_and(|n| n.telegram.is_some()), webhook: n.is_some_and(|n| n.webhook.is_some()) }
+}
+
+/// The input files a session waits for: safe names, each once, at most 100.
+fn check_inputs(names: Vec<String>) -> Result<Vec<String>, ApiError> {
+    if names.len() > 100 {
+        return Err(ApiError::BadRequest("`inputs`: at most 100 files".into()));
+    }
+    for (i, name) in names.iter().enumerate() {
+        crate::protocol::profiles::check_input_name(name)
+            .map_err(|m| ApiError::BadRequest(format!("`inputs`: {m}")))?;
+        if names[..i].contains(name) {
+            return Err(ApiError::BadRequest(format!("`inputs`: {name:?} is named twice")));
+        }
+    }
+    Ok(names)
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
@@ -217,6 +235,7 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOp
         profile: options.profile,
         guards: options.guards.clone().unwrap_or_default(),
         allowed_domains: Vec::new(),
+        browser_profile: options.browser_profile.clone(),
     }
 }
 
@@ -238,8 +257,15 @@ fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result
     Ok(parsed)
 }
 
-fn check_options(options: &SessionOptionsRequest) -> Result<(), ApiError> {
+fn check_options(options: &SessionOptionsRequest, session_type: SessionType) -> Result<(), ApiError> {
     let bad = |m: &str| Err(ApiError::BadRequest(m.to_string()));
+    if let Some(name) = &options.browser_profile {
+        crate::protocol::profiles::check_profile_name(name)
+            .map_err(|m| ApiError::BadRequest(format!("`options.browser_profile`: {m}")))?;
+        if session_type != SessionType::Browser {
+            return bad("`options.browser_profile` is for browser sessions");
+        }
+    }
     if options.lease_timeout_s.is_some_and(|t| !(1..=7 * 86_400).contains(&t)) {
         return bad("`options.lease_timeout_s` must be between 1 and 604800");
     }

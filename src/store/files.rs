@@ -1,5 +1,5 @@
-//! A session's stored files: the manifest of `files/` and `screenshots/` (kinds kept in
-//! `files.json`), where a file lives, and names that never overwrite. A path is handed out only
+//! A session's stored files: the manifest of `files/`, `inputs/` and `screenshots/` (the kinds
+//! of `files/` kept in `files.json`), where a file lives, and names that never overwrite. A path is handed out only
 //! for a plain file in a plain folder of the session (never through a symbolic link).
 
 use super::{FILES_JSON, SessionDir, real_dir};
@@ -19,9 +19,11 @@ impl SessionDir {
             Err(e) => return Err(e),
         };
         let mut index = FileIndex::default();
-        for (dir, default_kind) in
-            [(self.files_dir(), FileKind::Download), (self.screenshots_dir(), FileKind::Screenshot)]
-        {
+        for (dir, default_kind) in [
+            (self.files_dir(), FileKind::Download),
+            (self.screenshots_dir(), FileKind::Screenshot),
+            (self.inputs_dir(), FileKind::Input),
+        ] {
             if !real_dir(&dir) {
                 continue;
             }
@@ -37,10 +39,9 @@ impl SessionDir {
                 if !meta.is_file() || name.starts_with('.') {
                     continue;
                 }
-                let kind = if default_kind == FileKind::Screenshot {
-                    FileKind::Screenshot
-                } else {
-                    kinds.get(&name).copied().unwrap_or(FileKind::Download)
+                let kind = match default_kind {
+                    FileKind::Download => kinds.get(&name).copied().unwrap_or(FileKind::Download),
+                    other => other,
                 };
                 index.insert(name, kind, meta.len());
             }
@@ -48,11 +49,20 @@ impl SessionDir {
         Ok(index)
     }
 
+    /// The inputs folder, made (0700) if it is not there; never a symbolic link.
+    pub fn make_inputs_dir(&self) -> io::Result<()> {
+        let dir = self.inputs_dir();
+        match super::private_dir(&dir) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && real_dir(&dir) => Ok(()),
+            other => other,
+        }
+    }
+
     pub fn save_file_kinds(&self, index: &FileIndex) -> io::Result<()> {
         let kinds: BTreeMap<&str, FileKind> = index
             .entries
             .iter()
-            .filter(|(_, e)| e.kind != FileKind::Screenshot)
+            .filter(|(_, e)| matches!(e.kind, FileKind::Download | FileKind::Generated))
             .map(|(n, e)| (n.as_str(), e.kind))
             .collect();
         self.write_json(FILES_JSON, &kinds)
@@ -69,7 +79,11 @@ impl SessionDir {
 
     /// Where a file of this kind and (already sanitized) name lives.
     pub fn path_for(&self, kind: FileKind, name: &str) -> PathBuf {
-        let dir = if kind == FileKind::Screenshot { self.screenshots_dir() } else { self.files_dir() };
+        let dir = match kind {
+            FileKind::Screenshot => self.screenshots_dir(),
+            FileKind::Input => self.inputs_dir(),
+            FileKind::Download | FileKind::Generated => self.files_dir(),
+        };
         dir.join(name)
     }
 }

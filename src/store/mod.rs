@@ -3,13 +3,14 @@
 //! Layout: `session.json`, `log.jsonl`, `steps.jsonl`, `conversation.jsonl` (the journal),
 //! `notes.json`, `report.md`, `conversation_log.json` (written whole at the end), `files.json`
 //! (which file is a download, which generated),
-//! `screenshots/`, `files/` (`files.rs`, uploads through `staged.rs`), `tool_outputs/`
+//! `screenshots/`, `files/` (`files.rs`, uploads through `staged.rs`), `inputs/` (what a person
+//! handed to the session, made with the first), `tool_outputs/`
 //! (`tool_outputs.rs`); beside the session folders, `schedules/<name>.json` (`schedules.rs`).
 //! The log is read back by `log_lines.rs`, the files zipped by `archive.rs`. Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
 //! when complete, so a failed upload leaves nothing; names are sanitized and never overwrite.
 //! No other module builds paths inside the output directory. Folders are created 0700 and
-//! files 0600 whatever the umask; `files/` and `screenshots/` are never followed when they are
+//! files 0600 whatever the umask; `files/`, `inputs/` and `screenshots/` are never followed when they are
 //! symbolic links (nor are links inside them).
 
 use crate::protocol::{SessionRecord, SyncPolicy};
@@ -47,6 +48,7 @@ pub const FILES_JSON: &str = "files.json";
 pub const FILES_DIR: &str = "files";
 pub const SCREENSHOTS_DIR: &str = "screenshots";
 pub const TOOL_OUTPUTS_DIR: &str = "tool_outputs";
+pub const INPUTS_DIR: &str = "inputs";
 
 /// The root of all session folders.
 #[derive(Debug, Clone)]
@@ -153,6 +155,11 @@ impl SessionDir {
 
     pub fn screenshots_dir(&self) -> PathBuf {
         self.path(SCREENSHOTS_DIR)
+    }
+
+    /// Where a person's input files are kept (made with the first one).
+    pub fn inputs_dir(&self) -> PathBuf {
+        self.path(INPUTS_DIR)
     }
 
     /// Remove staging and temp files a crash left behind (`.upload-*.part`, `.*.tmp`).

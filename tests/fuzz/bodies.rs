@@ -129,6 +129,7 @@ fn worker_request(hostname: &str) -> RegisterRequest {
         has_playwright: None,
         capabilities: Some(vec!["browser".into(), "shell".into()]),
         use_secret: Some(true),
+        profiles: None,
     }
 }
 

@@ -10,6 +10,7 @@
 
 use crate::error::WorkerError;
 use agent_controller::protocol::WorkerSettings;
+use agent_controller::protocol::profiles::ProfileReport;
 use agent_controller::protocol::tools::{Runs, Tool};
 use serde_json::Value;
 use std::path::Path;
@@ -29,6 +30,17 @@ pub trait Backend {
 
     /// Stop whatever the backend started (the worker is exiting).
     fn shutdown(&mut self);
+
+    /// The browser profiles it keeps: all of them (`all`, at registration), else only when
+    /// they changed since the last report (a session ran in one). Most backends keep none.
+    fn profiles(&mut self, _all: bool) -> Option<Vec<ProfileReport>> {
+        None
+    }
+
+    /// Remove a kept browser profile (`DELETE /profiles/NAME` on the controller).
+    fn delete_profile(&mut self, _name: &str) -> Result<Value, WorkerError> {
+        Err(WorkerError::Unsupported { backend: self.capability(), tool: "delete_browser_profile" })
+    }
 }
 
 /// What a tool needs from outside its backend.
@@ -41,11 +53,17 @@ pub struct Context<'a> {
     pub session_id: &'a str,
     /// The hosts the session's browser may reach; empty: any.
     pub allowed_domains: &'a [agent_controller::protocol::domains::DomainPattern],
+    /// The browser profile the session runs in (kept between sessions); none: a fresh context.
+    pub browser_profile: Option<&'a str>,
 }
 
-/// Uploads a finished file for the current command and says how the controller stored it.
+/// Uploads a finished file for the current command and says how the controller stored it;
+/// fetches one of the session's files (an input, a download) for a page's file field.
 pub trait Uploader {
     fn upload(&self, filename: &str, path: &Path) -> Result<Value, WorkerError>;
+
+    /// The session's file `filename` written to `dest` (new), at most `max` bytes; its size.
+    fn fetch(&self, filename: &str, dest: &Path, max: u64) -> Result<u64, WorkerError>;
 }
 
 /// The tool named by `action` and the backend that runs it, or why there is none.

@@ -47,6 +47,8 @@ pub struct Cdp {
     pub dialog_default: DialogPolicy,
     /// The model's answer for the next confirm() or prompt(): accept, and prompt text.
     pub next_dialog: Option<(bool, Option<String>)>,
+    /// The last file chooser the page opened while choosers are intercepted (its params).
+    pub file_chooser: Option<Value>,
 }
 
 #[derive(Debug)]
@@ -107,6 +109,7 @@ impl Cdp {
             dialogs: Vec::new(),
             dialog_default: DialogPolicy::Dismiss,
             next_dialog: None,
+            file_chooser: None,
         }
     }
 
@@ -224,6 +227,8 @@ impl Cdp {
             }
             if frame["method"] == "Page.javascriptDialogOpening" {
                 self.answer_dialog(&frame)?;
+            } else if frame["method"] == "Page.fileChooserOpened" {
+                self.file_chooser = Some(frame["params"].clone());
             }
         }
     }

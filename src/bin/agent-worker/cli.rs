@@ -23,6 +23,8 @@ OPTIONS:
     --browser PATH         Chromium binary (default /usr/bin/chromium)
     --headless | --headed  browser mode (default: what the controller says)
     --download-dir DIR     where downloads wait before upload (default: a temp dir)
+    --profile-dir DIR      where named browser profiles are kept, each in a 0700 folder
+                           (default: $XDG_DATA_HOME or ~/.local/share, then agent-worker/profiles)
     --hostname NAME        name to register under (default: this host's name)
     -h, --help             this text
 ";
@@ -64,6 +66,8 @@ pub struct Args {
     /// `--headless` (true) or `--headed` (false; it wins if both are given).
     pub headless: Option<bool>,
     pub download_dir: Option<PathBuf>,
+    /// Where named browser profiles live (`options.browser_profile`).
+    pub profile_dir: PathBuf,
     pub hostname: String,
     /// Web roots, or the private CA of `--ca-file`.
     pub tls: ureq::tls::TlsConfig,
@@ -77,6 +81,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
     let caps: Option<String> = args.opt_value_from_str("--capabilities").map_err(usage)?;
     let browser_path: Option<PathBuf> = args.opt_value_from_str("--browser").map_err(usage)?;
     let download_dir: Option<PathBuf> = args.opt_value_from_str("--download-dir").map_err(usage)?;
+    let profile_dir: Option<PathBuf> = args.opt_value_from_str("--profile-dir").map_err(usage)?;
     let hostname: Option<String> = args.opt_value_from_str("--hostname").map_err(usage)?;
     let display: Option<String> = args.opt_value_from_str("--display").map_err(usage)?;
     let ca_file: Option<PathBuf> = args.opt_value_from_str("--ca-file").map_err(usage)?;
@@ -112,6 +117,7 @@ pub fn parse(mut args: pico_args::Arguments) -> Result<Args, Exit> {
         browser_path: browser_path.unwrap_or_else(|| PathBuf::from("/usr/bin/chromium")),
         headless: if headed { Some(false) } else { headless.then_some(true) },
         download_dir,
+        profile_dir: profile_dir.unwrap_or_else(default_profile_dir),
         hostname: hostname.unwrap_or_else(host_name),
         tls,
     })
@@ -127,6 +133,15 @@ fn capabilities(list: &str) -> Result<Vec<String>, Exit> {
         )));
     }
     Ok(caps)
+}
+
+/// `$XDG_DATA_HOME/agent-worker/profiles`, else `~/.local/share/agent-worker/profiles`.
+fn default_profile_dir() -> PathBuf {
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(".local/share")));
+    data.unwrap_or_else(|| PathBuf::from(".")).join("agent-worker").join("profiles")
 }
 
 fn host_name() -> String {

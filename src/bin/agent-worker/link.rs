@@ -1,4 +1,5 @@
-//! The worker's side of the worker protocol: register, long-poll, post results, upload files.
+//! The worker's side of the worker protocol: register, long-poll, post results, upload files,
+//! fetch a file of the session to put into a page.
 //!
 //! This file and `worker.rs` are the only places that know the wire format; backends never
 //! talk to the controller. The worker registers asking for a secret and sends it
@@ -126,11 +127,15 @@ impl Link {
         }
     }
 
-    pub fn register(&mut self) -> Result<RegisterResponse, LinkError> {
+    /// Register, with the browser profiles this worker keeps (when it has a browser).
+    pub fn register(&mut self, profiles: Option<Value>) -> Result<RegisterResponse, LinkError> {
         self.worker_id = None;
-        let body = json!({"hostname": self.hostname, "capabilities": self.capabilities, "use_secret": true,
+        let mut body = json!({"hostname": self.hostname, "capabilities": self.capabilities, "use_secret": true,
             "has_playwright": self.capabilities.iter().any(|c| c == "browser"),
             "has_pywinauto": self.capabilities.iter().any(|c| c == "app")});
+        if let Some(p) = profiles {
+            body["profiles"] = p;
+        }
         let rb = self.auth(
             self.agent.post(self.url("/register")).config().timeout_global(Some(Duration::from_secs(30))).build(),
         );
@@ -157,7 +162,12 @@ impl Link {
     }
 
     /// Post a command's outcome; an error goes as its text.
-    pub fn post_result(&self, id: &str, outcome: &Result<Value, WorkerError>) -> Result<(), LinkError> {
+    pub fn post_result(
+        &self,
+        id: &str,
+        outcome: &Result<Value, WorkerError>,
+        profiles: Option<&Value>,
+    ) -> Result<(), LinkError> {
         let mut body = match outcome {
             Ok(data) => json!({"id": id, "success": true, "data": data}),
             Err(e) => match e.refusal() {
@@ -165,6 +175,9 @@ impl Link {
                 None => json!({"id": id, "success": false, "error": e.to_string()}),
             },
         };
+        if let Some(p) = profiles {
+            body["profiles"] = p.clone();
+        }
         // The worker's own secrets never leave in a result (a command may print them).
         let known: Vec<&str> = self.token.iter().chain(self.secret.iter()).map(String::as_str).collect();
         crate::hygiene::scrub(&mut body, &known);
@@ -213,6 +226,48 @@ impl Link {
         let v = Self::answer(rb.send(ureq::SendBody::from_owned_reader(body)))
             .map_err(|e| WorkerError::Upload(format!("upload to the controller failed: {e}")))?;
         serde_json::from_value(v).map_err(|e| WorkerError::Upload(format!("unexpected /upload reply: {e}")))
+    }
+}
+
+impl Link {
+    /// `GET /files/NAME`: one file of the session this worker serves, streamed into `dest`
+    /// (created new, 0600), at most `max` bytes and exactly the length the controller declared.
+    pub fn fetch(&self, filename: &str, dest: &Path, max: u64) -> Result<u64, WorkerError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        let path = format!("/files/{}", agent_controller::util::percent_encode(filename));
+        let rb =
+            self.auth(self.agent.get(self.url(&path)).config().timeout_global(Some(Duration::from_secs(3600))).build());
+        let failed =
+            |why: String| WorkerError::Upload(format!("could not get {filename:?} from the controller: {why}"));
+        let mut resp = rb.call().map_err(|e| failed(describe(&e)))?;
+        let status = resp.status().as_u16();
+        if status != 200 {
+            let text = resp.body_mut().with_config().limit(64 << 10).read_to_string().unwrap_or_default();
+            let body: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            let why = body["error"].as_str().map_or_else(|| format!("HTTP {status}"), str::to_string);
+            return Err(if status == 404 { WorkerError::bad(why) } else { failed(why) });
+        }
+        let declared: u64 = resp
+            .headers()
+            .get("content-length")
+            .and_then(|v| v.to_str().ok()?.parse().ok())
+            .ok_or_else(|| failed("the answer has no length".into()))?;
+        if declared > max {
+            return Err(WorkerError::bad(format!("{filename:?} is larger than the {} MiB a page is given", max >> 20)));
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(dest)
+            .map_err(|e| WorkerError::io("cannot write the file to upload", e))?;
+        let mut reader = resp.body_mut().with_config().limit(declared + 1).reader().take(declared + 1);
+        let copied = std::io::copy(&mut reader, &mut file);
+        match copied {
+            Ok(n) if n == declared => Ok(n),
+            Ok(n) => Err(failed(format!("{n} bytes came of {declared}"))),
+            Err(e) => Err(failed(format!("it broke off ({})", e.kind()))),
+        }
     }
 }
 

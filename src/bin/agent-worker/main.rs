@@ -128,6 +128,7 @@ fn backends(args: &Args, download_dir: PathBuf) -> Vec<Box<dyn Backend>> {
                     width: 1280,
                     height: 720,
                     download_dir: download_dir.clone(),
+                    profile_dir: args.profile_dir.clone(),
                 };
                 // Headless for the probe: the display, if one is wanted, is checked at first use.
                 let browser = Browser::new(opts, args.headless);

@@ -13,6 +13,9 @@ use crate::error::WorkerError;
 use crate::link::{Backoff, Link, LinkError};
 use crate::log;
 use agent_controller::protocol::Command;
+
+/// The controller's command that removes a kept browser profile.
+const DELETE_PROFILE: &str = "delete_browser_profile";
 use serde_json::Value;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -36,6 +39,10 @@ impl Uploader for Upload<'_> {
     fn upload(&self, filename: &str, path: &Path) -> Result<Value, WorkerError> {
         let r = self.link.upload(self.session_id, self.command_id, filename, path)?;
         Ok(serde_json::json!({"filename": r.stored_as, "size_kb": r.size_kb}))
+    }
+
+    fn fetch(&self, filename: &str, dest: &Path, max: u64) -> Result<u64, WorkerError> {
+        self.link.fetch(filename, dest, max)
     }
 }
 
@@ -70,8 +77,21 @@ impl Worker {
     }
 
     /// Register; false when the controller could not be reached (after waiting a while).
+    /// The backends' browser profiles, as the controller takes them (see `Backend::profiles`).
+    fn profiles(&mut self, all: bool) -> Option<Value> {
+        let (mut any, mut reports) = (false, Vec::new());
+        for b in &mut self.backends {
+            if let Some(list) = b.profiles(all) {
+                any = true;
+                reports.extend(list);
+            }
+        }
+        any.then(|| serde_json::to_value(reports).unwrap_or_default())
+    }
+
     fn register(&mut self) -> Result<bool, Exit> {
-        match self.link.register() {
+        let profiles = self.profiles(true);
+        match self.link.register(profiles) {
             Ok(reg) => {
                 self.reachable();
                 for b in &mut self.backends {
@@ -130,7 +150,8 @@ impl Worker {
         drop(beat);
         let verdict = if outcome.is_ok() { "ok" } else { "failed" };
         log("info", &format!("{} {}: {verdict} in {} ms", cmd.id, cmd.action, started.elapsed().as_millis()));
-        self.post(&cmd.id, outcome);
+        let profiles = self.profiles(false);
+        self.post(&cmd.id, outcome, profiles.as_ref());
     }
 
     fn execute(&mut self, cmd: &Command, started: Instant) -> Result<Value, WorkerError> {
@@ -139,17 +160,27 @@ impl Worker {
             .filter(|&t| t > 0)
             .and_then(|t| started.checked_add(Duration::from_secs(t).saturating_sub(Duration::from_secs(2))));
         let upload = Upload { link: &self.link, session_id: &cmd.session_id, command_id: &cmd.id };
-        let ctx =
-            Context { uploader: &upload, deadline, session_id: &cmd.session_id, allowed_domains: &cmd.allowed_domains };
+        let ctx = Context {
+            uploader: &upload,
+            deadline,
+            session_id: &cmd.session_id,
+            allowed_domains: &cmd.allowed_domains,
+            browser_profile: cmd.browser_profile.as_deref(),
+        };
+        if cmd.action == DELETE_PROFILE {
+            let name = cmd.params["name"].as_str().unwrap_or_default();
+            let browser = self.backends.iter_mut().find(|b| b.capability() == "browser");
+            return browser.ok_or(WorkerError::NoCapability("browser"))?.delete_profile(name);
+        }
         let (tool, backend) = backend::route(&mut self.backends, &cmd.action)?;
         backend.run(tool, &cmd.params, &ctx)
     }
 
     /// Post a result, retrying while the controller blips (not on 4xx: those will not change).
-    fn post(&self, id: &str, outcome: Result<Value, WorkerError>) {
+    fn post(&self, id: &str, outcome: Result<Value, WorkerError>, profiles: Option<&Value>) {
         let mut outcome = outcome;
         for attempt in 0..5 {
-            match self.link.post_result(id, &outcome) {
+            match self.link.post_result(id, &outcome, profiles) {
                 Ok(()) => break,
                 Err(LinkError::Refused(413, _)) if outcome.is_ok() => outcome = Err(WorkerError::ResultTooLarge),
                 Err(e @ (LinkError::Refused(..) | LinkError::Unknown)) => {

@@ -43,15 +43,32 @@ pub fn create_session(c: &Call<'_>) -> Outcome {
     if let Some(list) = args.get("allowed_domains").filter(|v| !v.is_null()) {
         options["allowed_domains"] = list.clone();
     }
+    if let Some(p) = args["browser_profile"].as_str() {
+        options["browser_profile"] = json!(p);
+    }
     body["options"] = options;
-    c.rest.post("/sessions", &body).map(|s| {
-        ToolResult::text(format!(
-            "Created session {} ({}). Call wait_for_session to follow it.\n{}",
-            s["session_id"].as_str().unwrap_or(""),
-            s["status"].as_str().unwrap_or(""),
-            pretty(&s)
-        ))
-    })
+    let files: Vec<std::path::PathBuf> =
+        args["files"].as_array().into_iter().flatten().filter_map(Value::as_str).map(Into::into).collect();
+    let names: Vec<String> =
+        files.iter().map(|f| f.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_string()).collect();
+    if !files.is_empty() {
+        body["inputs"] = json!(names);
+    }
+    let s = c.rest.post("/sessions", &body)?;
+    let id = s["session_id"].as_str().unwrap_or("").to_string();
+    for (file, name) in files.iter().zip(&names) {
+        let put = c.rest.put_file(&format!("/sessions/{}/inputs/{}", path_segment(&id), path_segment(name)), file);
+        if let Err(e) = put {
+            // It would wait for this file: stopped instead.
+            let _ = c.rest.delete(&format!("/sessions/{}", path_segment(&id)));
+            return Err(e);
+        }
+    }
+    Ok(ToolResult::text(format!(
+        "Created session {id} ({}). Call wait_for_session to follow it.\n{}",
+        s["status"].as_str().unwrap_or(""),
+        pretty(&s)
+    )))
 }
 
 pub fn list_sessions(c: &Call<'_>) -> Outcome {

@@ -10,8 +10,9 @@
 //! profile when dropped, so no failure path leaves a browser or a profile behind; a hung
 //! browser gets SIGKILL at once. Each session works in its own browser context (cookies,
 //! storage and cache in memory, apart from every other session's), disposed when the next
-//! session begins. Downloads are denied to the browser itself: files come only through
-//! `browser_download`, with cookies, and go to the controller.
+//! session begins. A session in a kept profile (`profiles.rs`) gets a browser on that folder
+//! instead (the gate as proxy flags), closed cleanly; the folder stays. Downloads are denied
+//! to the browser: files come only through `browser_download`.
 
 use super::Options;
 use crate::cdp::{Cdp, CdpError, HUNG};
@@ -33,10 +34,28 @@ const STARTUP: Duration = Duration::from_secs(20);
 const GROUP: &str = "browser";
 const PROFILE: &str = "browser profile";
 
+/// A kept profile (`profiles.rs`) a browser starts in: its folder, and the allow-list's gate
+/// as Chromium's own proxy flags (a profile's own context takes no proxy of its own).
+pub struct Kept {
+    pub name: String,
+    pub dir: PathBuf,
+    pub proxy: Option<(String, String)>,
+}
+
+impl Kept {
+    /// What a running browser must match to serve a session in this profile.
+    pub fn key(&self) -> String {
+        format!("{}|{:?}", self.name, self.proxy)
+    }
+}
+
 /// A started, attached browser.
 pub struct Running {
     child: Child,
     profile: PathBuf,
+    /// Started in a kept profile (its `Kept::key`): the folder stays, and the browser is
+    /// closed cleanly so that it writes its cookies out.
+    pub kept: Option<String>,
     pub cdp: Cdp,
     /// The flat DevTools session of the attached page, and that page's target id.
     pub session: String,
@@ -72,6 +91,14 @@ impl Running {
 impl Drop for Running {
     fn drop(&mut self) {
         let pgid = self.child.id() as i32;
+        if self.kept.is_some() && !self.hung {
+            // Its own shutdown writes the profile out (cookies, storage); a signal might not.
+            let _ = self.cdp.call(None, "Browser.close", json!({}), Duration::from_secs(3));
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline && matches!(self.child.try_wait(), Ok(None)) {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         if !self.hung {
             // SAFETY: signals to our own child's process group.
             unsafe { libc::kill(-pgid, libc::SIGTERM) };
@@ -87,14 +114,16 @@ impl Drop for Running {
         // SAFETY: as above; SIGKILL also ends a stopped process.
         unsafe { libc::kill(-pgid, libc::SIGKILL) };
         let _ = self.child.wait();
-        forget(&self.profile);
+        forget(&self.profile, self.kept.is_some());
     }
 }
 
-/// A Chromium being started: killed (whole group) and its profile removed unless handed over.
+/// A Chromium being started: killed (whole group) and its profile removed unless handed over
+/// (a kept profile stays).
 struct Launching {
     child: Option<Child>,
     profile: PathBuf,
+    keep: bool,
 }
 
 impl Drop for Launching {
@@ -103,16 +132,18 @@ impl Drop for Launching {
             // SAFETY: our own child's process group.
             unsafe { libc::kill(-(child.id() as i32), libc::SIGKILL) };
             let _ = child.wait();
-            forget(&self.profile);
+            forget(&self.profile, self.keep);
         }
     }
 }
 
-/// The browser is gone: unregister it and remove its profile.
-fn forget(profile: &Path) {
+/// The browser is gone: unregister it and remove its profile (unless it is a kept one).
+fn forget(profile: &Path, keep: bool) {
     signals::disown_group(GROUP);
-    signals::disown_dir(PROFILE);
-    let _ = std::fs::remove_dir_all(profile);
+    if !keep {
+        signals::disown_dir(PROFILE);
+        let _ = std::fs::remove_dir_all(profile);
+    }
 }
 
 /// A pipe whose ends close on exec (the browser gets its ends by `dup2`, nothing else does).
@@ -141,19 +172,29 @@ fn hand_over(commands: i32, answers: i32) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Start Chromium and check that it answers on its DevTools pipe.
-pub fn launch(opts: &Options) -> Result<Running, WorkerError> {
-    let profile = agent_controller::util::private_temp_dir(&format!("agent-worker-profile-{}-", std::process::id()))
-        .map_err(|e| WorkerError::io("cannot create a browser profile", e))?;
+/// Start Chromium (in a fresh private profile, or in `kept`) and check that it answers on its
+/// DevTools pipe.
+pub fn launch(opts: &Options, kept: Option<&Kept>) -> Result<Running, WorkerError> {
+    let profile = match kept {
+        Some(k) => k.dir.clone(),
+        None => agent_controller::util::private_temp_dir(&format!("agent-worker-profile-{}-", std::process::id()))
+            .map_err(|e| WorkerError::io("cannot create a browser profile", e))?,
+    };
+    let keep = kept.is_some();
+    let remove = |profile: &Path| {
+        if !keep {
+            let _ = std::fs::remove_dir_all(profile);
+        }
+    };
     let pipes = pipe().and_then(|commands| Ok((commands, pipe()?)));
     let ((commands_read, commands_write), (answers_read, answers_write)) = match pipes {
         Ok(p) => p,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&profile);
+            remove(&profile);
             return Err(e);
         }
     };
-    let mut cmd = chromium(opts, &profile);
+    let mut cmd = chromium(opts, &profile, kept.and_then(|k| k.proxy.as_ref()));
     let (theirs_in, theirs_out) = (commands_read.as_raw_fd(), answers_write.as_raw_fd());
     // SAFETY: `hand_over` only calls async-signal-safe functions.
     unsafe { cmd.pre_exec(move || hand_over(theirs_in, theirs_out)) };
@@ -163,14 +204,16 @@ pub fn launch(opts: &Options) -> Result<Running, WorkerError> {
     let child = match spawned {
         Ok(c) => c,
         Err(e) => {
-            let _ = std::fs::remove_dir_all(&profile);
+            remove(&profile);
             return Err(WorkerError::io(format!("cannot start the browser {}", opts.path.display()), e));
         }
     };
     signals::own_group(GROUP, child.id() as i32);
-    signals::own_dir(PROFILE, profile.clone());
+    if !keep {
+        signals::own_dir(PROFILE, profile.clone());
+    }
     // From here on the guard kills the process group and removes the profile on any failure.
-    let mut guard = Launching { child: Some(child), profile: profile.clone() };
+    let mut guard = Launching { child: Some(child), profile: profile.clone(), keep };
     let to_browser = File::from(commands_write);
     // SAFETY: F_SETFL on a descriptor we own; writes then never block past their deadline.
     unsafe { libc::fcntl(to_browser.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
@@ -185,6 +228,7 @@ pub fn launch(opts: &Options) -> Result<Running, WorkerError> {
     Ok(Running {
         child,
         profile,
+        kept: kept.map(Kept::key),
         cdp,
         session: String::new(),
         target: String::new(),
@@ -252,7 +296,7 @@ fn sandbox_off(root: bool, container: Option<String>) -> Option<String> {
 
 /// The Chromium command line: its own process group, no stdio, nothing on the network, no
 /// WebRTC over UDP, and only the environment it needs.
-fn chromium(opts: &Options, profile: &Path) -> Command {
+fn chromium(opts: &Options, profile: &Path, proxy: Option<&(String, String)>) -> Command {
     let mut cmd = Command::new(&opts.path);
     cmd.arg("--remote-debugging-pipe")
         .arg(format!("--user-data-dir={}", profile.display()))
@@ -277,6 +321,9 @@ fn chromium(opts: &Options, profile: &Path) -> Command {
         .arg(format!("--window-size={},{}", opts.width, opts.height));
     if opts.headless {
         cmd.arg("--headless=new");
+    }
+    if let Some((server, bypass)) = proxy {
+        cmd.arg(format!("--proxy-server={server}")).arg(format!("--proxy-bypass-list={bypass}"));
     }
     if let Some(why) = sandbox_off(is_root(), container_sign()) {
         static SAID: std::sync::Once = std::sync::Once::new();
@@ -314,6 +361,20 @@ pub fn enter_context(
     attach(r, &target, width, height)?;
     if let Some(old) = old {
         r.cdp.call(None, "Target.disposeBrowserContext", json!({"browserContextId": old}), CALL)?;
+    }
+    Ok(())
+}
+
+/// A session in a kept profile: its own context (the profile's), a new tab attached, the
+/// tabs an earlier session left closed.
+pub fn enter_kept(r: &mut Running, session_id: &str, (width, height): (u32, u32)) -> Result<(), WorkerError> {
+    let old: Vec<String> = pages(r)?.iter().filter_map(|t| t["targetId"].as_str().map(str::to_string)).collect();
+    r.context = None;
+    r.context_session = session_id.to_string();
+    let target = new_tab(r)?;
+    attach(r, &target, width, height)?;
+    for t in old {
+        let _ = r.cdp.call(None, "Target.closeTarget", json!({"targetId": t}), CALL);
     }
     Ok(())
 }

@@ -19,9 +19,11 @@ mod gate;
 mod keys;
 mod launch;
 mod page;
+mod profiles;
 mod snapshot;
 mod stepper;
 mod tools;
+mod upload;
 mod util;
 
 use crate::backend::{Backend, Context};
@@ -43,6 +45,8 @@ pub struct Options {
     pub height: u32,
     /// Where downloads and PDFs wait until they are uploaded.
     pub download_dir: PathBuf,
+    /// Where named browser profiles are kept (`profiles.rs`).
+    pub profile_dir: PathBuf,
 }
 
 pub struct Browser {
@@ -69,6 +73,10 @@ pub struct Browser {
     /// The current command types a credential (`only_on`): the page's host as the browser
     /// spells it, checked against the credentials' site, and the origin they are bound to.
     secret_site: Option<SecretSite>,
+    /// The session whose files were fetched for its pages, and their private folder.
+    upload_files: Option<(String, PathBuf)>,
+    /// The named profiles kept between sessions.
+    profiles: profiles::Profiles,
 }
 
 /// Where a credential may land: the checked host, and the login URL's origin when the
@@ -84,7 +92,9 @@ const RESTARTED: &str = "the browser had stopped and was restarted; earlier page
 
 impl Browser {
     pub fn new(opts: Options, forced_headless: Option<bool>) -> Browser {
+        let profiles = profiles::Profiles::new(opts.profile_dir.clone());
         Browser {
+            profiles,
             opts,
             forced_headless,
             running: None,
@@ -97,19 +107,28 @@ impl Browser {
             gate: None,
             allowed: Vec::new(),
             secret_site: None,
+            upload_files: None,
         }
     }
 
     /// Start the browser once and stop it again: the worker offers "browser" only if it starts.
     pub fn probe(&self) -> Result<(), WorkerError> {
         // Nothing of a probe is worth a clean exit: killed at once, not after SIGTERM's wait.
-        launch::launch(&self.opts).map(|mut probed| probed.mark_hung())
+        launch::launch(&self.opts, None).map(|mut probed| probed.mark_hung())
     }
 
     /// The running browser, started (or restarted) if needed; says whether it was restarted.
     /// A browser that died, or whose process no longer answers (hung: stopped, wedged), is
-    /// killed and replaced.
-    fn ensure(&mut self) -> Result<bool, WorkerError> {
+    /// killed and replaced; one in another profile than the session's (a kept one, or none) is
+    /// closed and the right one started, which is no restart.
+    fn ensure(&mut self, profile: Option<&str>) -> Result<bool, WorkerError> {
+        let kept = match profile {
+            Some(name) => {
+                Some(launch::Kept { name: name.to_string(), dir: self.profiles.dir(name)?, proxy: self.gated()? })
+            }
+            None => None,
+        };
+        let key = kept.as_ref().map(launch::Kept::key);
         let healthy = match self.running.as_mut() {
             Some(r) => {
                 let alive = r.is_alive();
@@ -123,13 +142,14 @@ impl Browser {
             }
             None => false,
         };
-        if healthy {
+        let fits = self.running.as_ref().is_some_and(|r| r.kept == key);
+        if healthy && fits {
             return Ok(false);
         }
-        let restarted = self.running.is_some() || self.started_once;
+        let restarted = !healthy && (self.running.is_some() || self.started_once);
         // The old browser (if any) is taken down before the new one starts.
         self.running = None;
-        self.running = Some(launch::launch(&self.opts)?);
+        self.running = Some(launch::launch(&self.opts, kept.as_ref())?);
         self.started_once = true;
         Ok(restarted)
     }
@@ -139,7 +159,12 @@ impl Browser {
     fn enter_session(&mut self, session_id: &str) -> Result<(), WorkerError> {
         let size = (self.opts.width, self.opts.height);
         let r = self.r()?;
-        if r.context.is_some() && r.context_session == session_id {
+        if (r.context.is_some() || r.kept.is_some()) && r.context_session == session_id {
+            return Ok(());
+        }
+        if r.kept.is_some() {
+            launch::enter_kept(r, session_id, size)?;
+            crate::log("info", &format!("browser: session {session_id} in its kept profile"));
             return Ok(());
         }
         let proxy = self.gated()?;
@@ -298,12 +323,16 @@ impl Backend for Browser {
         if tool == Tool::BrowserNavigate {
             self.check_url(params["url"].as_str().unwrap_or(""))?;
         }
-        let restarted = self.ensure()?;
+        let restarted = self.ensure(ctx.browser_profile)?;
+        if let Some(name) = ctx.browser_profile {
+            self.profiles.used(name);
+        }
         if let Err(e) = self.enter_session(ctx.session_id) {
             return Err(self.recover(e));
         }
         let new_session = self.ref_session != ctx.session_id;
         if new_session {
+            self.forget_upload_files();
             self.ref_session = ctx.session_id.to_string();
             self.ref_floor = 0;
             self.refs_reset = true;
@@ -342,5 +371,22 @@ impl Backend for Browser {
 
     fn shutdown(&mut self) {
         self.running = None;
+        self.forget_upload_files();
+    }
+
+    fn profiles(&mut self, all: bool) -> Option<Vec<agent_controller::protocol::profiles::ProfileReport>> {
+        self.profiles.report(all)
+    }
+
+    /// A kept profile removed: the browser using it (no session does: the controller checks)
+    /// is closed first, so nothing writes into the folder as it goes.
+    fn delete_profile(&mut self, name: &str) -> Result<Value, WorkerError> {
+        let prefix = format!("{name}|");
+        if self.running.as_ref().is_some_and(|r| r.kept.as_ref().is_some_and(|k| k.starts_with(&prefix))) {
+            self.running = None;
+        }
+        let existed = self.profiles.delete(name)?;
+        crate::log("info", &format!("browser: profile {name} deleted"));
+        Ok(json!({"deleted": name, "existed": existed}))
     }
 }

@@ -48,13 +48,25 @@ impl Browser {
 
     /// Evaluate `expr` with the helpers loaded; JS exceptions become the error message.
     pub(super) fn eval(&mut self, expr: &str) -> Result<Value, WorkerError> {
-        let out = self.evaluate_isolated(&format!("({expr})"))?;
+        let out = self.evaluate_isolated(&format!("({expr})"), true)?;
         if let Some(ex) = out.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
             let first = text.lines().next().unwrap_or(text);
             return Err(WorkerError::Page(first.trim_start_matches("Error: ").to_string()));
         }
         Ok(out["result"]["value"].clone())
+    }
+
+    /// The element `expr` evaluates to, as a remote object id for a DevTools call (`None` when it
+    /// is null); JS exceptions become the error message, as in `eval`.
+    pub(super) fn eval_element(&mut self, expr: &str) -> Result<Option<String>, WorkerError> {
+        let out = self.evaluate_isolated(&format!("({expr})"), false)?;
+        if let Some(ex) = out.get("exceptionDetails") {
+            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
+            let first = text.lines().next().unwrap_or(text);
+            return Err(WorkerError::Page(first.trim_start_matches("Error: ").to_string()));
+        }
+        Ok(out["result"]["objectId"].as_str().map(str::to_string))
     }
 
     /// The attached page's isolated world for the helpers, made (helpers loaded once, then
@@ -89,13 +101,14 @@ impl Browser {
     /// `Runtime.evaluate` in the helpers' world. A world goes with its document, and the
     /// browser may give its id to another world later: a world that is gone or does not
     /// carry our mark is made anew, once.
-    fn evaluate_isolated(&mut self, expression: &str) -> Result<Value, WorkerError> {
+    fn evaluate_isolated(&mut self, expression: &str, by_value: bool) -> Result<Value, WorkerError> {
         let mut retried = false;
         loop {
             let id = self.world()?;
             let mark = js(&self.r()?.world_mark);
             let guarded = format!("if (globalThis.__acWorld !== {mark}) throw new Error({STALE:?});\n{expression}");
-            let params = json!({"expression": guarded, "contextId": id, "returnByValue": true, "awaitPromise": true});
+            let params =
+                json!({"expression": guarded, "contextId": id, "returnByValue": by_value, "awaitPromise": true});
             let out = self.page_call("Runtime.evaluate", params);
             let stale = match &out {
                 Err(WorkerError::Browser(CdpError::Protocol(m))) => m.contains("context"),
@@ -114,7 +127,7 @@ impl Browser {
         let deadline = Instant::now() + timeout;
         loop {
             // Errors are expected while a navigation swaps the document.
-            if let Ok(v) = self.evaluate_isolated("document.readyState") {
+            if let Ok(v) = self.evaluate_isolated("document.readyState", true) {
                 if v["result"]["value"] == "complete" {
                     return Ok(());
                 }

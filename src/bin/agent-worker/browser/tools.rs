@@ -80,6 +80,7 @@ impl Browser {
                 self.eval(&format!("__ac.texts({})", Value::Array(selectors.clone())))
             }
             Tool::BrowserFillForm => self.fill_form(p),
+            Tool::BrowserUploadFile => self.upload_file(p, ctx),
             Tool::BrowserSubmitForm => {
                 let done = if p["held"] == true { self.send_held()? } else { self.submit_form(p)? };
                 self.then_snapshot(done, p)

@@ -37,7 +37,7 @@ class ApiError extends Error {
 async function api(path, opts = {}) {
   const headers = new Headers(opts.headers || {});
   if (state.token) headers.set('Authorization', `Bearer ${state.token}`);
-  let body;
+  let body = opts.body;
   if (opts.json !== undefined) {
     headers.set('Content-Type', 'application/json');
     body = JSON.stringify(opts.json);
@@ -201,9 +201,11 @@ async function createSubmitted(event) {
   const turns = parseInt($('f-turns').value, 10);
   if (turns > 0) options.max_turns = turns;
   body.options = options;
+  handoverCreate(body);
   $('f-submit').disabled = true;
   try {
     const created = await apiJson('/sessions', { method: 'POST', json: body });
+    await handoverSend(created.session_id);
     setText('create-error', '');
     $('f-what').value = '';
     await refreshList();
