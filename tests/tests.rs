@@ -19,6 +19,7 @@ mod desktop;
 mod desktop_atspi;
 mod durability;
 mod eval;
+mod export;
 mod files;
 mod fuzz;
 mod guards;
