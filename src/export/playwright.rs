@@ -156,6 +156,13 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
         }
         Tool::BrowserBack => vec!["page.go_back()".into(), settle],
         Tool::BrowserForward => vec!["page.go_forward()".into(), settle],
+        // A person's click on the session's screenshot, at a point of the page.
+        Tool::BrowserClick if a.get("selector").is_none() && a["x"].is_number() => {
+            vec![
+                format!("page.mouse.click({}, {})", a["x"].as_f64().unwrap_or(0.0), a["y"].as_f64().unwrap_or(0.0)),
+                settle,
+            ]
+        }
         Tool::BrowserClick => vec![format!("{}.click()", loc()?), settle],
         Tool::BrowserHover => vec![format!("{}.hover()", loc()?)],
         Tool::BrowserPressKey => {

@@ -77,3 +77,31 @@ fn formats_fit_their_sessions_and_an_empty_run_says_so() {
     assert_eq!(Format::parse("sh"), Some(Format::Sh));
     assert_eq!(Format::parse("pdf"), None);
 }
+
+#[test]
+fn what_a_person_did_and_a_login_come_from_the_environment() {
+    let field = json!({"tag": "input", "type": "text", "label": "Code", "unique": {"label": "loose"}});
+    let pw = json!({"tag": "input", "type": "password", "label": "Password", "unique": {"label": "loose"}});
+    let send = json!({"tag": "button", "role": "button", "name": "Sign in", "unique": {"role": "loose"}});
+    let steps = vec![
+        json!({"step": 1, "tool": "browser_click", "by": "human", "args": {"x": 120, "y": 80}}),
+        json!({"step": 2, "tool": "browser_type", "by": "human", "args": {"selector": "#c", "text": "[6 characters typed by the person]"},
+            "element": field}),
+        json!({"step": 3, "tool": "browser_type", "args": {"selector": "#p", "text": "hunter2"}, "element": pw}),
+        json!({"step": 4, "tool": "perform_login", "args": {}, "login": {"url": "http://site.test/login", "username": field,
+            "password": pw, "submit": send, "code": {"field": "input[name=otp]", "send": "form button"}}}),
+        json!({"step": 5, "tool": "perform_login", "args": {}}),
+    ];
+    let script = script(Format::Playwright, &run(SessionType::Browser, &steps)).unwrap_or_default();
+    assert!(script.contains("page.mouse.click(120, 80)"), "{script}");
+    assert!(script.contains("# a person did this while taking over"), "{script}");
+    assert!(script.contains("page.get_by_label(\"Code\").fill(secret(\"TYPED_1\"))"), "{script}");
+    assert!(!script.contains("hunter2"), "a password field's text is a secret: {script}");
+    assert!(script.contains("page.get_by_label(\"Password\").fill(secret(\"PASSWORD_3\"))"), "{script}");
+    assert!(
+        script.contains("fill(secret(\"LOGIN_PASSWORD\"))") && script.contains("totp(secret(\"LOGIN_TOTP_SECRET\"))"),
+        "{script}"
+    );
+    assert!(script.contains("def totp(key):"), "{script}");
+    assert!(!script.contains("# 5."), "a login without its record is no step to run: {script}");
+}
