@@ -2,7 +2,7 @@
 # Install what `make test` needs, only when it is missing. Idempotent; safe to run often.
 # The tests need the Rust toolchain with rustfmt and clippy, Chromium for the agent-worker's
 # browser tests and the web page's, pdfinfo (poppler-utils) to check the PDFs it prints, python3
-# with the `mcp`, `openapi-spec-validator` and `prometheus-client` packages, OpenSSH (client and
+# with the `mcp`, `openapi-spec-validator`, `prometheus-client` and `playwright` packages, OpenSSH (client and
 # server) for the SSH-session tests, and a virtual X server with a window manager and X programs
 # for the desktop tests (Xvfb, xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox), with
 # a D-Bus daemon, the AT-SPI bus (at-spi2-core) and GTK 3 for the system's Python (a dialog
@@ -35,11 +35,15 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 
 # The official MCP Python client drives `agent-controller mcp` in the tests; the OpenAPI
-# document is checked by openapi-spec-validator and /metrics parsed by prometheus_client.
-for pair in "mcp:mcp" "openapi_spec_validator:openapi-spec-validator" "prometheus_client:prometheus-client"; do
+# document is checked by openapi-spec-validator and /metrics parsed by prometheus_client; an
+# exported run's script is run on Playwright for Python (with the system's Chromium, so no
+# `playwright install`). A Debian python3 refuses pip outside a venv (PEP 668): asked again
+# with --break-system-packages.
+for pair in "mcp:mcp" "openapi_spec_validator:openapi-spec-validator" "prometheus_client:prometheus-client" \
+            "playwright.sync_api:playwright"; do
   module=${pair%%:*}; package=${pair##*:}
   if ! python3 -c "import $module" >/dev/null 2>&1; then
-    python3 -m pip install -q "$package"
+    python3 -m pip install -q "$package" || python3 -m pip install -q --break-system-packages "$package"
   fi
 done
 

@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod error;
 pub mod eval;
 pub mod exec;
+pub mod export;
 pub mod http;
 pub mod hub;
 pub mod llm;

@@ -20,6 +20,7 @@ mod desktop;
 mod desktop_atspi;
 mod durability;
 mod eval;
+mod export;
 mod files;
 mod fuzz;
 mod goldens;

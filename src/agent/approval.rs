@@ -114,6 +114,7 @@ impl Agent {
             None,
         );
         if line.to_ascii_uppercase().starts_with("APPROVE") {
+            self.note_approval("validator", None);
             return Gate::Run { input: input.clone(), note: None };
         }
         let reason = line.split_once("REASON:").map_or(line, |(_, r)| r).trim();
@@ -134,6 +135,10 @@ impl Agent {
             _ => details["arguments"] = input.clone(),
         }
         let v = self.runner.confirm(tool.name(), &Self::what(tool, input), details, "medium");
+        if matches!(v.outcome, ConfirmationOutcome::Approved | ConfirmationOutcome::AutoApproved) {
+            let by = if v.outcome == ConfirmationOutcome::Approved { "person" } else { "auto_confirm" };
+            self.note_approval(by, v.edited.as_deref().filter(|_| tool == Tool::RunCommand));
+        }
         match v.outcome {
             // Only a command can be edited; an edit of anything else is ignored.
             ConfirmationOutcome::Approved | ConfirmationOutcome::AutoApproved => match v.edited {

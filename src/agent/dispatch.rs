@@ -135,6 +135,7 @@ impl Agent {
         if !self.typed_args.is_empty() {
             step["typed"] = json!(self.typed_args);
         }
+        self.for_export(&mut step, outcome, by_human);
         let kind = if outcome.is_error { LogKind::Error } else { LogKind::Result };
         self.runner.log(kind, &format!("{name}{who}: {shown}"), Some(data));
         self.runner.add_step(step);
@@ -148,7 +149,8 @@ impl Agent {
             // goes into the model's context just like what goes to disk.
             Ok(mut data) => {
                 self.runner.scrub_json(&mut data);
-                self.result_blocks(name, data)
+                let acted_on = ToolOutcome::take_acted_on(&mut data);
+                ToolOutcome { acted_on, ..self.result_blocks(name, data) }
             }
             Err(ExecError::Stopped) => ToolOutcome::stopped(),
             // The worker's words may quote the page (a label, the text around a click).

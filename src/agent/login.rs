@@ -77,21 +77,34 @@ impl Agent {
             (Tool::BrowserClick, json!({"selector": submit_sel}), "submit the form"),
         ];
         let mut after = Value::Null;
+        // What each field was, for the step log (an exported script fills them from its
+        // environment): never a value.
+        let mut described = Vec::new();
         for (tool, params, what) in steps {
             match self.login_step(tool, params, what) {
-                Ok(v) => after = v,
+                Ok(mut v) => {
+                    described.push(ToolOutcome::take_acted_on(&mut v).map_or(Value::Null, |a| a["element"].clone()));
+                    after = v;
+                }
                 Err(outcome) => return *outcome,
             }
         }
+        let field = |i: usize| described.get(i).cloned().unwrap_or_default();
+        let mut login = json!({"url": login_url, "username": field(0), "password": field(1), "submit": field(2)});
         let totp = creds.totp.as_ref().and_then(|t| Totp::parse(t.expose()).ok());
         if let Some(totp) = totp {
             match self.one_time_code(&totp, &bound, &after["url"]) {
-                Ok(Some(v)) => after = v,
+                Ok(Some(v)) => {
+                    after = v;
+                    login["code"] =
+                        json!({"field": CODE_FIELD, "send": send_button(&format!("form:has({CODE_FIELD})"))});
+                }
                 Ok(None) => {}
                 Err(outcome) => return *outcome,
             }
         }
-        self.logged_in(&login_url, &creds.username, after)
+        let done = self.logged_in(&login_url, &creds.username, after);
+        ToolOutcome { acted_on: Some(json!({"login": login})), ..done }
     }
 
     /// One command of the login, gated as any send is; its result, or the outcome that ends it.

@@ -11,6 +11,7 @@
 //! Invariant: `conversation_log.json` is rewritten after every turn and at the end, and every
 //! tool call in it has its result, whatever ended the session.
 
+mod acted;
 mod approval;
 mod boundary;
 mod budget;
@@ -145,6 +146,8 @@ pub struct Agent {
     paused_for: Duration,
     /// The budget's one wrap-up call was made (`budget.rs`).
     budget_wrapped: bool,
+    /// Who approved the call being run, for its step-log entry (`acted.rs`).
+    approved: Option<Value>,
 }
 
 /// The mode's prompt and the text-only note for a model without images: the same bytes for
@@ -239,6 +242,7 @@ impl Agent {
             boundary,
             paused_for: Duration::ZERO,
             budget_wrapped: false,
+            approved: None,
         }
     }
 

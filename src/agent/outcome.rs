@@ -1,6 +1,6 @@
 //! What one tool call produced, as the loop and every guard see it: the blocks for the model,
 //! whether it failed, and the facts the controller reads instead of the words (a finish, a
-//! stop, a dry run, the worker's typed refusal).
+//! stop, a dry run, the worker's typed refusal), and what the step acted on, for the step log.
 
 use crate::llm::Block;
 use serde_json::Value;
@@ -19,6 +19,9 @@ pub(super) struct ToolOutcome {
     pub dry_run: bool,
     /// The worker's typed refusal (`{"refused": CODE, …}`), when it refused the call.
     pub refusal: Option<Value>,
+    /// What the step acted on, for the step log only (`{"element": …}`, `{"elements": […]}`,
+    /// `{"login": …}`): how an exported script finds it again (`export/`).
+    pub acted_on: Option<Value>,
 }
 
 impl ToolOutcome {
@@ -35,6 +38,7 @@ impl ToolOutcome {
             screenshot: None,
             dry_run: false,
             refusal: None,
+            acted_on: None,
         }
     }
 
@@ -45,6 +49,15 @@ impl ToolOutcome {
 
     pub fn error(message: impl Into<String>) -> ToolOutcome {
         ToolOutcome { is_error: true, ..ToolOutcome::blocks(vec![Block::text(message.into())]) }
+    }
+
+    /// The worker's descriptions of what a step named, taken out of its result (the model
+    /// acts by refs and needs none of it).
+    pub fn take_acted_on(data: &mut Value) -> Option<Value> {
+        let map = data.as_object_mut()?;
+        let taken: serde_json::Map<String, Value> =
+            ["element", "elements"].iter().filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v))).collect();
+        (!taken.is_empty()).then_some(Value::Object(taken))
     }
 
     pub fn stopped() -> ToolOutcome {

@@ -160,6 +160,23 @@ pub const COMMANDS: &[Cmd] = &[
         ID,
         ID,
     ),
+    args(
+        more(
+            cmd(
+                "export",
+                "ID [--format playwright|sh] [-o FILE]",
+                "a run as a script to keep: a browser session as Playwright (Python), a shell session as sh",
+                &[
+                    opt(&["--format"], "FORMAT", "playwright or sh (default: the session's own)"),
+                    opt(&["-o", "--out"], "FILE", "write it to FILE (default: print it)"),
+                ],
+            ),
+            "The script holds no secret: it reads each from an environment variable its header and --help name. \
+             A Playwright script runs with `pip install playwright` and `python3 FILE --browser /usr/bin/chromium`.",
+        ),
+        ID,
+        ID,
+    ),
     cmd("sessions", "", "list the sessions, newest first", &[]),
     args(cmd("status", "ID", "one session's state", &[]), ID, ID),
     args(
@@ -342,6 +359,11 @@ pub const COMMANDS: &[Cmd] = &[
         local(cmd("completions", "bash | zsh | fish", "print a shell completion script", &[]), COMPLETIONS_MORE),
         1,
         1,
+    ),
+    local(
+        cmd("skill", "", "print a SKILL.md that teaches a coding agent (Claude Code, Codex) to use this tool", &[]),
+        "Save it where the agent looks for skills: ~/.claude/skills/agent-controller/SKILL.md (or a project's \
+         .claude/skills/agent-controller/SKILL.md) for Claude Code, ~/.codex/skills/agent-controller/SKILL.md for Codex.",
     ),
     args(local(cmd("help", "[COMMAND]", "show help for the program or one command", &[]), ""), 0, 1),
     local(cmd("version", "", "show the version and git commit", &[]), ""),

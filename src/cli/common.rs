@@ -40,7 +40,9 @@ token from --token | AGENT_CONTROLLER_TOKEN; a private CA from --ca-file | AGENT
     agent-controller stop ID | workers | health
     agent-controller pause ID | resume ID [--note TEXT]  take a session over, hand it back
     agent-controller act ID TOOL JSON                   run one of its tools while it is paused
+    agent-controller export ID [--format playwright|sh] [-o FILE]   the run as a script to keep
     agent-controller mcp                                MCP server on stdio (for Claude Code)
+    agent-controller skill                              a SKILL.md for coding agents
 
 exit codes: 0 finished/ok, 1 session error, 2 usage, 3 stopped, 4 finished after a denied
 confirmation, 5 controller unreachable or API error";

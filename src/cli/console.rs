@@ -40,6 +40,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
         "workers" => client.get("/workers").map(|v| print_table(&v, &out, WORKER_COLUMNS)),
         "profiles" => return profiles(&client, &out, args),
         "schedule" => return super::schedule::run(&client, &out, args),
+        "export" => return super::export::run(&client, &out, args),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");

@@ -1,5 +1,6 @@
-//! The API server's routes : sessions, logs, files (and the inputs a person hands over),
-//! confirmations, workers and their browser profiles, health, and the web page's files (`web/`).
+//! The API server's routes : sessions, logs, files (and the inputs a person hands over), a
+//! run's export, confirmations, workers and their browser profiles, health, and the web page's
+//! files (`web/`).
 //!
 //! Each handler returns `Result<Reply, ApiError>`; `http::finish` turns that into exactly one
 //! response. Bodies are JSON, capped at 1 MiB. Auth is a bearer token checked in constant
@@ -9,6 +10,7 @@ use super::body::percent_encode;
 use super::{metrics, openapi, web};
 use crate::config::Config;
 use crate::error::ApiError;
+use crate::export;
 use crate::http::{self, Reply, query_param, split_url};
 use crate::hub::WorkerHub;
 use crate::protocol::takeover::{ActRequest, ResumeRequest};
@@ -69,6 +71,7 @@ impl Api {
             (Get, ["sessions", id, "notes"]) => Ok(Reply::json(200, &self.sessions.get(id)?.notes())),
             (Get, ["sessions", id, "conversation"]) => Ok(Reply::json(200, &self.sessions.get(id)?.conversation())),
             (Get, ["sessions", id, "steps"]) => Ok(Reply::json(200, &self.sessions.get(id)?.read_steps())),
+            (Get, ["sessions", id, "export"]) => self.export(&*self.sessions.get(id)?, &query),
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name, request),
@@ -277,6 +280,41 @@ impl Api {
                 n if n == length => Ok(()),
                 n => Err(std::io::Error::other(format!("the file shrank to {n} of {length} bytes while being sent"))),
             }),
+        }))
+    }
+
+    /// `GET /sessions/:id/export?format=playwright|sh`: the run as a script to keep (the
+    /// session's own format when none is named), an attachment.
+    fn export(&self, session: &Session, query: &[(String, String)]) -> Result<Reply, ApiError> {
+        let record = session.record();
+        let format =
+            match query_param(query, "format") {
+                None | Some("") => export::Format::of(record.session_type),
+                Some(name) => Some(export::Format::parse(name).ok_or_else(|| {
+                    ApiError::BadRequest(format!("format={name}: say one of {}", export::Format::NAMES))
+                })?),
+            };
+        let format = format.ok_or_else(|| ApiError::BadRequest("a desktop session has no script export".into()))?;
+        let steps = session.read_steps();
+        let status = json!(record.status);
+        let run = export::Run {
+            id: &record.session_id,
+            kind: record.session_type,
+            target: &record.target,
+            instruction: record.instruction.as_deref(),
+            status: status.as_str().unwrap_or(""),
+            created_at: &record.created_at,
+            steps: &steps,
+        };
+        let text = export::script(format, &run).map_err(ApiError::BadRequest)?.into_bytes();
+        Ok(Reply::Stream(http::Stream {
+            headers: vec![
+                http::header("Content-Type", format.content_type()),
+                http::header("Content-Disposition", &content_disposition(&format.file_name(&record.session_id))),
+                http::header("Cache-Control", "private, no-cache"),
+            ],
+            length: Some(text.len() as u64),
+            write: Box::new(move |out| out.write_all(&text)),
         }))
     }
 

@@ -106,6 +106,15 @@ const OPERATIONS: &[Op] = &[
     ),
     op(
         "get",
+        "/sessions/{id}/export",
+        "sessions",
+        (200, Bytes("text/x-python")),
+        &[400, 401, 404],
+        "The run as a script to keep: a browser session's acting steps as Playwright (Python), a shell session's commands as sh; secrets come from environment variables it names",
+    )
+    .query(&[("format", "playwright or sh (default: the session's own)")]),
+    op(
+        "get",
         "/sessions/{id}/conversation",
         "sessions",
         (200, Json("Conversation")),

@@ -1,6 +1,6 @@
 //! A small website on loopback for browser tests: PDF links, a table, a login that sets a
 //! cookie guarding a private PDF, a form with a result page, content that appears late, a page
-//! that remembers a visit in localStorage, a hostile page that tampers with its globals, and
+//! that remembers a visit in localStorage (every form posted kept, in order), a hostile page that tampers with its globals, and
 //! widgets that answer an action in place (suggestions, a dialog, dates, a range, a spinner).
 
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 pub struct Site {
     pub url: String,
+    /// Every form posted to the site, as `PATH BODY`, in order.
+    pub posted: Arc<std::sync::Mutex<Vec<String>>>,
     server: Arc<tiny_http::Server>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
@@ -205,10 +207,15 @@ impl Site {
         let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
         let url = format!("http://{}", server.server_addr().to_ip().unwrap());
         let srv = Arc::clone(&server);
+        let posted = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let posts = Arc::clone(&posted);
         let handle = std::thread::spawn(move || {
             while let Ok(mut rq) = srv.recv() {
                 let mut body = String::new();
                 let _ = rq.as_reader().read_to_string(&mut body);
+                if rq.method().as_str() == "POST" {
+                    posts.lock().unwrap().push(format!("{} {body}", rq.url()));
+                }
                 let cookie = rq
                     .headers()
                     .iter()
@@ -389,7 +396,7 @@ impl Site {
                 let _ = rq.respond(resp);
             }
         });
-        Site { url, server, handle: Some(handle) }
+        Site { url, posted, server, handle: Some(handle) }
     }
 }
 

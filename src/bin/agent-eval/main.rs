@@ -1,5 +1,5 @@
 //! agent-eval: every `agent-controller` command but the daemon's (`serve`, `help`, `version`):
-//! the console, the MCP server (`mcp`), `completions`, `config check`, and `eval` and `probe`,
+//! the console, the MCP server (`mcp`), `completions`, `config check`, `skill`, and `eval` and `probe`,
 //! which measure models and ask endpoints. `agent-controller` runs this binary with its
 //! arguments; none of these is part of the daemon, and living here keeps the daemon's static
 //! binary small.
@@ -41,6 +41,10 @@ fn client(name: &str, parsed: &Parsed) -> ExitCode {
             None => usage(&format!("no completions for {:?}; say bash, zsh or fish", parsed.free[0])),
         },
         "config" => config_check(parsed),
+        "skill" => {
+            print!("{}", agent_controller::cli::skill::SKILL_MD);
+            ExitCode::SUCCESS
+        }
         "mcp" => mcp(parsed),
         _ => ExitCode::from(console::run(name, parsed.arguments())),
     }

@@ -573,6 +573,6 @@ if (!window.__ac) { window.__ac = (() => {
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
   return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, placeSecret, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
-          norm, visible, takesText, labelFor, refState, listenedIn, stepper, stepperAt: sel => stepper(find(sel)),
+          norm, visible, takesText, labelFor, cssPath, refState, listenedIn, stepper, stepperAt: sel => stepper(find(sel)),
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

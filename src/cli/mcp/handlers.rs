@@ -91,6 +91,12 @@ pub fn get_report(c: &Call<'_>) -> Outcome {
     })
 }
 
+pub fn export_session(c: &Call<'_>) -> Outcome {
+    let query = c.args["format"].as_str().map_or_else(String::new, |f| format!("?format={}", path_segment(f)));
+    let (bytes, _) = c.rest.get_bytes(&format!("/sessions/{}/export{query}", c.session()), INLINE_MAX)?;
+    Ok(ToolResult::text(String::from_utf8_lossy(&bytes).into_owned()))
+}
+
 pub fn get_notes(c: &Call<'_>) -> Outcome {
     shown(c, &format!("/sessions/{}/notes", c.session()))
 }

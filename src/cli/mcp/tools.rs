@@ -206,6 +206,16 @@ pub static TOOLS: &[McpTool] = &[
         run: h::get_file,
     },
     McpTool {
+        name: "export_session",
+        title: "Export a run as a script",
+        description: "The session's run as a script to keep: a browser session as a Playwright (Python) script, a \
+            shell session as sh. It holds no secret: it reads them from the environment variables its header names.",
+        properties: r#"{"session_id": {"type": "string"}, "format": {"type": "string", "enum": ["playwright", "sh"]}}"#,
+        required: &["session_id"],
+        effect: Effect::Reads,
+        run: h::export_session,
+    },
+    McpTool {
         name: "respond_confirmation",
         title: "Answer a confirmation",
         description: "Approve or deny the action the session is waiting on (see wait_for_session / get_session). A \

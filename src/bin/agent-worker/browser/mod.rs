@@ -18,6 +18,7 @@ mod download;
 mod gate;
 mod keys;
 mod launch;
+mod locate;
 mod page;
 mod profiles;
 mod snapshot;

@@ -15,12 +15,14 @@ use crate::error::WorkerError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// The special inputs' forms, the page helpers (which use them), the snapshot (which builds on
-/// them), then the hold on form sends (`hold_submits`).
+/// The special inputs' forms, the page helpers (which use them), the locators of exported runs and
+/// the snapshot (which build on them), then the hold on form sends (`hold_submits`).
 const PAGE_JS: &str = concat!(
     include_str!("../inputs.js"),
     "\n",
     include_str!("../page.js"),
+    "\n",
+    include_str!("../locate.js"),
     "\n",
     include_str!("../snapshot.js"),
     "\n",

@@ -21,8 +21,13 @@ const LINKS: usize = 500;
 
 impl Browser {
     pub(super) fn dispatch(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        // Described before it acts: a click may take the element away (`locate.rs`).
+        let targets = self.describe_targets(tool, p);
         let result = self.run_tool(tool, p, ctx);
-        self.explain_miss(tool, p, result)
+        match (self.explain_miss(tool, p, result), targets) {
+            (Ok(done), Some((key, described))) if done.is_object() => Ok(with(done, key, described)),
+            (other, _) => other,
+        }
     }
 
     fn run_tool(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {

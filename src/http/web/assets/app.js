@@ -285,6 +285,7 @@ function renderRecord(r) {
   badge.className = `badge ${r.status}`;
   show($('s-stop'), isActive(r));
   show($('replay'), r.status === 'finished');
+  show($('r-export'), r.type !== 'app');
   $('s-target').textContent = r.target;
   $('s-what').textContent = r.instruction || r.goal || '';
   const llm = r.llm ? `${r.llm.name} (${r.llm.provider} ${r.llm.model})` : '';
@@ -630,6 +631,10 @@ function init() {
   $('q-form').addEventListener('submit', answerSubmitted);
   $('s-stop').addEventListener('click', stopSession);
   $('replay').addEventListener('submit', replaySubmitted);
+  $('r-export').addEventListener('click', () => {
+    const cur = state.cur;
+    if (cur) download(`/sessions/${enc(cur.id)}/export`, `${cur.id}.${cur.record.type === 'shell' ? 'sh' : 'py'}`);
+  });
   $('zip').addEventListener('click', () => {
     const cur = state.cur;
     if (cur) download(`/sessions/${enc(cur.id)}/files/zip`, `${cur.id}.zip`);
