@@ -2,7 +2,7 @@
 //! model and a scripted worker: each fires on the case it was written for (its firing counted
 //! under its name in the session record), and is quiet on a task or page it was not written for
 //! (a search form, a shell task, a task that keeps no file), where the run goes as the model
-//! asked. Pure guards are tested beside their functions (`src/agent/*.rs`).
+//! asked. Pure guards are tested beside their code (`src/agent/guards/*.rs`).
 
 use crate::support::llm::*;
 use crate::support::wire::{Wire, openai_text};
