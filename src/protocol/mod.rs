@@ -7,6 +7,7 @@
 
 pub mod domains;
 pub mod guards;
+pub mod refusal;
 pub mod replay;
 pub mod schedule;
 pub mod secrets;

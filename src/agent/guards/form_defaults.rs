@@ -10,6 +10,7 @@ use super::super::Agent;
 use super::super::outcome::ToolOutcome;
 use super::{Call, Modes, Unit};
 use crate::protocol::guards::Guard;
+use crate::protocol::refusal::Refusal;
 use crate::protocol::tools::Tool;
 use serde_json::Value;
 
@@ -36,7 +37,7 @@ impl Agent {
 
     /// After a result: a submit the worker held is remembered, and not held again.
     pub(in crate::agent) fn form_defaults_held(&mut self, call: &Call, outcome: &mut ToolOutcome) {
-        if outcome.refused() == Some("form_unset") {
+        if outcome.refused() == Some(Refusal::FormUnset) {
             self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named");
             self.guard_state.held_submits.extend(call.input["selector"].as_str().map(str::to_string));
         }

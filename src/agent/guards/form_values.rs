@@ -13,6 +13,7 @@ use super::super::outcome::ToolOutcome;
 use super::{Call, Modes, Unit, Verdict};
 use crate::llm::Block;
 use crate::protocol::guards::Guard;
+use crate::protocol::refusal::Refusal;
 use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
 
@@ -64,7 +65,7 @@ impl Agent {
     /// After a result: a refused submit click gets the fill the task's words give, if any, and
     /// it is remembered.
     pub(in crate::agent) fn point_at_form_values(&mut self, call: &Call, outcome: &mut ToolOutcome) {
-        if call.name != Tool::BrowserClick.name() || outcome.refused() != Some("form_unset") {
+        if call.name != Tool::BrowserClick.name() || outcome.refused() != Some(Refusal::FormUnset) {
             return;
         }
         let refusal = outcome.refusal.clone().unwrap_or_default();
