@@ -95,6 +95,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         takeover_requested: None,
         budget,
         ended_by: None,
+        end: None,
         profile: None,
         guards_fired: Default::default(),
     };
