@@ -2,7 +2,7 @@
 //! model and a scripted worker: each fires on the case it was written for (its firing counted
 //! under its name in the session record), and is quiet on a task or page it was not written for
 //! (a search form, a shell task, a task that keeps no file), where the run goes as the model
-//! asked. Pure guards are tested beside their functions (`src/agent/*.rs`).
+//! asked. Pure guards are tested beside their code (`src/agent/guards/*.rs`).
 
 use crate::support::llm::*;
 use crate::support::wire::{Wire, openai_text};
@@ -294,4 +294,43 @@ fn guard_failed_hold_is_quiet_on_a_call_that_failed_two_ways() {
     assert_eq!(r.fired("failed_hold"), 0, "{}", r.record);
     let clicks = r.actions().iter().filter(|a| **a == "browser_click").count();
     assert_eq!(clicks, 3, "every try ran: {:?}", r.actions());
+}
+
+/// A page with a link to a report (a file) and a contact link.
+const HOME: &str = "Page: \"Acme\" — https://shop.test/ (HTTP 200)\n\
+    [e5] link \"Annual report\" → https://shop.test/report.pdf\n[e6] link \"Contact\" → https://shop.test/contact";
+
+/// A click on the ref of the line below the link the words name: aimed at that link, which
+/// leads to a file, so downloaded. Both guards act on the one step, once each, and the step log
+/// says which (the call made once, not re-entered).
+#[test]
+fn guard_click_as_said_and_file_link_download_are_named_in_the_step_log() {
+    let said =
+        tools(Some("I will open the \"Annual report\" link."), &[("browser_click", json!({"selector": "ref=e6"}))]);
+    let dir = TempDir::new("g-step-log");
+    let (d, _llm) = llm_daemon(dir.path(), vec![said, finish("downloaded")], small);
+    let worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &["browser"], false, |cmd| match cmd["action"]
+        .as_str()
+        .unwrap()
+    {
+        "browser_download" => json!({"success": true, "data": {"filename": "report.pdf", "size": 3}}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": HOME}}),
+    });
+    let c = d.client();
+    let id = create_session(&c, task("https://shop.test/", "Get the annual report."));
+    let record = wait_status(&c, &id, "finished");
+    assert_eq!(record["guards_fired"]["click_as_said"], 1, "{record}");
+    assert_eq!(record["guards_fired"]["file_link_download"], 1, "{record}");
+    let actions: Vec<Value> = worker.seen.lock().unwrap().iter().map(|c| c["action"].clone()).collect();
+    assert_eq!(actions, ["browser_navigate", "browser_download"], "no click ran");
+    let steps = c.get(&format!("/sessions/{id}/steps")).json();
+    let steps = steps.as_array().unwrap();
+    assert_eq!(steps.len(), 3, "the opening, the one redirected step, the finish: {steps:?}");
+    assert_eq!(steps[0].get("guard"), None, "the opening is no guard's: {}", steps[0]);
+    assert_eq!(steps[2].get("guard"), None, "nor the finish: {}", steps[2]);
+    let step = &steps[1];
+    assert_eq!(step["tool"], "browser_download", "{step}");
+    assert_eq!(step["args"], json!({"url": "https://shop.test/report.pdf"}), "{step}");
+    assert_eq!(step["guard"], "click_as_said", "the first guard that changed it: {step}");
+    assert_eq!(step["guards"], json!(["click_as_said", "file_link_download"]), "{step}");
 }

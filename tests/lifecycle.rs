@@ -7,6 +7,41 @@ use serde_json::json;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A shutdown under a running session is a typed end (`end`), beside the words in `error`; a
+/// record written before that field existed, its error saying "interrupted", is read as one
+/// too and may be resumed.
+#[test]
+fn an_interruption_is_a_typed_end_and_an_older_record_reads_as_one() {
+    let dir = TempDir::new("typed-end");
+    let id;
+    {
+        let (test_agent, agent) = TestAgent::new();
+        let mut d = TestDaemon::start(test_config(dir.path()), agent);
+        let c = d.client();
+        let _w = register(&d.worker_client(), json!({"hostname": "r1", "capabilities": ["browser"]}));
+        id = create_session(&c, json!({"mode": "explore", "target": "https://y.test"}));
+        let _ = test_agent.next();
+        wait_status(&c, &id, "running");
+        d.shutdown();
+    }
+    let path = dir.path().join(&id).join("session.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    assert_eq!(v["end"], json!({"kind": "interrupted", "by": "shutdown"}), "{v}");
+    assert_eq!(v["error"], "interrupted: the controller shut down", "the words stay for readers");
+    // As a controller before `end` wrote it.
+    v.as_object_mut().unwrap().remove("end");
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+
+    let d = TestDaemon::idle(test_config(dir.path()));
+    let c = d.client();
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!((s["status"].as_str(), s.get("end")), (Some("error"), None), "{s}");
+    let r = c.post(&format!("/sessions/{id}/resume"), &json!({}));
+    assert_eq!(r.status, 202, "an older interrupted record goes on: {}", r.text());
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert!(s.get("end").is_none() && s["error"].is_null(), "a resumed session has no end yet: {s}");
+}
+
 #[test]
 fn sessions_survive_a_restart_and_interrupted_ones_become_errors() {
     let dir = TempDir::new("restart");
@@ -71,6 +106,7 @@ fn sessions_survive_a_restart_and_interrupted_ones_become_errors() {
     let s = c.get(&format!("/sessions/{running_id}")).json();
     assert_eq!(s["status"], "error");
     assert_eq!(s["error"], "interrupted by controller restart");
+    assert_eq!(s["end"], json!({"kind": "interrupted", "by": "restart"}), "a typed end: {s}");
     let log = c.get(&format!("/sessions/{running_id}/log")).json();
     let last = log["entries"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["type"], "error");

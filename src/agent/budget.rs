@@ -34,7 +34,7 @@ impl Agent {
     fn end_by_budget(&mut self) -> Turn {
         let line = self.runner.budget_line().unwrap_or_default();
         self.runner.log(LogKind::System, &line, None);
-        let summary = match self.answer_in_words() {
+        let summary = match self.walk_end() {
             Some(saved) => format!("{line} {saved}"),
             None => line,
         };

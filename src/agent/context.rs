@@ -49,7 +49,7 @@ impl Agent {
             self.boundary.wrap(&text)
         };
         let mut content = vec![Block::text(text)];
-        content.extend(self.login_hint(sign_in).map(Block::text));
+        content.extend(self.walk_read(&super::guards::Reading { sign_in }).into_iter().map(Block::text));
         content.extend(images);
         ToolOutcome { screenshot, ..ToolOutcome::blocks(content) }
     }

@@ -1,8 +1,10 @@
-//! Running one tool call: look it up in the session's offered tools (the tool table), check
-//! its arguments against its schema, and run it where the table says — a local handler
-//! (`local.rs`) or the session's executor, waiting no longer than what is left of a seconds
-//! budget. An unknown tool or bad arguments go back to the model as a tool error; nothing a
-//! model sends can end the session.
+//! Running one tool call once the pipeline (`guards/path.rs`) let it through: look it up in the
+//! session's offered tools (the tool table), check its arguments against its schema, and run it
+//! where the table says — a local handler (`local.rs`) or the session's executor (with the
+//! parameters the units ask the worker for), waiting no longer than what is left of a seconds
+//! budget; and the step log's entry of a call (with the guards that acted on it). An unknown
+//! tool or bad arguments go back to the model as a tool error; nothing a model sends can end
+//! the session.
 
 use super::Agent;
 use super::approval::{Gate, Gated};
@@ -11,7 +13,6 @@ use super::outcome::ToolOutcome;
 use crate::exec::ExecError;
 use crate::llm::{Block, joined_text};
 use crate::protocol::LogKind;
-use crate::protocol::guards::Guard;
 use crate::protocol::tools::{Runs, Timeout, Tool};
 use crate::util::clock;
 use crate::util::schema;
@@ -51,55 +52,6 @@ impl Agent {
         })
     }
 
-    /// A click on a link to a file (`file_link_download`): run as the download it means, with a
-    /// note saying so.
-    fn download_instead(&mut self, name: &str, input: &Value, url: &str) -> ToolOutcome {
-        let selector = input["selector"].as_str().unwrap_or("the element");
-        self.fire(Guard::FileLinkDownload, &format!("{name} on a link to a file: downloaded instead"));
-        let mut outcome = self.run_tool(Tool::BrowserDownload.name(), &json!({"url": url}));
-        let note = format!("{selector} links to a file: it was downloaded, not opened (the page stays as it was).");
-        outcome.content.push(Block::text(note));
-        outcome
-    }
-
-    pub(super) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        if let Some((meant, note)) = self.click_as_said(name, input).filter(|_| self.guard_on(Guard::ClickAsSaid)) {
-            self.fire(Guard::ClickAsSaid, &note);
-            let mut outcome = self.run_tool(name, &meant);
-            outcome.content.push(Block::text(note));
-            return outcome;
-        }
-        if let Some(url) = self.clicked_file_link(name, input).filter(|_| self.guard_on(Guard::FileLinkDownload)) {
-            return self.download_instead(name, input, &url);
-        }
-        self.step += 1;
-        self.runner.log(
-            LogKind::Tool,
-            &format!("{name} {}", excerpt(&input.to_string(), LOG_EXCERPT)),
-            Some(json!({"tool": name, "input": input})),
-        );
-        let started = Instant::now();
-        let mut outcome = match self.insisted_submit(name, input) {
-            Some(held) => held,
-            None => self.dispatch_watched(name, input),
-        };
-        if outcome.refused() == Some("form_unset") {
-            self.fire(Guard::FormDefaults, "a submit refused once: fields nobody set named");
-            self.held_submits.extend(input["selector"].as_str().map(str::to_string));
-        }
-        self.point_at_form_values(name, input, &mut outcome);
-        let whole = joined_text(&outcome.content, "\n");
-        self.grounding.saw(&whole);
-        if outcome.content.iter().any(|b| matches!(b, Block::Image { .. })) {
-            self.grounding.saw_image();
-        }
-        self.record_result(name, input, &outcome, started, false);
-        if self.record.replay.is_some() {
-            self.runner.count_replay_step(self.replaying);
-        }
-        outcome
-    }
-
     /// A call's result as a log line and a step-log entry (`by_human`: a person's act while
     /// paused); the excerpt both show.
     pub(super) fn record_result(
@@ -136,6 +88,9 @@ impl Agent {
             step["typed"] = json!(self.typed_args);
         }
         self.for_export(&mut step, outcome, by_human);
+        if !by_human {
+            self.mark_step(&mut step);
+        }
         let kind = if outcome.is_error { LogKind::Error } else { LogKind::Result };
         self.runner.log(kind, &format!("{name}{who}: {shown}"), Some(data));
         self.runner.add_step(step);
@@ -167,9 +122,6 @@ impl Agent {
             let known = self.listed_names().join(", ");
             return ToolOutcome::error(format!("unknown tool `{name}` for this session; available tools: {known}"));
         };
-        if let Some(repaired) = self.repaired(name, i, input) {
-            return repaired;
-        }
         let tool = self.offered[i];
         if let Err(e) = schema::validate(&self.tools[i].input_schema, input) {
             return ToolOutcome::error(format!("invalid arguments for {name}: {e}"));
@@ -189,34 +141,6 @@ impl Agent {
                 }
             },
         }
-    }
-
-    /// Arguments repaired (`argument_repair`): a list of one, a required argument under another
-    /// name, unknown keys left out; the call run as repaired, with a note saying so.
-    fn repaired(&mut self, name: &str, i: usize, input: &Value) -> Option<ToolOutcome> {
-        if !self.guard_on(Guard::ArgumentRepair) {
-            return None;
-        }
-        let schema = &self.tools[i].input_schema;
-        if let Some(list) = schema::as_list_of_one(schema, input) {
-            self.fire(Guard::ArgumentRepair, &format!("{name}: a list of one"));
-            return Some(self.dispatch(name, &list));
-        }
-        if let Some((fixed, to, from)) = schema::moved_required(schema, input) {
-            self.fire(Guard::ArgumentRepair, &format!("{name}: `{to}` taken from `{from}`"));
-            let mut outcome = self.dispatch(name, &fixed);
-            outcome.content.push(Block::text(format!("(`{to}` was taken from `{from}`: {name} takes `{to}`)")));
-            return Some(outcome);
-        }
-        let (known, ignored) = schema::known_arguments(schema, input);
-        if !ignored.is_empty() {
-            self.fire(Guard::ArgumentRepair, &format!("{name}: unknown arguments left out"));
-            let mut outcome = self.dispatch(name, &known);
-            let names = ignored.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
-            outcome.content.push(Block::text(format!("(left out: {names}, which {name} does not take)")));
-            return Some(outcome);
-        }
-        None
     }
 
     fn target_tool(&mut self, tool: Tool, input: &Value) -> ToolOutcome {
@@ -240,11 +164,8 @@ impl Agent {
                 params["timeout_s"] = params["timeout_s"].as_u64().map_or(cut, |asked| asked.min(cut)).into();
             }
         }
-        if tool == Tool::BrowserClick {
-            // The worker's guards act only where the session's profile asks for them.
-            let held_before = input["selector"].as_str().is_some_and(|s| self.held_submits.contains(s));
-            params["confirm_defaults"] = (self.guard_on(Guard::FormDefaults) && !held_before).into();
-        }
+        // The worker's guards act only where the units ask for them (`form_defaults`).
+        self.walk_worker(tool, input, &mut params);
         if let Some(ask) = self.download_needs_approval_over(tool) {
             params["ask_over_bytes"] = ask.into();
         }

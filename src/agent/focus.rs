@@ -1,19 +1,18 @@
-//! What each turn offers and says (the `short_catalog`, `recital`, `stuck_deliver` and
-//! `login_hint` guards), and the session opening its browser target before the first turn
-//! (both profiles).
+//! What each turn offers and says: the last chance (a stuck session's, chosen by the
+//! `stuck_deliver` unit, or a spent budget's), the tools listed and unlisted (the
+//! `short_catalog` unit decides which are hidden), and the session opening its browser target
+//! before the first turn (both profiles).
 //!
-//! Invariants: a focus note is a real user message (journaled like any other); only the recital
-//! lives in the view alone. The tool list is the same every turn but the last chance, so a local
-//! server keeps its prompt cache; a focused turn requires a call and refuses those outside its set.
-//! Nothing here reads the task's words to choose a tool or a file (`task_words.rs` does, for
-//! small-only guards).
+//! Invariants: a focus note is a real user message (journaled like any other). The tool list is
+//! the same every turn but the last chance, so a local server keeps its prompt cache; a focused
+//! turn requires a call and refuses those outside its set. Nothing here reads the task's words
+//! to choose a tool or a file (`task_words.rs` does, for small-only guards).
 //!
 //! **Rationale:** the last chance lists every tool of the session that delivers, the finish
 //! among them, and requires a call without naming one: what the task asks to keep is the
 //! model's to read, and no server is told one tool where several are meant.
 
 use super::Agent;
-use crate::config::Vision;
 use crate::llm::{Block, Message, Role, ToolDef};
 use crate::protocol::guards::Guard;
 use crate::protocol::takeover::BudgetKind;
@@ -21,10 +20,6 @@ use crate::protocol::tools::Tool;
 use crate::protocol::{Mode, SessionRecord, SessionType};
 use serde_json::json;
 use std::collections::HashSet;
-
-/// The conversation past the opening (which holds the task) at which the recital starts: a few
-/// pages' worth. A short page is done before then, and a reminder there only costs.
-const RECITAL_AFTER_TOKENS: u64 = 1_000;
 
 /// What one turn offers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -44,17 +39,11 @@ pub(super) struct FocusState {
     seen: HashSet<u64>,
     /// Whether the page returned by the call now running was new (set by `saw_page`).
     page_was_new: Option<bool>,
-    /// The recital started (`recital_due`); it stays on, compaction or not.
-    recital_started: bool,
-    /// Sign-in forms pointed out so far (`login_hint`).
-    login_hints: u32,
-    /// A finish before the deliverable existed was answered once (`premature_finish`).
-    pub finish_held: bool,
     /// The constrained call after the session got stuck was made.
     pub delivery_tried: bool,
     /// The focus of the turn being made, and the guard that chose it (none: the budget's wrap-up).
     pub turn: Focus,
-    by: Option<Guard>,
+    pub by: Option<Guard>,
 }
 
 /// Tools that produce what a task asks for, or end the session: all a `Deliver` turn offers.
@@ -74,20 +63,6 @@ pub(super) fn delivers(tool: Tool) -> bool {
     )
 }
 
-/// Whether the model is shown `tool` (else it runs only when called by name): the table's short
-/// catalog, the screenshot for a model known to see, and what asks a person only where one
-/// answers (not under `auto_confirm`) and notifications only where the session has a target.
-pub(super) fn lists(tool: Tool, record: &SessionRecord, vision: Vision) -> bool {
-    match tool {
-        Tool::BrowserScreenshot => vision == Vision::On,
-        Tool::RequestConfirmation | Tool::AskUser | Tool::RequestTakeover => !record.options.auto_confirm,
-        Tool::SendNotification => record.notifications.telegram || record.notifications.webhook,
-        // A task's deliverable is its files and its answer; notes serve explorations.
-        Tool::SaveNote => record.mode == Mode::Explore,
-        _ => !tool.spec().unlisted,
-    }
-}
-
 /// Whether a session opens its target itself: a browser session on an http(s) URL that is
 /// neither a replay (its steps do) nor a dry run (where a navigation does nothing).
 pub(super) fn opens_target(record: &SessionRecord) -> bool {
@@ -99,10 +74,8 @@ pub(super) fn opens_target(record: &SessionRecord) -> bool {
 }
 
 impl FocusState {
-    /// `json_actions`: the model answers in JSON actions, where the recital closes every request
-    /// from the first (there it earned on short pages too; with native tool calls it cost).
-    pub(super) fn new(opened: bool, json_actions: bool) -> FocusState {
-        FocusState { opened, recital_started: json_actions, ..FocusState::default() }
+    pub(super) fn new(opened: bool) -> FocusState {
+        FocusState { opened, ..FocusState::default() }
     }
 
     /// A page came back from the call now running; remembered.
@@ -142,59 +115,10 @@ impl Agent {
         opening.extend(outcome.content);
     }
 
-    /// A page with a password field, in a session with stored credentials: say that
-    /// perform_login is the way in (small models submit the empty form instead). Twice at most.
-    pub(super) fn login_hint(&mut self, sign_in: bool) -> Option<String> {
-        if !self.record.has_credentials || !sign_in || self.focus.login_hints >= 2 || !self.guard_on(Guard::LoginHint) {
-            return None;
-        }
-        self.focus.login_hints += 1;
-        self.fire(Guard::LoginHint, "a sign-in form: perform_login named");
-        Some(
-            "A sign-in form is on this page: call perform_login, which fills and submits it with the stored credentials."
-                .to_string(),
-        )
-    }
-
-    /// Whether this request ends with the recital: from the first saved file (progress worth
-    /// saying) or once the task is far back in the conversation, and from then on (in JSON mode
-    /// always, `FocusState::new`).
-    pub(super) fn recital_due(&mut self) -> bool {
-        if !self.focus.recital_started {
-            let past_opening = super::compaction::estimate(self.context().get(1..).unwrap_or_default());
-            self.focus.recital_started =
-                past_opening >= RECITAL_AFTER_TOKENS || !self.runner.deliverable_files().is_empty();
-        }
-        self.focus.recital_started
-    }
-
-    /// The task, what is saved so far and the turn: said again at the end of each request
-    /// once `recital_due`.
-    pub(super) fn recital(&self) -> String {
-        let what = match (self.record.mode, &self.record.instruction, &self.record.goal) {
-            (Mode::Task, Some(task), _) => format!("Your task: {task}"),
-            (_, _, Some(goal)) => format!("Your goal: {goal}"),
-            _ => "Your goal: understand what this is and how it works.".to_string(),
-        };
-        let files: Vec<String> = self.runner.deliverable_files().into_iter().map(|f| f.filename).collect();
-        let saved = if files.is_empty() { "none yet".to_string() } else { files.join(", ") };
-        format!(
-            "(Reminder) {what}\nFiles saved so far: {saved}.\nTurn {} of {}. When the task is done, call {}.",
-            self.turn,
-            self.record.max_turns,
-            self.finish_tool().name()
-        )
-    }
-
     /// The focus of the turn about to be made; a note saying why goes into the conversation.
     pub(super) fn choose_focus(&mut self, stuck: Option<&str>, budget: Option<BudgetKind>) {
         let focus = if stuck.is_some() || budget.is_some() { Focus::Deliver } else { Focus::Open };
-        // The budget's wrap-up is no guard: every session ends so.
-        let by = (stuck.is_some() && budget.is_none()).then_some(Guard::StuckDeliver);
-        if let Some(guard) = by {
-            self.fire(guard, "stuck: one call that can only deliver");
-        }
-        self.focus.by = by;
+        self.focus.by = self.focused_by(stuck.is_some(), budget);
         self.focus.turn = focus;
         if focus == Focus::Open {
             return;
@@ -254,7 +178,7 @@ impl Agent {
     }
 
     /// The tool that ends this session.
-    fn finish_tool(&self) -> Tool {
+    pub(super) fn finish_tool(&self) -> Tool {
         match self.record.mode {
             Mode::Task => Tool::FinishTask,
             Mode::Explore => Tool::FinishExploration,
@@ -262,14 +186,12 @@ impl Agent {
     }
 
     /// A call this turn's focus does not offer: not run, and the model is told what is.
-    pub(super) fn refused(&self, name: &str) -> Option<super::outcome::ToolOutcome> {
+    pub(super) fn refused(&mut self, name: &str) -> Option<super::outcome::ToolOutcome> {
         let tool = Tool::from_name(name)?;
         if self.in_turn(tool) {
             return None;
         }
-        if let Some(guard) = self.focus.by {
-            self.fire(guard, &format!("{name} not run: this turn asks to deliver"));
-        }
+        self.refused_by_focus(name);
         Some(super::outcome::ToolOutcome::error(format!(
             "Not run: this turn offers only {}. End with {} and the answer or what was done.",
             in_words(&self.turn_listed()),
@@ -315,7 +237,7 @@ mod tests {
 
     #[test]
     fn a_page_is_new_once_whatever_its_ref_numbers() {
-        let mut f = FocusState::new(true, false);
+        let mut f = FocusState::new(true);
         assert!(call(&mut f, Some("[e1] link \"A\"")), "a new page");
         assert!(!call(&mut f, Some("[e1] link \"A\"")));
         assert!(!call(&mut f, Some("[e9] link \"A\"")), "the same page with other ref numbers");

@@ -1,20 +1,17 @@
-//! Loops that escalate (both profiles): every call is remembered as its name, arguments and a
-//! hash of its result (ref numbers left out); a loop is the newest calls repeating with period
-//! 1, 2 or 3, results included, so a repeat that brings something new is no loop. The first
-//! repeat is noted, the second gets the page as it is now, a third is not run, and a second
-//! call held back soon after marks the session stuck (`loop_note`, `loop_hold`). One tool (not
-//! run_command: a shell's commands are new work) is noted after five calls in a row. One tool
-//! called past eight times in a row (not run_command) and a call whose last two failures
-//! answered the same are held too (`streak_hold`, `failed_hold`); a URL downloaded before or a
-//! page printed before as it is now is answered with its file (`done_before`).
+//! The loop detector (both profiles): every result is remembered as its call's name and
+//! arguments and a hash of its answer (ref numbers left out); a loop is the newest calls
+//! repeating with period 1, 2 or 3, results included, so a repeat that brings something new is
+//! no loop. It also keeps the streak of one tool, how each call failed, and the files each URL
+//! and page became. The units that act on it are in `guards/`: `loop_note`, `loop_hold`,
+//! `streak_hold`, `failed_hold`, `done_before`; a second call held back soon after the first
+//! marks the session stuck (`stuck_deliver` then gives it a last chance).
 //!
 //! Invariant: a held-back call is answered like any other call, so the conversation stays
-//! complete.
+//! complete; the detector remembers every result, whichever units are on.
 
 use super::Agent;
 use super::outcome::ToolOutcome;
 use crate::llm::Block;
-use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -27,12 +24,12 @@ const MAX_PERIOD: usize = 3;
 /// A second held-back call within this many calls of the first means the session is stuck.
 const PERSIST_WITHIN: u64 = 6;
 /// Characters of a call shown in a note.
-const SHOWN: usize = 120;
+pub(super) const SHOWN: usize = 120;
 /// One tool called this often in a row, whatever its arguments, gets a note; past `STREAK_HOLD`
 /// it is held back (a small model saving the same page under ever new names, say), but for
 /// run_command, whose new commands are a shell session's work.
-const STREAK_NOTE: usize = 5;
-const STREAK_HOLD: usize = 8;
+pub(super) const STREAK_NOTE: usize = 5;
+pub(super) const STREAK_HOLD: usize = 8;
 /// A call that failed this often the same way (other calls between or not) is not run again.
 const FAILED_HOLD: u32 = 2;
 
@@ -62,6 +59,8 @@ pub(super) struct LoopGuard {
     failed: std::collections::HashMap<String, (u64, u32)>,
     /// What the newest call answered, as `result_hash` (an acting call's entry holds 0).
     last_answer: u64,
+    /// Whether the newest call answered as the one before it.
+    same_answer: bool,
 }
 
 impl LoopGuard {
@@ -79,7 +78,7 @@ impl LoopGuard {
     }
 
     /// The period of a loop that has repeated twice and that `call` is part of.
-    fn would_repeat(&self, call: &str) -> Option<usize> {
+    pub(super) fn would_repeat(&self, call: &str) -> Option<usize> {
         let n = self.history.len();
         (1..=MAX_PERIOD)
             .find(|&p| self.periodic_suffix(p) >= 3 * p && self.history.iter().skip(n - p).any(|e| e.call == call))
@@ -87,7 +86,7 @@ impl LoopGuard {
 
     /// The loop the newest call completes: its period and how often it has repeated (the
     /// period repeated most; `N S S N S S` is a cycle of three, not a pair of snapshots).
-    fn repeated(&self) -> Option<(usize, usize)> {
+    pub(super) fn repeated(&self) -> Option<(usize, usize)> {
         (1..=MAX_PERIOD)
             .map(|p| (p, self.periodic_suffix(p)))
             .filter(|&(p, len)| len >= 2 * p)
@@ -103,7 +102,7 @@ impl LoopGuard {
     }
 
     /// The calls of the newest loop of period `p`, in order, for a note.
-    fn describe(&self, p: usize) -> String {
+    pub(super) fn describe(&self, p: usize) -> String {
         let n = self.history.len();
         let calls: Vec<String> =
             self.history.iter().skip(n - p).map(|e| super::context::excerpt(&e.call, SHOWN)).collect();
@@ -162,42 +161,43 @@ fn result_hash(outcome: &ToolOutcome) -> u64 {
     h.finish()
 }
 
+impl LoopGuard {
+    /// Whether `call` failed the same way `FAILED_HOLD` times (`failed_hold`).
+    pub(super) fn failed_alike(&self, call: &str) -> bool {
+        self.failed.get(call).is_some_and(|(_, n)| *n >= FAILED_HOLD)
+    }
+
+    /// The tool of the newest calls and how many times in a row it was called.
+    pub(super) fn streak(&self) -> (&str, usize) {
+        (&self.streak.0, self.streak.1)
+    }
+
+    /// Whether the newest call answered as the one before it.
+    pub(super) fn same_answer(&self) -> bool {
+        self.same_answer
+    }
+
+    /// The file a URL was downloaded as before.
+    pub(super) fn downloaded(&self, url: &str) -> Option<&String> {
+        self.downloaded.get(url)
+    }
+
+    /// The file a page (by its identity) was printed as before.
+    pub(super) fn printed(&self, page: u64) -> Option<&String> {
+        self.printed.get(&page)
+    }
+}
+
+/// A call as the loop detector remembers it: its name and arguments.
+pub(super) fn call_key(name: &str, input: &Value) -> String {
+    format!("{name} {input}")
+}
+
 impl Agent {
-    /// Run one call unless it would repeat a loop a third time; note the loops it completes.
-    pub(super) fn dispatch_watched(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        let call = format!("{name} {input}");
-        if let Some(p) = self.loops.would_repeat(&call).filter(|_| self.guard_on(Guard::LoopHold)) {
-            let what = self.loops.describe(p);
-            return self.hold_back(Guard::LoopHold, &what, "it gave the same results three times");
-        }
-        // The same call failed the same way twice already (small models retry between other
-        // calls too); one that failed two ways may meet a page that changed in between.
-        let failed_alike = self.loops.failed.get(&call).is_some_and(|(_, n)| *n >= FAILED_HOLD);
-        if failed_alike && self.guard_on(Guard::FailedHold) {
-            let what = format!("`{}`", super::context::excerpt(&call, SHOWN));
-            return self.hold_back(Guard::FailedHold, &what, "it failed the same way twice before");
-        }
-        let (tool, n) = &self.loops.streak;
-        // A shell's work is one command after another: only its exact repeats are loops.
-        if tool == name && *n >= STREAK_HOLD && name != Tool::RunCommand.name() && self.guard_on(Guard::StreakHold) {
-            let what = format!("{name} ({n} calls in a row)");
-            return self.hold_back(Guard::StreakHold, &what, "so many calls of one tool bring nothing new");
-        }
-        self.focus.before_call();
-        // A URL fetched before is answered with its file, and still counts towards a loop (a
-        // small model clicks the same file link again and again).
-        let done = self.guard_on(Guard::DoneBefore).then(|| self.downloaded_before(name, input)).flatten();
-        let done = done.or_else(|| self.guard_on(Guard::DoneBefore).then(|| self.printed_before(name)).flatten());
-        let mut outcome = match done {
-            Some(done) => {
-                self.fire(Guard::DoneBefore, &format!("{name} answered with the file it made before"));
-                done
-            }
-            None => self.dispatch(name, input),
-        };
-        if outcome.stopped {
-            return outcome;
-        }
+    /// Every result (run, or answered from before) remembered: its page, the streak, the files
+    /// it made, how it failed, the call and its answer (the notes after it are not part of it).
+    pub(super) fn observe_result(&mut self, call: &super::guards::Call, outcome: &ToolOutcome) {
+        let (name, input) = (call.name.as_str(), &call.input);
         if self.focus.after_call() {
             // A page not seen before: what failed on the earlier ones may work here.
             self.loops.failed.clear();
@@ -206,95 +206,19 @@ impl Agent {
             (tool, n) if tool == name => (tool, n + 1),
             _ => (name.to_string(), 1),
         };
-        self.note_download(name, input, &outcome);
-        self.note_print(name, &outcome);
-        let answer = result_hash(&outcome);
+        self.note_download(name, input, outcome);
+        self.note_print(name, outcome);
+        let key = call_key(name, input);
+        let answer = result_hash(outcome);
         if outcome.is_error {
-            let (last, n) = self.loops.failed.entry(call.clone()).or_insert((answer, 0));
+            let (last, n) = self.loops.failed.entry(key.clone()).or_insert((answer, 0));
             *n = if *last == answer { *n + 1 } else { 1 };
             *last = answer;
         } else {
-            self.loops.failed.remove(&call);
+            self.loops.failed.remove(&key);
         }
-        let same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
-        self.loops.push(call, if repeat_is_loop(name) { 0 } else { answer });
-        // After the result is remembered: the note is not part of it.
-        // A shell's commands are new work each time (a repeated one is caught below).
-        let streak = self.loops.streak.1 == STREAK_NOTE && name != Tool::RunCommand.name();
-        if streak && self.guard_on(Guard::LoopNote) {
-            self.fire(Guard::LoopNote, &format!("{name} called {STREAK_NOTE} times in a row"));
-            outcome.content.push(Block::text(format!(
-                "You have called {name} {STREAK_NOTE} times in a row. Check that each call brings something new; \
-                 if the task is done, finish. {}",
-                self.task_line()
-            )));
-        }
-        self.note_repeat(same_answer, &mut outcome);
-        outcome
-    }
-
-    /// A call that repeats the one before or a short cycle: say so (an answer seen before is
-    /// not shown again); a second repeat gets the page as it is now.
-    fn note_repeat(&mut self, same_answer: bool, outcome: &mut ToolOutcome) {
-        let repeated = self.loops.repeated().filter(|_| self.guard_on(Guard::LoopNote));
-        if let Some((p, n)) = repeated {
-            self.fire(Guard::LoopNote, &format!("{} repeated {n} time(s)", self.loops.describe(p)));
-        }
-        match repeated {
-            Some((1, 1)) if outcome.is_error => outcome.content.push(Block::text(
-                "This exact call already failed the same way. Repeating it will not help: look at the page or \
-                 output first and try something different.",
-            )),
-            // An acting call again with another answer (the file it fetched before): kept.
-            Some((1, 1)) if !same_answer => outcome.content.push(Block::text(format!(
-                "You made this exact call just before: repeating it brings nothing new. If the task is done, \
-                 finish. {}",
-                self.task_line()
-            ))),
-            // The same result again is not shown again: it would only fill a small context.
-            Some((1, 1)) => {
-                outcome.content = vec![Block::text(format!(
-                    "This exact call gave the same result as the one before (not shown again): repeating it \
-                     brings nothing new. If what you need is in it, use it now. {}",
-                    self.task_line()
-                ))]
-            }
-            Some((p, 1)) => outcome.content.push(Block::text(format!(
-                "Your last {} calls repeat {} with the same results.",
-                2 * p,
-                self.loops.describe(p)
-            ))),
-            Some((p, _)) => self.second_repeat(p, outcome),
-            None => {}
-        }
-    }
-
-    /// A download of a URL fetched before: answered with the file it is stored as.
-    fn downloaded_before(&self, name: &str, input: &Value) -> Option<ToolOutcome> {
-        if name != Tool::BrowserDownload.name() {
-            return None;
-        }
-        let file = self.loops.downloaded.get(input["url"].as_str()?)?;
-        Some(ToolOutcome::ok(serde_json::json!({
-            "already_downloaded": file,
-            "note": format!("This URL was downloaded before and is in the session's files as {file}; it is not \
-                             fetched again. If the task is done, finish."),
-        })))
-    }
-
-    /// A PDF of a page printed before, as it was then: answered with the file it is stored as
-    /// (a small model prints the same page again and again under the name the last print got;
-    /// each print differs from the last only by its timestamp).
-    fn printed_before(&self, name: &str) -> Option<ToolOutcome> {
-        if name != Tool::BrowserSaveAsPdf.name() {
-            return None;
-        }
-        let file = self.loops.printed.get(&self.page_identity()?)?;
-        Some(ToolOutcome::ok(serde_json::json!({
-            "already_saved": file,
-            "note": format!("This page, as it is now, was saved as a PDF before: it is in the session's files as \
-                             {file} and is not saved again. If the task is done, finish."),
-        })))
+        self.loops.same_answer = std::mem::replace(&mut self.loops.last_answer, answer) == answer;
+        self.loops.push(key, if repeat_is_loop(name) { 0 } else { answer });
     }
 
     fn note_print(&mut self, name: &str, outcome: &ToolOutcome) {
@@ -314,7 +238,7 @@ impl Agent {
     }
 
     /// The latest page's identity.
-    fn page_identity(&self) -> Option<u64> {
+    pub(super) fn page_identity(&self) -> Option<u64> {
         self.last_page.as_deref().map(super::snapshot::hash_of)
     }
 
@@ -327,21 +251,6 @@ impl Agent {
         }
     }
 
-    /// The second repeat: say so plainly, with the page as it is now.
-    fn second_repeat(&mut self, p: usize, outcome: &mut ToolOutcome) {
-        let what = self.loops.describe(p);
-        let mut note = format!(
-            "You have now made {what} three times, with the same results each time: it is not working. If the \
-             answer is already in what you have, finish now with it. Otherwise do something different: another \
-             element, another page, another tool. The same again will not be run. {}",
-            self.task_line()
-        );
-        if let Some(page) = self.current_snapshot() {
-            note.push_str(&format!("\n\nThe page as it is now:\n{page}"));
-        }
-        outcome.content.push(Block::text(note));
-    }
-
     /// The session's task (or goal) again: small models lose it in long contexts.
     pub(super) fn task_line(&self) -> String {
         match (&self.record.instruction, &self.record.goal) {
@@ -351,15 +260,15 @@ impl Agent {
         }
     }
 
-    /// A call that would repeat a loop a third time: not run. A second one soon after: stuck.
-    fn hold_back(&mut self, guard: Guard, what: &str, because: &str) -> ToolOutcome {
+    /// A call held back (`loop_hold`, `streak_hold`, `failed_hold`): its answer, naming real
+    /// choices (a small model told only "do something different" repeats itself). A second
+    /// one soon after marks the session stuck.
+    pub(super) fn held_back(&mut self, what: &str, because: &str) -> ToolOutcome {
         let persisting = self.loops.last_held.is_some_and(|s| self.step.saturating_sub(s) <= PERSIST_WITHIN);
         self.loops.last_held = Some(self.step);
         if persisting {
             self.loops.stuck = Some(format!("stuck: the model kept repeating {what}"));
         }
-        self.fire(guard, &format!("{what} not run again"));
-        // A small model told only "do something different" repeats itself: name real choices.
         let unopened = self.grounding.unopened();
         let instead = if self.record.session_type == crate::protocol::SessionType::Shell {
             "Do something different: `find DIR -type f` lists every file below a folder, `grep -rl WORD DIR` \

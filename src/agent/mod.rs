@@ -21,9 +21,8 @@ mod context;
 mod dispatch;
 mod dry_run;
 mod focus;
-mod form_fit;
 mod grounding;
-mod guarded;
+mod guards;
 mod history;
 mod local;
 mod login;
@@ -43,7 +42,6 @@ mod wrapup;
 use crate::config::{Config, DEFAULT_LLM, Endpoint, Wire};
 use crate::llm::{self, Block, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, ToolDef};
 use crate::notify::Notifier;
-use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use crate::protocol::{LogKind, SessionRecord, Usage};
 use crate::session::{AgentFn, AgentOutcome, SessionRunner};
@@ -123,11 +121,6 @@ pub struct Agent {
     /// JSON action mode on an endpoint that enforces a reply schema: each turn's tools go
     /// narrowed to the page (`choices.rs`).
     narrow_replies: bool,
-    /// A refused submit's selector and the fill the task gives for it (`form_fit.rs`).
-    pending_fill: Option<form_fit::PendingFill>,
-    /// Submits the worker held once (`form_defaults`): a ref keeps naming the same button on a
-    /// later page (a search form on its own results), and it is not held again.
-    held_submits: std::collections::HashSet<String>,
     /// How much of the conversation is in the journal (`report.rs`).
     journaled: report::Journaled,
     replaying: bool,
@@ -138,8 +131,12 @@ pub struct Agent {
     focus: focus::FocusState,
     /// Every word the session has seen: an answer asked for at the end is saved when grounded.
     grounding: grounding::Grounding,
-    /// The guards on for this session (`guarded.rs`, the table in `protocol::guards`).
-    guards: guarded::Guards,
+    /// The guards on for this session (`guards/`, the table in `protocol::guards`), and what
+    /// their units keep.
+    guards: guards::Guards,
+    guard_state: guards::State,
+    /// The model answers in JSON actions (the tool mode units run in).
+    json_actions: bool,
     /// The markers around what the target shows (`boundary.rs`).
     boundary: boundary::Boundary,
     /// Time a person held the session (not counted against its seconds budget).
@@ -189,7 +186,7 @@ impl Agent {
         let config = runner.config();
         let choice =
             crate::config::profile::choose(endpoint, record.options.profile, found, config.agent.context_window_tokens);
-        let guards = guarded::Guards::new(&choice, config, &record);
+        let guards = guards::Guards::new(&choice, config, &record);
         let json_actions = llm::tool_mode(endpoint, config) == crate::config::ToolMode::Json;
         let narrow_replies = json_actions && llm::reply_schema(endpoint, config);
         runner.set_profile(choice);
@@ -197,9 +194,7 @@ impl Agent {
         let system = system_prompt(&record, opened, vision);
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
         let tools = offered.iter().copied().map(tool_def).collect();
-        let short = guards.on(crate::protocol::guards::Guard::ShortCatalog);
-        let hidden: Vec<Tool> =
-            offered.iter().copied().filter(|t| short && !focus::lists(*t, &record, vision)).collect();
+        let hidden = guards::short_catalog::hidden(&guards, json_actions, &offered, &record, vision);
         let briefing = runner.briefing().map(|b| format!("\n\n{b}")).unwrap_or_default();
         let opening = format!("{}\n{}{briefing}", prompts::opening_message(&record, opened), boundary.prompt_line());
         let mut grounding = grounding::Grounding::default();
@@ -231,14 +226,14 @@ impl Agent {
             vision,
             last_page: None,
             narrow_replies,
-            pending_fill: None,
-            held_submits: Default::default(),
             journaled: Default::default(),
             replaying: false,
             typed_args: Vec::new(),
-            focus: focus::FocusState::new(opened, json_actions),
+            focus: focus::FocusState::new(opened),
             grounding,
             guards,
+            guard_state: guards::State::new(json_actions),
+            json_actions,
             boundary,
             paused_for: Duration::ZERO,
             budget_wrapped: false,
@@ -253,10 +248,7 @@ impl Agent {
                 if !self.resume_from_journal() {
                     self.open_target();
                 }
-                if !self.hidden.is_empty() {
-                    let names: Vec<&str> = self.hidden.iter().map(|t| t.name()).collect();
-                    self.fire(Guard::ShortCatalog, &format!("not listed (run when called): {}", names.join(", ")));
-                }
+                self.walk_start();
                 loop {
                     if let Turn::End(outcome) = self.turn() {
                         break outcome;
@@ -292,11 +284,9 @@ impl Agent {
         // Stuck: one constrained call that asks for the deliverable; stuck again, the end.
         let stuck = self.loops.stuck().map(str::to_string);
         if let Some(reason) = &stuck {
-            if self.focus.delivery_tried || !self.guard_on(Guard::StuckDeliver) {
+            if !self.walk_stuck() {
                 return self.end_stuck(reason.clone());
             }
-            self.focus.delivery_tried = true;
-            self.loops.unstick();
         }
         if self.turn >= self.record.max_turns {
             return self.end_at_limit();
@@ -337,11 +327,9 @@ impl Agent {
                 _ => None,
             })
             .collect();
-        if calls.is_empty() && self.focus.delivery_tried && self.focus.turn == focus::Focus::Deliver {
-            // Asked for the deliverable after getting stuck, it answered in words: the end.
-            if let Some(reason) = self.loops.last_stuck() {
-                return self.end_stuck(reason);
-            }
+        // Asked for the deliverable after getting stuck, it answered in words: the end.
+        if let Some(reason) = self.last_chance_unused(!calls.is_empty()) {
+            return self.end_stuck(reason);
         }
         if calls.is_empty() { self.no_tool_calls(&reply) } else { self.run_calls(calls) }
     }
@@ -356,30 +344,23 @@ impl Agent {
         }
     }
 
-    /// The recital closes the view, never the journal: added to our last message (always ours
-    /// before a call) for this call only, so the conversation is not copied each turn.
+    /// What the units before a turn add to the view (the recital) closes it, never the
+    /// journal: added to our last message (always ours before a call) for this call only, so the
+    /// conversation is not copied each turn.
     fn call_with_recital(&mut self) -> Result<Reply, LlmError> {
-        let due = self.guards.on(Guard::Recital) && self.recital_due();
-        let recital = due.then(|| Block::text(self.recital()));
-        let added = match (self.messages.last_mut(), recital) {
-            (Some(last), Some(recital)) if last.role == Role::User => {
-                last.content.push(recital);
-                true
-            }
-            _ => false,
-        };
-        if added {
-            self.fire(Guard::Recital, "the task, the files saved and the turn close the request");
+        let closing = self.walk_view();
+        let mut added = 0;
+        if let Some(last) = self.messages.last_mut().filter(|m| m.role == Role::User) {
+            added = closing.len();
+            last.content.extend(closing.into_iter().map(Block::text));
         }
         let reply = self.send_view();
         if let Ok(r) = &reply {
             let estimated = self.estimate_request(&self.context());
             self.calibrate(r.usage, estimated);
         }
-        if added {
-            if let Some(last) = self.messages.last_mut() {
-                last.content.pop();
-            }
+        if let Some(last) = self.messages.last_mut().filter(|_| added > 0) {
+            last.content.truncate(last.content.len().saturating_sub(added));
         }
         reply
     }
@@ -459,7 +440,7 @@ impl Agent {
         }
         let text = last_text(reply);
         let summary = if text.is_empty() { "The model ended without a summary.".to_string() } else { text };
-        let summary = match self.answer_in_words() {
+        let summary = match self.walk_end() {
             Some(saved) => format!("{saved} {summary}"),
             None => summary,
         };
@@ -489,8 +470,6 @@ impl Agent {
                 ToolOutcome::stopped()
             } else if let Some(refused) = self.refused(&name) {
                 refused
-            } else if let Some(held) = self.premature_finish(&name) {
-                held
             } else {
                 self.run_tool(&name, &input)
             };
@@ -509,7 +488,7 @@ impl Agent {
         }
         match finish {
             Some((summary, report)) => {
-                let summary = match self.answer_in_words() {
+                let summary = match self.walk_end() {
                     Some(saved) => format!("{summary} ({saved})"),
                     None => summary,
                 };

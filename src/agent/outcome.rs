@@ -3,6 +3,7 @@
 //! stop, a dry run, the worker's typed refusal), and what the step acted on, for the step log.
 
 use crate::llm::Block;
+use crate::protocol::refusal::Refusal;
 use serde_json::Value;
 
 /// What one tool call produced.
@@ -43,8 +44,8 @@ impl ToolOutcome {
     }
 
     /// The code of the worker's refusal, if it refused (`form_unset`, `covered`, …).
-    pub fn refused(&self) -> Option<&str> {
-        self.refusal.as_ref()?["refused"].as_str()
+    pub fn refused(&self) -> Option<Refusal> {
+        Refusal::of(self.refusal.as_ref()?)
     }
 
     pub fn error(message: impl Into<String>) -> ToolOutcome {

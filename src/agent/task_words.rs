@@ -1,53 +1,18 @@
-//! What a task's words say it keeps, read for the small profile only: the file it names (its
-//! last bare file name) and the tool its words point at. A finish before that file is saved is
-//! sent back once, naming the call that saves it (`premature_finish`, here); a session ending
-//! without it asks for its content in words (`answer_in_words`, `wrapup.rs`).
+//! What a task's words say it keeps, read for small-only guards alone: the file it names (its
+//! last bare file name), the tool its words point at, and whether that is saved. The units that
+//! read them are `premature_finish` and `answer_in_words` (`guards/`).
 //!
-//! Invariant: only small-only guard rows read these, each after asking its row, so the `full`
+//! Invariant: only small-only guard units read these, each where its row is on, so the `full`
 //! profile never chooses a tool or a file from the instruction's words.
 
 use super::Agent;
-use super::outcome::ToolOutcome;
 use crate::protocol::SessionType;
-use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 
 impl Agent {
-    /// A finish before anything the task asks to keep was saved (the answer known, `answer.txt`
-    /// never written): not run, once; the model is told what to call first.
-    pub(super) fn premature_finish(&mut self, name: &str) -> Option<ToolOutcome> {
-        if name != Tool::FinishTask.name()
-            || self.focus.finish_held
-            || !self.guard_on(Guard::PrematureFinish)
-            || self.delivered()
-        {
-            return None;
-        }
-        let needed = self.task_deliverable().filter(|t| *t != Tool::WriteFile)?;
-        self.focus.finish_held = true;
-        self.fire(Guard::PrematureFinish, "finish_task not run: nothing the task asks for is saved");
-        Some(ToolOutcome::error(format!(
-            "Not finished: the task asks you to keep something, and no file is saved yet. Call {} first, then \
-             finish_task.",
-            self.call_in_words(needed)
-        )))
-    }
-
-    /// `tool`'s call in words, with the file the task names (`save_file with filename
-    /// "answer.txt" and the content`): a small model fills in what it is told by name.
-    fn call_in_words(&self, tool: Tool) -> String {
-        let args = match (tool, self.named_file()) {
-            (Tool::SaveFile, Some(f)) => format!(" with filename \"{f}\" and the content the task asks for"),
-            (Tool::BrowserScrapeTable, Some(f)) => format!(" with the table's selector and filename \"{f}\""),
-            (Tool::BrowserSaveAsPdf, Some(f)) => format!(" with filename \"{f}\""),
-            _ => " with what the task asks for".to_string(),
-        };
-        format!("{}{args}", tool.name())
-    }
-
     /// Whether what the task asks to keep is saved: the file it names (a side download, a
     /// guide clicked on the way, is not `answer.txt`), else any file.
-    fn delivered(&self) -> bool {
+    pub(super) fn delivered(&self) -> bool {
         let files = self.runner.deliverable_files();
         match self.named_file().filter(|f| !f.to_lowercase().ends_with(".pdf")) {
             Some(named) => files.iter().any(|f| f.filename.eq_ignore_ascii_case(&named)),

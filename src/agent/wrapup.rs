@@ -5,21 +5,19 @@
 //! own: the stop itself never waits). That call carries no tools and no tool blocks:
 //! the conversation goes as a bounded plain-text transcript (the task, then the newest calls and
 //! results that fit), which every provider and tool mode accepts; if it fails, the report is
-//! built from the notes and files as before. Before a session that did not deliver ends, one
-//! more call without tools asks for the task's text file in words (`answer_in_words`).
+//! built from the notes and files as before. Before a session that did not deliver ends, the
+//! units at the end run (`answer_in_words`: the task's text file asked for in words).
 
 use super::{Agent, Turn};
 use crate::llm::{Block, Message, Request, Role};
 use crate::protocol::LogKind;
-use crate::protocol::guards::Guard;
 use crate::protocol::takeover::EndedBy;
-use crate::protocol::tools::Tool;
 use crate::session::AgentOutcome;
 use crate::wait::stop::StopSignal;
 use std::sync::Arc;
 
 /// Characters of transcript the last call gets (small models have small windows).
-const TRANSCRIPT_CHARS: usize = 12_000;
+pub(super) const TRANSCRIPT_CHARS: usize = 12_000;
 /// Characters of one call's input or result in the transcript.
 const ENTRY_CHARS: usize = 1500;
 /// Characters of the model's report repeated in the session's summary.
@@ -29,17 +27,12 @@ const LAST_WORD_SYSTEM: &str = "You write the final report of an automation sess
 Write plain markdown. Be concrete: the facts, values, URLs and file names found; what was done and saved; \
 what is missing and why. Do not invent anything that is not in the transcript.";
 
-const ANSWER_SYSTEM: &str = "You give the content of one file from an automation session's transcript. \
-Reply with only that content: no explanation, no quotes, no markdown. If the transcript does not show it, reply NONE.";
-/// The longest answer in words saved as the task's file.
-const ANSWER_CHARS: usize = 2000;
-
 impl Agent {
     /// The turn limit is reached: the model writes the report, without tools.
     pub(super) fn end_at_limit(&mut self) -> Turn {
         let limit = format!("Stopped after reaching the limit of {} turns.", self.record.max_turns);
         self.runner.log(LogKind::System, &limit, None);
-        if let Some(saved) = self.answer_in_words() {
+        if let Some(saved) = self.walk_end() {
             let summary = self.wrap_up(&format!("{limit} {saved}"), "The session reached its turn limit.");
             return Turn::End(AgentOutcome::Finished { summary });
         }
@@ -51,7 +44,7 @@ impl Agent {
     /// unless the file the task asks for can still be had in words (`answer_in_words`).
     pub(super) fn end_stuck(&mut self, reason: String) -> Turn {
         self.runner.mark_ended_by(EndedBy::Loop);
-        if let Some(saved) = self.answer_in_words() {
+        if let Some(saved) = self.walk_end() {
             self.runner.log(LogKind::System, &format!("{reason}; {saved}"), None);
             let summary = self.wrap_up(&saved, "The session kept repeating calls, then gave its answer in words.");
             return Turn::End(AgentOutcome::Finished { summary });
@@ -74,44 +67,6 @@ impl Agent {
                 why.to_string()
             }
         }
-    }
-
-    /// The last recovery, when the task asks for a text file (`answer.txt`) and the session is
-    /// ending without it (finished, answered in words, stuck, out of turns): one call without
-    /// tools asks for the file's content in words (small models answer what they cannot call).
-    /// Saved only when every number and name in it was seen in the session (`grounding.rs`).
-    /// Says what it saved.
-    pub(super) fn answer_in_words(&mut self) -> Option<String> {
-        if !self.guard_on(Guard::AnswerInWords) {
-            return None;
-        }
-        let file =
-            self.named_file().filter(|f| self.task_deliverable() == Some(Tool::SaveFile) && !f.ends_with(".pdf"))?;
-        // Another file saved is not the one the task names (a small model saves `3076` as `sales.csv`).
-        if self.runner.stop_requested() || self.runner.deliverable_files().iter().any(|f| f.filename == file) {
-            return None;
-        }
-        let prompt = format!(
-            "Transcript (the oldest calls may be left out):\n{}\n\n{}\nWhat goes in {file}? Reply with only its content.",
-            transcript(&self.messages, TRANSCRIPT_CHARS),
-            self.task_line()
-        );
-        let messages = [Message::user(vec![Block::text(prompt)])];
-        let reply = self.complete(&Request::plain(ANSWER_SYSTEM, &messages, 512)).ok()?;
-        let text = super::context::last_text(&reply);
-        let answer = text.trim().trim_matches('`').trim();
-        if answer.is_empty() || answer.eq_ignore_ascii_case("none") || answer.len() > ANSWER_CHARS {
-            return None;
-        }
-        let unseen = self.grounding.unseen(answer);
-        if !unseen.is_empty() {
-            self.fire(Guard::AnswerInWords, &format!("the answer in words was not saved: {unseen:?} seen nowhere"));
-            return None;
-        }
-        let entry = self.runner.store_file(&file, answer.as_bytes(), crate::protocol::FileKind::Generated).ok()?;
-        let saved = format!("Saved {} from the model's answer in words.", entry.filename);
-        self.fire(Guard::AnswerInWords, &saved);
-        Some(saved)
     }
 
     /// The request for the last word: the situation, the transcript, the task again.
@@ -184,7 +139,7 @@ impl Agent {
 }
 
 /// The conversation as plain text: the opening message, then the newest entries that fit.
-fn transcript(messages: &[Message], max: usize) -> String {
+pub(super) fn transcript(messages: &[Message], max: usize) -> String {
     let mut entries: Vec<String> = Vec::new();
     for m in messages {
         for b in &m.content {

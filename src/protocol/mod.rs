@@ -6,8 +6,10 @@
 //! Only this module and `vault` (which may only deserialize) derive serde for the wire.
 
 pub mod domains;
+pub mod end;
 pub mod guards;
 pub mod profiles;
+pub mod refusal;
 pub mod replay;
 pub mod schedule;
 pub mod secrets;
@@ -330,6 +332,9 @@ pub struct SessionRecord {
     pub budget: Option<takeover::BudgetState>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_by: Option<takeover::EndedBy>,
+    /// Set when the controller stopped under the session (`error` keeps the words).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<end::End>,
     /// The profile the agent runs with, and why (set when the agent starts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<guards::ProfileChoice>,

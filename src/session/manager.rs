@@ -12,6 +12,7 @@ use super::{AgentFn, EndHook, Session, end_record, lock};
 use crate::config::Config;
 use crate::error::ApiError;
 use crate::hub::WorkerHub;
+use crate::protocol::end::{End, Interruption};
 use crate::protocol::{CreateSessionRequest, LogKind, Mode, SessionRecord, SessionSummary, Status};
 use crate::store::Store;
 use crate::util::clock;
@@ -62,13 +63,15 @@ impl SessionManager {
             dir.remove_leftovers();
             let interrupted = record.status.is_active();
             if interrupted {
-                end_record(&mut record, Status::Error, Some("interrupted by controller restart".into()));
+                let by = Interruption::Restart;
+                end_record(&mut record, Status::Error, Some(by.error_text().into()));
+                record.end = Some(End::Interrupted { by });
             }
             let session = Arc::new(Session::new(record, dir, &config, &parker, Vault::default(), false));
             if interrupted {
                 session.recover_progress();
                 session.unlock_and_save(session.lock());
-                session.log(LogKind::Error, "interrupted by controller restart", None);
+                session.log(LogKind::Error, Interruption::Restart.error_text(), None);
                 log::warn!("{}: was active when the controller stopped; marked error", session.id);
             }
             sessions.insert(session.id.clone(), session);
@@ -225,7 +228,7 @@ impl SessionManager {
         }
         let mut record = old.record();
         record.status = Status::Waiting;
-        (record.error, record.finished_at, record.summary) = (None, None, None);
+        (record.error, record.finished_at, record.summary, record.end) = (None, None, None, None);
         let free = |name: &String| {
             self.hub.workers().iter().any(|w| &w.hostname == name && w.connected && w.session_id.is_none())
         };
@@ -276,7 +279,8 @@ impl SessionManager {
         self.shutting_down.store(true, Ordering::Release);
         let sessions: Vec<Arc<Session>> = self.lock().values().cloned().collect();
         for s in &sessions {
-            s.end_from_outside(Status::Error, Some("interrupted: the controller shut down".into()));
+            let by = Interruption::Shutdown;
+            s.end_from_outside_as(Status::Error, Some(by.error_text().into()), Some(End::Interrupted { by }));
         }
         let deadline = Instant::now() + wait;
         let mut running = lock(&self.threads.running);

@@ -43,6 +43,7 @@ pub use takeover::{Act, PauseEvent, check_act};
 pub use validate::{NewSession, check_secrets, validate};
 
 use crate::config::Config;
+use crate::protocol::end::End;
 use crate::protocol::{Note, SessionRecord, Status};
 use crate::store::{self, FileIndex, SessionDir};
 use crate::util::clock;
@@ -158,8 +159,7 @@ impl Session {
 
     /// Ended `error` because the controller stopped under it: it may be resumed.
     pub fn interrupted(&self) -> bool {
-        let record = self.record();
-        record.status == Status::Error && record.error.as_deref().is_some_and(|e| e.starts_with("interrupted"))
+        self.record().interrupted()
     }
 
     /// Tell the creator the session ended (once; `thread.rs` calls it last).
@@ -239,11 +239,17 @@ impl Session {
     /// End an active session from outside its thread (DELETE, shutdown, a failed start): record
     /// it, then wake every wait it is in. False when it had already ended.
     fn end_from_outside(&self, status: Status, error: Option<String>) -> bool {
+        self.end_from_outside_as(status, error, None)
+    }
+
+    /// The same, with the typed end (`record.end`) the controller stopping gives it.
+    fn end_from_outside_as(&self, status: Status, error: Option<String>, end: Option<End>) -> bool {
         let mut state = self.lock();
         if !state.record.status.is_active() {
             return false;
         }
         end_record(&mut state.record, status, error);
+        state.record.end = end;
         let snapshot = snapshot_record(&mut state);
         drop(state);
         // Wake first: the waits need no disk, the reply to the stop does.

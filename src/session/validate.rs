@@ -92,6 +92,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         takeover_requested: None,
         budget,
         ended_by: None,
+        end: None,
         profile: None,
         guards_fired: Default::default(),
         inputs: check_inputs(req.inputs.unwrap_or_default())?,

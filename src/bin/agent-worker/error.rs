@@ -37,7 +37,8 @@ pub enum WorkerError {
     /// The controller refused the result as too large.
     ResultTooLarge,
     /// The page helpers refused the call on purpose: the words for the model, and the typed
-    /// refusal (`{"refused": CODE, …}`) the controller reads instead of the words.
+    /// refusal (`{"refused": CODE, …}`, a `protocol::refusal::Refusal` code) the controller
+    /// reads instead of the words.
     Refused { message: String, detail: Value },
     /// An error with a remark in parentheses (a restart, a dialog, a closed tab).
     Noted(Box<WorkerError>, String),

@@ -31,6 +31,7 @@ use crate::backend::{Backend, Context};
 use crate::cdp::CdpError;
 use crate::error::WorkerError;
 use agent_controller::protocol::domains::{DomainPattern, allowed, host_of};
+use agent_controller::protocol::refusal::Refusal;
 use agent_controller::protocol::tools::Tool;
 use agent_controller::protocol::{DialogPolicy, WorkerSettings};
 use launch::Running;
@@ -210,7 +211,7 @@ impl Browser {
             return Ok(SecretSite { host, origin: origin.map(str::to_string) });
         }
         Err(WorkerError::refused(json!({
-            "refused": "credential_site",
+            "refused": Refusal::CredentialSite.as_str(),
             "host": host,
             "site": pattern.to_string(),
             "message": format!("not typed: the page is on {host:?}, and these credentials are for {pattern} only"),
@@ -220,7 +221,7 @@ impl Browser {
     fn blocked(&self, host: &str) -> WorkerError {
         let list: Vec<String> = self.allowed.iter().map(ToString::to_string).collect();
         WorkerError::refused(json!({
-            "refused": "domain_blocked",
+            "refused": Refusal::DomainBlocked.as_str(),
             "host": host,
             "allowed_domains": list,
             "message": format!("blocked: {host} is not among this session's allowed domains ({})", list.join(", ")),

@@ -1,22 +1,30 @@
-//! Form values (small profile): a submit the worker refused as `form_unset` gets the one
-//! `browser_fill_form` call whose values the task's own words name (an option it names, its one
-//! number, its one quoted text); the same submit clicked again right after is held once with
-//! that call, and clicked a third time the controller makes the fill, then the click
-//! (`form_values`).
+//! `form_values` (small profile, after a result; before a call, as a step): a submit the worker
+//! refused as `form_unset` gets the one `browser_fill_form` call whose values the task's own
+//! words name (an option it names, its one number, its one quoted text); the same submit
+//! clicked again right after is held once with that call, and clicked a third time the
+//! controller makes the fill (a step of its own, through the pipeline once more), then the click.
 //!
 //! Invariant: the controller fills only values the task's words name, and only after the model
 //! was told the call twice and clicked to send anyway; it reads the worker's typed refusal,
 //! never its words.
 
-use super::Agent;
-use super::outcome::ToolOutcome;
+use super::super::Agent;
+use super::super::outcome::ToolOutcome;
+use super::{Call, Modes, Unit, Verdict};
 use crate::llm::Block;
 use crate::protocol::guards::Guard;
+use crate::protocol::refusal::Refusal;
 use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
 
+pub(in crate::agent) const UNIT: Unit = Unit {
+    guard: Guard::FormValues,
+    modes: Modes::ALL,
+    evidence: "own 14, three repeats: 5 → 1. MiniWoB, three repeats: 3 → 3. Stays.",
+};
+
 /// A refused submit and the fill the task's words give for it.
-pub(super) struct PendingFill {
+pub(in crate::agent) struct PendingFill {
     /// The submit's selector, as the model wrote it.
     selector: String,
     /// `browser_fill_form`'s arguments.
@@ -30,7 +38,7 @@ pub(super) struct PendingFill {
 /// The `browser_fill_form` arguments that set the refused fields the task names, and the note
 /// that tells the model to make that call and then click; `None` when the task names none.
 /// Each field is read as the worker typed it (`kind`, `value`, a select's `options`).
-pub(super) fn fill_for(task: &str, refusal: &Value) -> Option<(Value, String)> {
+fn fill_for(task: &str, refusal: &Value) -> Option<(Value, String)> {
     let numbers: Vec<&str> = words(task).filter(|w| w.chars().all(|c| c.is_ascii_digit())).collect();
     // "type it and press "Submit"": the submit's own name is not a value for its fields.
     let button = refusal["text"].as_str().unwrap_or_default().trim().to_lowercase();
@@ -54,34 +62,34 @@ pub(super) fn fill_for(task: &str, refusal: &Value) -> Option<(Value, String)> {
 }
 
 impl Agent {
-    /// A refused submit click: add the fill the task's words give, if any, and remember it.
-    pub(super) fn point_at_form_values(&mut self, name: &str, input: &Value, outcome: &mut ToolOutcome) {
-        if name != Tool::BrowserClick.name() || outcome.refused() != Some("form_unset") {
-            return;
-        }
-        if !self.guard_on(Guard::FormValues) {
+    /// After a result: a refused submit click gets the fill the task's words give, if any, and
+    /// it is remembered.
+    pub(in crate::agent) fn point_at_form_values(&mut self, call: &Call, outcome: &mut ToolOutcome) {
+        if call.name != Tool::BrowserClick.name() || outcome.refused() != Some(Refusal::FormUnset) {
             return;
         }
         let refusal = outcome.refusal.clone().unwrap_or_default();
         let found = self.record.instruction.as_deref().and_then(|task| fill_for(task, &refusal));
-        if let (Some((fill, note)), Some(selector)) = (found, input["selector"].as_str()) {
+        if let (Some((fill, note)), Some(selector)) = (found, call.input["selector"].as_str()) {
             self.fire(Guard::FormValues, "the task's values for the fields nobody set named");
             outcome.content.push(Block::text(note.clone()));
-            self.pending_fill = Some(PendingFill { selector: selector.to_string(), fill, note, held: false });
+            let pending = PendingFill { selector: selector.to_string(), fill, note, held: false };
+            self.guard_state.pending_fill = Some(pending);
         }
     }
 
-    /// The same submit clicked again right after its refusal named the fill: held back once;
-    /// clicked again right after that, filled with the task's values and sent. Any other call
-    /// in between drops the pending fill.
-    pub(super) fn insisted_submit(&mut self, name: &str, input: &Value) -> Option<ToolOutcome> {
-        let mut pending = self.pending_fill.take()?;
-        let again = name == Tool::BrowserClick.name() && input["selector"].as_str() == Some(pending.selector.as_str());
+    /// Before a call, as a step: the same submit clicked again right after its refusal named
+    /// the fill is held back once; clicked again right after that, filled with the task's
+    /// values and sent. Any other call in between drops the pending fill.
+    pub(in crate::agent) fn insisted_submit(&mut self, call: &mut Call) -> Verdict {
+        let Some(mut pending) = self.guard_state.pending_fill.take() else { return Verdict::Go };
+        let again = call.name == Tool::BrowserClick.name()
+            && call.input["selector"].as_str() == Some(pending.selector.as_str());
         if !again {
-            return None;
+            return Verdict::Go;
         }
         if pending.held {
-            return Some(self.fill_then_send(&pending, input));
+            return self.fill_then_send(&pending, call);
         }
         self.fire(Guard::FormValues, "the same submit clicked again: held once with the task's values");
         let held = ToolOutcome::error(format!(
@@ -90,25 +98,20 @@ impl Agent {
             pending.note, pending.selector
         ));
         pending.held = true;
-        self.pending_fill = Some(pending);
-        Some(held)
+        self.guard_state.pending_fill = Some(pending);
+        Verdict::Held(held)
     }
 
-    /// The fill the task's words give, then the click that sends the form (not sent if the fill
-    /// failed).
-    fn fill_then_send(&mut self, pending: &PendingFill, click: &Value) -> ToolOutcome {
+    /// The fill the task's words give (a step of its own: logged, replayable), then the click
+    /// goes on along the path, said to have been filled first (not sent if the fill failed).
+    fn fill_then_send(&mut self, pending: &PendingFill, click: &mut Call) -> Verdict {
         self.fire(Guard::FormValues, "submit clicked a third time: filled with the task's values first");
-        // A step of its own (logged, replayable); the click is the call being run.
-        let filled = self.run_tool(Tool::BrowserFillForm.name(), &pending.fill);
+        let filled = self.run_call(Call::new(Tool::BrowserFillForm.name(), &pending.fill, click.depth + 1));
         if filled.is_error {
-            return filled;
+            return Verdict::Held(filled);
         }
-        let mut sent = self.dispatch_watched(Tool::BrowserClick.name(), click);
-        sent.content.insert(
-            0,
-            Block::text(format!("The form was filled first with the task's values: {}.", pending.fill["fields"])),
-        );
-        sent
+        click.first = Some(format!("The form was filled first with the task's values: {}.", pending.fill["fields"]));
+        Verdict::Go
     }
 }
 
