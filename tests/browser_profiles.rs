@@ -133,3 +133,44 @@ fn a_profile_stays_signed_in_is_used_by_one_session_at_a_time_and_is_deleted() {
         "options": {"browser_profile": "shop"}});
     assert_error(&c.post("/sessions", &shell), 400, "bad_request");
 }
+
+/// A session in a kept profile keeps to its allow-list: the page's image on another host
+/// (127.0.0.2) never reaches it, as in any session (the gate is the kept browser's proxy).
+#[test]
+fn a_profile_session_keeps_to_its_allow_list() {
+    if !have_chromium() {
+        return;
+    }
+    let far = tiny_http::Server::http("127.0.0.2:0").unwrap();
+    let far_url = format!("http://{}", far.server_addr().to_ip().unwrap());
+    let hits = Arc::new(Mutex::new(0));
+    let counted = Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for req in far.incoming_requests() {
+            *counted.lock().unwrap() += 1;
+            let _ = req.respond(tiny_http::Response::from_string("x"));
+        }
+    });
+    let near = tiny_http::Server::http("127.0.0.1:0").unwrap();
+    let near_url = format!("http://{}", near.server_addr().to_ip().unwrap());
+    let page = format!("<title>Shop</title><h1>Shop</h1><img src=\"{far_url}/pixel.png\">");
+    std::thread::spawn(move || {
+        for req in near.incoming_requests() {
+            let html = tiny_http::Header::from_bytes("Content-Type", "text/html").unwrap();
+            let _ = req.respond(tiny_http::Response::from_string(page.clone()).with_header(html));
+        }
+    });
+    let dir = TempDir::new("profile-gate");
+    let (d, llm) = llm_daemon(dir.path(), vec![tool("finish_task", json!({"summary": "looked"}))], |_| {});
+    let root = dir.path().join("kept");
+    let _w = RealWorker::start_with(&d, "gate-box", "browser", &["--profile-dir", root.to_str().unwrap()]);
+    let c = d.client();
+    let body = json!({"mode": "task", "target": format!("{near_url}/"), "instruction": "Look",
+        "options": {"browser_profile": "shop", "allowed_domains": ["127.0.0.1"]}});
+    let id = create_session(&c, body);
+    wait_status(&c, &id, "finished");
+    assert!(llm.requests()[0].body["messages"][0].to_string().contains("Shop"), "the allowed page opened");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(*hits.lock().unwrap(), 0, "the other host was never reached");
+    assert!(root.join("shop").is_dir(), "in the kept profile");
+}

@@ -214,3 +214,33 @@ fn a_missing_daemon_is_one_clear_line() {
     assert!(err.contains("127.0.0.1:1") && err.contains("agent-controller serve"), "{err}");
     let _ = Duration::ZERO;
 }
+
+#[test]
+fn task_hands_over_files_in_a_profile_and_profiles_lists_and_removes_it() {
+    let (dir, d, _llm, _w) = world("console-files");
+    let bytes: Vec<u8> = (0..20_000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 11) as u8).collect();
+    let file = dir.path().join("invoice.bin");
+    std::fs::write(&file, &bytes).unwrap();
+    let args =
+        ["task", "--url", "https://x.test/", "--file", file.to_str().unwrap(), "--profile", "shop", "up", "--yes"];
+    let o = console(&d, &args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let id = t.split("session ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap();
+    let c = d.client();
+    let record = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!(
+        (record["inputs"].clone(), record["options"]["browser_profile"].clone()),
+        (json!(["invoice.bin"]), json!("shop"))
+    );
+    assert_eq!(c.get(&format!("/sessions/{id}/files/invoice.bin")).body, bytes);
+    let listed = text(&console(&d, &["profiles"]));
+    assert!(listed.contains("shop") && listed.contains("console-box"), "{listed}");
+    let removed = console(&d, &["profiles", "rm", "shop"]);
+    assert_eq!(removed.status.code(), Some(0), "{}", text(&removed));
+    assert!(c.get("/profiles").json().as_array().unwrap().is_empty());
+    let again = console(&d, &["profiles", "rm", "shop"]);
+    assert_eq!(again.status.code(), Some(5), "{}", text(&again));
+    let bad = console(&d, &["task", "--url", "https://x.test/", "--file", "/no/such/file", "x", "--yes"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
+}

@@ -155,6 +155,10 @@ fn check_name(name: &str) -> Result<(), ScheduleError> {
 fn check_session(body: &Value, sessions: &SessionManager, deep: bool) -> Result<(), ScheduleError> {
     let req: CreateSessionRequest =
         strict::from_value(body).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
+    // Nobody is there to hand a scheduled run its files: it would wait for them in vain.
+    if req.inputs.as_ref().is_some_and(|i| !i.is_empty()) {
+        return Err(ScheduleError::Invalid("`session.inputs`: a scheduled run is handed no files".into()));
+    }
     if deep {
         sessions.validate(req).map_err(|e| ScheduleError::Invalid(format!("`session`: {e}")))?;
     }

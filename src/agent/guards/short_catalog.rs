@@ -31,6 +31,8 @@ fn lists(tool: Tool, record: &SessionRecord, vision: Vision) -> bool {
         Tool::SendNotification => record.notifications.telegram || record.notifications.webhook,
         // A task's deliverable is its files and its answer; notes serve explorations.
         Tool::SaveNote => record.mode == Mode::Explore,
+        // Uploads serve a task that came with files (it still runs when called by name).
+        Tool::BrowserUploadFile => !record.inputs.is_empty(),
         _ => !tool.spec().unlisted,
     }
 }

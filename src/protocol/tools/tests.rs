@@ -14,8 +14,8 @@ fn the_sets_match_the_design() {
     assert_eq!(names(Explore, Browser, false).len(), 19);
     assert_eq!(names(Explore, Browser, true).len(), 20);
     assert_eq!(names(Task, App, false).len(), 21);
-    assert_eq!(names(Task, Browser, false).len(), 32);
-    assert_eq!(names(Task, Browser, true).len(), 33);
+    assert_eq!(names(Task, Browser, false).len(), 33);
+    assert_eq!(names(Task, Browser, true).len(), 34);
     assert_eq!(
         names(Explore, Shell, false),
         [
