@@ -35,6 +35,7 @@ mod page_changes;
 mod profiles;
 mod prompts;
 mod providers;
+mod recording;
 mod replay;
 mod schedules;
 mod security;

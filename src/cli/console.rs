@@ -39,6 +39,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
         "sessions" => client.get("/sessions").map(|v| print_table(&v, &out, SESSION_COLUMNS)),
         "workers" => client.get("/workers").map(|v| print_table(&v, &out, WORKER_COLUMNS)),
         "schedule" => return super::schedule::run(&client, &out, args),
+        "recording" => return super::recording::run(&client, &out, args),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");

@@ -13,6 +13,7 @@ pub mod console;
 mod follow;
 pub mod mcp;
 mod progress;
+mod recording;
 mod replay;
 mod schedule;
 mod table;

@@ -72,6 +72,7 @@ impl Api {
             (Get, ["sessions", id, "files"]) => Ok(Reply::json(200, &self.sessions.get(id)?.files())),
             (Get, ["sessions", id, "files", "zip"]) => self.zip(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "files", name]) => self.file(&*self.sessions.get(id)?, name, request),
+            (Get, ["sessions", id, "recording"]) => self.recording(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "confirmation"]) => self.confirmation(id),
             (Post, ["sessions", id, "replay"]) => self.replay(id, request),
             (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
@@ -99,7 +100,7 @@ impl Api {
                     "sessions",
                     _,
                     "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer" | "replay" | "pause"
-                    | "act" | "resume",
+                    | "act" | "resume" | "recording",
                 ],
             )
             | (_, ["sessions", _, "files", _])
@@ -261,6 +262,21 @@ impl Api {
                 n if n == length => Ok(()),
                 n => Err(std::io::Error::other(format!("the file shrank to {n} of {length} bytes while being sent"))),
             }),
+        }))
+    }
+
+    /// `GET /sessions/:id/recording`: the animated GIF, put together now from the frames.
+    fn recording(&self, session: &Session) -> Result<Reply, ApiError> {
+        let gif = session.recording_gif()?;
+        let name = format!("{}.gif", session.id);
+        Ok(Reply::Stream(http::Stream {
+            headers: vec![
+                http::header("Content-Type", "image/gif"),
+                http::header("Content-Disposition", &content_disposition(&name)),
+                http::header("Cache-Control", "private, no-cache"),
+            ],
+            length: Some(gif.len() as u64),
+            write: Box::new(move |out| out.write_all(&gif)),
         }))
     }
 

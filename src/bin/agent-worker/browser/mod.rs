@@ -18,6 +18,7 @@ mod download;
 mod gate;
 mod keys;
 mod launch;
+mod masks;
 mod page;
 mod snapshot;
 mod stepper;
@@ -69,6 +70,8 @@ pub struct Browser {
     /// The current command types a credential (`only_on`): the page's host as the browser
     /// spells it, checked against the credentials' site, and the origin they are bound to.
     secret_site: Option<SecretSite>,
+    /// Where the current step clicked (CSS pixels of the viewport), for its recording frame.
+    last_click: Option<(f64, f64)>,
 }
 
 /// Where a credential may land: the checked host, and the login URL's origin when the
@@ -97,6 +100,7 @@ impl Browser {
             gate: None,
             allowed: Vec::new(),
             secret_site: None,
+            last_click: None,
         }
     }
 
@@ -295,6 +299,10 @@ impl Backend for Browser {
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         self.allowed = ctx.allowed_domains.to_vec();
+        // A frame marks the click of the step just before it, and only that one.
+        if tool != Tool::BrowserRecordingFrame {
+            self.last_click = None;
+        }
         if tool == Tool::BrowserNavigate {
             self.check_url(params["url"].as_str().unwrap_or(""))?;
         }
