@@ -2,9 +2,10 @@
 //! model: a session that signs in with stored credentials serves screenshots, the model's own
 //! screenshot and a recording in which the fields holding a secret (the username and password
 //! the vault typed, a card number by its autocomplete) are uniformly painted over and an
-//! ordinary field is not; the recording is an animated GIF with a frame per acting step; a
-//! session with `recording: false` has none. Skipped when Chromium is not installed.
-
+//! ordinary field is not; a field a person typed into while taking over is painted over from
+//! then on; the recording is an animated GIF with a frame per acting step; `recording: false`
+//! gives none; a GTK password entry is painted over on a desktop (Xvfb and AT-SPI). Each test
+//! is skipped when its programs are not installed.
 use crate::support::llm::*;
 use crate::support::worker::{RealWorker, have_chromium};
 use crate::support::*;
@@ -248,4 +249,42 @@ fn a_desktop_password_field_is_painted_over_in_screenshots_and_frames() {
     assert_eq!(frames[0].width, 640);
     assert!(uniform(&frames[0], password, 0.5), "the password field shows in the frame");
     assert!(!uniform(&frames[0], plain, 0.5));
+}
+
+#[test]
+fn a_field_a_person_typed_into_is_painted_over_from_then_on() {
+    if !have_chromium() {
+        return;
+    }
+    let url = site();
+    let dir = TempDir::new("recording-person");
+    let script = vec![
+        tool("browser_navigate", json!({"url": format!("{url}/login")})),
+        tool("request_takeover", json!({"reason": "a code only you have"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = RealWorker::start(&d, "recording-person-box", "browser");
+    let c = d.client();
+    let id = create_session(&c, json!({"mode": "task", "target": format!("{url}/login"), "instruction": "verify"}));
+    wait_status(&c, &id, "paused");
+    let act = |tool: &str, input: Value| {
+        let r = c.post(&format!("/sessions/{id}/act"), &json!({"tool": tool, "input": input}));
+        assert_eq!(r.status, 200, "{}", r.text());
+        r.json()
+    };
+    // Before: the ordinary field shows. After the person types into it: painted over.
+    let before = act("browser_screenshot", json!({}));
+    let png = c.get(&format!("/sessions/{id}/files/{}", before["screenshot"].as_str().unwrap())).body;
+    assert!(!Picture::png(&png).masked(PLAIN_TOP, 1.0), "nobody typed into it yet");
+    act("browser_type", json!({"selector": "#plain", "text": "typed-by-a-person"}));
+    let after = act("browser_screenshot", json!({}));
+    let png = c.get(&format!("/sessions/{id}/files/{}", after["screenshot"].as_str().unwrap())).body;
+    assert!(Picture::png(&png).masked(PLAIN_TOP, 1.0), "the person's typing shows in the take-over view");
+    assert_eq!(c.post(&format!("/sessions/{id}/resume"), &json!({})).status, 202);
+    wait_status(&c, &id, "finished");
+    // The person's act is a frame too, with their field painted over.
+    let frames = gif_frames(&c.get(&format!("/sessions/{id}/recording")).body);
+    assert!(frames.len() >= 2, "{} frames", frames.len());
+    assert!(frames.last().unwrap().masked(PLAIN_TOP, 0.5), "the person's typing shows in the recording");
 }
