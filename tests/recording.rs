@@ -6,6 +6,7 @@
 //! then on; the recording is an animated GIF with a frame per acting step; `recording: false`
 //! gives none; a GTK password entry is painted over on a desktop (Xvfb and AT-SPI). Each test
 //! is skipped when its programs are not installed.
+
 use crate::support::llm::*;
 use crate::support::worker::{RealWorker, have_chromium};
 use crate::support::*;
