@@ -98,6 +98,7 @@ fn version_negotiation_unknown_methods_and_malformed_input() {
             "get_file",
             "get_log",
             "get_notes",
+            "get_recording",
             "get_report",
             "get_session",
             "list_files",

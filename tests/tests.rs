@@ -38,6 +38,7 @@ mod page_changes;
 mod profiles;
 mod prompts;
 mod providers;
+mod recording;
 mod replay;
 mod schedules;
 mod security;

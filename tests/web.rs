@@ -146,6 +146,9 @@ fn the_page_drives_a_session_from_start_to_download() {
     assert_eq!(std::fs::read_to_string(&saved).unwrap(), "quarter,size_mb\n2025-q4,1.2\n");
 
     check_requests(&b, &d.api, asked);
+    // The recording plays on the session's view (a frame per acting step, here 1×1 each).
+    b.click("#rec-play");
+    b.wait_for("!document.getElementById('rec').hidden && document.getElementById('rec').naturalWidth > 0", LONG);
     assert_eq!(b.errors(), Vec::<String>::new(), "the page logged errors");
 
     // A phone: one column, nothing wider than the screen.

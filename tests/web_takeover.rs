@@ -40,6 +40,8 @@ fn a_click_on_the_picture_lands_on_the_element_under_it() {
     b.type_into("#token-input", TOKEN);
     b.click("#token-form button");
     b.wait_for("!document.getElementById('s-takeover').hidden", LONG);
+    // Taken over after the model's first call (its step, the page's frame, take their time).
+    wait_until(LONG, "the model's first call", || (!llm.requests().is_empty()).then_some(()));
     b.click("#s-takeover");
     // Paused: the panel shows and the screen turns live with the worker's page on it.
     b.wait_for("!document.getElementById('takeover').hidden", LONG);

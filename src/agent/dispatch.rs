@@ -66,6 +66,7 @@ impl Agent {
         let images = outcome.content.iter().filter(|b| matches!(b, Block::Image { .. })).count();
         let shown = if images > 0 { format!("{text} [+{images} image]") } else { text.clone() };
         let who = if by_human { " (by a person)" } else { "" };
+        let target = self.ref_target(args);
         let mut data = json!({"tool": name, "is_error": outcome.is_error});
         let mut step = json!({
             "turn": self.turn,
@@ -76,7 +77,7 @@ impl Agent {
             "duration_ms": started.elapsed().as_millis() as u64,
             "dry_run": outcome.dry_run,
             "is_error": outcome.is_error,
-            "target": self.ref_target(args),
+            "target": target,
             "replayed": self.replaying,
             "ts": clock::rfc3339_millis(clock::now()),
         });
@@ -93,7 +94,9 @@ impl Agent {
         }
         let kind = if outcome.is_error { LogKind::Error } else { LogKind::Result };
         self.runner.log(kind, &format!("{name}{who}: {shown}"), Some(data));
-        self.runner.add_step(step);
+        let number = self.runner.add_step(step);
+        let step = super::recording::Step { number, name, args, target: target.as_deref(), by_human };
+        self.record_frame(&step, outcome);
         text
     }
 

@@ -30,6 +30,7 @@ mod loops;
 mod outcome;
 pub mod outputs;
 pub mod prompts;
+mod recording;
 mod replay;
 mod report;
 mod resume;
@@ -127,6 +128,8 @@ pub struct Agent {
     /// Where the step being recorded holds what a person typed (`protocol::takeover`): marked
     /// `typed` in the step log, so a replay asks for it again.
     typed_args: Vec<String>,
+    /// The worker cannot make recording frames: not asked again (`recording.rs`).
+    frames_off: bool,
     /// What the next turn offers, and what the model has already seen (`focus.rs`).
     focus: focus::FocusState,
     /// Every word the session has seen: an answer asked for at the end is saved when grounded.
@@ -229,6 +232,7 @@ impl Agent {
             journaled: Default::default(),
             replaying: false,
             typed_args: Vec::new(),
+            frames_off: false,
             focus: focus::FocusState::new(opened),
             grounding,
             guards,

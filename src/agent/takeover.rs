@@ -151,6 +151,10 @@ impl Agent {
             if self.submit_hold(act.tool).is_some() {
                 params["hold_submits"] = false.into();
             }
+            // The fields their typing went into are painted over in every picture after.
+            if !typed.is_empty() {
+                params["mask_typed"] = true.into();
+            }
             let result = self.runner.execute(name, params, timeout);
             self.target_outcome(name, result)
         };

@@ -199,6 +199,16 @@ pub const COMMANDS: &[Cmd] = &[
     ),
     args(
         cmd(
+            "recording",
+            "ID [-o FILE]",
+            "save a session's recording: an animated GIF, a frame per acting step, secrets painted over",
+            &[opt(&["-o", "--out"], "FILE", "save as FILE (default ID.gif)")],
+        ),
+        ID,
+        ID,
+    ),
+    args(
+        cmd(
             "confirm",
             "ID --yes | --no [--reason TEXT] [--edit COMMAND]",
             "answer a session's pending confirmation",

@@ -35,6 +35,7 @@ token from --token | AGENT_CONTROLLER_TOKEN; a private CA from --ca-file | AGENT
         --username U (password from AGENT_CONTROLLER_PASSWORD)
     agent-controller sessions | status ID | log ID [-f] | report ID | notes ID | files ID
     agent-controller download ID [NAME | --zip] [-o DIR]
+    agent-controller recording ID [-o FILE]             the session as an animated GIF
     agent-controller confirm ID --yes | --no [--reason TEXT] [--edit COMMAND]
     agent-controller answer ID \"text\"                   answer the question a session asks
     agent-controller stop ID | workers | health

@@ -41,6 +41,7 @@ pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
         "profiles" => return profiles(&client, &out, args),
         "schedule" => return super::schedule::run(&client, &out, args),
         "export" => return super::export::run(&client, &out, args),
+        "recording" => return super::recording::run(&client, &out, args),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");

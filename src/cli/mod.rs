@@ -14,6 +14,7 @@ mod export;
 mod follow;
 pub mod mcp;
 mod progress;
+mod recording;
 mod replay;
 mod schedule;
 pub mod skill;

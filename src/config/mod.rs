@@ -39,6 +39,9 @@ pub struct Config {
     pub notifications: NotificationsConfig,
     /// Scheduled sessions, each in `POST /schedules`'s shape (checked at start by `schedule/`).
     pub schedules: Vec<serde_json::Value>,
+    /// A recording of every browser and desktop session (`GET /sessions/:id/recording`);
+    /// unset = on. A session's `options.recording` overrides it.
+    pub recording: Option<bool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

@@ -70,6 +70,7 @@ impl Config {
         let mut schedules = serde_json::Value::from(self.schedules.clone());
         mask_secrets(&mut schedules);
         out.push_str(&format!("schedules: {schedules}\n\n"));
+        out.push_str(&format!("recording: {}\n\n", self.recording.unwrap_or(true)));
         self.write_endpoints(&mut out);
         out
     }

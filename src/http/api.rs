@@ -78,6 +78,7 @@ impl Api {
             (Put, ["sessions", id, "inputs", name]) => self.put_input(id, name, request),
             (Get, ["profiles"]) => Ok(Reply::json(200, &self.hub.profiles())),
             (Delete, ["profiles", name]) => self.delete_profile(name),
+            (Get, ["sessions", id, "recording"]) => self.recording(&*self.sessions.get(id)?),
             (Get, ["sessions", id, "confirmation"]) => self.confirmation(id),
             (Post, ["sessions", id, "replay"]) => self.replay(id, request),
             (Post, ["sessions", id, "confirmation"]) => self.answer_confirmation(id, request),
@@ -105,7 +106,7 @@ impl Api {
                     "sessions",
                     _,
                     "log" | "report" | "notes" | "steps" | "files" | "confirmation" | "answer" | "replay" | "pause"
-                    | "act" | "resume",
+                    | "act" | "resume" | "recording",
                 ],
             )
             | (_, ["sessions", _, "files" | "inputs", _])
@@ -315,6 +316,21 @@ impl Api {
             ],
             length: Some(text.len() as u64),
             write: Box::new(move |out| out.write_all(&text)),
+        }))
+    }
+
+    /// `GET /sessions/:id/recording`: the animated GIF, put together now from the frames.
+    fn recording(&self, session: &Session) -> Result<Reply, ApiError> {
+        let gif = session.recording_gif()?;
+        let name = format!("{}.gif", session.id);
+        Ok(Reply::Stream(http::Stream {
+            headers: vec![
+                http::header("Content-Type", "image/gif"),
+                http::header("Content-Disposition", &content_disposition(&name)),
+                http::header("Cache-Control", "private, no-cache"),
+            ],
+            length: Some(gif.len() as u64),
+            write: Box::new(move |out| out.write_all(&gif)),
         }))
     }
 

@@ -144,6 +144,14 @@ const OPERATIONS: &[Op] = &[
     .body(RAW),
     op(
         "get",
+        "/sessions/{id}/recording",
+        "files",
+        (200, Bytes("image/gif")),
+        SESSION_ERRORS,
+        "The recording: an animated GIF, a frame per acting step, secret fields painted over (404: not recorded)",
+    ),
+    op(
+        "get",
         "/sessions/{id}/confirmation",
         "confirmations",
         (200, Json("ConfirmationState")),

@@ -131,36 +131,27 @@ pub struct CreateSessionRequest {
 }
 
 #[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct SessionOptionsRequest {
-    #[serde(default)]
     pub max_turns: Option<u32>,
-    #[serde(default)]
     pub auto_confirm: Option<bool>,
-    #[serde(default)]
     pub dry_run: Option<bool>,
-    #[serde(default)]
     pub lease_timeout_s: Option<u64>,
-    #[serde(default)]
     pub screenshot_width: Option<u32>,
-    #[serde(default)]
     pub screenshot_quality: Option<u32>,
-    #[serde(default)]
     pub approval: Option<Approval>,
-    #[serde(default)]
     pub budget: Option<takeover::Budget>,
     /// `full`, `small` or `auto` (the endpoint's choice, see `config::profile`).
-    #[serde(default)]
     pub profile: Option<guards::ProfileSetting>,
     /// Guards switched by name (`guards::Guard`); `"all": false` switches every one off first.
-    #[serde(default)]
     pub guards: Option<std::collections::BTreeMap<String, bool>>,
     /// The hosts the browser may reach (`domains`), within config's `browser.allowed_domains`.
-    #[serde(default)]
     pub allowed_domains: Option<Vec<String>>,
     /// A browser profile the worker keeps between sessions (`profiles::check_name`).
     #[serde(default)]
     pub browser_profile: Option<String>,
+    /// A recording of the session (`GET /sessions/:id/recording`); config's `recording` when absent.
+    pub recording: Option<bool>,
 }
 
 /// Who approves commands (`run_command`, `write_file`, `browser_submit_form`) before they run.
@@ -205,6 +196,9 @@ pub struct SessionOptions {
     /// The worker's browser profile the session runs in (it stays signed in); in each command.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser_profile: Option<String>,
+    /// `Some(false)`: no recording (`GET /sessions/:id/recording`); absent: a frame per acting step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recording: Option<bool>,
 }
 
 /// Screenshots a session showed the model, and what they cost.

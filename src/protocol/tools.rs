@@ -56,6 +56,8 @@ const BROWSER_TASK: Sets = Sets { explore: &[], task: &[Browser] };
 const APP_ALL: Sets = Sets { explore: &[App], task: &[App] };
 const SHELL_ALL: Sets = Sets { explore: &[Shell], task: &[Shell] };
 const SHELL_TASK: Sets = Sets { explore: &[], task: &[Shell] };
+/// Offered to no model: what the controller itself asks of a worker (the recording's frames).
+const NO_MODEL: Sets = Sets { explore: &[], task: &[] };
 const EVERY: Sets = Sets { explore: &[Browser, App, Shell], task: &[Browser, App, Shell] };
 const EXPLORE_ALL: Sets = Sets { explore: &[Browser, App, Shell], task: &[] };
 const TASK_ALL: Sets = Sets { explore: &[], task: &[Browser, App, Shell] };
@@ -155,6 +157,8 @@ tools! {
     ToolOutputsExtract = "tool_outputs_extract",
     ToolOutputsCount = "tool_outputs_count",
     ToolOutputsSample = "tool_outputs_sample",
+    BrowserRecordingFrame = "browser_recording_frame",
+    RecordingFrame = "recording_frame",
 }
 
 /// A tool's input: an object with these properties (JSON text, parsed only when the schema is
@@ -196,6 +200,12 @@ fn no_input() -> Schema {
 
 fn point_or_element() -> Schema {
     obj(r#"{"element": {"type": "string"}, "x": {"type": "integer"}, "y": {"type": "integer"}}"#, &[])
+}
+
+const FRAME: &str = "The page or screen now as one recording frame (a GIF), masked, with the caption drawn below.";
+
+fn frame_input() -> Schema {
+    obj(r#"{"caption": {"type": "string"}}"#, &["caption"])
 }
 
 fn finish_input() -> Schema {
@@ -243,6 +253,11 @@ impl Spec {
 
     fn unlisted(self) -> Spec {
         Spec { unlisted: true, ..self }
+    }
+
+    /// In no session's sets at all (`app` puts a tool in every desktop session's).
+    fn unlisted_for_all(self) -> Spec {
+        Spec { sets: NO_MODEL, unlisted: true, ..self }
     }
 }
 
@@ -533,6 +548,9 @@ impl Tool {
             ToolOutputsList | ToolOutputsStats | ToolOutputsExtract | ToolOutputsCount | ToolOutputsSample => {
                 outputs::spec(self)
             }
+            // ----- the recording: a frame after each acting step, asked by the controller -----
+            BrowserRecordingFrame => browser(NO_MODEL, FRAME, frame_input()).unlisted(),
+            RecordingFrame => app(FRAME, frame_input()).unlisted_for_all(),
         }
     }
 }

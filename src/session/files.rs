@@ -145,6 +145,23 @@ impl Session {
             .map(|(name, _)| name.clone())
     }
 
+    /// Write `size` more bytes that are no listed file (the recording's frames) with `write`,
+    /// only while the session's storage has room for them; counted in its total.
+    pub(super) fn within_storage(
+        &self,
+        size: u64,
+        write: impl FnOnce() -> std::io::Result<()>,
+    ) -> Result<(), ApiError> {
+        self.with_index(|index| {
+            if index.total_bytes + size > self.config.max_session_bytes() {
+                return Err(limit_error(false, &self.config, &self.id));
+            }
+            write()?;
+            index.total_bytes += size;
+            Ok(())
+        })
+    }
+
     /// Store bytes produced in the controller (save_file, screenshots), within the limits.
     pub fn store_bytes(&self, wanted_name: &str, bytes: &[u8], kind: FileKind) -> Result<FileEntry, ApiError> {
         let (allowance, per_file_binds) = if kind == FileKind::Screenshot {

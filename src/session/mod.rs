@@ -24,6 +24,7 @@ mod journal;
 mod log;
 mod manager;
 mod outputs;
+mod recording;
 mod replay;
 mod retention;
 pub mod runner;

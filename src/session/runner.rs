@@ -157,6 +157,11 @@ impl SessionRunner {
         self.session.store_bytes(&format!("step_{step:04}.png"), png, FileKind::Screenshot)
     }
 
+    /// Keep step `step`'s recording frame (a one-frame GIF the worker made).
+    pub fn store_frame(&self, step: u64, gif: &[u8]) -> Result<(), ApiError> {
+        self.session.store_frame(step, gif)
+    }
+
     pub fn files(&self) -> Vec<FileEntry> {
         self.session.files()
     }

@@ -68,7 +68,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         target,
         instruction,
         goal,
-        options: SessionOptions { allowed_domains, ..session_options(&options, max_turns) },
+        options: SessionOptions { allowed_domains, ..session_options(&options, max_turns, config.recording) },
         has_credentials: req.credentials.is_some(),
         notifications,
         requested_worker,
@@ -224,7 +224,8 @@ fn choose_budget(config: &Config, asked: Option<Budget>, llm: &LlmChoice) -> Res
     Ok(Some(BudgetState { limit, spent, exceeded: None }))
 }
 
-fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOptions {
+/// The options as asked; `recording` the config's when not asked, and kept only when off.
+fn session_options(options: &SessionOptionsRequest, max_turns: u32, recording: Option<bool>) -> SessionOptions {
     SessionOptions {
         max_turns,
         auto_confirm: options.auto_confirm.unwrap_or(false),
@@ -237,6 +238,7 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32) -> SessionOp
         guards: options.guards.clone().unwrap_or_default(),
         allowed_domains: Vec::new(),
         browser_profile: options.browser_profile.clone(),
+        recording: options.recording.or(recording).filter(|on| !on),
     }
 }
 

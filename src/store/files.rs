@@ -46,6 +46,8 @@ impl SessionDir {
                 index.insert(name, kind, meta.len());
             }
         }
+        // The recording's frames are no files to list, but they take room all the same.
+        index.total_bytes += self.recording_bytes();
         Ok(index)
     }
 
@@ -94,7 +96,7 @@ pub struct FileInfo {
     pub size: u64,
 }
 
-/// In-memory view of a session's stored files.
+/// In-memory view of a session's stored files (`total_bytes` counts the recording's frames too).
 #[derive(Debug, Default, Clone)]
 pub struct FileIndex {
     pub entries: BTreeMap<String, FileInfo>,

@@ -4,8 +4,9 @@
 //! `notes.json`, `report.md`, `conversation_log.json` (written whole at the end), `files.json`
 //! (which file is a download, which generated),
 //! `screenshots/`, `files/` (`files.rs`, uploads through `staged.rs`), `inputs/` (what a person
-//! handed to the session, made with the first), `tool_outputs/`
-//! (`tool_outputs.rs`); beside the session folders, `schedules/<name>.json` (`schedules.rs`).
+//! handed to the session, made with the first), `tool_outputs/` (`tool_outputs.rs`), `recording/`
+//! (`recording.rs`, one GIF frame per acting step); beside the session folders,
+//! `schedules/<name>.json` (`schedules.rs`).
 //! The log is read back by `log_lines.rs`, the files zipped by `archive.rs`. Invariants: JSON state is replaced atomically (temp file, fsync,
 //! rename); an incoming file is staged under the session folder and renamed into `files/` only
 //! when complete, so a failed upload leaves nothing; names are sanitized and never overwrite.
@@ -25,6 +26,7 @@ mod archive;
 mod files;
 mod lock;
 mod log_lines;
+mod recording;
 mod retention;
 mod schedules;
 mod sniff;
@@ -34,6 +36,7 @@ mod tool_outputs;
 pub use archive::write_zip;
 pub use files::{FileIndex, FileInfo};
 pub use lock::{DirLock, LOCK_FILE};
+pub use recording::RECORDING_DIR;
 pub use staged::{StageError, StagedFile};
 use sync::Syncer;
 

@@ -1,12 +1,13 @@
 //! Small helpers shared by the daemon, the console, the MCP server and the worker: time stamps
 //! and randomness, terminal-free output, the `Secret` string, the file-name rule, the JSON-schema
 //! check, the process-wide counters behind `/metrics`, systemd notifications, private temporary
-//! folders, the clients' TLS settings, percent-encoding of URL components, the allocator's settings, an error's causes for the log, a text cut to a bound. Nothing here knows about sessions, routes or models.
+//! folders, the clients' TLS settings, animated GIFs from one-frame GIFs, percent-encoding of URL components, the allocator's settings, an error's causes for the log, a text cut to a bound. Nothing here knows about sessions, routes or models.
 
 pub mod ansi;
 pub mod cause;
 pub mod clock;
 pub mod filename;
+pub mod gif;
 pub mod malloc;
 pub mod metrics;
 pub mod panic;

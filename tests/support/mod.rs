@@ -267,6 +267,9 @@ pub struct ScriptedWorker {
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
+/// A one-frame 1×1 GIF with its own two-colour palette (base64).
+pub const TINY_GIF: &str = "R0lGODlhAQABAAAAACH5BAgKAAAALAAAAAABAAEAgAAAAP///wICTAEAOw==";
+
 impl ScriptedWorker {
     /// `seed_shape`: register with has_playwright and never send worker_id, as the seed did.
     pub fn start(
@@ -299,6 +302,13 @@ impl ScriptedWorker {
                 match cmd["action"].as_str() {
                     Some("wait") => continue,
                     Some("shutdown") | None => break,
+                    // The recording's frames, asked after each acting step: a 1×1 GIF, as a
+                    // real worker makes them, never shown to the test's handler.
+                    Some("browser_recording_frame" | "recording_frame") => {
+                        let frame = json!({"frame_gif_base64": TINY_GIF, "width": 1, "height": 1});
+                        let result = json!({"id": cmd["id"], "success": true, "data": frame});
+                        let _ = client.post(&result_path, &result);
+                    }
                     Some(_) => {
                         seen2.lock().unwrap().push(cmd.clone());
                         // Who the worker is, for `upload_as_worker` (not part of the protocol).

@@ -19,6 +19,7 @@ mod cdp;
 mod cli;
 mod desktop;
 mod error;
+mod frames;
 mod heartbeat;
 mod hygiene;
 mod link;

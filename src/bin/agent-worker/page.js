@@ -428,6 +428,7 @@ if (!window.__ac) { window.__ac = (() => {
     const field = (el.tagName === "INPUT" || el.tagName === "TEXTAREA") && takesText(el);
     if (!field || !visible(el) || el.disabled || el.readOnly) throw new Error("`" + sel + "` is not a visible text field that takes a value: nothing was typed");
     setValue(el, text);
+    window.__acMasks.mark(el);
     return true;
   }
   // A date, time, number, range or colour field set to what `text` means (inputs.js), with the

@@ -13,6 +13,8 @@ use std::time::{Duration, Instant};
 const WAIT_MAX: Duration = Duration::from_secs(50);
 /// Text and images up to this size come inline; larger files are saved locally.
 const INLINE_MAX: u64 = 20 * 1024 * 1024;
+/// A recording larger than this is only saved (an animation is many frames).
+const RECORDING_INLINE_MAX: u64 = 2 * 1024 * 1024;
 
 type Outcome = Result<ToolResult, ClientError>;
 
@@ -279,6 +281,26 @@ pub fn get_file(c: &Call<'_>) -> Outcome {
     let dest = dir.join(crate::util::filename::sanitize_filename(filename));
     let size = c.rest.download(&path, &dest)?;
     Ok(ToolResult::text(format!("Saved {filename} ({} KB) to {}", size.div_ceil(1024), dest.display())))
+}
+
+/// `get_recording`: the session's GIF saved beside its files, and shown when small.
+pub fn get_recording(c: &Call<'_>) -> Outcome {
+    let id = c.session();
+    let dir = c.files_dir.join(crate::util::filename::sanitize_filename(&id));
+    private_dir(c.files_dir)
+        .and_then(|()| std::fs::create_dir_all(&dir))
+        .map_err(|e| ClientError::Other(format!("cannot use {}: {e}", dir.display())))?;
+    let dest = dir.join("recording.gif");
+    let size = c.rest.download(&format!("/sessions/{id}/recording"), &dest)?;
+    let mut content =
+        vec![Content::Text { text: format!("Saved the recording ({} KB) to {}", size.div_ceil(1024), dest.display()) }];
+    if size <= RECORDING_INLINE_MAX {
+        let bytes =
+            std::fs::read(&dest).map_err(|e| ClientError::Other(format!("cannot read {}: {e}", dest.display())))?;
+        let data = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bytes);
+        content.push(Content::Image { data, mime_type: "image/gif".into() });
+    }
+    Ok(ToolResult { content, is_error: false })
 }
 
 /// Create `dir` (0700) if needed and make sure it is a real folder of ours: the default lives

@@ -216,6 +216,17 @@ pub static TOOLS: &[McpTool] = &[
         run: h::export_session,
     },
     McpTool {
+        name: "get_recording",
+        title: "Get the recording",
+        description: "A browser or desktop session as an animated GIF (a frame per acting step, its number and \
+            action as a caption, secret fields painted over), saved to a local folder (the path is returned) and \
+            shown when small.",
+        properties: SESSION,
+        required: &["session_id"],
+        effect: Effect::Sets,
+        run: h::get_recording,
+    },
+    McpTool {
         name: "respond_confirmation",
         title: "Answer a confirmation",
         description: "Approve or deny the action the session is waiting on (see wait_for_session / get_session). A \

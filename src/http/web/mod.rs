@@ -29,6 +29,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("app.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.js"))),
     ("takeover.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/takeover.js"))),
     ("handover.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/handover.js"))),
+    ("recording.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/recording.js"))),
     ("app.css", "text/css; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.css"))),
     ("icon.svg", "image/svg+xml", include_str!("assets/icon.svg")),
 ];

@@ -19,6 +19,7 @@ mod gate;
 mod keys;
 mod launch;
 mod locate;
+mod masks;
 mod page;
 mod profiles;
 mod snapshot;
@@ -79,6 +80,8 @@ pub struct Browser {
     upload_files: Option<(String, PathBuf)>,
     /// The named profiles kept between sessions.
     profiles: profiles::Profiles,
+    /// Where the current step clicked (CSS pixels of the viewport), for its recording frame.
+    last_click: Option<(f64, f64)>,
 }
 
 /// Where a credential may land: the checked host, and the login URL's origin when the
@@ -110,6 +113,7 @@ impl Browser {
             allowed: Vec::new(),
             secret_site: None,
             upload_files: None,
+            last_click: None,
         }
     }
 
@@ -322,6 +326,10 @@ impl Backend for Browser {
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         self.allowed = ctx.allowed_domains.to_vec();
+        // A frame marks the click of the step just before it, and only that one.
+        if tool != Tool::BrowserRecordingFrame {
+            self.last_click = None;
+        }
         if tool == Tool::BrowserNavigate {
             self.check_url(params["url"].as_str().unwrap_or(""))?;
         }

@@ -15,9 +15,12 @@ use crate::error::WorkerError;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
-/// The special inputs' forms, the page helpers (which use them), the locators of exported runs and
-/// the snapshot (which build on them), then the hold on form sends (`hold_submits`).
+/// The secret fields' masks, the special inputs' forms, the page helpers (which use them), the
+/// locators of exported runs and the snapshot (which build on them), then the hold on form sends
+/// (`hold_submits`).
 const PAGE_JS: &str = concat!(
+    include_str!("../masks.js"),
+    "\n",
     include_str!("../inputs.js"),
     "\n",
     include_str!("../page.js"),
@@ -200,8 +203,9 @@ impl Browser {
                 vp["clientHeight"].as_f64().unwrap_or(0.0),
             )
         };
-        let shot = self.page_call("Page.captureScreenshot", params)?;
-        let data = shot["data"].as_str().unwrap_or_default();
+        // Secret fields painted over before the picture leaves the worker (`masks.rs`).
+        let data = self.masked_screenshot(params, w, full_page)?;
+        let data = data.as_str();
         // The image's own size (IHDR), which the viewport metrics only approximate.
         let (w, h) = png_size(data).unwrap_or((w.round() as u32, h.round() as u32));
         Ok(json!({"image_base64": data, "media_type": "image/png", "width": w, "height": h}))
@@ -228,6 +232,7 @@ impl Browser {
         self.mouse("mouseMoved", &c, 0)?;
         self.mouse("mousePressed", &c, 1)?;
         self.mouse("mouseReleased", &c, 1)?;
+        self.last_click = c["x"].as_f64().zip(c["y"].as_f64());
         self.settle()?;
         let info = self.eval("__ac.info()")?;
         let mut done = json!({"clicked": c["tag"], "text": c["text"], "url": info["url"], "title": info["title"]});
@@ -250,6 +255,7 @@ impl Browser {
         self.mouse("mouseMoved", &at, 0)?;
         self.mouse("mousePressed", &at, 1)?;
         self.mouse("mouseReleased", &at, 1)?;
+        self.last_click = Some((x, y));
         self.settle()?;
         let info = self.eval("__ac.info()")?;
         Ok(json!({"clicked": hit["tag"], "text": hit["text"], "at": at, "url": info["url"], "title": info["title"]}))

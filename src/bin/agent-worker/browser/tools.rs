@@ -91,6 +91,7 @@ impl Browser {
                 self.then_snapshot(done, p)
             }
             Tool::BrowserSaveAsPdf => self.save_as_pdf(p, ctx),
+            Tool::BrowserRecordingFrame => self.recording_frame(p),
             Tool::BrowserAnswerDialog => {
                 let accept = p["accept"]
                     .as_bool()
@@ -125,6 +126,8 @@ impl Browser {
         let fields = array(p, "fields")?;
         let before = self.before_action(p);
         let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
+        let selectors: Vec<&str> = fields.iter().filter_map(|f| f["selector"].as_str()).collect();
+        self.mask_typed(p, &selectors)?;
         let typed: Vec<&str> = fields.iter().filter_map(|f| f["value"].as_str()).collect();
         self.with_changes(json!({"filled": done}), before, p, &typed)
     }
@@ -177,6 +180,7 @@ impl Browser {
             // Never echo the text: it may be a password.
             json!({"typed": text.chars().count(), "into": selector})
         };
+        self.mask_typed(p, &[selector])?;
         if p["press_enter"].as_bool().unwrap_or(false) {
             self.key("Enter")?;
             self.settle()?;
@@ -196,6 +200,15 @@ impl Browser {
             return Err(WorkerError::refused(placed));
         }
         self.with_changes(json!({"typed": text.chars().count(), "into": selector}), before, p, &[text])
+    }
+
+    /// A person's typing (`mask_typed`, set by the controller on their acts) makes the fields it
+    /// went into secret: painted over in every picture from now on (`masks.js`).
+    fn mask_typed(&mut self, p: &Value, selectors: &[&str]) -> Result<(), WorkerError> {
+        if p["mask_typed"] == true {
+            self.eval(&format!("window.__acMasks.markTyped({})", json!(selectors)))?;
+        }
+        Ok(())
     }
 
     /// A form the action would send, asked about before anything is done: the answer the

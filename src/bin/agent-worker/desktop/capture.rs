@@ -55,10 +55,12 @@ pub struct Shot {
     pub timings: [f64; 4],
 }
 
-/// Take a screenshot of the whole screen at `settings`.
-pub fn shot(x: &mut X, settings: ShotSettings) -> Result<Shot, WorkerError> {
+/// Take a screenshot of the whole screen at `settings`; `paint` works on the full-size
+/// pixels before anything is shrunk or encoded (the masks).
+pub fn shot(x: &mut X, settings: ShotSettings, paint: impl FnOnce(&mut Rgb)) -> Result<Shot, WorkerError> {
     let t = Instant::now();
-    let full = grab(x)?;
+    let mut full = grab(x)?;
+    paint(&mut full);
     let t_capture = t.elapsed();
     let small = downscale(&full, settings.width as usize);
     let t_scale = t.elapsed();

@@ -17,9 +17,10 @@
 
 #[cfg(feature = "atspi")]
 mod atspi;
-mod capture;
+pub(crate) mod capture;
 mod input;
 mod keymap;
+mod masks;
 mod tools;
 mod tree;
 mod widgets;
@@ -43,6 +44,10 @@ pub struct Desktop {
     lent: Lent,
     /// The accessibility bus, once used, and the widget ids given so far.
     widgets: widgets::Widgets,
+    /// When the accessibility bus was last not found (`masks.rs` waits before looking again).
+    no_bus_since: Option<std::time::Instant>,
+    /// Where the current step clicked (screen pixels), for its recording frame.
+    last_click: Option<(i32, i32)>,
 }
 
 /// The remark added when a command had to reconnect.
@@ -63,6 +68,8 @@ impl Desktop {
             scale: None,
             lent: Lent::default(),
             widgets: Default::default(),
+            no_bus_since: None,
+            last_click: None,
         })
     }
 
@@ -130,6 +137,10 @@ impl Backend for Desktop {
 
     fn run(&mut self, tool: Tool, params: &Value, ctx: &Context) -> Result<Value, WorkerError> {
         let reopened = self.ensure()?;
+        // A frame marks the click of the step just before it, and only that one.
+        if tool != Tool::RecordingFrame {
+            self.last_click = None;
+        }
         if let Some(s) = params.get("screenshot").filter(|s| s.is_object()) {
             self.settings = self.settings.with(s);
         }

@@ -50,14 +50,17 @@ impl Desktop {
                 self.acted("moved", (px, py), self.window_at((px, py))?)
             }
             Tool::Drag => self.drag(p),
+            Tool::RecordingFrame => self.recording_frame(p),
             other => Err(WorkerError::Unsupported { backend: "desktop", tool: other.name() }),
         }
     }
 
     fn screenshot(&mut self) -> Result<Value, WorkerError> {
         let settings = self.settings;
+        // Password fields painted over before the picture is shrunk or encoded (`masks.rs`).
+        let boxes = self.secret_boxes();
         let x = self.x.as_mut().ok_or_else(|| WorkerError::Unavailable("the display is not connected".into()))?;
-        let shot = capture::shot(x, settings)?;
+        let shot = capture::shot(x, settings, |full| crate::frames::mask(full, &boxes))?;
         self.scale = Some((shot.scale, shot.scale_y));
         let active = Windows::read(self.x()?)?.active().map(|w| w.title.clone());
         let round = |v: f64| (v * 10.0).round() / 10.0;
@@ -212,6 +215,7 @@ impl Desktop {
         let (at, element) = self.target(p)?;
         let window = self.window_at(at)?;
         input::click(self.x()?, at.0, at.1, button, count)?;
+        self.last_click = Some(at);
         let mut v = self.acted(verb, at, window)?;
         if let (Some(title), Some(map)) = (element, v.as_object_mut()) {
             map.insert("element".into(), json!(format!("the centre of the window {title:?}")));

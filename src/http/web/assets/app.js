@@ -302,6 +302,7 @@ function renderRecord(r) {
   renderConfirmation(r.confirmation_pending);
   renderQuestion(r.question_pending);
   renderTakeover(r);
+  renderRecording(r);
 }
 
 function usageText(r) {
