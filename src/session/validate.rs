@@ -59,10 +59,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
     }
     let llm = choose_llm(config, req.llm.as_deref(), req.model.as_deref())?;
     let budget = choose_budget(config, options.budget, &llm)?;
-    let notifications = NotifySummary {
-        telegram: req.notifications.as_ref().is_some_and(|n| n.telegram.is_some()),
-        webhook: req.notifications.as_ref().is_some_and(|n| n.webhook.is_some()),
-    };
+    let notifications = notify_summary(req.notifications.as_ref());
     let record = SessionRecord {
         session_id: String::new(),
         status: Status::Waiting,
@@ -100,6 +97,14 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         guards_fired: Default::default(),
     };
     Ok(NewSession { record, vault: Vault::new(req.credentials, req.notifications), on_end: None })
+}
+
+/// What a session will notify, without the secrets.
+fn notify_summary(notifications: Option<&Notifications>) -> NotifySummary {
+    NotifySummary {
+        telegram: notifications.is_some_and(|n| n.telegram.is_some()),
+        webhook: notifications.is_some_and(|n| n.webhook.is_some()),
+    }
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
