@@ -5,7 +5,7 @@
 //! value, one of the options that select lists.
 //!
 //! Guarantees: a tool is narrowed only where the page gives it a choice (else it goes as it
-//! is); nothing reads the task's words; the snapshot's line grammar is `snapshot::element`'s.
+//! is); nothing reads the task's words; the snapshot's line grammar is `snapshot/line.rs`'s.
 //! Not a guard: nothing is repaired or redirected; the server keeps the reply to the choices.
 
 use super::snapshot::{Element, elements};

@@ -11,6 +11,7 @@
 
 use super::Agent;
 use super::context::excerpt;
+use super::snapshot::line::identity;
 use super::snapshot::{line_of, ref_in};
 use crate::exec::ExecError;
 use crate::llm::Block;
@@ -69,11 +70,6 @@ fn selectors(args: &Value) -> Vec<&str> {
         out.extend(fields.iter().filter_map(|f| f["selector"].as_str()));
     }
     out.into_iter().filter(|s| !s.trim().is_empty()).collect()
-}
-
-/// What identifies an element in a snapshot line: its kind and label, not its current value.
-fn identity(line: &str) -> &str {
-    [" value=", " (", " → "].iter().filter_map(|m| line.find(m)).min().map_or(line, |i| &line[..i]).trim()
 }
 
 impl Agent {

@@ -14,6 +14,7 @@ pub mod replay;
 pub mod schedule;
 pub mod secrets;
 pub mod strict;
+mod summary;
 pub mod takeover;
 pub mod tools;
 pub mod worker;
@@ -22,6 +23,8 @@ pub use worker::{
     Command, CommandResult, DialogPolicy, RegisterRequest, RegisterResponse, SyncPolicy, UploadResponse,
     WorkerBrowserSettings, WorkerSettings,
 };
+
+pub use summary::SessionSummary;
 
 use secrets::{Credentials, Notifications};
 use serde::{Deserialize, Serialize};
@@ -340,20 +343,6 @@ pub struct SessionRecord {
     pub inputs: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
-pub struct SessionSummary {
-    pub session_id: String,
-    pub status: Status,
-    pub mode: Mode,
-    #[serde(rename = "type")]
-    pub session_type: SessionType,
-    pub target: String,
-    pub created_at: String,
-    pub turn: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<schedule::ScheduleMark>,
-}
-
 impl SessionRecord {
     /// The approval mode in force: the one asked for, else `validator` for explorations of a
     /// shell target (its prompt rejects anything that changes the host), `human` for shell
@@ -373,21 +362,6 @@ impl SessionRecord {
 /// `ssh://user@host[:port]`: a shell session on a host reached over SSH, with no worker.
 pub fn is_ssh_target(target: &str) -> bool {
     target.trim().to_ascii_lowercase().starts_with("ssh://")
-}
-
-impl From<&SessionRecord> for SessionSummary {
-    fn from(r: &SessionRecord) -> Self {
-        SessionSummary {
-            session_id: r.session_id.clone(),
-            status: r.status,
-            mode: r.mode,
-            session_type: r.session_type,
-            target: r.target.clone(),
-            created_at: r.created_at.clone(),
-            turn: r.turn,
-            schedule: r.schedule.clone(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@
 //! model last saw, and the step log records the click that was made.
 
 use super::super::Agent;
-use super::super::snapshot::{line_of, ref_in};
+use super::super::snapshot::{line, line_of, ref_in};
 use super::{Call, Modes, Unit, Verdict};
 use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
@@ -20,12 +20,6 @@ pub(in crate::agent) const UNIT: Unit = Unit {
                once in the last three formats' runs (read-table-2, JSON, failed); not in the targeted repeats. \
                Stays.",
 };
-
-/// The first quoted name of a snapshot line (`link "About us" → …`: `About us`).
-fn name_of(line: &str) -> Option<&str> {
-    let (_, rest) = line.split_once('"')?;
-    rest.rsplit_once("\" → ").map(|(name, _)| name).or_else(|| rest.split_once('"').map(|(name, _)| name))
-}
 
 /// Whether `said` (lowercased) quotes `name`: `'about us'`, `"about us\"` (inside JSON), `` `about us` ``.
 fn quotes(said: &str, name: &str) -> bool {
@@ -46,15 +40,13 @@ fn quotes(said: &str, name: &str) -> bool {
 fn meant_ref(page: &str, r: &str, said: &str, typed: &[String]) -> Option<String> {
     let said = said.to_lowercase();
     let said = said.split_once("\"plan\"").map_or(said.as_str(), |(_, plan)| plan);
-    let clicked = name_of(line_of(page, r)?)?;
+    let clicked = line::find(page, r)?.name()?;
     if clicked.trim().is_empty() || said.contains(&clicked.to_lowercase()) {
         return None;
     }
-    let named: Vec<(&str, &str)> = page
-        .lines()
-        .filter_map(|l| l.trim_start().strip_prefix('[')?.split_once("] "))
-        .filter(|(_, rest)| rest.starts_with("link ") || rest.starts_with("button "))
-        .filter_map(|(r, rest)| Some((r, name_of(rest)?)))
+    let named: Vec<(&str, &str)> = line::lines(page)
+        .filter(|l| matches!(l.kind(), ("link" | "button", _)))
+        .filter_map(|l| Some((l.tag?, l.name()?)))
         .filter(|(_, name)| name.chars().count() >= 3 && quotes(said, name))
         .filter(|(_, name)| !typed.iter().any(|t| t.trim().eq_ignore_ascii_case(name)))
         .collect();

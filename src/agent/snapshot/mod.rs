@@ -1,12 +1,15 @@
 //! Page snapshots on the controller's side: how a worker result that carries one reads to the
-//! model, asking the worker for the page as it is now (for a loop note, after a login), which
-//! clicked links lead to a file (downloaded instead of opened), and which element a click meant
-//! when the reply's words name another one than its ref.
+//! model, asking the worker for the page as it is now (for a loop note, after a login), and
+//! which links lead to a file. A line's grammar is `line.rs`'s.
 //!
 //! A snapshot is text with one element per line; inside JSON its line breaks would be `\n`
 //! escapes, which small models read badly. So the result's other fields stay JSON and the
 //! snapshot (or, after an action on the same page, the lines it changed) follows them as
 //! plain lines.
+
+pub(super) mod line;
+
+pub(super) use line::page_url;
 
 use super::Agent;
 use crate::protocol::SessionType;
@@ -36,21 +39,6 @@ pub(super) fn take_changes(data: &mut Value) -> Option<String> {
     }
 }
 
-/// How a snapshot's head line starts: `Page: "Title" — URL[ (HTTP 404)][ — part 2 of 3]` (the
-/// status only when it is not 2xx).
-const PAGE_HEADER: &str = "Page: ";
-
-/// The URL of a snapshot's head line (the title is a JSON string, so a ` — ` in it is no
-/// separator).
-pub(super) fn page_url(line: &str) -> Option<&str> {
-    let rest = line.strip_prefix(PAGE_HEADER)?;
-    let mut title = serde_json::Deserializer::from_str(rest).into_iter::<String>();
-    title.next()?.ok()?;
-    let url = rest[title.byte_offset()..].strip_prefix(" — ")?;
-    let url = url.split(" — part ").next().unwrap_or(url);
-    Some(url.split(" (HTTP").next().unwrap_or(url).trim())
-}
-
 /// A result's JSON followed by its snapshot's (or its changes') lines. A page's header line
 /// already says its title, URL and HTTP status, and an action's changes on the page it stayed on
 /// say their counts (the title and URL are the ones the model has): the JSON line keeps the rest,
@@ -63,7 +51,7 @@ pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
         };
     };
     let same_page = data["changed"]["page"] == "same";
-    if let Some(map) = data.as_object_mut().filter(|_| same_page || page.starts_with(PAGE_HEADER)) {
+    if let Some(map) = data.as_object_mut().filter(|_| same_page || line::is_page_head(&page)) {
         map.remove("title");
         map.remove("status");
         map.remove("url");
@@ -117,13 +105,12 @@ pub(super) fn without_ref_numbers(text: &str) -> String {
 pub(super) fn ref_in(selector: &str) -> Option<&str> {
     let s = selector.trim().trim_start_matches('[').trim_end_matches(']');
     let s = s.strip_prefix("ref=").or_else(|| s.strip_prefix("ref =")).unwrap_or(s).trim();
-    (s.len() > 1 && s.starts_with('e') && s[1..].chars().all(|c| c.is_ascii_digit())).then_some(s)
+    line::is_ref(s).then_some(s)
 }
 
 /// The line of `page` that shows ref `r`, without the ref.
 pub(super) fn line_of<'a>(page: &'a str, r: &str) -> Option<&'a str> {
-    let tag = format!("[{r}] ");
-    page.lines().find_map(|l| l.trim_start().strip_prefix(tag.as_str()))
+    line::find(page, r).map(|l| l.body)
 }
 
 /// One element line of a snapshot, `[e3] select "Size" name=size: S | M (selected)`: its ref,
@@ -167,13 +154,10 @@ impl Element<'_> {
 
 /// Every element line of `page`, in order (indented lines too).
 pub(super) fn elements(page: &str) -> Vec<Element<'_>> {
-    page.lines()
+    line::lines(page)
         .filter_map(|line| {
-            let tagged = line.trim_start().strip_prefix('[')?;
-            let (id, rest) = tagged.split_once("] ")?;
-            ref_in(id)?;
-            let (kind, rest) = rest.split_once(' ').unwrap_or((rest, ""));
-            Some(Element { id, kind, rest })
+            let (kind, rest) = line.kind();
+            Some(Element { id: line.id()?, kind, rest })
         })
         .collect()
 }
@@ -189,10 +173,7 @@ const FILE_ENDINGS: &[&str] = &[
 
 /// A snapshot line's link, `[e3] link "Text" → URL` (with its ref or without): text and URL.
 pub(super) fn link_in(line: &str) -> Option<(&str, &str)> {
-    let line = line.trim_start();
-    let line = line.strip_prefix('[').and_then(|l| l.split_once("] ")).map_or(line, |(_, rest)| rest);
-    let (text, url) = line.strip_prefix("link \"")?.rsplit_once("\" → ")?;
-    Some((text, url.trim()))
+    line::Line::parse(line).link()
 }
 
 /// The URL of a snapshot line `link "Text" → URL` when it leads to a file (by its path's ending).
