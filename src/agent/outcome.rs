@@ -52,13 +52,10 @@ impl ToolOutcome {
         ToolOutcome { is_error: true, ..ToolOutcome::blocks(vec![Block::text(message.into())]) }
     }
 
-    /// The worker's descriptions of what a step named, taken out of its result (the model
-    /// acts by refs and needs none of it).
+    /// The worker's description of what a step named (`acted_on`), taken out of its result
+    /// (the model acts by refs and needs none of it).
     pub fn take_acted_on(data: &mut Value) -> Option<Value> {
-        let map = data.as_object_mut()?;
-        let taken: serde_json::Map<String, Value> =
-            ["element", "elements"].iter().filter_map(|k| map.remove(*k).map(|v| (k.to_string(), v))).collect();
-        (!taken.is_empty()).then_some(Value::Object(taken))
+        data.as_object_mut()?.remove("acted_on").filter(Value::is_object)
     }
 
     pub fn stopped() -> ToolOutcome {

@@ -2,7 +2,8 @@
 //! choice, a hover or a send names (`element`), or each field a fill names (`elements`), as
 //! `locate.js` reads it (role and accessible name, label, placeholder, text, test id, id, CSS
 //! path, and which of them name it alone). The controller keeps it in the step log, out of the
-//! model's sight, so a run exported as a script can find the element without refs.
+//! model's sight, so a run exported as a script can find the element without refs. It rides in
+//! the result as `acted_on`, a key no tool's own answer uses.
 //!
 //! A description never holds a field's value, and one the page cannot give (no such element,
 //! a page that does not answer) is left out: the step itself then says what went wrong.

@@ -25,7 +25,9 @@ impl Browser {
         let targets = self.describe_targets(tool, p);
         let result = self.run_tool(tool, p, ctx);
         match (self.explain_miss(tool, p, result), targets) {
-            (Ok(done), Some((key, described))) if done.is_object() => Ok(with(done, key, described)),
+            (Ok(done), Some((key, described))) if done.is_object() => {
+                Ok(with(done, "acted_on", json!({key: described})))
+            }
             (other, _) => other,
         }
     }
