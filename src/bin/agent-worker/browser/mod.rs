@@ -334,13 +334,13 @@ impl Backend for Browser {
             self.check_url(params["url"].as_str().unwrap_or(""))?;
         }
         let restarted = self.ensure(ctx.browser_profile)?;
-        if let Some(name) = ctx.browser_profile {
-            self.profiles.used(name);
-        }
         if let Err(e) = self.enter_session(ctx.session_id) {
             return Err(self.recover(e));
         }
         let new_session = self.ref_session != ctx.session_id;
+        if let Some(name) = ctx.browser_profile {
+            self.profiles.used(name, new_session);
+        }
         if new_session {
             self.forget_upload_files();
             self.ref_session = ctx.session_id.to_string();

@@ -5,8 +5,8 @@
 //! Folders are made 0700 (the root too) and are never a symbolic link; a name is checked by the
 //! library's one rule (`check_profile_name`) before it becomes a path. What leaves the worker is
 //! only each profile's name, size and the time a session last ran in it (a marker file's
-//! mtime), reported at registration and, at most every ten seconds, with the result of a
-//! command that ran in one; the data itself never does.
+//! mtime), reported at registration and with the result of a session's first command in one
+//! (then at most every ten seconds); the data itself never does.
 
 use crate::error::WorkerError;
 use agent_controller::protocol::profiles::{ProfileReport, check_profile_name};
@@ -50,10 +50,11 @@ impl Profiles {
         Ok(dir)
     }
 
-    /// A session runs in `name` now: mark the time, and report it (not more than every 10 s).
-    pub fn used(&mut self, name: &str) {
+    /// A session runs in `name` now: mark the time, and report it (at a session's first
+    /// command, then not more than every 10 s).
+    pub fn used(&mut self, name: &str, new_session: bool) {
         let _ = fs::write(self.root.join(name).join(USED_MARK), b"");
-        if self.reported.is_none_or(|at| at.elapsed() >= REPORT_EVERY) {
+        if new_session || self.reported.is_none_or(|at| at.elapsed() >= REPORT_EVERY) {
             self.changed = true;
         }
     }
@@ -139,7 +140,7 @@ mod tests {
             assert_eq!(fs::metadata(d).unwrap().permissions().mode() & 0o777, 0o700, "{}", d.display());
         }
         fs::write(dir.join("Cookies"), vec![0u8; 5000]).unwrap();
-        p.used("work");
+        p.used("work", true);
         let list = p.report(false).unwrap();
         assert_eq!(list.len(), 1);
         assert_eq!((list[0].name.as_str(), list[0].size_kb), ("work", 5));
