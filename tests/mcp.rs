@@ -226,7 +226,7 @@ fn a_whole_session_through_the_official_python_client() {
     let seen: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(seen["version"], "2025-11-25");
     assert_eq!(seen["server"], "agent-controller");
-    assert_eq!(seen["tools"].as_array().unwrap().len(), 20);
+    assert_eq!(seen["tools"].as_array().unwrap().len(), 21);
     assert!(seen["read_only"].as_array().unwrap().contains(&json!("wait_for_session")));
     assert!(
         seen["waits"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("confirmation pending")),
