@@ -42,7 +42,10 @@ fn a_replay_runs_without_the_model_and_hands_over_where_the_page_changed() {
     );
     assert_eq!(ended(&c, &first)["status"], "finished");
     let steps = c.get(&format!("/sessions/{first}/steps")).json();
-    assert_eq!(steps[1]["target"], "input text \"Your name\" name=name", "the ref's element is recorded: {steps}");
+    assert_eq!(
+        steps[1]["target"], "input text \"Your name\" name=name (empty)",
+        "the ref's element is recorded: {steps}"
+    );
     assert_eq!(llm.requests().len(), 4);
 
     // The same page, a new parameter: no model call at all.
