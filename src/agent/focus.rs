@@ -6,7 +6,7 @@
 //! Invariants: a focus note is a real user message (journaled like any other). The tool list is
 //! the same every turn but the last chance, so a local server keeps its prompt cache; a focused
 //! turn requires a call and refuses those outside its set. Nothing here reads the task's words
-//! to choose a tool or a file (`task_words.rs` does, for small-only guards).
+//! to choose a tool or a file (`guards/task_words.rs` does, for small-only guards).
 //!
 //! **Rationale:** the last chance lists every tool of the session that delivers, the finish
 //! among them, and requires a call without naming one: what the task asks to keep is the

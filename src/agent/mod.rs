@@ -36,7 +36,6 @@ mod report;
 mod resume;
 mod snapshot;
 mod takeover;
-mod task_words;
 mod vision;
 mod wrapup;
 

@@ -27,6 +27,7 @@ mod recital;
 pub(super) mod short_catalog;
 mod streak_hold;
 mod stuck_deliver;
+mod task_words;
 
 pub(super) use path::Call;
 

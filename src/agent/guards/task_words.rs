@@ -5,14 +5,14 @@
 //! Invariant: only small-only guard units read these, each where its row is on, so the `full`
 //! profile never chooses a tool or a file from the instruction's words.
 
-use super::Agent;
+use super::super::Agent;
 use crate::protocol::SessionType;
 use crate::protocol::tools::Tool;
 
 impl Agent {
     /// Whether what the task asks to keep is saved: the file it names (a side download, a
     /// guide clicked on the way, is not `answer.txt`), else any file.
-    pub(super) fn delivered(&self) -> bool {
+    pub(in crate::agent) fn delivered(&self) -> bool {
         let files = self.runner.deliverable_files();
         match self.named_file().filter(|f| !f.to_lowercase().ends_with(".pdf")) {
             Some(named) => files.iter().any(|f| f.filename.eq_ignore_ascii_case(&named)),
@@ -21,12 +21,12 @@ impl Agent {
     }
 
     /// The file the task asks to keep (`answer.txt`, `staff.csv`), as written.
-    pub(super) fn named_file(&self) -> Option<String> {
+    pub(in crate::agent) fn named_file(&self) -> Option<String> {
         file_to_keep(self.record.instruction.as_deref().unwrap_or(""))
     }
 
     /// The tool the task's words point at for what it asks to keep, if any.
-    pub(super) fn task_deliverable(&self) -> Option<Tool> {
+    pub(in crate::agent) fn task_deliverable(&self) -> Option<Tool> {
         let task = self.record.instruction.as_deref().unwrap_or("").to_lowercase();
         let names_file = self.named_file().is_some_and(|f| !f.to_lowercase().ends_with(".pdf"));
         let shell = self.record.session_type == SessionType::Shell;
