@@ -7,18 +7,24 @@ use crate::support::llm::*;
 use crate::support::*;
 use serde_json::json;
 
-#[test]
-fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
+/// A small-profile daemon whose model finishes twice, and a browser worker that answers anything.
+fn two_finishing_sessions(tag: &str) -> (TempDir, TestDaemon, ScriptedLlm, ScriptedWorker) {
     let script = vec![tool("finish_task", json!({"summary": "a"})), tool("finish_task", json!({"summary": "b"}))];
-    let dir = TempDir::new("prompts");
+    let dir = TempDir::new(tag);
     let (d, llm) = llm_daemon(dir.path(), script, small);
-    let _worker = ScriptedWorker::start(
+    let worker = ScriptedWorker::start(
         &d.worker_client(),
         "p-box",
         &["browser"],
         false,
         |_| json!({"success": true, "data": {}}),
     );
+    (dir, d, llm, worker)
+}
+
+#[test]
+fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
+    let (_dir, d, llm, _worker) = two_finishing_sessions("prompts");
     let c = d.client();
     for auto in [false, true] {
         let body = json!({"mode": "task", "target": "https://shop.test/", "instruction": "buy socks",
@@ -50,16 +56,7 @@ fn prompts_are_short_concrete_and_ask_only_for_needed_confirmations() {
 
 #[test]
 fn sessions_of_a_kind_share_their_system_prompt_and_tools_and_differ_after() {
-    let script = vec![tool("finish_task", json!({"summary": "a"})), tool("finish_task", json!({"summary": "b"}))];
-    let dir = TempDir::new("prefix");
-    let (d, llm) = llm_daemon(dir.path(), script, small);
-    let _worker = ScriptedWorker::start(
-        &d.worker_client(),
-        "p-box",
-        &["browser"],
-        false,
-        |_| json!({"success": true, "data": {}}),
-    );
+    let (_dir, d, llm, _worker) = two_finishing_sessions("prefix");
     let c = d.client();
     for task in ["buy socks", "find the price of a lamp"] {
         let id = create_session(&c, json!({"mode": "task", "target": "https://shop.test/", "instruction": task}));
