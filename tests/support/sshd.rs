@@ -80,9 +80,12 @@ impl Sshd {
             "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\n\
              AuthorizedKeysFile {d}/authorized_keys\nStrictModes no\nUsePAM no\nPasswordAuthentication no\n\
              KbdInteractiveAuthentication no\nPubkeyAuthentication yes\nPermitRootLogin prohibit-password\n\
-             LogLevel ERROR\n",
+             LogLevel ERROR\nSetEnv SHLVL=1\n",
             d = d.display()
         );
+        // `SetEnv SHLVL=1`: bash reads the account's ~/.bashrc for every command sshd runs unless
+        // it looks nested. That file is the machine's, not the test's: on CI it runs `pyenv
+        // rehash` under a lock, which queues the parallel tests' commands past their timeouts.
         std::fs::write(d.join("sshd_config"), config).unwrap();
         // Privilege separation needs this folder when sshd runs as root.
         let _ = std::fs::create_dir_all("/run/sshd");
