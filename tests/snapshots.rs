@@ -399,8 +399,9 @@ fn guard_form_defaults_is_quiet_on_a_typed_form_and_a_link() {
 }
 
 /// `form_defaults` on a page built without `<form>`: a default button among fields is held once,
-/// naming them (typed, with the button's text); a button in a card with no field and a step
-/// button (`type=button`) beside a field are clicked at once; the held button's second click sends.
+/// naming them (typed, with the button's text); so is a `type=button` among empty fields (pages
+/// that send by script); a button in a card with no field and a step button (`type=button`)
+/// beside a filled field are clicked at once; the held button's second click sends.
 #[test]
 fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     if !have_chromium() {
@@ -428,6 +429,15 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     assert_eq!(days["fields"][0]["label"], "Days", "{days}");
     let bought = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"Buy\"")));
     assert!(shown(&bought).contains("bought lamp"), "no field around it: {bought}");
+    let find = ref_of(&snap, "button \"Find\"");
+    let scripted = cmd_refusal(r, guarded(&find));
+    assert_eq!(
+        (&scripted["refused"], &scripted["fields"][0]["label"]),
+        (&json!("form_unset"), &json!("Title")),
+        "a type=button among empty fields: {scripted}"
+    );
+    let found = cmd(r, "browser_click", guarded(&find));
+    assert!(shown(&found).contains("found"), "held once only: {found}");
     let stepped = cmd(r, "browser_click", guarded(&ref_of(&snap, "button \"+\"")));
     assert!(shown(&stepped).contains("qty 2"), "a step button sends nothing: {stepped}");
     let joined = cmd(r, "browser_click", guarded(&join));

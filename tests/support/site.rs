@@ -132,6 +132,7 @@ const SPA_FORM: &str = r##"<h1>Sign up</h1>
 <div><label>Coupon <input id="coupon"></label> <button onclick="out.textContent = 'coupon ' + coupon.value">Apply</button></div>
 <div><label>Days <select id="days" multiple><option>Mon</option><option>Tue</option></select></label> <button onclick="out.textContent = 'booked'">Book</button></div>
 <div class="cards"><div><b>Lamp</b> <button onclick="out.textContent = 'bought lamp'">Buy</button></div></div>
+<div class="find"><div><label>Title <input id="title"></label></div><div><button type="button" onclick="out.textContent = 'found ' + title.value">Find</button></div></div>
 <div><label>Qty <input id="qty" value="1"></label> <button type="button" onclick="qty.value = +qty.value + 1; out.textContent = 'qty ' + qty.value">+</button></div>
 <div><p>Arrival: <input id="arrive" readonly></p><div id="cal" style="position: absolute; background: #fff; padding: 6px" hidden></div><button onclick="out.textContent = 'reserved ' + arrive.value">Reserve</button></div>
 <p id="out"></p>

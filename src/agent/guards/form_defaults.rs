@@ -1,8 +1,10 @@
 //! `form_defaults` (small profile, in the worker): the first submit of a form (or of a button
 //! among fields, with no form) whose selects or prefilled fields nobody set is refused once a
-//! session, naming them. The worker's page helpers act (`page.js`); the controller decides: a
-//! click is sent with `confirm_defaults` true only while this unit is on and that submit was not
-//! held before, and reads the worker's typed refusal (`form_unset`), never its words.
+//! session, naming them; with no form, a `type=button` button only among empty, untouched text
+//! fields (pages that send by script say nothing of it in the markup). The worker's page
+//! helpers act (`page.js`); the controller decides: a click is sent with `confirm_defaults` true
+//! only while this unit is on and that submit was not held before, and reads the worker's typed
+//! refusal (`form_unset`), never its words.
 //!
 //! Invariant: the worker holds a submit only where the controller asked it to, once per submit.
 

@@ -305,20 +305,21 @@ if (!window.__ac) { window.__ac = (() => {
   // sends an order with the page's defaults. Before the first send of a form: its selects and
   // prefilled fields nobody set (and its empty ones when nothing was set at all), once.
   const touched = new WeakSet(), warned = new WeakSet();
-  // What a click on `el` would send: a submit button's form; or, for a default (submit)
-  // `<button>` in no form, the nearest block at most three levels up that holds fields (pages
-  // built without `<form>` send what their script reads from the fields around the button).
+  // What a click on `el` would send: a submit button's form; or, for a `<button>` in no form,
+  // the nearest block at most three levels up that holds fields (pages built without `<form>`
+  // send what their script reads from the fields around the button, whatever its type says).
+  // `declared`: the button says it submits; one of type "button" may be a step or a toggle.
   function submitting(el) {
     const b = el.closest("button,input");
     if (!b) return null;
     if (b.form) {
       const submits = b.tagName === "BUTTON" ? b.type === "submit" : b.type === "submit" || b.type === "image";
-      return submits ? {group: b.form, form: b.form, fields: Array.from(b.form.elements)} : null;
+      return submits ? {group: b.form, form: b.form, fields: Array.from(b.form.elements), declared: true} : null;
     }
-    if (b.tagName !== "BUTTON" || b.type !== "submit") return null;
+    if (b.tagName !== "BUTTON" || (b.type !== "submit" && b.type !== "button")) return null;
     for (let up = b.parentElement, i = 0; up && up !== body() && i < 3; up = up.parentElement, i++) {
       const fields = Array.from(up.querySelectorAll("input,select,textarea"));
-      if (fields.length) return {group: up, form: null, fields};
+      if (fields.length) return {group: up, form: null, fields, declared: b.type === "submit"};
     }
     return null;
   }
@@ -327,6 +328,10 @@ if (!window.__ac) { window.__ac = (() => {
     if (!sending || warned.has(sending.group)) return [];
     const fields = sending.fields.filter(f => visible(f) && !f.disabled && !f.readOnly && (f.tagName === "SELECT" || takesText(f)));
     const anySet = fields.some(f => touched.has(f));
+    // A button of type "button" is held only among text fields all empty and untouched (a
+    // page that sends by script); beside a filled field or a select it is a step or a toggle.
+    const blank = !anySet && fields.every(f => f.tagName !== "SELECT" && f.value === "");
+    if (!sending.declared && !blank) return [];
     const left = fields.filter(f => !touched.has(f) && (f.tagName === "SELECT" || f.value !== "" || !anySet));
     if (left.length) warned.add(sending.group);
     // Typed for the controller (it reads these, never the words): the field's kind (`select`,
