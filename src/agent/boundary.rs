@@ -42,9 +42,41 @@ impl Boundary {
     }
 
     /// `text` between this session's markers, with marker-like strings inside broken up.
+    /// Every text that came from the target goes to the model through here: a page, a command's
+    /// output, an error the worker quotes, and the target's words in the controller's own notes
+    /// (a file name, a link's line, the pages not opened) and in the side calls' texts.
     pub fn wrap(&self, text: &str) -> String {
+        let (open, close) = self.markers();
+        format!("{open}\n{}\n{close}", neutralise(text))
+    }
+
+    /// At most `max` characters of `text`, which may hold blocks of this session's markers (a
+    /// transcript entry, a result with its notes): a cut inside a block closes it, and a marker
+    /// the cut would split goes whole, so no side call gets a block left open. Every excerpt of
+    /// target text for the model (transcripts, the compaction's input) is cut here.
+    pub fn excerpt(&self, text: &str, max: usize) -> String {
+        let Some((end, _)) = text.char_indices().nth(max) else { return text.to_string() };
+        let (open, close) = self.markers();
+        let mut cut = &text[..end];
+        // A marker cut in two: the cut goes before it.
+        for marker in [&open, &close] {
+            if let Some(k) = (1..marker.len()).rev().find(|k| cut.ends_with(&marker[..*k])) {
+                cut = &cut[..cut.len() - k];
+                break;
+            }
+        }
+        let still_open = match (cut.rfind(open.as_str()), cut.rfind(close.as_str())) {
+            (Some(o), Some(c)) => o > c,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if still_open { format!("{cut}…\n{close}") } else { format!("{cut}…") }
+    }
+
+    /// This session's opening and closing markers.
+    pub fn markers(&self) -> (String, String) {
         let (k, n) = (self.kind, &self.nonce);
-        format!("<<{k} {n}>>\n{}\n<</{k} {n}>>", neutralise(text))
+        (format!("<<{k} {n}>>"), format!("<</{k} {n}>>"))
     }
 
     /// The content of a wrapped text, or the text itself when it is not wrapped.
@@ -181,6 +213,23 @@ mod tests {
         assert!(wrapped.contains("< </page") && wrapped.contains("< <Page x") && wrapped.contains("< < / desktop"));
         // Other uses of << are left as they are.
         assert_eq!(neutralise("cout << x; a<<b"), "cout << x; a<<b");
+    }
+
+    #[test]
+    fn an_excerpt_never_leaves_a_block_open_nor_a_marker_cut() {
+        let b = Boundary::new(SessionType::Browser);
+        let (open, close) = b.markers();
+        let text = format!("note: {}\nafter", b.wrap(&"x".repeat(100)));
+        assert_eq!(b.excerpt(&text, 10_000), text, "short enough: as it is");
+        let cut = b.excerpt(&text, 60);
+        assert!(cut.starts_with(&format!("note: {open}\nxxx")) && cut.ends_with(&format!("x…\n{close}")), "{cut}");
+        // A cut inside the opening marker: the marker goes, no block opens.
+        assert_eq!(b.excerpt(&text, 10), "note: …");
+        let at = text.find(&close).unwrap() + 5;
+        let cut = b.excerpt(&text, text[..at].chars().count());
+        assert!(cut.ends_with(&format!("x\n…\n{close}")) && cut.matches(&close).count() == 1, "{cut}");
+        // Past the block: closed already.
+        assert!(b.excerpt(&text, text.chars().count() - 3).ends_with(&format!("{close}\naf…")));
     }
 
     #[test]
