@@ -1,17 +1,18 @@
-//! The injection boundary: text that comes from the target (a page, a desktop, a host's
-//! output) reaches the model between two marker lines carrying this session's nonce, e.g.
-//! `<<page 3f9c…>>` … `<</page 3f9c…>>`, and the first message (after a restart, the restart's
-//! note) says that what is between them is data, never instructions. The system prompt does not
-//! carry the nonce: it is the same bytes for every session of a kind, a prefix servers cache.
+//! The injection boundary: target text (a page, a desktop, a host's output) reaches the model
+//! between marker lines with this session's nonce, `<<page 3f9c…>>` … `<</page 3f9c…>>`; the
+//! first message (after a restart, its note) says that is data, never instructions. The
+//! system prompt carries no nonce (a prefix servers cache).
 //!
-//! Guarantees: the nonce is 14 random letters (65.8 bits) from the OS, drawn once per agent, and appears only
-//! in the line that names it and in the markers the controller writes; a marker-like string inside
-//! the content (`<<page`, `<</desktop`, … in any case, with or without the nonce) is broken up
-//! before wrapping, so the content can neither close the block nor open a fake one. Wrapping
-//! is the last step before the model: guards read the text as the target gave it (`inner`).
+//! Guarantees: the nonce is 14 random letters (65.8 bits) from the OS, drawn once per agent,
+//! spelled only in that line and in the markers; a marker-like string in the content (any case,
+//! look-alike letters) is broken up, so the content can neither close the block nor open one.
+//! `wrap` is the one way target text reaches a model call: results, and the controller's notes
+//! that quote the target (a file name, a link's line, a host). Side calls (the last word, the
+//! report after a stop, the answer in words, compaction, the validator) name the markers and
+//! keep the blocks, cut only by `excerpt`, which never leaves one open. Guards read `inner`.
 //!
-//! Rationale: a boundary lowers injection risk, it does not remove it; the approval gate on
-//! acting tools and the worker's domain allow-list are the other layers (README, "Hostile pages").
+//! Rationale: a boundary lowers injection risk, not removes it; approval and the worker's
+//! allow-list are the other layers (README, "Hostile pages").
 
 use crate::protocol::SessionType;
 
