@@ -185,5 +185,5 @@ fn a_click_goes_to_the_link_the_reply_names() {
     assert_eq!(seen[1]["action"], "browser_click");
     assert_eq!(seen[1]["params"]["selector"], "ref=e5", "the link the words name");
     let result = result_text(&llm.requests()[1]);
-    assert!(result.contains("`ref=e6` is link"), "{result}");
+    assert!(result.contains("do not name `ref=e6`") && result.contains("ref=e6: link"), "{result}");
 }

@@ -45,14 +45,21 @@ fn a_large_json_output_is_stored_and_traversed() {
     assert_eq!(s["summary"], "found report 1234");
     llm.assert_well_formed();
     let reqs = llm.requests();
-    let stored = result_json(&reqs[1]);
+    // The controller's words are a JSON line; the output's preview and shape (its keys and
+    // paths are the target's) follow between the markers.
+    let described = reqs[1].last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    let (said, rest) = described.split_once("\nPreview:\n").unwrap_or_else(|| panic!("{described}"));
+    let (preview, shape) = rest.split_once("\nShape:\n").unwrap_or_else(|| panic!("{described}"));
+    let stored: Value = serde_json::from_str(said).unwrap();
     assert_eq!(stored["persisted"], true);
     assert_eq!(stored["id"], id_of);
     assert!(stored["size_chars"].as_u64().unwrap() > 200_000, "{stored}");
-    assert!(stored["preview"].as_str().unwrap().len() <= 1500 * 4);
-    reqs[1].inside_markers(stored["preview"].as_str().unwrap());
+    assert!(reqs[1].inside_markers(preview).len() <= 1500 * 4);
+    assert!(!said.contains("$.links"), "an example path is the output's: {said}");
     assert!(reqs[5].last_results()[0]["content"][0]["text"].as_str().unwrap().starts_with("<<page "));
-    assert_eq!(stored["stats"]["keys"]["links"], "array[3000] of objects {text, url}");
+    let stats: Value = serde_json::from_str(&reqs[1].inside_markers(shape)).unwrap();
+    assert_eq!(stats["keys"]["links"], "array[3000] of objects {text, url}");
+    assert_eq!(stats["example_paths"][0], "$.links[*].text");
     assert_eq!(stored["available_tools"][2], "tool_outputs_extract");
     assert!(reqs[1].body.to_string().len() < 40_000, "the context got the description, not the output");
     // The tools appear once something is stored.

@@ -30,6 +30,7 @@ mod hostile;
 mod last_chance;
 mod lifecycle;
 mod loops;
+mod markers;
 mod mcp;
 mod metrics;
 mod openapi;

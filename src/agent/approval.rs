@@ -92,11 +92,13 @@ impl Agent {
                 )
             }
         };
+        // A send the controller held carries the page's form (its address, its fields): data.
         let question = format!(
-            "{purpose}\nHost: {}\nTool: {}\nArguments: {}\nThe agent's reason: {}",
+            "{purpose}\nHost: {}\nTool: {}\n{}\nArguments:\n{}\nThe agent's reason: {}",
             r.target,
             tool.name(),
-            input,
+            self.boundary.prompt_line(),
+            self.boundary.wrap(&input.to_string()),
             self.last_reason()
         );
         let messages = [Message::user(vec![Block::text(question)])];

@@ -1,17 +1,18 @@
-//! The injection boundary: text that comes from the target (a page, a desktop, a host's
-//! output) reaches the model between two marker lines carrying this session's nonce, e.g.
-//! `<<page 3f9c…>>` … `<</page 3f9c…>>`, and the first message (after a restart, the restart's
-//! note) says that what is between them is data, never instructions. The system prompt does not
-//! carry the nonce: it is the same bytes for every session of a kind, a prefix servers cache.
+//! The injection boundary: target text (a page, a desktop, a host's output) reaches the model
+//! between marker lines with this session's nonce, `<<page 3f9c…>>` … `<</page 3f9c…>>`; the
+//! first message (after a restart, its note) says that is data, never instructions. The
+//! system prompt carries no nonce (a prefix servers cache).
 //!
-//! Guarantees: the nonce is 14 random letters (65.8 bits) from the OS, drawn once per agent, and appears only
-//! in the line that names it and in the markers the controller writes; a marker-like string inside
-//! the content (`<<page`, `<</desktop`, … in any case, with or without the nonce) is broken up
-//! before wrapping, so the content can neither close the block nor open a fake one. Wrapping
-//! is the last step before the model: guards read the text as the target gave it (`inner`).
+//! Guarantees: the nonce is 14 random letters (65.8 bits) from the OS, drawn once per agent,
+//! spelled only in that line and in the markers; a marker-like string in the content (any case,
+//! look-alike letters) is broken up, so the content can neither close the block nor open one.
+//! `wrap` is the one way target text reaches a model call: results, and the controller's notes
+//! that quote the target (a file name, a link's line, a host). Side calls (the last word, the
+//! report after a stop, the answer in words, compaction, the validator) name the markers and
+//! keep the blocks, cut only by `excerpt`, which never leaves one open. Guards read `inner`.
 //!
-//! Rationale: a boundary lowers injection risk, it does not remove it; the approval gate on
-//! acting tools and the worker's domain allow-list are the other layers (README, "Hostile pages").
+//! Rationale: a boundary lowers injection risk, not removes it; approval and the worker's
+//! allow-list are the other layers (README, "Hostile pages").
 
 use crate::protocol::SessionType;
 
@@ -42,9 +43,41 @@ impl Boundary {
     }
 
     /// `text` between this session's markers, with marker-like strings inside broken up.
+    /// Every text that came from the target goes to the model through here: a page, a command's
+    /// output, an error the worker quotes, and the target's words in the controller's own notes
+    /// (a file name, a link's line, the pages not opened) and in the side calls' texts.
     pub fn wrap(&self, text: &str) -> String {
+        let (open, close) = self.markers();
+        format!("{open}\n{}\n{close}", neutralise(text))
+    }
+
+    /// At most `max` characters of `text`, which may hold blocks of this session's markers (a
+    /// transcript entry, a result with its notes): a cut inside a block closes it, and a marker
+    /// the cut would split goes whole, so no side call gets a block left open. Every excerpt of
+    /// target text for the model (transcripts, the compaction's input) is cut here.
+    pub fn excerpt(&self, text: &str, max: usize) -> String {
+        let Some((end, _)) = text.char_indices().nth(max) else { return text.to_string() };
+        let (open, close) = self.markers();
+        let mut cut = &text[..end];
+        // A marker cut in two: the cut goes before it.
+        for marker in [&open, &close] {
+            if let Some(k) = (1..marker.len()).rev().find(|k| cut.ends_with(&marker[..*k])) {
+                cut = &cut[..cut.len() - k];
+                break;
+            }
+        }
+        let still_open = match (cut.rfind(open.as_str()), cut.rfind(close.as_str())) {
+            (Some(o), Some(c)) => o > c,
+            (Some(_), None) => true,
+            _ => false,
+        };
+        if still_open { format!("{cut}…\n{close}") } else { format!("{cut}…") }
+    }
+
+    /// This session's opening and closing markers.
+    pub fn markers(&self) -> (String, String) {
         let (k, n) = (self.kind, &self.nonce);
-        format!("<<{k} {n}>>\n{}\n<</{k} {n}>>", neutralise(text))
+        (format!("<<{k} {n}>>"), format!("<</{k} {n}>>"))
     }
 
     /// The content of a wrapped text, or the text itself when it is not wrapped.
@@ -181,6 +214,23 @@ mod tests {
         assert!(wrapped.contains("< </page") && wrapped.contains("< <Page x") && wrapped.contains("< < / desktop"));
         // Other uses of << are left as they are.
         assert_eq!(neutralise("cout << x; a<<b"), "cout << x; a<<b");
+    }
+
+    #[test]
+    fn an_excerpt_never_leaves_a_block_open_nor_a_marker_cut() {
+        let b = Boundary::new(SessionType::Browser);
+        let (open, close) = b.markers();
+        let text = format!("note: {}\nafter", b.wrap(&"x".repeat(100)));
+        assert_eq!(b.excerpt(&text, 10_000), text, "short enough: as it is");
+        let cut = b.excerpt(&text, 60);
+        assert!(cut.starts_with(&format!("note: {open}\nxxx")) && cut.ends_with(&format!("x…\n{close}")), "{cut}");
+        // A cut inside the opening marker: the marker goes, no block opens.
+        assert_eq!(b.excerpt(&text, 10), "note: …");
+        let at = text.find(&close).unwrap() + 5;
+        let cut = b.excerpt(&text, text[..at].chars().count());
+        assert!(cut.ends_with(&format!("x\n…\n{close}")) && cut.matches(&close).count() == 1, "{cut}");
+        // Past the block: closed already.
+        assert!(b.excerpt(&text, text.chars().count() - 3).ends_with(&format!("{close}\naf…")));
     }
 
     #[test]

@@ -131,6 +131,17 @@ pub(super) fn first_text(blocks: &[Block]) -> String {
         .unwrap_or_default()
 }
 
+/// The first text block as the model saw it, markers and all.
+pub(super) fn first_text_marked(blocks: &[Block]) -> &str {
+    blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 pub(super) fn last_text(reply: &Reply) -> String {
     reply
         .content

@@ -121,7 +121,7 @@ impl Agent {
             // The worker's words may quote the page (and a page may echo what was typed).
             Gated::Ran(Err(e)) => {
                 let why = self.boundary.wrap(&self.runner.scrub(&e.to_string()));
-                Err(Box::new(ToolOutcome::error(format!("login failed at \"{what}\": {why}"))))
+                Err(Box::new(ToolOutcome::error(format!("login failed at \"{what}\":\n{why}"))))
             }
         }
     }
@@ -176,8 +176,11 @@ impl Agent {
             &format!("perform_login: the login page is on {at}, not {on}: nothing typed"),
             None,
         );
+        // Where the page led is the page's choice: data.
         ToolOutcome::error(format!(
-            "not typed: the login page {login_url} led to {at:?}, and these credentials are for {on} only. Nothing was typed; tell the user."
+            "not typed: the login page {login_url} led to the address below, and these credentials are for {on} only. \
+             Nothing was typed; tell the user.\n{}",
+            self.boundary.wrap(&at)
         ))
     }
 

@@ -277,9 +277,10 @@ impl Agent {
         } else if unopened.is_empty() {
             "Do something different, or finish and say what is missing.".to_string()
         } else {
+            // The links' names and addresses are the pages' words.
             format!(
-                "Do something different: pages not opened yet (browser_navigate to one): {}. Or finish and say what is missing.",
-                unopened.join(", ")
+                "Do something different: pages not opened yet (browser_navigate to one):\n{}\nOr finish and say what is missing.",
+                self.boundary.wrap(&unopened.join("\n"))
             )
         };
         ToolOutcome::error(format!("Not run: this would repeat {what} once more, and {because}. {instead}"))

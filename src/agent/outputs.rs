@@ -38,6 +38,9 @@ fn head_and_tail(text: &str, size: usize) -> String {
 impl Agent {
     /// An output too long for the context: stored, and described for the model (`stats`: the
     /// tree the text was written from, so it is never parsed back, or how to read the text).
+    /// What the controller says is a JSON line; what comes from the output (its preview, and
+    /// its shape: first lines, keys, example paths) follows between the markers, on lines of
+    /// its own.
     pub(super) fn persist_output(&mut self, tool: &str, text: &str, stats: Stats) -> String {
         let size = text.chars().count();
         let preview = self.boundary.wrap(&head_and_tail(text, size));
@@ -59,18 +62,22 @@ impl Agent {
             }
         };
         self.offer_output_tools();
+        // An example path is made of the output's keys: it is named, not quoted.
         let how = match example {
-            Some(path) => format!("tool_outputs_extract {{\"id\": \"{id}\", \"path\": \"{path}\"}}"),
+            Some(_) => format!(
+                "tool_outputs_extract {{\"id\": \"{id}\", \"path\": …}} with the first of the example_paths below"
+            ),
             None => {
                 format!("tool_outputs_extract {{\"id\": \"{id}\", \"contains\": \"word\"}} or {{\"lines\": \"1-50\"}}")
             }
         };
-        json!({
-            "persisted": true, "id": id, "size_chars": size, "preview": preview, "stats": stats,
+        let said = json!({
+            "persisted": true, "id": id, "size_chars": size,
             "available_tools": OUTPUT_TOOLS.iter().map(|t| t.name()).collect::<Vec<_>>(),
-            "next": format!("The output was too long to show; it is stored. Read the part you need, e.g. {how}"),
-        })
-        .to_string()
+            "next": format!("The output was too long to show; it is stored. Its preview and its shape follow. \
+                             Read the part you need, e.g. {how}"),
+        });
+        format!("{said}\nPreview:\n{preview}\nShape:\n{}", self.boundary.wrap(&stats.to_string()))
     }
 
     fn offer_output_tools(&mut self) {

@@ -172,7 +172,7 @@ impl Agent {
             .collect();
         let mut text = format!(
             "This session replays the steps of session {}. {} of {} steps went through:\n{}\n\
-             Step {} could not be replayed: {} {}\nWhy: {why}\n\
+             Step {} could not be replayed: {} {}\nWhy:\n{}\n\
              Carry on with the task from here; do not redo the steps that went through.",
             info.source,
             at,
@@ -181,6 +181,8 @@ impl Agent {
             at + 1,
             step.tool,
             excerpt(&hide_typed(&step.args, &step.typed).to_string(), 300),
+            // What the page or the worker said (a ref's line, a window's title, an error).
+            self.boundary.wrap(why),
         );
         if let Some(page) = self.current_snapshot() {
             text.push_str(&format!("\n\nThe page now:\n{page}"));

@@ -49,7 +49,7 @@ impl Agent {
         let url = self.last_url().unwrap_or_else(|| self.record.target.clone());
         let outcome = self.run_tool(Tool::BrowserNavigate.name(), &json!({"url": url}));
         let mut blocks =
-            vec![Block::text(format!("{said}\n{markers}\nThe page was opened again at {url}; it may have changed:"))];
+            vec![Block::text(format!("{said}\n{markers}\nThe page was opened again; it may have changed:"))];
         blocks.extend(outcome.content);
         match self.messages.last_mut() {
             Some(last) if last.role == Role::User => last.content.extend(blocks),

@@ -97,10 +97,10 @@ impl Agent {
         let page = self.last_page.as_deref()?;
         let meant = meant_ref(page, r, &said, &self.recently_typed())?;
         let line = |r: &str| line_of(page, r).unwrap_or_default().to_string();
+        // The two lines are the page's words.
+        let lines = self.boundary.wrap(&format!("ref={r}: {}\nref={meant}: {}", line(r), line(&meant)));
         let note = format!(
-            "`ref={r}` is {}, which your words do not name; they name {}, `ref={meant}`: that was clicked.",
-            line(r),
-            line(&meant)
+            "Your words do not name `ref={r}`; they name `ref={meant}`: that was clicked. The two lines:\n{lines}"
         );
         let mut fixed = input.clone();
         fixed["selector"] = json!(format!("ref={meant}"));

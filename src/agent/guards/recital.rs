@@ -55,9 +55,14 @@ impl Agent {
             _ => "Your goal: understand what this is and how it works.".to_string(),
         };
         let files: Vec<String> = self.runner.deliverable_files().into_iter().map(|f| f.filename).collect();
-        let saved = if files.is_empty() { "none yet".to_string() } else { files.join(", ") };
+        // A download keeps the name its server gave it: the names are data.
+        let saved = if files.is_empty() {
+            " none yet.".to_string()
+        } else {
+            format!("\n{}", self.boundary.wrap(&files.join(", ")))
+        };
         format!(
-            "(Reminder) {what}\nFiles saved so far: {saved}.\nTurn {} of {}. When the task is done, call {}.",
+            "(Reminder) {what}\nFiles saved so far:{saved}\nTurn {} of {}. When the task is done, call {}.",
             self.turn,
             self.record.max_turns,
             self.finish_tool().name()
