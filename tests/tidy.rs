@@ -1,6 +1,7 @@
 //! Repository hygiene checked by `cargo test`, as rust-analyzer's tidy does: every source file
 //! says what it is for, stays small, and imports only across the seams ARCHITECTURE.md allows.
 
+mod names;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
