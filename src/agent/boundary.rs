@@ -11,7 +11,7 @@
 //! is the last step before the model: guards read the text as the target gave it (`inner`).
 //!
 //! Rationale: a boundary lowers injection risk, it does not remove it; the approval gate on
-//! acting tools and the worker's domain allow-list are the other layers (README, "Hostile pages").
+//! acting tools and the worker's domain allow-list are the other layers (README, "Security and hostile pages").
 
 use crate::protocol::SessionType;
 
