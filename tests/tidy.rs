@@ -261,6 +261,25 @@ fn architecture_has_a_section_per_source_folder() {
     assert!(missing.is_empty(), "ARCHITECTURE.md has no section (a heading naming it) for: {missing:?}");
 }
 
+/// Each module's section in ARCHITECTURE.md says what it may import, as `ALLOWED` does:
+/// `**Imports:** a, b.` (or `nothing`), so the map and the checked table cannot drift.
+#[test]
+fn architecture_states_each_folders_imports_as_tidy_allows_them() {
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut wrong = Vec::new();
+    for (module, may) in ALLOWED.iter().filter(|(m, _)| root().join("src").join(m).is_dir()) {
+        let heading = format!("### `src/{module}/`\n");
+        let Some(at) = arch.find(&heading) else { continue };
+        let section = &arch[at + heading.len()..];
+        let section = &section[..section.find("\n#").unwrap_or(section.len())];
+        let want = if may.is_empty() { "nothing".to_string() } else { may.join(", ") };
+        if !section.contains(&format!("**Imports:** {want}.")) {
+            wrong.push(format!("src/{module}/: **Imports:** {want}."));
+        }
+    }
+    assert!(wrong.is_empty(), "ARCHITECTURE.md's sections should say:\n{}", wrong.join("\n"));
+}
+
 /// The web page's scripts follow the rules the Rust files do: a header comment saying what the
 /// file holds and guarantees, and at most `MAX_FILE_LINES` lines.
 #[test]
