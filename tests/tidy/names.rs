@@ -11,6 +11,8 @@
 //!   MCP tool: `browser_…`, `save_…`, `get_…`): a tool, an MCP tool, a tool's argument, a field
 //!   of the API's bodies or a guard; `tool_outputs_*`: the prefix of a tool.
 //! - a word next to "guard" (`the \`x\` guard`, `guard \`x\``): a guard.
+//! - the first column of the console's table (`| commands | what |`): each span starts with a
+//!   command.
 
 use std::collections::BTreeSet;
 
@@ -147,7 +149,18 @@ impl Known {
     /// Every backticked name of `doc` that the code does not know, with its line.
     pub fn unknown_in(&self, doc: &str) -> Vec<String> {
         let mut wrong = Vec::new();
+        let mut in_commands = false;
         for (n, line) in doc.lines().enumerate() {
+            // The console's table (`| commands | what |`): each span in its first column starts
+            // with a command.
+            in_commands = line.starts_with("| commands |") || in_commands && line.starts_with('|');
+            let first_column = line.split(" | ").next().unwrap_or("");
+            for span in first_column.split('`').skip(1).step_by(2).filter(|_| in_commands) {
+                let command = span.split_whitespace().next().unwrap_or("");
+                if !self.commands.contains(command) {
+                    wrong.push(format!("line {}: `{span}`: no command {command:?}", n + 1));
+                }
+            }
             let pieces: Vec<&str> = line.split('`').collect();
             // Odd pieces are inside backticks (a line's unclosed tick spans no name).
             for (i, span) in pieces.iter().enumerate().skip(1).step_by(2).filter(|(i, _)| i + 1 < pieces.len()) {
@@ -183,7 +196,8 @@ fn every_name_the_documents_cite_exists() {
 fn the_name_check_catches_a_renamed_tool_a_removed_key_and_a_missing_command() {
     let known = Known::from_code();
     let bad = "Click with `browser_klick`; set `server.api_tokens` and `options.max_turn`; \
-               run `agent-controller sesions`; the `loop_hald` guard; read `tool_outputz_*`.\n";
+               run `agent-controller sesions`; the `loop_hald` guard; read `tool_outputz_*`.\n\
+               | commands | what |\n|---|---|\n| `sessions` · `statuz ID` | read |\n";
     let wrong = known.unknown_in(bad);
     for name in [
         "browser_klick",
