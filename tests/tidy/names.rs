@@ -1,5 +1,6 @@
-//! The names README.md and ARCHITECTURE.md cite in backticks still exist, so a renamed tool or a
-//! removed config key fails here instead of leaving the documents wrong.
+//! The names README.md, ARCHITECTURE.md, docs/tools.md and docs/security.md (the documents of
+//! what is, not of its history) cite in backticks still exist, so a renamed tool or a removed
+//! config key fails here instead of leaving the documents wrong.
 //!
 //! The rules, by the shape of what is between backticks:
 //! - `agent-controller CMD …`: `CMD` is a command of the command table.
@@ -185,7 +186,7 @@ impl Known {
 fn every_name_the_documents_cite_exists() {
     let known = Known::from_code();
     let mut wrong = Vec::new();
-    for doc in ["README.md", "ARCHITECTURE.md"] {
+    for doc in ["README.md", "ARCHITECTURE.md", "docs/tools.md", "docs/security.md"] {
         let text = std::fs::read_to_string(super::root().join(doc)).unwrap();
         wrong.extend(known.unknown_in(&text).into_iter().map(|w| format!("{doc} {w}")));
     }
