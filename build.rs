@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// multi-line string or `<pre>`, where leading spaces would matter.
 fn trim_web_assets() {
     let out = PathBuf::from(std::env::var("OUT_DIR").unwrap_or_default());
-    for name in ["index.html", "dom.js", "app.js", "takeover.js", "handover.js", "recording.js", "app.css"] {
+    for name in ["index.html", "dom.js", "app.js", "list.js", "takeover.js", "handover.js", "recording.js", "app.css"] {
         let src = Path::new("src/http/web/assets").join(name);
         println!("cargo:rerun-if-changed={}", src.display());
         let text = std::fs::read_to_string(&src).unwrap_or_else(|e| panic!("{}: {e}", src.display()));

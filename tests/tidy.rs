@@ -1,6 +1,8 @@
 //! Repository hygiene checked by `cargo test`, as rust-analyzer's tidy does: every source file
 //! says what it is for, stays small, and imports only across the seams ARCHITECTURE.md allows.
 
+mod names;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -37,20 +39,26 @@ fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+fn files_ending(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
+            files_ending(&path, ext, out);
+        } else if path.extension().is_some_and(|e| e == ext) {
             out.push(path);
         }
     }
 }
 
+/// The Rust files under `dir`, with their text.
 fn files_under(dir: &str) -> Vec<(String, String)> {
+    with_ending(dir, "rs")
+}
+
+/// The files under `dir` whose names end in `.ext`, sorted, with their text.
+fn with_ending(dir: &str, ext: &str) -> Vec<(String, String)> {
     let mut files = Vec::new();
-    rust_files(&root().join(dir), &mut files);
+    files_ending(&root().join(dir), ext, &mut files);
     files.sort();
     files
         .into_iter()
@@ -61,9 +69,27 @@ fn files_under(dir: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// The code before the unit tests: imports there are what the module needs.
-fn without_tests(text: &str) -> &str {
-    text.split("#[cfg(test)]").next().unwrap_or(text)
+/// A file without its unit tests: a `#[cfg(test)]` module (`mod tests;` is skipped, an inline
+/// `mod tests { … }` ends the file). Other `#[cfg(test)]` items stay: only a test module's
+/// imports are not the module's own.
+fn without_tests(text: &str) -> String {
+    let mut code = String::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]" {
+            let next = lines.peek().map(|l| l.trim_start()).unwrap_or("");
+            if next.starts_with("mod ") || next.starts_with("pub mod ") {
+                if next.ends_with(';') {
+                    lines.next();
+                    continue;
+                }
+                break;
+            }
+        }
+        code.push_str(line);
+        code.push('\n');
+    }
+    code
 }
 
 /// Top-level names after `prefix` (`crate::` or `agent_controller::`), grouped imports too.
@@ -163,7 +189,7 @@ fn modules_import_only_across_allowed_seams() {
             wrong.push(format!("{rel}: module {module} is not in tidy.rs's ALLOWED table"));
             continue;
         };
-        for name in imported(without_tests(&text), "crate::") {
+        for name in imported(&without_tests(&text), "crate::") {
             if name != module && !may.contains(&name.as_str()) {
                 wrong.push(format!("{rel} imports crate::{name}"));
             }
@@ -203,19 +229,74 @@ fn the_worker_shares_only_wire_types_and_small_helpers() {
     }
 }
 
+/// The folders under `dir` (itself included) that hold Rust or JavaScript source; test
+/// fixtures are data, not source.
+fn source_folders(dir: &Path, out: &mut Vec<String>) {
+    if dir.file_name().is_some_and(|n| n == "fixtures") {
+        return;
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    entries.sort();
+    let holds_source = entries.iter().any(|p| p.extension().is_some_and(|e| e == "rs" || e == "js"));
+    if holds_source {
+        out.push(dir.strip_prefix(root()).unwrap().to_string_lossy().to_string());
+    }
+    for sub in entries.iter().filter(|p| p.is_dir()) {
+        source_folders(sub, out);
+    }
+}
+
+/// ARCHITECTURE.md is a map per folder (the files' `//!` headers are the map per file): every
+/// folder of source has a section, a heading naming it as `` `src/agent/guards/` ``.
 #[test]
-fn architecture_codemap_names_every_file() {
+fn architecture_has_a_section_per_source_folder() {
     let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
-    let mut missing = Vec::new();
-    for dir in ["src", "tests"] {
-        for (rel, _) in files_under(dir) {
-            let inside = &rel[dir.len() + 1..];
-            if !arch.contains(&format!("`{inside}`")) {
-                missing.push(rel.clone());
-            }
+    let headings: Vec<&str> = arch.lines().filter(|l| l.starts_with('#')).collect();
+    let mut folders = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        source_folders(&root().join(dir), &mut folders);
+    }
+    let missing: Vec<&String> =
+        folders.iter().filter(|f| !headings.iter().any(|h| h.contains(&format!("`{f}/`")))).collect();
+    assert!(missing.is_empty(), "ARCHITECTURE.md has no section (a heading naming it) for: {missing:?}");
+}
+
+/// Each module's section in ARCHITECTURE.md says what it may import, as `ALLOWED` does:
+/// `**Imports:** a, b.` (or `nothing`), so the map and the checked table cannot drift.
+#[test]
+fn architecture_states_each_folders_imports_as_tidy_allows_them() {
+    let arch = std::fs::read_to_string(root().join("ARCHITECTURE.md")).unwrap();
+    let mut wrong = Vec::new();
+    for (module, may) in ALLOWED.iter().filter(|(m, _)| root().join("src").join(m).is_dir()) {
+        let heading = format!("### `src/{module}/`\n");
+        let Some(at) = arch.find(&heading) else { continue };
+        let section = &arch[at + heading.len()..];
+        let section = &section[..section.find("\n#").unwrap_or(section.len())];
+        let want = if may.is_empty() { "nothing".to_string() } else { may.join(", ") };
+        if !section.contains(&format!("**Imports:** {want}.")) {
+            wrong.push(format!("src/{module}/: **Imports:** {want}."));
         }
     }
-    assert!(missing.is_empty(), "ARCHITECTURE.md does not name: {missing:?}");
+    assert!(wrong.is_empty(), "ARCHITECTURE.md's sections should say:\n{}", wrong.join("\n"));
+}
+
+/// The web page's scripts follow the rules the Rust files do: a header comment saying what the
+/// file holds and guarantees, and at most `MAX_FILE_LINES` lines.
+#[test]
+fn javascript_files_start_with_a_header_and_stay_small() {
+    let mut wrong = Vec::new();
+    for (rel, text) in with_ending("src", "js") {
+        let header: usize =
+            text.lines().map_while(|l| l.strip_prefix("//")).map(|l| l.split_whitespace().count()).sum();
+        if !(10..=MAX_HEADER_WORDS).contains(&header) {
+            wrong.push(format!("{rel}: a header comment of {header} words (10 to {MAX_HEADER_WORDS})"));
+        }
+        let lines = text.lines().count();
+        if lines > MAX_FILE_LINES {
+            wrong.push(format!("{rel}: {lines} lines"));
+        }
+    }
+    assert!(wrong.is_empty(), "scripts without a header or over {MAX_FILE_LINES} lines:\n{}", wrong.join("\n"));
 }
 
 /// README's guard table has one row per guard of `protocol/guards.rs`, saying what the code does.
@@ -239,6 +320,11 @@ fn the_readme_guard_table_agrees_with_the_code() {
     }
     let named = rows.iter().filter(|l| Guard::from_name(l.split('`').nth(1).unwrap_or("")).is_some()).count();
     assert_eq!(named, Guard::ALL.len(), "one row per guard");
+    // And no row of the table names a guard that is gone.
+    let table = readme.lines().skip_while(|l| !l.starts_with("| guard |")).skip(2).take_while(|l| l.starts_with('|'));
+    let stale: Vec<&str> =
+        table.map(|l| l.split('`').nth(1).unwrap_or(l)).filter(|name| Guard::from_name(name).is_none()).collect();
+    assert!(stale.is_empty(), "README's guard table names guards the code does not have: {stale:?}");
 }
 
 /// Every guard has a test named for it (`guard_login_hint_fires_on_…`, `…_is_quiet_on_…`), so a
@@ -281,27 +367,14 @@ fn module_path(rel: &str) -> (String, Vec<String>) {
     (root, segs)
 }
 
-/// The code a file's own module compiles: line comments dropped, and the unit tests (a
-/// `#[cfg(test)]` item that is a module, `mod tests;` or the inline `mod tests { … }` that ends
-/// a file) left out, since a test module importing its parent is no circle.
+/// The code a file's own module compiles: line comments dropped, and the unit tests left out
+/// (`without_tests`), since a test module importing its parent is no circle.
 fn code_of(text: &str) -> String {
-    let mut code = String::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        if line.trim() == "#[cfg(test)]" {
-            let next = lines.peek().map(|l| l.trim_start()).unwrap_or("");
-            if next.starts_with("mod ") || next.starts_with("pub mod ") {
-                if next.ends_with(';') {
-                    lines.next();
-                    continue;
-                }
-                break;
-            }
-        }
-        code.push_str(line.split("//").next().unwrap_or(""));
+    without_tests(text).lines().map(|line| line.split("//").next().unwrap_or("")).fold(String::new(), |mut code, l| {
+        code.push_str(l);
         code.push('\n');
-    }
-    code
+        code
+    })
 }
 
 fn skip_space(s: &[u8], mut i: usize) -> usize {

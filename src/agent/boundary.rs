@@ -12,7 +12,7 @@
 //! keep the blocks, cut only by `excerpt`, which never leaves one open. Guards read `inner`.
 //!
 //! Rationale: a boundary lowers injection risk, not removes it; approval and the worker's
-//! allow-list are the other layers (README, "Hostile pages").
+//! allow-list are the other layers (README, "Security and hostile pages").
 
 use crate::protocol::SessionType;
 

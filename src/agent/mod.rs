@@ -8,8 +8,8 @@
 //! without tools, or an error the API will not get past. Before each model call a pause a
 //! person asked for holds the session (`takeover.rs`). The loop knows no wire format: it speaks
 //! `llm::Provider`.
-//! Invariant: `conversation_log.json` is rewritten after every turn and at the end, and every
-//! tool call in it has its result, whatever ended the session.
+//! Invariant: every message is journaled as it is made, `conversation_log.json` is written whole
+//! once at the end, and every tool call in it has its result, whatever ended the session.
 
 mod acted;
 mod approval;

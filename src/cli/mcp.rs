@@ -30,6 +30,12 @@ use std::thread::JoinHandle;
 use tools::McpTool;
 
 pub const VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The names of the tools the server offers, in `tools/list`'s order (the documents' names are
+/// checked against them).
+pub fn tool_names() -> Vec<&'static str> {
+    tools::TOOLS.iter().map(|t| t.name).collect()
+}
 /// Answers waiting for the writer; beyond this a sender waits for the client to read.
 const OUT_QUEUE: usize = 64;
 

@@ -32,7 +32,7 @@ pub struct ApiConfig {
     pub vision: Vision,
     /// JSON action mode keeps each reply to a schema of the actions the turn offers: `auto`
     /// where the probe found the server enforces one, `true`, `false` (read as `vision` is).
-    /// Off by default: on the local 1.5B model it has not yet measured better (README).
+    /// Off by default: on the local 1.5B model it has not yet measured better (docs/eval-history.md).
     pub reply_schema: Vision,
     /// Sampling temperature; unset = the provider's own default.
     pub temperature: Option<f32>,

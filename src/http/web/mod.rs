@@ -1,4 +1,4 @@
-//! The web page: one HTML file, three scripts, one style sheet and an icon, compiled into the
+//! The web page: one HTML file, six scripts, one style sheet and an icon, compiled into the
 //! binary and served at `/` and `/web/…` on the API server, plus the cache validators the page
 //! relies on for screenshots.
 //!
@@ -27,6 +27,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
     ("index.html", "text/html; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/index.html"))),
     ("dom.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/dom.js"))),
     ("app.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/app.js"))),
+    ("list.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/list.js"))),
     ("takeover.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/takeover.js"))),
     ("handover.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/handover.js"))),
     ("recording.js", "text/javascript; charset=utf-8", include_str!(concat!(env!("OUT_DIR"), "/recording.js"))),
@@ -118,5 +119,17 @@ mod tests {
             assert!(!text.contains("innerHTML") && !text.contains("eval("), "{name}");
         }
         assert!(is_public(&[]) && is_public(&["web", "app.js"]) && !is_public(&["sessions"]));
+    }
+
+    #[test]
+    fn every_file_the_page_names_is_served_and_every_script_is_named() {
+        let (_, _, html) = ASSETS[0];
+        let named: Vec<&str> = html.split("\"/web/").skip(1).filter_map(|rest| rest.split('"').next()).collect();
+        for name in &named {
+            assert!(ASSETS.iter().any(|(n, _, _)| n == name), "{name} is named by index.html but not served");
+        }
+        for (name, _, _) in ASSETS.iter().filter(|(n, _, _)| n.ends_with(".js")) {
+            assert!(named.contains(name), "{name} is served but index.html does not load it");
+        }
     }
 }
