@@ -37,7 +37,7 @@ fn main() -> ExitCode {
     match name {
         "serve" => {
             agent_controller::util::malloc::drop_thread_caches();
-            run_daemon(parsed.arguments())
+            run_daemon(&parsed)
         }
         "help" => help(&parsed),
         // The console, the MCP server, completions, `config check`, eval and probe.
@@ -71,8 +71,8 @@ fn forward_to_client_binary() -> ExitCode {
     usage(&format!("{} did not start ({err}): `make install` puts agent-eval beside agent-controller", bin.display()))
 }
 
-fn run_daemon(args: pico_args::Arguments) -> ExitCode {
-    match serve(args) {
+fn run_daemon(parsed: &Parsed) -> ExitCode {
+    match serve(parsed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(msg)) => {
             eprintln!("agent-controller: {msg}");
@@ -90,22 +90,16 @@ enum Failure {
     Runtime(String),
 }
 
-fn serve(mut args: pico_args::Arguments) -> Result<(), Failure> {
-    let usage = |e: pico_args::Error| Failure::Usage(e.to_string());
-    let config_path: Option<PathBuf> = args.opt_value_from_str("--config").map_err(usage)?;
-    let host: Option<String> = args.opt_value_from_str("--host").map_err(usage)?;
-    let api_port: Option<u16> = args.opt_value_from_str("--api-port").map_err(usage)?;
-    let worker_port: Option<u16> = args.opt_value_from_str("--worker-port").map_err(usage)?;
-    let insecure = args.contains("--insecure");
-    let rest = args.finish();
-    if !rest.is_empty() {
-        return Err(Failure::Usage(format!("unexpected arguments: {rest:?} (see --help)")));
-    }
+fn serve(parsed: &Parsed) -> Result<(), Failure> {
+    let usage = |e: args::UsageError| Failure::Usage(e.0);
+    let api_port: Option<u16> = parsed.parse("--api-port").map_err(usage)?;
+    let worker_port: Option<u16> = parsed.parse("--worker-port").map_err(usage)?;
+    let (host, insecure) = (parsed.value("--host"), parsed.flag("--insecure"));
 
-    let (_, loaded) = Config::load_named(config_path);
+    let (_, loaded) = Config::load_named(parsed.value("--config").map(PathBuf::from));
     let mut config = loaded.map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(h) = host {
-        config.server.host = h;
+        config.server.host = h.to_string();
     }
     if let Some(p) = api_port {
         config.server.api_port = p;

@@ -69,6 +69,12 @@ fn mistakes_are_named_and_exit_2() {
         (&["status", "a", "b"], "unexpected argument \"b\""),
         (&["frobnicate"], "unknown command \"frobnicate\""),
         (&["serve", "--json"], "unknown option --json"),
+        // An option another command takes is still unknown to this one, and named.
+        (&["explore", "--url", "https://x", "--file", "f"], "unknown option --file for `explore`"),
+        (&["status", "S1", "--zip"], "unknown option --zip for `status`"),
+        (&["confirm", "S1", "--yes", "--note=n"], "unknown option --note for `confirm`"),
+        (&["serve", "--api-port", "http"], "option --api-port takes N, not \"http\""),
+        (&["task", "--title", "--url", "https://x", "go"], "--title needs a value"),
         (&["completions", "powershell"], "powershell"),
         (&["config", "show"], "config check"),
     ] {
@@ -79,6 +85,13 @@ fn mistakes_are_named_and_exit_2() {
         assert_eq!(err.trim().lines().count(), 1, "one line: {err}");
         assert!(stdout(&o).is_empty());
     }
+}
+
+#[test]
+fn a_value_that_is_not_a_number_is_named() {
+    let o = run(&["task", "--url", "https://x", "--max-turns", "many", "go"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("option --max-turns takes N, not \"many\""), "{}", stderr(&o));
 }
 
 #[test]

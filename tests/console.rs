@@ -244,3 +244,36 @@ fn task_hands_over_files_in_a_profile_and_profiles_lists_and_removes_it() {
     let bad = console(&d, &["task", "--url", "https://x.test/", "--file", "/no/such/file", "x", "--yes"]);
     assert_eq!(bad.status.code(), Some(2), "{}", text(&bad));
 }
+
+#[test]
+fn task_options_in_either_spelling_reach_the_session() {
+    let (dir, d, _llm, _w) = world("console-spellings");
+    let (a, b) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
+    std::fs::write(&a, "a").unwrap();
+    std::fs::write(&b, "b").unwrap();
+    let file_a = format!("--file={}", a.display());
+    let args = [
+        "task",
+        "--url=https://x.test/",
+        &file_a,
+        "--file",
+        b.to_str().unwrap(),
+        "--max-turns=7",
+        "--allow-domain",
+        "x.test",
+        "--dry-run",
+        "get",
+        "--yes",
+        "it",
+    ];
+    let o = console(&d, &args);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(0), "{t}");
+    let id = t.split("session ").nth(1).and_then(|s| s.split_whitespace().next()).unwrap();
+    let record = d.client().get(&format!("/sessions/{id}")).json();
+    assert_eq!(record["inputs"], json!(["a.txt", "b.txt"]), "{record}");
+    assert_eq!(record["instruction"], "get it", "{record}");
+    let options = &record["options"];
+    assert_eq!((options["max_turns"].clone(), options["dry_run"].clone()), (json!(7), json!(true)), "{record}");
+    assert_eq!(options["allowed_domains"], json!(["x.test"]), "{record}");
+}

@@ -1,16 +1,17 @@
-//! The command line's grammar: a command line parsed strictly by the command table
-//! (`commands.rs`: every command with its options and arguments), and the help and usage made
-//! from it.
+//! The command line's grammar, read once: `pico_args` reads the arguments by the command table
+//! (`commands.rs`: every command with its options and arguments) into `Parsed`, the typed form
+//! every command takes its options from; help and usage are made from the same table.
 //!
 //! Rules: global options (`--api`, `--token`, `--json`, `-h/--help`, `-V/--version`) go before
 //! or after the command; `--name value` and `--name=value` both work; `--` ends the options.
 //! An unknown option, a missing value, a value given to a switch, a missing or extra argument is
-//! a `UsageError` naming it (exit 2). No command means `serve`. The parsed result is handed to
-//! the commands as a canonical argument list (`Parsed::arguments`), so they need not re-check.
+//! a `UsageError` naming it (exit 2). No command means `serve`. A command asks `Parsed` only for
+//! options its row lists (a debug build panics at any other name).
 
 use super::commands::opt;
 pub use super::commands::{COMMANDS, Cmd, Opt};
 use std::ffi::OsString;
+use std::str::FromStr;
 
 pub const GLOBAL: &[Opt] = &[
     opt(&["--api"], "URL", "the daemon's API (default $AGENT_CONTROLLER_API or http://127.0.0.1:5900)"),
@@ -32,35 +33,54 @@ impl std::fmt::Display for UsageError {
     }
 }
 
+impl std::error::Error for UsageError {}
+
+/// One option given: its long name, and its value (`None` for a switch).
+type Given = (&'static str, Option<String>);
+
 /// A parsed command line.
 pub struct Parsed {
     pub command: &'static Cmd,
     /// Whether the command was named (no command is `serve`).
     pub named: bool,
-    /// (the option's long name, its value) in the order given.
-    pub options: Vec<(&'static str, Option<String>)>,
+    /// (the option's long name, its value; `None` for a switch); one option's in the order given.
+    options: Vec<Given>,
     pub free: Vec<String>,
     pub help: bool,
     pub version: bool,
 }
 
 impl Parsed {
-    /// A switch or value by its long name.
+    /// The value of an option by its long name; the last one given wins.
     pub fn value(&self, long: &str) -> Option<&str> {
-        self.options.iter().rev().find(|(n, _)| *n == long).and_then(|(_, v)| v.as_deref())
+        self.given(long).filter_map(Option::as_deref).last()
     }
 
-    /// The canonical argument list for the command: options by long name, then the free ones.
-    pub fn arguments(&self) -> pico_args::Arguments {
-        let mut out: Vec<OsString> = Vec::new();
-        for (name, value) in &self.options {
-            out.push(name.into());
-            if let Some(v) = value {
-                out.push(v.into());
-            }
-        }
-        out.extend(self.free.iter().map(OsString::from));
-        pico_args::Arguments::from_vec(out)
+    /// Every value of a repeatable option, in the order given.
+    pub fn values(&self, long: &str) -> Vec<String> {
+        self.given(long).filter_map(Option::clone).collect()
+    }
+
+    /// Whether a switch (or an option) was given.
+    pub fn flag(&self, long: &str) -> bool {
+        self.given(long).next().is_some()
+    }
+
+    /// The value of an option read as a `T` (a number): a value that is not one is an error
+    /// naming the option.
+    pub fn parse<T: FromStr>(&self, long: &str) -> Result<Option<T>, UsageError> {
+        let Some(v) = self.value(long) else { return Ok(None) };
+        let what = lookup(self.command, long).map_or("", |o| o.value);
+        v.parse().map(Some).map_err(|_| UsageError(format!("option {long} takes {what}, not {v:?}")))
+    }
+
+    fn given<'a>(&'a self, long: &str) -> impl Iterator<Item = &'a Option<String>> {
+        debug_assert!(
+            lookup(self.command, long).is_some_and(|o| o.names.last() == Some(&long)),
+            "`{}` reads {long}, which is not the long name of one of its options",
+            self.command.name
+        );
+        self.options.iter().filter(move |(n, _)| *n == long).map(|(_, v)| v)
     }
 }
 
@@ -105,60 +125,100 @@ fn command_of(argv: &[String]) -> Result<(&'static Cmd, Option<usize>), UsageErr
 
 /// Parse the arguments after the program name.
 pub fn parse(argv: Vec<OsString>) -> Result<Parsed, UsageError> {
-    let argv: Vec<String> = argv
+    let mut argv: Vec<String> = argv
         .into_iter()
         .enumerate()
         .map(|(i, a)| a.into_string().map_err(|_| UsageError(format!("argument {} is not valid UTF-8", i + 1))))
         .collect::<Result<_, _>>()?;
     let (command, at) = command_of(&argv)?;
-    let mut p =
-        Parsed { command, named: at.is_some(), options: Vec::new(), free: Vec::new(), help: false, version: false };
-    let mut rest = argv.into_iter().enumerate().filter(|(i, _)| Some(*i) != at).map(|(_, a)| a);
-    let whose = || if at.is_some() { format!(" for `{}`", command.name) } else { String::new() };
-    while let Some(a) = rest.next() {
-        if a == "--" {
-            p.free.extend(rest.by_ref());
-            break;
-        }
-        if !a.starts_with('-') || a.len() == 1 {
-            p.free.push(a);
-            continue;
-        }
-        let (name, inline) = match a.split_once('=') {
-            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
-            _ => (a.clone(), None),
-        };
-        if at.is_none() && GLOBAL.iter().any(|o| o.names.contains(&name.as_str())) {
-            return Err(UsageError(format!("{name} goes with a console command (see `agent-controller help`)")));
-        }
-        let Some(o) = lookup(command, &name) else {
-            return Err(UsageError(format!(
-                "unknown option {name}{} (see `agent-controller help {}`)",
-                whose(),
-                command.name
-            )));
-        };
-        let long = o.names[o.names.len() - 1];
-        if o.value.is_empty() {
-            if inline.is_some() {
-                return Err(UsageError(format!("option {long} takes no value")));
-            }
-            p.help |= long == "--help";
-            p.version |= long == "--version";
-            p.options.push((long, None));
-            continue;
-        }
-        let value = match inline.or_else(|| rest.next()) {
-            Some(v) if !(v.starts_with("--") && lookup(command, v.split('=').next().unwrap_or("")).is_some()) => v,
-            _ => return Err(UsageError(format!("option {long} needs a value ({})", o.value))),
-        };
-        p.options.push((long, Some(value)));
+    if let Some(i) = at {
+        argv.remove(i);
     }
-    p.options.retain(|(n, _)| *n != "--help" && *n != "--version");
+    let (argv, after_dashes) = check_options(command, at.is_some(), argv)?;
+    let (mut options, mut free) = read(command, argv)?;
+    free.extend(after_dashes);
+    let help = options.iter().any(|(n, _)| *n == "--help");
+    let version = options.iter().any(|(n, _)| *n == "--version");
+    options.retain(|(n, _)| *n != "--help" && *n != "--version");
+    let p = Parsed { command, named: at.is_some(), options, free, help, version };
     if !p.help && !p.version {
         check_arguments(&p)?;
     }
     Ok(p)
+}
+
+/// Check the options before `--` against the command's row: each is one of its options, a
+/// switch has no value, an option that takes one has it, and that value is not one of the
+/// command's options (so `read` pairs each name with its own value). Returns the arguments
+/// before `--`, each `--name=value` as `--name value`, and those after it.
+fn check_options(c: &'static Cmd, named: bool, argv: Vec<String>) -> Result<(Vec<String>, Vec<String>), UsageError> {
+    let whose = if named { format!(" for `{}`", c.name) } else { String::new() };
+    let mut out = Vec::with_capacity(argv.len());
+    let mut rest = argv.into_iter();
+    while let Some(a) = rest.next() {
+        if a == "--" {
+            break;
+        }
+        if !a.starts_with('-') || a.len() == 1 {
+            out.push(a);
+            continue;
+        }
+        let (name, inline) = match a.split_once('=') {
+            Some((n, v)) if n.starts_with("--") => (n.to_string(), Some(v.to_string())),
+            _ => (a, None),
+        };
+        if !named && GLOBAL.iter().any(|o| o.names.contains(&name.as_str())) {
+            return Err(UsageError(format!("{name} goes with a console command (see `agent-controller help`)")));
+        }
+        let Some(o) = lookup(c, &name) else {
+            return Err(UsageError(format!("unknown option {name}{whose} (see `agent-controller help {}`)", c.name)));
+        };
+        out.push(name);
+        if o.value.is_empty() {
+            if inline.is_some() {
+                return Err(UsageError(format!("option {} takes no value", o.names[o.names.len() - 1])));
+            }
+            continue;
+        }
+        match inline.or_else(|| rest.next()) {
+            Some(v) if !is_option_of(c, &v) => out.push(v),
+            _ => return Err(needs_value(o)),
+        }
+    }
+    Ok((out, rest.collect()))
+}
+
+fn needs_value(o: &Opt) -> UsageError {
+    UsageError(format!("option {} needs a value ({})", o.names[o.names.len() - 1], o.value))
+}
+
+/// Whether `arg` is `--` or one of the command's options (with or without `=value`).
+fn is_option_of(c: &'static Cmd, arg: &str) -> bool {
+    arg == "--" || (arg.starts_with('-') && lookup(c, arg.split('=').next().unwrap_or(arg)).is_some())
+}
+
+/// `pico_args` reads every option of the command's row (checked by `check_options`), in the
+/// row's order and each one's values in the order given; what is left are the free arguments.
+fn read(c: &'static Cmd, argv: Vec<String>) -> Result<(Vec<Given>, Vec<String>), UsageError> {
+    let mut args = pico_args::Arguments::from_vec(argv.into_iter().map(OsString::from).collect());
+    let mut options = Vec::new();
+    for o in options_of(c) {
+        let long = o.names[o.names.len() - 1];
+        let keys = || -> pico_args::Keys { if o.names.len() == 1 { long.into() } else { [o.names[0], long].into() } };
+        if o.value.is_empty() {
+            while args.contains(keys()) {
+                options.push((long, None));
+            }
+            continue;
+        }
+        let values: Vec<String> = args.values_from_str(keys()).map_err(|e| match e {
+            pico_args::Error::OptionWithoutAValue(_) => needs_value(o),
+            other => UsageError(format!("option {long}: {other}")),
+        })?;
+        options.extend(values.into_iter().map(|v| (long, Some(v))));
+    }
+    let free: Vec<String> = args.finish().into_iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    Ok((options, free))
 }
 
 fn check_arguments(p: &Parsed) -> Result<(), UsageError> {
@@ -306,10 +366,37 @@ mod tests {
         let parsed = p(&["task", "--url", "https://x", "--", "--not-an-option", "-o"]).unwrap();
         assert_eq!(parsed.free, ["--not-an-option", "-o"]);
         let parsed = p(&["download", "S1", "-o", "dir", "--zip"]).unwrap();
-        let mut a = parsed.arguments();
-        assert_eq!(a.opt_value_from_str::<_, String>("--out").unwrap().as_deref(), Some("dir"));
-        assert!(a.contains("--zip"));
-        assert_eq!(a.finish(), [OsString::from("S1")]);
+        assert_eq!(parsed.value("--out"), Some("dir"));
+        assert!(parsed.flag("--zip"));
+        assert_eq!(parsed.free, ["S1"]);
+        let line = ["task", "--file=a", "x", "--url", "u", "--file", "b", "y", "--max-turns=3"];
+        let parsed = p(&line).unwrap();
+        assert_eq!(parsed.values("--file"), ["a", "b"], "repeated, in the order given, either spelling");
+        assert_eq!(parsed.free, ["x", "y"]);
+        assert_eq!(parsed.parse::<u32>("--max-turns"), Ok(Some(3)));
+        assert_eq!(parsed.parse::<u32>("--worker"), Ok(None));
+        let parsed = p(&["task", "--url", "u", "--max-turns", "many", "x"]).unwrap();
+        assert_eq!(parsed.parse::<u32>("--max-turns").unwrap_err().0, "option --max-turns takes N, not \"many\"");
+    }
+
+    #[test]
+    fn an_option_is_never_the_value_of_another() {
+        let err = |args: &[&str]| p(args).err().unwrap().0;
+        // Whatever the order in which the options are read, a name is never taken for a value.
+        assert!(err(&["task", "--title", "--url", "https://x", "go"]).contains("--title needs a value"));
+        assert!(err(&["log", "S1", "--follow", "x"]).contains("unexpected argument \"x\""));
+        assert!(err(&["download", "S1", "-o", "-o"]).contains("--out needs a value"));
+        assert!(err(&["confirm", "S1", "--reason=--yes"]).contains("--reason needs a value"));
+        assert!(err(&["download", "S1", "-o=dir"]).contains("unknown option -o=dir"));
+        let parsed = p(&["confirm", "S1", "--no", "--reason", "--not-ours"]).unwrap();
+        assert_eq!(parsed.value("--reason"), Some("--not-ours"), "a value may look like an option no one takes");
+    }
+
+    #[test]
+    #[should_panic(expected = "reads --goal")]
+    #[cfg(debug_assertions)]
+    fn a_command_reads_only_its_own_options() {
+        let _ = p(&["task", "--url", "u", "x"]).unwrap().value("--goal");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! final status and report and downloads the files into `--out DIR`. Ctrl-C detaches; the
 //! session goes on (`agent-controller stop ID` stops it).
 
+use super::args::Parsed;
 use super::client::{ApiClient, ClientError, is_active, path_segment};
 use super::common::{Column, Out, download, fail, isatty, print_status, print_table, shown, text_of};
 use super::follow::Decision;
@@ -16,32 +17,31 @@ use std::path::PathBuf;
 /// Documented exit codes, and the usage text (kept in `common.rs`, which every command uses).
 pub use super::common::{USAGE, exit};
 
-/// Run a console command; returns the exit code.
-pub fn run(command: &str, mut args: pico_args::Arguments) -> u8 {
-    let api: Option<String> = args.opt_value_from_str("--api").unwrap_or(None);
-    let token: Option<String> = args.opt_value_from_str("--token").unwrap_or(None);
-    let json_out = args.contains("--json");
+/// Run a console command, its command line read (`args::parse`); returns the exit code.
+pub fn run(parsed: &Parsed) -> u8 {
+    let json_out = parsed.flag("--json");
     let out = Out { json: json_out, color: !json_out && isatty(1) && std::env::var_os("NO_COLOR").is_none() };
-    let ca_file: Option<std::path::PathBuf> = args.opt_value_from_str("--ca-file").unwrap_or(None);
-    let client = match ApiClient::new(api, token, ca_file) {
+    let (api, token) = (parsed.value("--api").map(str::to_string), parsed.value("--token").map(str::to_string));
+    let client = match ApiClient::new(api, token, parsed.value("--ca-file").map(PathBuf::from)) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("agent-controller: {e}");
             return exit::USAGE;
         }
     };
+    let command = parsed.command.name;
     let result = match command {
-        "task" | "explore" | "replay" => return super::follow::follow_new(command, &client, &out, args),
+        "task" | "explore" | "replay" => return super::follow::follow_new(&client, &out, parsed),
         "status" | "log" | "report" | "notes" | "files" | "download" | "confirm" | "answer" | "stop" | "pause"
         | "act" | "resume" => {
-            return session_command(command, &client, &out, args);
+            return session_command(&client, &out, parsed);
         }
         "sessions" => client.get("/sessions").map(|v| print_table(&v, &out, SESSION_COLUMNS)),
         "workers" => client.get("/workers").map(|v| print_table(&v, &out, WORKER_COLUMNS)),
-        "profiles" => return profiles(&client, &out, args),
-        "schedule" => return super::schedule::run(&client, &out, args),
-        "export" => return super::export::run(&client, &out, args),
-        "recording" => return super::recording::run(&client, &out, args),
+        "profiles" => return profiles(&client, &out, &parsed.free),
+        "schedule" => return super::schedule::run(&client, &out, parsed),
+        "export" => return super::export::run(&client, &out, parsed),
+        "recording" => return super::recording::run(&client, &out, parsed),
         "health" => client.get("/health").map(|v| print_health(&v, &client, &out)),
         _ => {
             eprintln!("agent-controller: unknown command {command:?}\n\n{USAGE}");
@@ -59,54 +59,43 @@ fn exit_code(result: Result<(), ClientError>) -> u8 {
 }
 
 /// The commands about one session: `status ID`, `log ID`, … `stop ID`, `pause ID`, `act ID`,
-/// `resume ID`.
-fn session_command(command: &str, client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
-    let follow = args.contains(["-f", "--follow"]);
-    let yes = args.contains("--yes");
-    let no = args.contains("--no");
-    let zip = args.contains("--zip");
-    let dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
-    let reason: Option<String> = args.opt_value_from_str("--reason").unwrap_or(None);
-    let edit: Option<String> = args.opt_value_from_str("--edit").unwrap_or(None);
-    let note: Option<String> = args.opt_value_from_str("--note").unwrap_or(None);
-    let free = args.finish();
-    let Some(id) = free.first().and_then(|s| s.to_str()).map(str::to_string) else {
-        eprintln!("agent-controller {command}: give a session id (see `agent-controller sessions`)");
-        return exit::USAGE;
-    };
-    let id = path_segment(&id);
+/// `resume ID` (the parser saw to the id and the argument counts).
+fn session_command(client: &ApiClient, out: &Out, parsed: &Parsed) -> u8 {
+    let command = parsed.command.name;
+    let id = path_segment(&parsed.free[0]);
+    let rest = &parsed.free[1..];
     let result = match command {
         "status" => client.get(&format!("/sessions/{id}")).map(|s| print_status(&s, out)),
-        "log" => return print_log(client, &id, follow, out),
+        "log" => return print_log(client, &id, parsed.flag("--follow"), out),
         "report" => client.get(&format!("/sessions/{id}/report")).map(|v| {
             if out.json { println!("{v}") } else { println!("{}", shown(v["report"].as_str().unwrap_or(""))) }
         }),
         "notes" => client.get(&format!("/sessions/{id}/notes")).map(|v| print_list(&v, out, print_note_line)),
         "files" => client.get(&format!("/sessions/{id}/files")).map(|v| print_table(&v, out, FILE_COLUMNS)),
         "download" => {
-            let dir = dir.unwrap_or_else(|| PathBuf::from("."));
-            let name = free.get(1).and_then(|s| s.to_str()).map(str::to_string);
-            return download(client, &id, name.as_deref(), zip, &dir, out);
+            let dir = parsed.value("--out").map_or_else(|| PathBuf::from("."), PathBuf::from);
+            return download(client, &id, rest.first().map(String::as_str), parsed.flag("--zip"), &dir, out);
         }
-        "confirm" if yes == no => {
-            eprintln!("agent-controller confirm: say --yes or --no");
-            return exit::USAGE;
-        }
-        "confirm" => answer_confirmation(client, &id, Decision::from_flags(yes, reason, edit)),
-        "pause" | "act" | "resume" => {
-            let rest: Vec<String> = free.iter().skip(1).map(|s| s.to_string_lossy().into_owned()).collect();
-            return super::takeover::run(command, client, out, &id, &rest, note);
-        }
-        "answer" => {
-            let text: Vec<String> = free.iter().skip(1).filter_map(|s| s.to_str().map(str::to_string)).collect();
-            if text.is_empty() {
-                eprintln!("agent-controller answer: give the answer, e.g. answer ID \"the 2024 report\"");
+        "confirm" => {
+            let (yes, no) = (parsed.flag("--yes"), parsed.flag("--no"));
+            if yes == no {
+                eprintln!("agent-controller confirm: say --yes or --no");
                 return exit::USAGE;
             }
-            client
-                .post(&format!("/sessions/{id}/answer"), &json!({"text": text.join(" ")}))
-                .map(|_| println!("answered"))
+            let (reason, edit) = (parsed.value("--reason"), parsed.value("--edit"));
+            answer_confirmation(
+                client,
+                &id,
+                Decision::from_flags(yes, reason.map(str::to_string), edit.map(str::to_string)),
+            )
         }
+        "pause" | "act" => return super::takeover::run(command, client, out, &id, rest, None),
+        "resume" => {
+            return super::takeover::run(command, client, out, &id, rest, parsed.value("--note").map(str::to_string));
+        }
+        "answer" => client
+            .post(&format!("/sessions/{id}/answer"), &json!({"text": rest.join(" ")}))
+            .map(|_| println!("answered")),
         _ => client
             .delete(&format!("/sessions/{id}"))
             .map(|v| if out.json { println!("{v}") } else { println!("stopped {id}") }),
@@ -154,9 +143,8 @@ const WORKER_COLUMNS: &[Column] = &[
 ];
 
 /// `profiles` (a table) and `profiles rm NAME`.
-fn profiles(client: &ApiClient, out: &Out, args: pico_args::Arguments) -> u8 {
-    let free: Vec<String> = args.finish().into_iter().filter_map(|s| s.into_string().ok()).collect();
-    let result = match free.as_slice() {
+fn profiles(client: &ApiClient, out: &Out, free: &[String]) -> u8 {
+    let result = match free {
         [] => client.get("/profiles").map(|v| print_table(&v, out, PROFILE_COLUMNS)),
         [rm, name] if rm == "rm" => client
             .delete(&format!("/profiles/{}", path_segment(name)))

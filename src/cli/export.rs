@@ -2,6 +2,7 @@
 //! printed or written to FILE (through a temporary file, renamed when whole, made executable).
 //! With `--json`, what was written (`{"saved", "bytes"}`) or the script (`{"script"}`).
 
+use super::args::Parsed;
 use super::client::{ApiClient, path_segment};
 use super::common::{Out, exit, fail};
 use serde_json::json;
@@ -10,16 +11,10 @@ use std::path::PathBuf;
 /// The most of a script printed (the daemon makes them from a step log of bounded size).
 const MAX_SCRIPT_BYTES: u64 = 16 * 1024 * 1024;
 
-pub(super) fn run(client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
-    let format: Option<String> = args.opt_value_from_str("--format").unwrap_or(None);
-    let file: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
-    let free = args.finish();
-    let Some(id) = free.first().and_then(|s| s.to_str()) else {
-        eprintln!("agent-controller export: give a session id (see `agent-controller sessions`)");
-        return exit::USAGE;
-    };
-    let query = format.map_or_else(String::new, |f| format!("?format={}", path_segment(&f)));
-    let path = format!("/sessions/{}/export{query}", path_segment(id));
+pub(super) fn run(client: &ApiClient, out: &Out, parsed: &Parsed) -> u8 {
+    let query = parsed.value("--format").map_or_else(String::new, |f| format!("?format={}", path_segment(f)));
+    let path = format!("/sessions/{}/export{query}", path_segment(&parsed.free[0]));
+    let file = parsed.value("--out").map(PathBuf::from);
     let Some(file) = file else {
         return match client.get_bytes(&path, MAX_SCRIPT_BYTES) {
             Ok((bytes, _)) if out.json => {

@@ -3,6 +3,7 @@
 //! on the terminal (or `--yes`/`--no` without one), then the final state, the report and the
 //! files. Ctrl-C only detaches: the session goes on.
 
+use super::args::Parsed;
 use super::client::{ApiClient, is_active, path_segment};
 use super::common::{Answers, Out, USAGE, download, exit, fail, isatty, print_status, shown};
 use serde_json::{Value, json};
@@ -37,8 +38,9 @@ impl Decision {
 }
 
 /// `task` / `explore`: create the session, follow it, answer confirmations, fetch the files.
-pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pico_args::Arguments) -> u8 {
-    let (body, out_dir, answers) = match new_session_body(command, args) {
+pub(super) fn follow_new(client: &ApiClient, out: &Out, parsed: &Parsed) -> u8 {
+    let command = parsed.command.name;
+    let (body, out_dir, answers) = match new_session_body(parsed) {
         Ok(parsed) => parsed,
         Err(message) => {
             eprintln!("agent-controller {command}: {message}\n\n{USAGE}");
@@ -98,35 +100,18 @@ pub(super) fn follow_new(command: &str, client: &ApiClient, out: &Out, args: pic
 }
 
 /// The `POST /sessions` body from the command line, the `--out` folder, and how to answer.
-fn new_session_body(
-    command: &str,
-    mut args: pico_args::Arguments,
-) -> Result<(Value, Option<PathBuf>, Answers), String> {
+fn new_session_body(parsed: &Parsed) -> Result<(Value, Option<PathBuf>, Answers), String> {
+    let command = parsed.command.name;
     if command == "replay" {
-        return super::replay::body(args);
+        return super::replay::body(parsed);
     }
-    let url: Option<String> = args.opt_value_from_str("--url").unwrap_or(None);
-    let title: Option<String> = args.opt_value_from_str("--title").unwrap_or(None);
-    let host: Option<String> = args.opt_value_from_str("--host").unwrap_or(None);
-    let ssh: Option<String> = args.opt_value_from_str("--ssh").unwrap_or(None);
-    let approval: Option<String> = args.opt_value_from_str("--approval").unwrap_or(None);
-    let llm: Option<String> = args.opt_value_from_str("--llm").unwrap_or(None);
-    let model: Option<String> = args.opt_value_from_str("--model").unwrap_or(None);
-    let goal: Option<String> = args.opt_value_from_str("--goal").unwrap_or(None);
-    let worker: Option<String> = args.opt_value_from_str("--worker").unwrap_or(None);
-    let username: Option<String> = args.opt_value_from_str("--username").unwrap_or(None);
-    let max_turns: Option<u32> = args.opt_value_from_str("--max-turns").map_err(|e| e.to_string())?;
-    let out_dir: Option<PathBuf> = args.opt_value_from_str(["-o", "--out"]).unwrap_or(None);
-    let auto = args.contains("--auto-confirm");
-    let dry_run = args.contains("--dry-run");
-    let allowed: Vec<String> = args.values_from_str("--allow-domain").map_err(|e| e.to_string())?;
-    let files: Vec<PathBuf> = args.values_from_str("--file").map_err(|e| e.to_string())?;
-    let profile: Option<String> = args.opt_value_from_str("--profile").unwrap_or(None);
-    let answers = Answers { yes: args.contains("--yes"), no: args.contains("--no") };
+    let text = |long: &str| parsed.value(long).map(str::to_string);
+    let (url, title, host, ssh) = (text("--url"), text("--title"), text("--host"), text("--ssh"));
+    let answers = Answers { yes: parsed.flag("--yes"), no: parsed.flag("--no") };
     if answers.yes && answers.no {
         return Err("--yes and --no together".into());
     }
-    let free: Vec<String> = args.finish().into_iter().filter_map(|s| s.into_string().ok()).collect();
+    let free = &parsed.free;
     let (target, kind) = match (url, title, host, ssh) {
         (Some(u), None, None, None) => (u, "browser"),
         (None, Some(t), None, None) => (t, "app"),
@@ -141,61 +126,70 @@ fn new_session_body(
             return Err("say what to do, e.g. task --url https://example.com \"download all PDFs\"".into());
         }
         body["instruction"] = json!(instruction);
-    } else if let Some(g) = goal.or_else(|| (!free.is_empty()).then(|| free.join(" "))) {
+    } else if let Some(g) = text("--goal").or_else(|| (!free.is_empty()).then(|| free.join(" "))) {
         body["goal"] = json!(g);
     }
-    if let Some(w) = worker {
+    if let Some(w) = text("--worker") {
         body["worker"] = json!(w);
     }
-    if let Some(u) = username {
+    if let Some(u) = text("--username") {
         let Some(password) = std::env::var("AGENT_CONTROLLER_PASSWORD").ok().filter(|p| !p.is_empty()) else {
             return Err("--username needs the password in AGENT_CONTROLLER_PASSWORD (never on the command line)".into());
         };
         body["credentials"] = json!({"username": u, "password": password});
     }
-    for (key, value) in [("llm", llm), ("model", model)] {
-        if let Some(v) = value {
+    for key in ["llm", "model"] {
+        if let Some(v) = text(&format!("--{key}")) {
             body[key] = json!(v);
         }
     }
-    let mut options = json!({"auto_confirm": auto});
-    if let Some(a) = approval {
-        if !["auto", "validator", "human"].contains(&a.as_str()) {
+    body["options"] = session_options(parsed)?;
+    // Only a task is handed files.
+    let files = if command == "task" { parsed.values("--file") } else { Vec::new() };
+    hand_over(&mut body, &files, text("--profile"))?;
+    Ok((body, parsed.value("--out").map(PathBuf::from), answers))
+}
+
+/// The body's `options` from `--auto-confirm`, `--approval`, `--dry-run`, `--allow-domain` and
+/// `--max-turns`.
+fn session_options(parsed: &Parsed) -> Result<Value, String> {
+    let mut options = json!({"auto_confirm": parsed.flag("--auto-confirm")});
+    if let Some(a) = parsed.value("--approval") {
+        if !["auto", "validator", "human"].contains(&a) {
             return Err(format!("--approval is auto, validator or human, not {a:?}"));
         }
         options["approval"] = json!(a);
     }
-    if dry_run {
+    if parsed.flag("--dry-run") {
         options["dry_run"] = json!(true);
     }
+    let allowed = parsed.values("--allow-domain");
     if !allowed.is_empty() {
         options["allowed_domains"] = json!(allowed);
     }
-    if let Some(n) = max_turns {
+    if let Some(n) = parsed.parse::<u32>("--max-turns").map_err(|e| e.0)? {
         options["max_turns"] = json!(n);
     }
-    body["options"] = options;
-    hand_over(&mut body, &files, profile)?;
-    Ok((body, out_dir, answers))
+    Ok(options)
 }
 
 /// `--file` (the inputs, and the paths `follow_new` sends) and `--profile` into the body.
-fn hand_over(body: &mut Value, files: &[PathBuf], profile: Option<String>) -> Result<(), String> {
+fn hand_over(body: &mut Value, files: &[String], profile: Option<String>) -> Result<(), String> {
     if let Some(p) = profile {
         body["options"]["browser_profile"] = json!(p);
     }
     if !files.is_empty() {
         body["inputs"] = json!(input_names(files)?);
-        body["input_paths"] = json!(files.iter().map(|f| f.to_string_lossy()).collect::<Vec<_>>());
+        body["input_paths"] = json!(files);
     }
     Ok(())
 }
 
 /// The input names of `--file` paths: each a readable file whose own name is a valid input
 /// name, each name once.
-fn input_names(files: &[PathBuf]) -> Result<Vec<String>, String> {
+fn input_names(files: &[String]) -> Result<Vec<String>, String> {
     let mut names: Vec<String> = Vec::new();
-    for f in files {
+    for f in files.iter().map(std::path::Path::new) {
         if !f.is_file() {
             return Err(format!("--file {}: no such file", f.display()));
         }

@@ -4,6 +4,7 @@
 //! `--param name=value`…) or `--session JSON` (a `POST /sessions` body); the daemon checks the
 //! rest and its error is printed as it comes.
 
+use super::args::Parsed;
 use super::client::{ApiClient, path_segment};
 use super::common::{Column, Out, exit, fail, print_table, text_of};
 use super::table::Align;
@@ -28,9 +29,9 @@ const COLUMNS: &[Column] = &[
 ];
 
 /// Run `schedule SUBCOMMAND`; the exit code.
-pub(super) fn run(client: &ApiClient, out: &Out, mut args: pico_args::Arguments) -> u8 {
-    let body = options(&mut args);
-    let free: Vec<String> = args.finish().into_iter().filter_map(|s| s.into_string().ok()).collect();
+pub(super) fn run(client: &ApiClient, out: &Out, parsed: &Parsed) -> u8 {
+    let body = options(parsed);
+    let free = &parsed.free;
     let name = free.get(1).map(|n| path_segment(n));
     let result = match (free.first().map(String::as_str), name) {
         (Some("list"), None) => client.get("/schedules").map(|v| print_table(&v, out, COLUMNS)),
@@ -78,8 +79,6 @@ fn said(out: &Out, v: &Value, line: &str) {
 /// What is wrong with `add`'s options.
 #[derive(Debug)]
 enum OptionsError {
-    /// An option without its value, or given twice.
-    Args(pico_args::Error),
     /// `--session` is not JSON.
     Session(serde_json::Error),
     /// A `--param` without `=` (as given).
@@ -89,7 +88,6 @@ enum OptionsError {
 impl fmt::Display for OptionsError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            OptionsError::Args(e) => e.fmt(f),
             OptionsError::Session(e) => write!(f, "--session is not JSON: {e}"),
             OptionsError::Param(p) => write!(f, "--param {p:?} is not name=value"),
         }
@@ -99,34 +97,27 @@ impl fmt::Display for OptionsError {
 impl std::error::Error for OptionsError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            OptionsError::Args(e) => e.source(),
             OptionsError::Session(e) => Some(e),
             OptionsError::Param(_) => None,
         }
     }
 }
 
-/// The `add` body from the options (all are read, so `finish` sees only the free arguments).
-fn options(args: &mut pico_args::Arguments) -> Result<Value, OptionsError> {
-    let text = |args: &mut pico_args::Arguments, key: &'static str| -> Result<Option<String>, OptionsError> {
-        args.opt_value_from_str(key).map_err(OptionsError::Args)
-    };
+/// The `add` body from the options.
+fn options(parsed: &Parsed) -> Result<Value, OptionsError> {
     let mut body = json!({});
-    for (key, option) in [("every", "--every"), ("cron", "--cron"), ("tz", "--tz")] {
-        if let Some(v) = text(args, option)? {
+    for (key, option) in [("every", "--every"), ("cron", "--cron"), ("tz", "--tz"), ("replay_of", "--replay")] {
+        if let Some(v) = parsed.value(option) {
             body[key] = json!(v);
         }
     }
-    if let Some(id) = text(args, "--replay")? {
-        body["replay_of"] = json!(id);
+    if let Some(session) = parsed.value("--session") {
+        body["session"] = serde_json::from_str(session).map_err(OptionsError::Session)?;
     }
-    if let Some(session) = text(args, "--session")? {
-        body["session"] = serde_json::from_str(&session).map_err(OptionsError::Session)?;
-    }
-    if args.contains("--catch-up") {
+    if parsed.flag("--catch-up") {
         body["catch_up"] = json!(true);
     }
-    let params: Vec<String> = args.values_from_str("--param").map_err(OptionsError::Args)?;
+    let params = parsed.values("--param");
     if !params.is_empty() {
         let mut map = Map::new();
         for p in params {

@@ -23,11 +23,6 @@ pub fn list(parsed: &Parsed) -> Result<String, EvalError> {
     suite(parsed).map(super::task_list)
 }
 
-/// Every value of a repeatable option, in order.
-fn values(parsed: &Parsed, name: &str) -> Vec<String> {
-    parsed.options.iter().filter(|(n, _)| *n == name).filter_map(|(_, v)| v.clone()).collect()
-}
-
 /// The options of the command line, and `--min-pass`.
 fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalError> {
     let number = |name: &'static str, default: u32| -> Result<u32, EvalError> {
@@ -46,7 +41,7 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
         first_run: number("--first-run", 1)?.max(1),
         max_turns: number("--max-turns", 15)?.max(1),
         profile: parsed.value("--profile").map(str::to_string),
-        guards: super::guards_option(parsed.value("--guards"), &values(parsed, "--ablate"))?,
+        guards: super::guards_option(parsed.value("--guards"), &parsed.values("--ablate"))?,
         ablate_fired: parsed.value("--ablate-fired").map(|v| match v {
             "all" => Vec::new(),
             names => names.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
@@ -56,7 +51,7 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
             .value("--site-port")
             .map_or(Ok(0), |v| v.parse().map_err(|_| EvalError::NotANumber("--site-port", v.to_string())))?,
         session_timeout: Duration::from_secs(900),
-        keep: parsed.options.iter().any(|(n, _)| *n == "--keep"),
+        keep: parsed.flag("--keep"),
         on_row: (!json).then(|| std::rc::Rc::new(|row: &Row| println!("{}", printable(&row.line()))) as ShowRow),
     };
     let min_pass = parsed
@@ -69,7 +64,7 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
 /// `agent-controller eval`: the options from the command line, the rows as they come, the
 /// totals; the exit code (0, 1 below `--min-pass`, 2 for a usage or start-up error).
 pub fn command(parsed: &Parsed, config: Config) -> u8 {
-    let json = parsed.options.iter().any(|(n, _)| *n == "--json");
+    let json = parsed.flag("--json");
     let (opts, min_pass) = match options(parsed, json) {
         Ok(o) => o,
         Err(e) => {

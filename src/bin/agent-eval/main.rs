@@ -46,7 +46,7 @@ fn client(name: &str, parsed: &Parsed) -> ExitCode {
             ExitCode::SUCCESS
         }
         "mcp" => mcp(parsed),
-        _ => ExitCode::from(console::run(name, parsed.arguments())),
+        _ => ExitCode::from(console::run(parsed)),
     }
 }
 
@@ -101,7 +101,7 @@ fn usage(message: &str) -> ExitCode {
 
 /// `eval`: the eval's tasks on a model, through a daemon, site and worker of its own.
 fn eval(parsed: &Parsed) -> ExitCode {
-    if parsed.value("--list").is_some() || parsed.options.iter().any(|(n, _)| *n == "--list") {
+    if parsed.flag("--list") {
         return match agent_controller::eval::command::list(parsed) {
             Ok(list) => {
                 print!("{list}");
@@ -132,7 +132,7 @@ fn probe(parsed: &Parsed) -> ExitCode {
     if let Err(e) = agent_controller::llm::probe::save(&endpoint, &config, &found) {
         eprintln!("agent-controller: warning: could not keep the result in {}: {e}", config.output.dir.display());
     }
-    if parsed.options.iter().any(|(n, _)| *n == "--json") {
+    if parsed.flag("--json") {
         println!("{}", found.to_json(&endpoint));
     } else {
         let yes = |b: bool| if b { "yes" } else { "no" };
