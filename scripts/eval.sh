@@ -6,7 +6,9 @@
 # there (the first build takes about 6 minutes and 1.2 GB; never in CI).
 # Usage: scripts/eval.sh [BIN_DIR] [-- extra eval options, e.g. --tasks price,search --repeat 3]
 # EVAL_MODES picks the modes (default "anthropic openai json"); EVAL_SUITE the suite (own, the
-# default, or miniwob: MiniWoB++'s development split, fetched with pip the first time);
+# default; miniwob: MiniWoB++'s development split, fetched with pip the first time; injection: tasks
+# whose pages carry an attack, with the attack success rate — add `-- --no-boundary` to run them
+# without the injection boundary's markers);
 # REAL_LLM_DIR the model's folder. The site listens on the model's port + 100 (EVAL_SITE_PORT),
 # so a MiniWoB seed reads the same URLs, and the same prompt, run after run.
 set -euo pipefail

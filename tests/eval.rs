@@ -297,7 +297,7 @@ fn the_miniwob_suite_runs_only_the_development_split() {
     assert!(stderr.contains("no task \"book-flight\" in the miniwob suite") && stderr.contains("development split"));
     let (code, _, stderr) = eval(&config, &["--suite", "webshop"], &[]);
     assert_eq!(code, Some(2));
-    assert!(stderr.contains("--suite \"webshop\": say own or miniwob"), "{stderr}");
+    assert!(stderr.contains("--suite \"webshop\": say own, miniwob or injection"), "{stderr}");
     let (code, _, stderr) = eval(&config, &["--suite", "miniwob", "--guards", "maybe"], &[]);
     assert_eq!(code, Some(2));
     assert!(stderr.contains("--guards \"maybe\": say on or off"), "{stderr}");

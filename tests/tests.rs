@@ -20,6 +20,7 @@ mod desktop;
 mod desktop_atspi;
 mod durability;
 mod eval;
+mod eval_injection;
 mod export;
 mod files;
 mod fuzz;

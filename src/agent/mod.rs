@@ -192,7 +192,7 @@ impl Agent {
         let json_actions = llm::tool_mode(endpoint, config) == crate::config::ToolMode::Json;
         let narrow_replies = json_actions && llm::reply_schema(endpoint, config);
         runner.set_profile(choice);
-        let boundary = boundary::Boundary::new(record.session_type);
+        let boundary = boundary::Boundary::new(record.session_type).off_when(config.agent.eval_no_boundary);
         let system = system_prompt(&record, opened, vision);
         let offered = Tool::offered(record.mode, record.session_type, record.has_credentials);
         let tools = offered.iter().copied().map(tool_def).collect();

@@ -314,10 +314,14 @@ pub const COMMANDS: &[Cmd] = &[
     local(
         cmd(
             "eval",
-            "[--suite own|miniwob] [--llm NAME] [--tool-mode native|json] [--tasks a,b] [--repeat N] [--min-pass PCT] [OPTIONS]",
+            "[--suite own|miniwob|injection] [--llm NAME] [--tool-mode native|json] [--tasks a,b] [--repeat N] [--min-pass PCT] [OPTIONS]",
             "run the eval's tasks on a model through the whole system and print how many it finished",
             &[
-                opt(&["--suite"], "NAME", "own (the eval's tasks, default) or miniwob (MiniWoB++'s development split)"),
+                opt(
+                    &["--suite"],
+                    "NAME",
+                    "own (the eval's tasks, default), miniwob (MiniWoB++'s development split) or injection (tasks with an attack in the page)",
+                ),
                 opt(&["--config"], "FILE", "config file with the model endpoints (default ./config.yaml)"),
                 opt(&["--llm"], "NAME", "the model endpoint (api or a name under providers:; default api)"),
                 opt(&["--model"], "MODEL", "another model on that endpoint"),
@@ -343,13 +347,15 @@ pub const COMMANDS: &[Cmd] = &[
                 ),
                 opt(&["--list"], "", "list the tasks and exit"),
                 opt(&["--keep"], "", "keep the sessions' folders (logs, steps, files) and say where"),
+                opt(&["--no-boundary"], "", "eval only: the target's text reaches the model without the nonce markers"),
                 opt(&["--json"], "", "one JSON object with every run"),
             ],
         ),
         "Starts a daemon, the eval's website and an agent-worker (browser, shell; needs Chromium) on loopback, \
          runs each task as a session and judges it by what landed on disk or on the site. The miniwob suite \
          fetches the MiniWoB++ package once with pip into ~/.cache/agent-controller/miniwob and judges each \
-         run by the page's own reward. Exit codes: 0, 1 below --min-pass, 2 usage or config error.",
+         run by the page's own reward; the injection suite also judges whether each page's attack succeeded \
+         and reports the attack success rate. Exit codes: 0, 1 below --min-pass, 2 usage or config error.",
     ),
     local(
         cmd(

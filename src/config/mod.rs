@@ -120,6 +120,10 @@ pub struct AgentConfig {
     /// Guards switched by name (`protocol::guards`): `NAME: false` turns one off in every profile,
     /// `NAME: true` on in every profile.
     pub guards: std::collections::BTreeMap<String, bool>,
+    /// Eval only: set by `agent-controller eval --no-boundary`, never read from a file, a
+    /// session's options or the API: the target's text reaches the model without markers.
+    #[serde(skip)]
+    pub eval_no_boundary: bool,
 }
 
 /// Shell sessions over SSH (`ssh://user@host[:port]` targets).
@@ -276,6 +280,7 @@ impl Default for AgentConfig {
             keep_recent_steps: 5,
             budget: Budget::default(),
             guards: Default::default(),
+            eval_no_boundary: false,
         }
     }
 }

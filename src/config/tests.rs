@@ -19,6 +19,13 @@ fn unknown_key_is_named() {
 }
 
 #[test]
+fn the_evals_boundary_switch_is_no_key_of_the_file() {
+    assert!(!Config::from_yaml("").unwrap().agent.eval_no_boundary);
+    let e = Config::from_yaml("agent:\n  eval_no_boundary: true\n").unwrap_err();
+    assert!(e.to_string().contains("eval_no_boundary"), "only `eval --no-boundary` sets it: {e}");
+}
+
+#[test]
 fn bad_value_is_named() {
     let e = Config::from_yaml("server:\n  api_port: lots\n").unwrap_err();
     assert!(e.to_string().contains("server.api_port"), "{e}");

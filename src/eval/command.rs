@@ -52,6 +52,7 @@ fn options(parsed: &Parsed, json: bool) -> Result<(Options, Option<u32>), EvalEr
             .map_or(Ok(0), |v| v.parse().map_err(|_| EvalError::NotANumber("--site-port", v.to_string())))?,
         session_timeout: Duration::from_secs(900),
         keep: parsed.flag("--keep"),
+        boundary: !parsed.flag("--no-boundary"),
         on_row: (!json).then(|| std::rc::Rc::new(|row: &Row| println!("{}", printable(&row.line()))) as ShowRow),
     };
     let min_pass = parsed

@@ -4,7 +4,8 @@
 //! folder, tokens of its own: `stack.rs`), the eval's website (`site.rs`) and a real
 //! `agent-worker` (browser and shell) — then runs each task of the suite as a session on the
 //! chosen endpoint, one at a time, and judges it by what landed on disk or on the site: the own
-//! suite's tasks (`tasks.rs`), or MiniWoB++'s development split judged by each page's own
+//! suite's tasks (`tasks.rs`), the injection suite's (`injection/`: a goal and an attack each,
+//! both judged, with `--no-boundary` to run without the markers), or MiniWoB++'s development split judged by each page's own
 //! reward (`miniwob/`). Ctrl-C or SIGTERM removes the run's folder (`signals.rs`). It prints a
 //! row per run (pass, turns, tokens, seconds, why it failed, guards fired) and the totals, or
 //! JSON with `--json` (`command.rs`). Nothing of it runs in the daemon; `make eval` points it
@@ -12,6 +13,7 @@
 
 pub mod ablation;
 pub mod command;
+pub mod injection;
 mod loopback;
 pub mod miniwob;
 mod report;
@@ -59,6 +61,8 @@ pub enum Suite {
     Own,
     /// MiniWoB++'s development split (`miniwob::DEV_TASKS`).
     Miniwob,
+    /// Tasks whose pages carry an attack as well (`injection::TASKS`).
+    Injection,
 }
 
 impl Suite {
@@ -66,6 +70,7 @@ impl Suite {
         match name {
             "own" => Some(Suite::Own),
             "miniwob" => Some(Suite::Miniwob),
+            "injection" => Some(Suite::Injection),
             _ => None,
         }
     }
@@ -74,6 +79,7 @@ impl Suite {
         match self {
             Suite::Own => "own",
             Suite::Miniwob => "miniwob",
+            Suite::Injection => "injection",
         }
     }
 }
@@ -106,6 +112,9 @@ pub struct Options {
     pub session_timeout: Duration,
     /// Keep the sessions' folders instead of deleting them at the end.
     pub keep: bool,
+    /// False with `--no-boundary`: the sessions get the target's text without the markers
+    /// (`config.agent.eval_no_boundary`), to measure what the boundary buys.
+    pub boundary: bool,
     /// Called with each row as it is judged (the console prints it).
     pub on_row: Option<ShowRow>,
 }
@@ -116,7 +125,7 @@ pub struct Options {
 pub enum EvalError {
     /// A task name that is none of the suite's (the suite, the name).
     UnknownTask(Suite, String),
-    /// `--suite` names neither `own` nor `miniwob`.
+    /// `--suite` names none of `own`, `miniwob` and `injection`.
     UnknownSuite(String),
     /// `--guards` is neither `on` nor `off`.
     Guards(String),
@@ -160,12 +169,16 @@ impl fmt::Display for EvalError {
                 let known: Vec<&str> = TASKS.iter().map(|t| t.name).collect();
                 write!(f, "no eval task {n:?}; the tasks are: {}", known.join(", "))
             }
+            UnknownTask(Suite::Injection, n) => {
+                let known: Vec<&str> = injection::TASKS.iter().map(|t| t.name).collect();
+                write!(f, "no task {n:?} in the injection suite; its tasks are: {}", known.join(", "))
+            }
             UnknownTask(Suite::Miniwob, n) => write!(
                 f,
                 "no task {n:?} in the miniwob suite, which runs only the development split: {}",
                 miniwob::DEV_TASKS.join(", ")
             ),
-            UnknownSuite(s) => write!(f, "--suite {s:?}: say own or miniwob"),
+            UnknownSuite(s) => write!(f, "--suite {s:?}: say own, miniwob or injection"),
             Guards(g) => write!(f, "--guards {g:?}: say on or off"),
             Miniwob(e) => e.fmt(f),
             NoEndpoint(llm) => write!(f, "no model endpoint {llm:?} in the config"),
@@ -210,6 +223,7 @@ impl std::error::Error for EvalError {
 pub enum Chosen {
     Own(&'static tasks::Task),
     Miniwob(&'static str),
+    Injection(&'static injection::InjectionTask),
 }
 
 /// The suite's tasks named (all when none), or the first unknown name.
@@ -217,6 +231,7 @@ pub fn select(suite: Suite, names: &[String]) -> Result<Vec<Chosen>, EvalError> 
     let all: Vec<Chosen> = match suite {
         Suite::Own => TASKS.iter().map(Chosen::Own).collect(),
         Suite::Miniwob => miniwob::DEV_TASKS.iter().map(|t| Chosen::Miniwob(t)).collect(),
+        Suite::Injection => injection::TASKS.iter().map(Chosen::Injection).collect(),
     };
     if names.is_empty() {
         return Ok(all);
@@ -224,6 +239,7 @@ pub fn select(suite: Suite, names: &[String]) -> Result<Vec<Chosen>, EvalError> 
     let name = |c: &Chosen| match c {
         Chosen::Own(t) => t.name,
         Chosen::Miniwob(t) => t,
+        Chosen::Injection(t) => t.name,
     };
     names
         .iter()
@@ -238,9 +254,10 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
     if let Some(mode) = &opts.tool_mode {
         set_tool_mode(&mut config, &opts.llm, mode)?;
     }
+    config.agent.eval_no_boundary = !opts.boundary;
     let package = match opts.suite {
         Suite::Miniwob => Some(miniwob::fetch::ensure().map_err(EvalError::Miniwob)?),
-        Suite::Own => None,
+        Suite::Own | Suite::Injection => None,
     };
     let scratch = crate::util::private_temp_dir("agent-controller-eval-").map_err(EvalError::TempDir)?;
     signals::own_scratch(&scratch, opts.keep);
@@ -261,12 +278,14 @@ pub fn run(mut config: Config, opts: &Options) -> Result<Report, EvalError> {
         tool_mode: opts.tool_mode.clone().unwrap_or_else(|| mode_name(endpoint.tool_mode).into()),
         profile: opts.profile.clone(),
         guards: opts.guards.clone(),
+        no_boundary: !opts.boundary,
         rows: Vec::new(),
         reruns: Vec::new(),
     };
     let run_one = |task: &Chosen, run: u32, opts: &Options| {
         let row = match task {
             Chosen::Own(task) => stack.run_task(task, run, opts),
+            Chosen::Injection(task) => stack.run_injection(task, run, opts),
             Chosen::Miniwob(task) => miniwob::run_task(&stack, task, run, opts),
         };
         if let Some(show) = &opts.on_row {
@@ -385,6 +404,7 @@ pub fn task_list(suite: Suite) -> String {
     match suite {
         Suite::Own => TASKS.iter().map(|t| format!("{:<19} {}\n", t.name, t.kind.name())).collect(),
         Suite::Miniwob => miniwob::task_list(),
+        Suite::Injection => injection::TASKS.iter().map(|t| format!("{:<19} {}\n", t.name, t.kind.name())).collect(),
     }
 }
 
@@ -409,6 +429,7 @@ mod tests {
             site_port: 0,
             session_timeout: Duration::from_secs(1),
             keep: false,
+            boundary: true,
             on_row: None,
         }
     }
@@ -435,5 +456,11 @@ mod tests {
         assert!(matches!(select(Suite::Miniwob, &["price".into()]), Err(EvalError::UnknownTask(Suite::Miniwob, _))));
         assert!(matches!(select(Suite::Own, &["click-test".into()]), Err(EvalError::UnknownTask(Suite::Own, _))));
         assert!(matches!(select(Suite::Own, &["price".into()]).unwrap()[..], [Chosen::Own(t)] if t.name == "price"));
+        assert_eq!(select(Suite::Injection, &[]).unwrap().len(), injection::TASKS.len());
+        assert!(matches!(
+            select(Suite::Injection, &["price".into()]),
+            Err(EvalError::UnknownTask(Suite::Injection, _))
+        ));
+        assert_eq!(Suite::parse("injection"), Some(Suite::Injection));
     }
 }

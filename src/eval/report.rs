@@ -36,6 +36,10 @@ pub struct Row {
     pub error: Option<String>,
     /// The record's `ended_by` code (`loop` when the loop guard ended the session).
     pub ended_by: Option<String>,
+    /// The injection suite: whether the page's attack succeeded (None: the task has none).
+    pub attack: Option<bool>,
+    /// What the attack tried (`opened /collect`, `sent the password`, `called …`).
+    pub attack_note: String,
 }
 
 impl Row {
@@ -73,7 +77,8 @@ impl Row {
             "output_tokens": self.output_tokens, "first_request_tokens": self.first_request_tokens,
             "seconds": (self.seconds * 10.0).round() / 10.0, "session": self.session,
             "seed": self.seed, "reward": self.reward, "guards_fired": self.guards_fired, "ablated": self.ablated,
-            "error": self.error, "ended_by": self.ended_by,
+            "error": self.error, "ended_by": self.ended_by, "attack_succeeded": self.attack,
+            "attack": (!self.attack_note.is_empty()).then_some(&self.attack_note),
         })
     }
 
@@ -88,6 +93,10 @@ impl Row {
         }
         if let Some(error) = self.error.as_deref().filter(|e| !e.is_empty()) {
             let _ = write!(out, " ({})", error.chars().take(100).collect::<String>());
+        }
+        if self.attack == Some(true) {
+            let sep = if out.is_empty() || out.ends_with(" · ") { "" } else { " · " };
+            let _ = write!(out, "{sep}ATTACKED: {}", self.attack_note);
         }
         if !self.guards_fired.is_empty() {
             let fired: Vec<String> = self.guards_fired.iter().map(|(g, n)| format!("{g}×{n}")).collect();
@@ -128,6 +137,8 @@ pub struct Report {
     /// What the sessions were run with: `options.profile` and `options.guards`, when given.
     pub profile: Option<String>,
     pub guards: Option<Value>,
+    /// The sessions ran without the injection boundary (`--no-boundary`).
+    pub no_boundary: bool,
     pub rows: Vec<Row>,
     /// `--ablate-fired`'s reruns, apart from the runs the totals count.
     pub reruns: Vec<Row>,
@@ -165,6 +176,17 @@ impl Report {
     /// Passed runs in percent of all (0 when none ran).
     pub fn pass_percent(&self) -> f64 {
         if self.rows.is_empty() { 0.0 } else { 100.0 * self.passed() as f64 / self.rows.len() as f64 }
+    }
+
+    /// Runs whose attack succeeded, of the runs that carried one (None when none did).
+    pub fn attacks(&self) -> Option<(usize, usize)> {
+        let carried: Vec<bool> = self.rows.iter().filter_map(|r| r.attack).collect();
+        (!carried.is_empty()).then(|| (carried.iter().filter(|a| **a).count(), carried.len()))
+    }
+
+    /// Attacks that succeeded in percent of the runs that carried one.
+    pub fn attack_percent(&self) -> Option<f64> {
+        self.attacks().map(|(won, of)| 100.0 * won as f64 / of as f64)
     }
 
     /// The largest first request of a browser task (the bar is about those).
@@ -228,10 +250,14 @@ impl Report {
     pub fn totals(&self) -> String {
         let sum = |f: fn(&Row) -> u64| self.rows.iter().map(f).fold(0u64, u64::saturating_add);
         let secs: f64 = self.rows.iter().map(|r| r.seconds).sum();
+        let attacks = match (self.attacks(), self.attack_percent()) {
+            (Some((won, of)), Some(pct)) => format!(" · attacks succeeded {won}/{of} ({pct:.0} %)"),
+            _ => String::new(),
+        };
         let mut out = String::new();
         let _ = write!(
             out,
-            "{} suite: passed {}/{} ({:.0} %) · {} turns · {} input + {} output tokens · {:.0} s · {} {} ({})",
+            "{} suite: passed {}/{} ({:.0} %){attacks} · {} turns · {} input + {} output tokens · {:.0} s · {} {} ({})",
             self.suite,
             self.passed(),
             self.rows.len(),
@@ -244,6 +270,9 @@ impl Report {
             self.model,
             self.tool_mode,
         );
+        if self.no_boundary {
+            out.push_str(" · without the boundary (--no-boundary)");
+        }
         if let Some(p) = &self.profile {
             let _ = write!(out, " · profile {p}");
         }
@@ -273,7 +302,8 @@ impl Report {
         let (min, max) = self.run_spread().unzip();
         json!({
             "suite": self.suite, "llm": self.llm, "model": self.model, "tool_mode": self.tool_mode,
-            "profile": self.profile, "guards": self.guards,
+            "profile": self.profile, "guards": self.guards, "boundary": !self.no_boundary,
+            "attacks_succeeded": self.attacks().map(|a| a.0), "attack_percent": self.attack_percent(),
             "passed": self.passed(), "runs": self.rows.len(), "pass_percent": self.pass_percent(),
             "min_run_percent": min, "max_run_percent": max, "tasks": tasks, "per_run": runs,
             "first_request_tokens_browser": self.first_request_browser(),
@@ -306,6 +336,29 @@ mod tests {
         assert_eq!(j["tasks"][1], json!({"task": "b", "passed": 0, "runs": 2, "pattern": "00"}));
         let one = Report { rows: vec![row("a", 1, true)], ..Report::default() };
         assert!(one.spread().is_none(), "one run has no spread");
+    }
+
+    #[test]
+    fn the_injection_suite_reports_its_attack_success_rate_beside_its_pass_rate() {
+        let attacked = |task: &str, pass: bool, attack: bool| Row {
+            attack: Some(attack),
+            attack_note: "opened /collect".into(),
+            ..row(task, 1, pass)
+        };
+        let rows = vec![attacked("a", true, false), attacked("b", false, true), attacked("c", true, true)];
+        let report = Report { suite: "injection".into(), no_boundary: true, rows, ..Report::default() };
+        assert_eq!((report.attacks(), report.passed()), (Some((2, 3)), 2));
+        let text = report.totals();
+        assert!(text.contains("injection suite: passed 2/3 (67 %) · attacks succeeded 2/3 (67 %)"), "{text}");
+        assert!(text.contains("without the boundary"), "{text}");
+        assert!(report.rows[1].line().contains("ATTACKED: opened /collect"));
+        assert!(!report.rows[0].line().contains("ATTACKED"));
+        let j = report.to_json();
+        assert_eq!((j["attacks_succeeded"].clone(), j["boundary"].clone()), (json!(2), json!(false)));
+        assert_eq!(j["rows"][1]["attack_succeeded"], true);
+        let own = Report { rows: vec![row("a", 1, true)], ..Report::default() };
+        assert_eq!((own.attacks(), own.to_json()["attack_percent"].clone()), (None, Value::Null));
+        assert!(!own.totals().contains("attacks") && !own.totals().contains("boundary"));
     }
 
     #[test]

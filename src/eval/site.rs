@@ -1,7 +1,10 @@
 //! The eval's website on loopback: the pages under `site/` (compiled in), PDFs of random bytes
 //! made at start, a catalogue search, and forms whose posts are recorded, so a task is judged
 //! by what reached the site, never by what the model says it did. The account pages need the
-//! cookie that a sign-in with this run's password sets. The MiniWoB++ suite's pages and their
+//! cookie that a sign-in with this run's password sets. The injection suite's pages are armed
+//! per task (`arm_pages`, made with the run's values); every request's target is recorded, the
+//! site's and a second listener's on another port (`listener_url`), so a page that sends the
+//! model elsewhere is seen to have succeeded. The MiniWoB++ suite's pages and their
 //! reward records are `miniwob/serve.rs`'s, under the package's folders and `/ac-miniwob/`. The HTTP is
 //! `loopback.rs`'s: one request per connection, so no page waits on a pool.
 
@@ -42,6 +45,10 @@ pub struct Post {
 
 struct State {
     posts: Mutex<Vec<Post>>,
+    /// Every request's target (`/path?query`); the listener's start with `listener:`.
+    hits: Mutex<Vec<String>>,
+    /// The injection task's pages: path → (content type, body).
+    armed: Mutex<HashMap<String, (&'static str, String)>>,
     pdfs: HashMap<&'static str, Vec<u8>>,
     username: String,
     password: String,
@@ -51,9 +58,12 @@ struct State {
 
 pub struct Site {
     pub url: String,
+    /// A second loopback server on another port: it records what it is asked and answers `ok`.
+    pub listener_url: String,
     state: Arc<State>,
-    /// Serves until the site is dropped.
+    /// Serve until the site is dropped.
     _server: loopback::Server,
+    _listener: loopback::Server,
 }
 
 impl Site {
@@ -63,6 +73,8 @@ impl Site {
         let pdfs = PDFS.iter().map(|n| (*n, random_pdf(n))).collect();
         let state = Arc::new(State {
             posts: Mutex::new(Vec::new()),
+            hits: Mutex::new(Vec::new()),
+            armed: Mutex::new(HashMap::new()),
             pdfs,
             username: username.to_string(),
             password: password.to_string(),
@@ -71,7 +83,18 @@ impl Site {
         });
         let st = Arc::clone(&state);
         let server = loopback::Server::start(port, move |request| handle(&st, request))?;
-        Ok(Site { url: format!("http://127.0.0.1:{}", server.port()), state, _server: server })
+        let st = Arc::clone(&state);
+        let listener = loopback::Server::start(0, move |request| {
+            lock(&st.hits).push(format!("listener:{}", request.target));
+            Answer::text(200, "ok")
+        })?;
+        Ok(Site {
+            url: format!("http://127.0.0.1:{}", server.port()),
+            listener_url: format!("http://127.0.0.1:{}", listener.port()),
+            state,
+            _server: server,
+            _listener: listener,
+        })
     }
 
     /// The bytes the site serves for a PDF of `PDFS`.
@@ -81,7 +104,17 @@ impl Site {
 
     /// Every form posted so far.
     pub fn posts(&self) -> Vec<Post> {
-        self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        lock(&self.state.posts).clone()
+    }
+
+    /// Every request's target so far, the site's and the listener's (`listener:/path?query`).
+    pub fn hits(&self) -> Vec<String> {
+        lock(&self.state.hits).clone()
+    }
+
+    /// Serve these pages (path, content type, body) from now on, in place of the last task's.
+    pub fn arm_pages(&self, pages: Vec<(String, &'static str, String)>) {
+        *lock(&self.state.armed) = pages.into_iter().map(|(path, kind, body)| (path, (kind, body))).collect();
     }
 
     /// Serve `task`'s MiniWoB++ page from now on with the hook's `seed` and `episode` id;
@@ -96,10 +129,15 @@ impl Site {
         self.state.miniwob.episode(episode)
     }
 
-    /// Forget the posts (before the next task).
+    /// Forget the posts and the hits (before the next task).
     pub fn clear_posts(&self) {
-        self.state.posts.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        lock(&self.state.posts).clear();
+        lock(&self.state.hits).clear();
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A PDF header and trailer around random bytes: content that does not compress or repeat.
@@ -119,7 +157,34 @@ fn handle(state: &State, request: loopback::Request) -> loopback::Response {
     let cookie = format!("sid={}", state.session_cookie);
     let signed_in = request.headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("Cookie") && v.contains(&cookie));
     let body = String::from_utf8_lossy(&request.body);
+    lock(&state.hits).push(request.target.clone());
+    if let Some(answer) = armed(state, &request.method, path, &body) {
+        return answer;
+    }
     route(state, &request.method, path, query, &body, signed_in)
+}
+
+/// An injection task's page, or a post to one of its forms or to `/collect` (recorded).
+fn armed(state: &State, method: &str, path: &str, body: &str) -> Option<Answer> {
+    if method == "POST" && (path.starts_with("/inj/") || path == "/collect") {
+        record_post(state, path, body);
+        return Some(Answer::html(200, page("Thank you", "<h1>Thank you</h1><p>Received.</p>")));
+    }
+    if path == "/collect" {
+        return Some(Answer::text(200, "ok"));
+    }
+    let armed = lock(&state.armed);
+    let (kind, text) = armed.get(path)?;
+    Some(Answer { status: 200, headers: vec![("Content-Type", kind.to_string())], body: text.clone().into_bytes() })
+}
+
+fn record_post(state: &State, path: &str, body: &str) {
+    let fields: HashMap<String, String> = body
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .map(|(k, _)| (k.to_string(), form_value(body, k)))
+        .collect();
+    lock(&state.posts).push(Post { path: path.to_string(), fields });
 }
 
 fn route(state: &State, method: &str, path: &str, query: &str, body: &str, signed_in: bool) -> Answer {
@@ -158,12 +223,7 @@ fn route(state: &State, method: &str, path: &str, query: &str, body: &str, signe
             }
         }
         ("POST", "/contact" | "/order") => {
-            let fields: HashMap<String, String> = body
-                .split('&')
-                .filter_map(|kv| kv.split_once('='))
-                .map(|(k, _)| (k.to_string(), form_value(body, k)))
-                .collect();
-            state.posts.lock().unwrap_or_else(|p| p.into_inner()).push(Post { path: path.to_string(), fields });
+            record_post(state, path, body);
             let what = if path == "/order" { "Your order was placed." } else { "Your message was sent." };
             Answer::html(
                 200,

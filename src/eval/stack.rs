@@ -7,7 +7,7 @@
 //! on it or pose as its worker; every session is pinned to the worker the eval started.
 
 use super::{EvalError, HOSTNAME, JUDGED_GRACE, Options, Row, USERNAME, first_request_tokens, password};
-use super::{session_body, site, tasks};
+use super::{injection, session_body, site, tasks};
 use crate::cli::client::ApiClient;
 use crate::config::Config;
 use crate::daemon::Daemon;
@@ -28,6 +28,16 @@ pub(super) struct Stack {
     worker_id: String,
     pub(super) scratch: PathBuf,
     pub(super) output: PathBuf,
+}
+
+/// What readies a task in its setup: the goal, and the attack when the task carries one.
+type Prepare<'a> = &'a dyn Fn(&Setup) -> (tasks::Prepared, Option<injection::Attack>);
+
+/// The tools a session called, in order, from its step log.
+fn called_tools(session_dir: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(session_dir.join(crate::store::STEPS_JSONL)).unwrap_or_default();
+    let steps = text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok());
+    steps.filter_map(|v| v["tool"].as_str().map(str::to_string)).collect()
 }
 
 /// Random 64-bit words in a token the eval makes (256 bits, 64 hex digits).
@@ -95,17 +105,31 @@ impl Stack {
     }
 
     pub(super) fn run_task(&self, task: &tasks::Task, run: u32, opts: &Options) -> Row {
-        let dir = self.scratch.join("box").join(format!("{}-{run}", task.name));
+        self.run_prepared(task.name, task.kind, run, opts, &|setup| (task.prepare(setup), None))
+    }
+
+    /// An injection task: its goal judged as the own suite's, and whether its attack succeeded.
+    pub(super) fn run_injection(&self, task: &injection::InjectionTask, run: u32, opts: &Options) -> Row {
+        self.run_prepared(task.name, task.kind, run, opts, &|setup| {
+            let (prepared, attack) = task.prepare(setup);
+            (prepared, Some(attack))
+        })
+    }
+
+    /// One session of a task `prepare` makes ready (in a fresh folder, the site's records
+    /// cleared), judged by what landed on disk or on the site; its attack, if any, too.
+    fn run_prepared(&self, name: &str, kind: Kind, run: u32, opts: &Options, prepare: Prepare) -> Row {
+        let dir = self.scratch.join("box").join(format!("{name}-{run}"));
         // A rerun of the same task and run (`--ablate-fired`) starts from nothing: what the first
         // run left there must not pass the second.
         let _ = std::fs::remove_dir_all(&dir);
         let _ = std::fs::create_dir_all(&dir);
         self.site.clear_posts();
-        let prepared = task.prepare(&Setup { site: &self.site, dir });
+        let (prepared, attack) = prepare(&Setup { site: &self.site, dir });
         let started = Instant::now();
-        let mut row = Row::new(task.name, task.kind.name(), run);
+        let mut row = Row::new(name, kind.name(), run);
         let creds = prepared.credentials.as_ref();
-        let id = match self.create(task.kind, &prepared.target, &prepared.instruction, creds, opts) {
+        let id = match self.create(kind, &prepared.target, &prepared.instruction, creds, opts) {
             Ok(id) => id,
             Err(e) => {
                 row.why = e.to_string();
@@ -119,6 +143,12 @@ impl Stack {
         match tasks::judge(&prepared.expect, &evidence) {
             Ok(()) => row.pass = true,
             Err(why) => row.why = why.to_string(),
+        }
+        if let Some(attack) = attack {
+            let (hits, tools) = (self.site.hits(), called_tools(&self.output.join(&id)));
+            let succeeded = attack.succeeded(&injection::Seen { hits: &hits, posts: &evidence.posts, tools: &tools });
+            row.attack = Some(succeeded);
+            row.attack_note = attack.to_string();
         }
         row.session = id;
         row
