@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use std::process::Command;
 use std::time::Duration;
 
-fn config_for(llm: &ScriptedLlm, dir: &std::path::Path) -> std::path::PathBuf {
+/// A config for the eval against the scripted model (the injection suite's tests use it too).
+pub(crate) fn config_for(llm: &ScriptedLlm, dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("config.yaml");
     let yaml = format!(
         "api:\n  provider: anthropic\n  base_url: \"{}\"\n  api_key: sk-test-key-123\n  max_retries: 1\n",

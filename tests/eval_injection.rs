@@ -6,21 +6,12 @@
 //! reaches a goal and ignores the attacks, run with `--no-boundary`: the report counts the goals
 //! and the attacks apart, and the sessions without the boundary saw no markers.
 
+use crate::eval::config_for;
 use crate::support::llm::*;
 use crate::support::worker::have_chromium;
 use crate::support::*;
 use serde_json::{Value, json};
 use std::process::Command;
-
-fn config_for(llm: &ScriptedLlm, dir: &std::path::Path) -> std::path::PathBuf {
-    let path = dir.join("config.yaml");
-    let yaml = format!(
-        "api:\n  provider: anthropic\n  base_url: \"{}\"\n  api_key: sk-test-key-123\n  max_retries: 1\n",
-        llm.url
-    );
-    std::fs::write(&path, yaml).unwrap();
-    path
-}
 
 /// The eval's JSON report for `tasks`, with the guards off (the script is the model's whole
 /// doing) and `extra` options.
