@@ -115,7 +115,7 @@ fn run_over_ssh(session: &Arc<Session>, agent: &AgentFn, config: Arc<Config>) {
     let executor = match SshExecutor::connect(&target, &config, Arc::clone(session.stop_signal())) {
         Ok(executor) => executor,
         Err(_) if session.stop_requested() => return finish(session, AgentOutcome::Stopped),
-        Err(why) => return finish(session, AgentOutcome::Failed(why)),
+        Err(why) => return finish(session, AgentOutcome::Failed(why.to_string())),
     };
     let describe = executor.describe();
     session.update(|r| {

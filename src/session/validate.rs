@@ -51,7 +51,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         if session_type != SessionType::Shell {
             return bad("an ssh:// target is for `type: shell` sessions");
         }
-        crate::exec::ssh::SshTarget::parse(&target).map_err(ApiError::BadRequest)?;
+        target.parse::<crate::exec::ssh::SshTarget>().map_err(|e| ApiError::BadRequest(e.to_string()))?;
     }
     let requested_worker = req.worker.map(|w| w.trim().to_string()).filter(|w| !w.is_empty());
     if let Some(name) = &requested_worker {
