@@ -80,7 +80,9 @@ impl Daemon {
         );
 
         sessions.prune();
-        let schedules = Arc::new(Scheduler::start(&config, schedule_store, Arc::clone(&sessions)).map_err(StartError)?);
+        let schedules = Scheduler::start(&config, schedule_store, Arc::clone(&sessions), crate::http::session_failure)
+            .map_err(|e| StartError(e.to_string()))?;
+        let schedules = Arc::new(schedules);
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
         let monitors = spawn_monitor(&hub, &sessions, &monitor_stop)?;
