@@ -77,7 +77,7 @@ impl WorkerHub {
 
     /// Delete the profile `name` on every worker that keeps it.
     pub fn delete_profile(self: &Arc<Self>, name: &str) -> Result<(), ProfileRefusal> {
-        check_profile_name(name).map_err(ProfileRefusal::BadName)?;
+        check_profile_name(name).map_err(|e| ProfileRefusal::BadName(e.to_string()))?;
         let holders: Vec<_> = {
             let state = self.lock();
             state.workers.values().filter(|w| w.presence().profiles.contains_key(name)).cloned().collect()

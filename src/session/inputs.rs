@@ -24,7 +24,7 @@ impl Session {
     /// Take `body` as the input file `name`; answers its entry and whether it is new (else it
     /// replaced an input of that name).
     pub fn put_input(&self, name: &str, body: &mut dyn Read) -> Result<(FileEntry, bool), SessionError> {
-        check_input_name(name).map_err(SessionError::Invalid)?;
+        check_input_name(name).map_err(|e| SessionError::Invalid(e.to_string()))?;
         if !self.status().is_active() {
             return Err(SessionError::Conflict(format!("session {} has ended; it takes no more inputs", self.id)));
         }

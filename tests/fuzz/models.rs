@@ -276,7 +276,7 @@ fn fuzz_tool_call_arguments() {
     let args = (0..tools.len(), json_object(ACTION_KEYS, ACTION_WORDS));
     fuzz("tool call arguments against every tool's schema (util::schema::validate)", args, |(i, args)| {
         if let Err(e) = schema::validate(&tools[i].input_schema, &args) {
-            prop_assert!(e.contains('`'), "names what is wrong: {e}");
+            prop_assert!(e.to_string().contains('`'), "names what is wrong: {e}");
         }
         Ok(())
     });
