@@ -253,7 +253,8 @@ fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result
     if asked.len() > 100 {
         return Err(bad("at most 100 patterns".into()));
     }
-    let parsed = asked.iter().map(|p| DomainPattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    let parsed =
+        asked.iter().map(|p| DomainPattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
     if parsed.is_empty() && !config.is_empty() {
         return Err(bad("an empty list would lift config.yaml's `browser.allowed_domains`".into()));
     }
