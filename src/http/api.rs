@@ -307,7 +307,7 @@ impl Api {
             created_at: &record.created_at,
             steps: &steps,
         };
-        let text = export::script(format, &run).map_err(ApiError::BadRequest)?.into_bytes();
+        let text = export::script(format, &run).map_err(|e| ApiError::BadRequest(e.to_string()))?.into_bytes();
         Ok(Reply::Stream(http::Stream {
             headers: vec![
                 http::header("Content-Type", format.content_type()),
