@@ -20,6 +20,14 @@ use std::time::{Duration, Instant};
 /// How long a session waits for the inputs its request named, at most.
 pub const INPUT_WAIT: Duration = Duration::from_secs(30 * 60);
 
+/// The inputs a session named that never came (its end's reason).
+#[derive(Debug, thiserror::Error)]
+#[error("the input files {} were not handed over within {} s", .missing.join(", "), .waited.as_secs())]
+pub(super) struct InputsLate {
+    missing: Vec<String>,
+    waited: Duration,
+}
+
 impl Session {
     /// Take `body` as the input file `name`; answers its entry and whether it is new (else it
     /// replaced an input of that name).
@@ -96,7 +104,7 @@ impl Session {
 
     /// Wait until every input the request named has been put, the stop, or `INPUT_WAIT`;
     /// `Err` says which never came.
-    pub(super) fn wait_for_inputs(&self) -> Result<(), String> {
+    pub(super) fn wait_for_inputs(&self) -> Result<(), InputsLate> {
         let wanted = self.record().inputs;
         let missing = || -> Vec<String> {
             let have = self.input_names();
@@ -116,11 +124,7 @@ impl Session {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "the input files {} were not handed over within {} s",
-                    left.join(", "),
-                    INPUT_WAIT.as_secs()
-                ));
+                return Err(InputsLate { missing: left, waited: INPUT_WAIT });
             }
             self.stop_signal().wait(Duration::from_millis(100));
         }

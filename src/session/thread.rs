@@ -90,7 +90,7 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
 /// How a session ends before its lease: the inputs it named never came, or a stop.
 fn wait_for_inputs(session: &Arc<Session>) -> Option<AgentOutcome> {
     match session.wait_for_inputs() {
-        Err(why) => Some(AgentOutcome::Failed(why)),
+        Err(why) => Some(AgentOutcome::Failed(why.to_string())),
         Ok(()) if session.stop_requested() => Some(AgentOutcome::Stopped),
         Ok(()) => None,
     }

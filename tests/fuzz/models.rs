@@ -264,7 +264,7 @@ fn fuzz_json_mode_actions() {
             }
             Ok(Action::Complete { message }) => prop_assert!(!message.trim().is_empty()),
             Ok(Action::AskUser { question }) => prop_assert!(!question.trim().is_empty()),
-            Err(e) => prop_assert!(!e.is_empty()),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
         Ok(())
     });
@@ -311,7 +311,7 @@ fn fuzz_tool_outputs_arguments() {
         |(tool, text, input, max)| {
             match answer(tool, &text, &input, max) {
                 Ok(v) => prop_assert!(v.is_object()),
-                Err(e) => prop_assert!(!e.is_empty()),
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
             Ok(())
         },
