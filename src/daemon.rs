@@ -56,7 +56,7 @@ impl Daemon {
             .tls()
             .then(|| crate::http::load_tls(&config.server.tls_cert, &config.server.tls_key))
             .transpose()
-            .map_err(StartError)?;
+            .map_err(|e| StartError(e.to_string()))?;
         let store = Store::open(&config.output.dir, config.output.sync)
             .map_err(|e| StartError(format!("cannot use output.dir {}: {e}", config.output.dir.display())))?;
         // Before anything is loaded or marked: a second daemon must not touch the first's files.
@@ -80,7 +80,9 @@ impl Daemon {
         );
 
         sessions.prune();
-        let schedules = Arc::new(Scheduler::start(&config, schedule_store, Arc::clone(&sessions)).map_err(StartError)?);
+        let schedules = Scheduler::start(&config, schedule_store, Arc::clone(&sessions), crate::http::session_failure)
+            .map_err(|e| StartError(e.to_string()))?;
+        let schedules = Arc::new(schedules);
         let reaper = spawn_reaper(&parker)?;
         let monitor_stop = Arc::new((Mutex::new(false), Condvar::new()));
         let monitors = spawn_monitor(&hub, &sessions, &monitor_stop)?;
@@ -194,7 +196,7 @@ fn start_servers(
         stopping,
         Arc::new(move |r| api_routes.handle(r)),
     )
-    .map_err(StartError)?;
+    .map_err(|e| StartError(e.to_string()))?;
     let worker_routes =
         Arc::new(WorkerApi { config: Arc::clone(config), hub: Arc::clone(hub), sessions: Arc::clone(sessions) });
     let worker = HttpServer::start(
@@ -212,7 +214,7 @@ fn start_servers(
         stopping,
         Arc::new(move |r| worker_routes.handle(r)),
     )
-    .map_err(StartError)?;
+    .map_err(|e| StartError(e.to_string()))?;
     Ok((api, worker))
 }
 

@@ -2,7 +2,7 @@
 
 use crate::support::*;
 use agent_controller::protocol::FileKind;
-use agent_controller::session::{AgentOutcome, SessionRunner};
+use agent_controller::session::{AgentOutcome, SessionError, SessionRunner};
 use serde_json::json;
 use std::io::Read;
 
@@ -258,7 +258,8 @@ fn upload_limits_answer_413_and_507_and_leave_nothing() {
     assert_error(&r, 507, "storage_full");
     assert!(r.json()["error"].as_str().unwrap().contains("max_files_per_session"));
     // The agent seam gets the same limits.
-    assert_eq!(f.runner.store_file("f.txt", b"x", FileKind::Generated).unwrap_err().status(), 507);
+    let refused = f.runner.store_file("f.txt", b"x", FileKind::Generated).unwrap_err();
+    assert!(matches!(&refused, SessionError::NoRoom(m) if m.contains("max_files_per_session")), "{refused:?}");
     let files = f.d.client().get(&format!("/sessions/{}/files", f.id)).json();
     assert_eq!(files.as_array().unwrap().len(), 3);
     f.assert_no_partials();

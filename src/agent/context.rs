@@ -105,7 +105,7 @@ impl Agent {
         match self.runner.store_file(&name, full.as_deref().unwrap_or(image), FileKind::Screenshot) {
             Ok(f) => Some(f.filename),
             Err(e) => {
-                log::warn!("{}: screenshot not stored: {}", self.runner.session_id(), e.message());
+                log::warn!("{}: screenshot not stored: {e}", self.runner.session_id());
                 None
             }
         }

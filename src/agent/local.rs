@@ -96,7 +96,7 @@ impl Agent {
                 "note": format!("the same content was already saved as {}: not stored again", entry.filename),
             })),
             Ok(entry) => ToolOutcome::ok(json!({"saved": entry.filename, "size_kb": entry.size_kb})),
-            Err(e) => ToolOutcome::error(format!("could not save the file: {}", e.message())),
+            Err(e) => ToolOutcome::error(format!("could not save the file: {e}")),
         }
     }
 

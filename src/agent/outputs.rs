@@ -14,7 +14,6 @@ use crate::llm::ToolDef;
 use crate::protocol::tools::{OUTPUT_TOOLS, Tool};
 use serde_json::{Map, Value, json};
 use serde_json_path::JsonPath;
-use std::fmt;
 
 mod bounds;
 
@@ -110,7 +109,7 @@ impl Agent {
         match answer(tool, &text, input, max) {
             // What the target gave, read back: data between the markers like the first time.
             Ok(v) => ToolOutcome::blocks(vec![crate::llm::Block::text(self.boundary.wrap(&v.to_string()))]),
-            Err(e) => ToolOutcome::error(e),
+            Err(e) => ToolOutcome::error(e.to_string()),
         }
     }
 
@@ -124,48 +123,27 @@ impl Agent {
     }
 }
 
-/// Why a query of a stored output has no answer.
-#[derive(Debug)]
-enum QueryError {
+/// Why a query of a stored output has no answer; the model is told in these words.
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
     /// A path was given for an output that is text.
+    #[error("this output is text, not JSON: use `lines` and `contains` instead of `path`")]
     NotJson,
     /// The path is refused before it runs (too long, too deep, too costly).
-    Refused(bounds::Refused),
+    #[error(transparent)]
+    Refused(#[from] bounds::Refused),
     /// The path is no JSONPath: the path, and the parser's reason.
-    BadPath(String, serde_json_path::ParseError),
+    #[error("`{0}` is not a JSONPath (RFC 9535): {1}; e.g. $.items[*].name or $..price")]
+    BadPath(String, #[source] serde_json_path::ParseError),
     /// `lines` is not a range like 120-160 (as given).
+    #[error("`{0}` is not a line range like 120-160")]
     BadRange(String),
-}
-
-impl fmt::Display for QueryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QueryError::NotJson => {
-                f.write_str("this output is text, not JSON: use `lines` and `contains` instead of `path`")
-            }
-            QueryError::Refused(r) => r.fmt(f),
-            QueryError::BadPath(path, e) => {
-                write!(f, "`{path}` is not a JSONPath (RFC 9535): {e}; e.g. $.items[*].name or $..price")
-            }
-            QueryError::BadRange(r) => write!(f, "`{r}` is not a line range like 120-160"),
-        }
-    }
-}
-
-impl From<bounds::Refused> for QueryError {
-    fn from(r: bounds::Refused) -> QueryError {
-        QueryError::Refused(r)
-    }
 }
 
 /// What `tool_outputs_stats`, `_extract`, `_count` or `_sample` answers about one stored output,
 /// given the model's arguments (a JSONPath, a line range, a needle, a count); else what the
 /// model is told instead.
-pub fn answer(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, String> {
-    query(tool, text, input, max).map_err(|e| e.to_string())
-}
-
-fn query(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
+pub fn answer(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
     match tool {
         Tool::ToolOutputsStats => Ok(match parse(text) {
             Some(v) => json_stats(&v).0,

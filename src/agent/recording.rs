@@ -55,7 +55,7 @@ impl Agent {
         let made = self.runner.execute(frame_tool.name(), serde_json::json!({"caption": caption}), FRAME_TIMEOUT);
         let stored = match made {
             Ok(v) => match v["frame_gif_base64"].as_str().map(|b| STANDARD.decode(b)) {
-                Some(Ok(gif)) => self.runner.store_frame(step.number, &gif).map_err(|e| e.message().to_string()),
+                Some(Ok(gif)) => self.runner.store_frame(step.number, &gif).map_err(|e| e.to_string()),
                 Some(Err(_)) => Err("the worker's frame is not base64".to_string()),
                 // A worker that answers without one (an older one, a stand-in): nothing to keep.
                 None => Ok(()),

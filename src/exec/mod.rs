@@ -11,51 +11,49 @@ pub mod remote;
 pub mod ssh;
 
 use serde_json::Value;
-use std::fmt;
 use std::time::Duration;
 
-/// Why a target tool did not produce a result.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a target tool did not produce a result. Its `Display` is what the model is told.
+#[derive(Debug, thiserror::Error)]
 pub enum ExecError {
     /// The target ran it and reported a failure (its message, for the model).
+    #[error("{0}")]
     Failed(String),
     /// The worker refused the call on purpose: its message for the model and the typed refusal
     /// (`{"refused": CODE, …fields}`) the controller reads instead of the words.
-    Refused {
-        message: String,
-        refusal: serde_json::Value,
-    },
-    Timeout {
-        action: String,
-        after: Duration,
-    },
+    #[error("{message}")]
+    Refused { message: String, refusal: serde_json::Value },
+    #[error("{action} timed out after {} s without a result from the worker", .after.as_secs())]
+    Timeout { action: String, after: Duration },
     /// The target went away (a worker stopped polling, a connection dropped).
+    #[error("{0}")]
     Disconnected(String),
+    #[error("the session was stopped")]
     Stopped,
+    /// A program the executor runs (`ssh`) could not be started.
+    #[error("cannot run {program}: {source}")]
+    Spawn { program: &'static str, source: std::io::Error },
+    /// A tool's argument was not in the encoding it named.
+    #[error("`{field}` is not valid base64: {source}")]
+    Encoding { field: &'static str, source: base64::DecodeError },
+    /// A path the remote shell could not be handed safely (the model gave it: it is told why).
+    #[error(transparent)]
+    Quote(#[from] remote::QuoteError),
 }
 
 impl ExecError {
     /// The error with `f` applied to the words it carries (a timeout and a stop carry none of
-    /// the target's); a refusal's typed fields stay as they are.
+    /// the target's); a refusal's typed fields stay as they are. A typed cause's words are the
+    /// model's from here on: it becomes `Failed` with them, so `f` (a scrub) sees every word.
     pub fn map_message(self, f: impl FnOnce(String) -> String) -> ExecError {
         match self {
             ExecError::Failed(m) => ExecError::Failed(f(m)),
             ExecError::Disconnected(m) => ExecError::Disconnected(f(m)),
             ExecError::Refused { message, refusal } => ExecError::Refused { message: f(message), refusal },
-            other => other,
-        }
-    }
-}
-
-impl fmt::Display for ExecError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ExecError::Failed(msg) | ExecError::Disconnected(msg) => f.write_str(msg),
-            ExecError::Refused { message, .. } => f.write_str(message),
-            ExecError::Timeout { action, after } => {
-                write!(f, "{action} timed out after {} s without a result from the worker", after.as_secs())
+            typed @ (ExecError::Spawn { .. } | ExecError::Encoding { .. } | ExecError::Quote(_)) => {
+                ExecError::Failed(f(typed.to_string()))
             }
-            ExecError::Stopped => f.write_str("the session was stopped"),
+            other @ (ExecError::Timeout { .. } | ExecError::Stopped) => other,
         }
     }
 }

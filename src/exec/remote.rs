@@ -7,9 +7,7 @@
 //! path with a double quote in it is refused rather than mangled). File contents always
 //! travel on stdin, byte for byte.
 
-use super::ExecError;
 use crate::util::ansi::NO_PAGER_ENV;
-use std::fmt;
 
 /// Which shell answers on the other side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -19,33 +17,15 @@ pub enum Flavor {
 }
 
 /// A path the remote shell could not be handed safely; it is refused, not mangled.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum QuoteError {
     /// A double quote in a path for `cmd`.
+    #[error("a path with a double quote cannot be passed to cmd safely: {0}")]
     DoubleQuote(String),
     /// A single quote in a path for PowerShell's single-quoted string.
+    #[error("a path with a single quote cannot be passed to PowerShell safely: {0}")]
     SingleQuote(String),
-}
-
-impl fmt::Display for QuoteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            QuoteError::DoubleQuote(s) => write!(f, "a path with a double quote cannot be passed to cmd safely: {s}"),
-            QuoteError::SingleQuote(s) => {
-                write!(f, "a path with a single quote cannot be passed to PowerShell safely: {s}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for QuoteError {}
-
-/// The model gave the path: it is told why it was refused.
-impl From<QuoteError> for ExecError {
-    fn from(e: QuoteError) -> ExecError {
-        ExecError::Failed(e.to_string())
-    }
 }
 
 /// `'…'` for sh: every `'` becomes `'\''`.

@@ -17,7 +17,6 @@ use crate::util::ansi::strip_ansi;
 use crate::util::reading;
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
-use std::fmt;
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -38,65 +37,38 @@ pub struct SshTarget {
 
 /// A target that is not `ssh://user@host[:port]` (or names a user or host that could pass
 /// for an option); holds the target as given.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an SSH target looks like ssh://user@host or ssh://user@host:2222, not {0:?}")]
 pub struct BadTarget(pub String);
 
-impl fmt::Display for BadTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "an SSH target looks like ssh://user@host or ssh://user@host:2222, not {:?}", self.0)
-    }
-}
-
-impl std::error::Error for BadTarget {}
-
 /// Why an SSH session could not start.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SshError {
     /// The target is not an `ssh://` target we accept.
+    #[error(transparent)]
     Target(BadTarget),
     /// No private folder for the control socket could be made.
-    ControlDir(std::io::Error),
+    #[error("cannot make a control folder: {0}")]
+    ControlDir(#[source] std::io::Error),
     /// The `ssh` program could not be run.
-    Spawn(std::io::Error),
+    #[error("cannot run ssh: {0}")]
+    Spawn(#[source] std::io::Error),
     /// ssh gave up connecting; what it said on stderr.
+    #[error("{}", connect_error(.destination, *.port, .stderr))]
     Refused { destination: String, port: u16, stderr: String },
     /// The session was stopped while connecting.
+    #[error("stopped while connecting")]
     Stopped,
     /// The master connection did not come up in time.
+    #[error("ssh to {destination} did not connect within 20 s")]
     Slow { destination: String },
     /// Running the host probe failed.
+    #[error(transparent)]
     Probe(ExecError),
     /// Neither `uname` nor `ver` answered; what the first said on stderr.
+    #[error("cannot tell what {destination} runs (uname and ver both failed): {}", .stderr.trim())]
     UnknownHost { destination: String, stderr: String },
-}
-
-impl fmt::Display for SshError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SshError::Target(e) => e.fmt(f),
-            SshError::ControlDir(e) => write!(f, "cannot make a control folder: {e}"),
-            SshError::Spawn(e) => write!(f, "cannot run ssh: {e}"),
-            SshError::Refused { destination, port, stderr } => f.write_str(&connect_error(destination, *port, stderr)),
-            SshError::Stopped => f.write_str("stopped while connecting"),
-            SshError::Slow { destination } => write!(f, "ssh to {destination} did not connect within 20 s"),
-            SshError::Probe(e) => e.fmt(f),
-            SshError::UnknownHost { destination, stderr } => {
-                write!(f, "cannot tell what {destination} runs (uname and ver both failed): {}", stderr.trim())
-            }
-        }
-    }
-}
-
-impl std::error::Error for SshError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            // Shown as the target's own message, so its cause is the target's cause.
-            SshError::Target(e) => e.source(),
-            SshError::ControlDir(e) | SshError::Spawn(e) => Some(e),
-            _ => None,
-        }
-    }
 }
 
 impl std::str::FromStr for SshTarget {
@@ -122,13 +94,6 @@ impl std::str::FromStr for SshTarget {
             return Err(bad());
         }
         Ok(SshTarget { user: user.to_string(), host: host.to_string(), port })
-    }
-}
-
-impl SshTarget {
-    /// The target, or the message that says its shape (for the API's 400).
-    pub fn parse(target: &str) -> Result<SshTarget, String> {
-        target.parse().map_err(|e: BadTarget| e.to_string())
     }
 }
 
@@ -162,11 +127,7 @@ impl Output {
 impl SshExecutor {
     /// Connect (start the master), inspect the host once, and be ready; or say why not (the
     /// words end the session).
-    pub fn connect(target: &str, config: &Config, stop: Arc<StopSignal>) -> Result<SshExecutor, String> {
-        SshExecutor::open(target, config, stop).map_err(|e| e.to_string())
-    }
-
-    fn open(target: &str, config: &Config, stop: Arc<StopSignal>) -> Result<SshExecutor, SshError> {
+    pub fn connect(target: &str, config: &Config, stop: Arc<StopSignal>) -> Result<SshExecutor, SshError> {
         let target: SshTarget = target.parse().map_err(SshError::Target)?;
         let control_dir = crate::util::private_temp_dir("ac-ssh-").map_err(SshError::ControlDir)?;
         let known_hosts = config.known_hosts_path();
@@ -296,7 +257,7 @@ impl SshExecutor {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| ExecError::Failed(format!("cannot run ssh: {e}")))?;
+            .map_err(|source| ExecError::Spawn { program: "ssh", source })?;
         if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
             let bytes = bytes.to_vec();
             std::thread::spawn(move || drop(pipe.write_all(&bytes)));
@@ -381,7 +342,7 @@ impl SshExecutor {
                 use base64::Engine;
                 base64::engine::general_purpose::STANDARD
                     .decode(content)
-                    .map_err(|e| ExecError::Failed(format!("`content` is not valid base64: {e}")))?
+                    .map_err(|source| ExecError::Encoding { field: "content", source })?
             }
             _ => content.as_bytes().to_vec(),
         };
@@ -500,13 +461,13 @@ mod tests {
 
     #[test]
     fn targets_parse_or_say_the_shape() {
-        let t = SshTarget::parse("ssh://deploy@web-1.example.com:2222").unwrap();
+        let t = "ssh://deploy@web-1.example.com:2222".parse::<SshTarget>().unwrap();
         assert_eq!((t.user.as_str(), t.host.as_str(), t.port), ("deploy", "web-1.example.com", 2222));
-        assert_eq!(SshTarget::parse("ssh://root@[::1]").unwrap().host, "::1");
-        assert_eq!(SshTarget::parse("ssh://a@h").unwrap().port, 22);
+        assert_eq!("ssh://root@[::1]".parse::<SshTarget>().unwrap().host, "::1");
+        assert_eq!("ssh://a@h".parse::<SshTarget>().unwrap().port, 22);
         for bad in ["ssh://host", "ssh://-oProxyCommand=x@h", "ssh://a@h:0", "ssh://a@h:x", "http://a@h", "ssh://a b@h"]
         {
-            assert!(SshTarget::parse(bad).is_err(), "{bad}");
+            assert!(bad.parse::<SshTarget>().is_err(), "{bad}");
         }
     }
 }

@@ -39,14 +39,29 @@ const ROLES: &[&str] = &[
     "region",
 ];
 
+/// Why no locator can be written for a step's element (the script's `fail(…)` says it).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum NoLocator {
+    #[error("the step names no element")]
+    NoElement,
+    #[error("it named `{0}`, a ref of the session's page, and the worker did not describe the element")]
+    PageRef(String),
+    /// One field of a form (numbered from 1).
+    #[error("field {number}: {cause}")]
+    Field { number: usize, cause: Box<NoLocator> },
+    /// One field of a login (`username`, `password`, `submit`…).
+    #[error("the login's {field} field: {cause}")]
+    LoginField { field: &'static str, cause: Box<NoLocator> },
+}
+
 /// `page.get_by_…(…)` for the element, or why none can be written.
-pub(crate) fn locator(described: Option<&Value>, selector: Option<&str>) -> Result<String, String> {
+pub(crate) fn locator(described: Option<&Value>, selector: Option<&str>) -> Result<String, NoLocator> {
     if let Some(found) = described.filter(|d| d.is_object()).and_then(from_description) {
         return Ok(found);
     }
     match selector {
         Some(s) => from_selector(s),
-        None => Err("the step names no element".into()),
+        None => Err(NoLocator::NoElement),
     }
 }
 
@@ -93,14 +108,12 @@ fn id_selector(id: &str) -> String {
 }
 
 /// The step's own selector, read as the worker's helpers read it (`page.js`'s `findAll`).
-fn from_selector(selector: &str) -> Result<String, String> {
+fn from_selector(selector: &str) -> Result<String, NoLocator> {
     let s = selector.trim();
     let bare = s.trim_start_matches('[').trim_end_matches(']');
     let refish = bare.strip_prefix("ref=").unwrap_or(bare).trim();
     if refish.len() > 1 && refish.starts_with('e') && refish[1..].chars().all(|c| c.is_ascii_digit()) {
-        return Err(format!(
-            "it named `{s}`, a ref of the session's page, and the worker did not describe the element"
-        ));
+        return Err(NoLocator::PageRef(s.to_string()));
     }
     if let Some(t) = s.strip_prefix("text=") {
         return Ok(format!("page.get_by_text({}).first", py(t.trim_matches(|c| c == '"' || c == '\''))));

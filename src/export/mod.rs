@@ -80,25 +80,23 @@ pub struct Run<'a> {
     pub steps: &'a [Value],
 }
 
-/// The script, or why this session has none in this format (the caller's 400).
-pub fn script(format: Format, run: &Run<'_>) -> Result<String, String> {
+/// Why a session has no script in the format asked for (the caller's 400).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum NoScript {
+    #[error("session {id} is a {} session: it exports as format={}, not {}", kind_name(*.kind), .own.name(), .asked.name())]
+    OtherFormat { id: String, kind: SessionType, own: Format, asked: Format },
+    #[error("session {0} is a desktop session, which has no script export (its steps: /sessions/{0}/steps)")]
+    Desktop(String),
+}
+
+/// The script, or why this session has none in this format.
+pub fn script(format: Format, run: &Run<'_>) -> Result<String, NoScript> {
     match (Format::of(run.kind), format) {
         (Some(own), asked) if own == asked => {}
         (Some(own), asked) => {
-            return Err(format!(
-                "session {} is a {} session: it exports as format={}, not {}",
-                run.id,
-                kind_name(run.kind),
-                own.name(),
-                asked.name()
-            ));
+            return Err(NoScript::OtherFormat { id: run.id.to_string(), kind: run.kind, own, asked });
         }
-        (None, _) => {
-            return Err(format!(
-                "session {} is a desktop session, which has no script export (its steps: /sessions/{}/steps)",
-                run.id, run.id
-            ));
-        }
+        (None, _) => return Err(NoScript::Desktop(run.id.to_string())),
     }
     let steps = acting_steps(run.steps, run.kind);
     Ok(match format {

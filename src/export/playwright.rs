@@ -9,7 +9,7 @@
 //! enters the script as a Python string literal or as a comment line made safe
 //! (`comment_text`), never as code.
 
-use super::locator::locator;
+use super::locator::{NoLocator, locator};
 use super::values::{Values, py};
 use super::{Run, Step, comment_text};
 use crate::protocol::takeover::typed_pointers;
@@ -32,7 +32,7 @@ pub(super) fn script(run: &Run<'_>, steps: &[Step<'_>]) -> String {
         let lines = match emit(step, &mut values, &mut uses) {
             Ok(lines) if lines.is_empty() => continue,
             Ok(lines) => lines,
-            Err(why) => vec![format!("fail({}, {})", step.number(), py(&why))],
+            Err(why) => vec![format!("fail({}, {})", step.number(), py(&why.to_string()))],
         };
         exported += 1;
         body.push(String::new());
@@ -145,7 +145,7 @@ fn named(described: &Value, selector: Option<&str>) -> String {
 }
 
 /// The step's lines of Python (none for a step that only reads), or why it cannot be written.
-fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<String>, String> {
+fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<String>, NoLocator> {
     let a = step.args();
     let n = step.number();
     let loc = || locator(Some(&step.entry["element"]), a["selector"].as_str());
@@ -271,12 +271,13 @@ fn truthy(value: &str) -> bool {
     !matches!(value.trim().to_lowercase().as_str(), "false" | "no" | "off" | "0" | "unchecked" | "uncheck" | "")
 }
 
-fn fill_form(step: &Step<'_>, values: &mut Values) -> Result<Vec<String>, String> {
+fn fill_form(step: &Step<'_>, values: &mut Values) -> Result<Vec<String>, NoLocator> {
     let fields = step.args()["fields"].as_array().cloned().unwrap_or_default();
     let mut lines = Vec::new();
     for (i, f) in fields.iter().enumerate() {
         let element = &step.entry["elements"][i];
-        let target = locator(Some(element), f["selector"].as_str()).map_err(|e| format!("field {}: {e}", i + 1))?;
+        let target = locator(Some(element), f["selector"].as_str())
+            .map_err(|e| NoLocator::Field { number: i + 1, cause: Box::new(e) })?;
         let recorded = f["value"].as_str().unwrap_or("");
         let boxed = matches!(element["type"].as_str(), Some("checkbox" | "radio"));
         let value = if boxed {
@@ -290,7 +291,7 @@ fn fill_form(step: &Step<'_>, values: &mut Values) -> Result<Vec<String>, String
     Ok(lines)
 }
 
-fn submit(step: &Step<'_>) -> Result<Vec<String>, String> {
+fn submit(step: &Step<'_>) -> Result<Vec<String>, NoLocator> {
     let a = step.args();
     let element = &step.entry["element"];
     let send = if let Some(button) = a["submit_selector"].as_str() {
@@ -309,7 +310,7 @@ fn download_line(a: &Value, n: u64, values: &mut Values) -> String {
     format!("download(page, {url}, {name}, args)")
 }
 
-fn wait_for(a: &Value) -> Result<Vec<String>, String> {
+fn wait_for(a: &Value) -> Result<Vec<String>, NoLocator> {
     let timeout = a["timeout_s"].as_u64().map_or_else(String::new, |s| format!("timeout={}", s.clamp(1, 600) * 1000));
     Ok(match (a["selector"].as_str(), a["text"].as_str()) {
         (Some(s), _) => vec![format!("{}.wait_for({timeout})", locator(None, Some(s))?)],
@@ -320,10 +321,12 @@ fn wait_for(a: &Value) -> Result<Vec<String>, String> {
 
 /// A login: its page, the credentials from the environment, the send, and the one-time code
 /// where the site asked for one.
-fn login(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<String>, String> {
+fn login(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<String>, NoLocator> {
     let l = &step.entry["login"];
     let n = step.number();
-    let field = |k: &str| locator(Some(&l[k]), None).map_err(|e| format!("the login's {k} field: {e}"));
+    let field = |k: &'static str| {
+        locator(Some(&l[k]), None).map_err(|e| NoLocator::LoginField { field: k, cause: Box::new(e) })
+    };
     let user = values.secret("LOGIN_USERNAME", &format!("step {n}: the username of the stored credentials"));
     let pass = values.secret("LOGIN_PASSWORD", &format!("step {n}: the password of the stored credentials"));
     let mut lines = vec![

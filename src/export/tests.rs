@@ -69,7 +69,7 @@ fn a_shell_run_becomes_its_commands_in_order_with_their_approvals() {
 #[test]
 fn formats_fit_their_sessions_and_an_empty_run_says_so() {
     let none: Vec<Value> = vec![json!({"step": 1, "tool": "browser_snapshot", "args": {}})];
-    let e = script(Format::Sh, &run(SessionType::Browser, &none)).err().unwrap_or_default();
+    let e = script(Format::Sh, &run(SessionType::Browser, &none)).err().map(|e| e.to_string()).unwrap_or_default();
     assert!(e.contains("format=playwright"), "{e}");
     assert!(script(Format::Playwright, &run(SessionType::App, &none)).is_err());
     let empty = script(Format::Playwright, &run(SessionType::Browser, &none)).unwrap_or_default();

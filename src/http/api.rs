@@ -197,7 +197,7 @@ impl Api {
         let task = &self.config.task;
         let timeout = Duration::from_secs(task.command_timeout_s.max(task.download_timeout_s) + 30);
         let act = session.start_act(tool, body.input)?;
-        Ok(Reply::Park(Box::new(move |respond| session.await_act(act, respond, timeout))))
+        Ok(Reply::Park(Box::new(move |respond| session.await_act(act, respond, timeout, super::statuses::act_error))))
     }
 
     /// `POST /resume {note?}` (202): the model goes on, told what the person did; a session a
@@ -307,7 +307,7 @@ impl Api {
             created_at: &record.created_at,
             steps: &steps,
         };
-        let text = export::script(format, &run).map_err(ApiError::BadRequest)?.into_bytes();
+        let text = export::script(format, &run).map_err(|e| ApiError::BadRequest(e.to_string()))?.into_bytes();
         Ok(Reply::Stream(http::Stream {
             headers: vec![
                 http::header("Content-Type", format.content_type()),

@@ -26,6 +26,7 @@ mod relay;
 mod reply;
 mod server;
 mod splice;
+mod statuses;
 mod stream;
 mod tls;
 mod web;
@@ -40,6 +41,7 @@ pub use contain::contained;
 pub use front::sweep_stale_dirs;
 pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
+pub use statuses::session_failure;
 pub use tls::{TlsConfig, load as load_tls};
 
 pub use drain::send;

@@ -58,16 +58,34 @@ pub struct ServerSpec<'a> {
     pub tls: Option<TlsConfig>,
 }
 
+/// Why a server did not start: what it was doing, for which server, and the cause.
+#[derive(Debug, thiserror::Error)]
+#[error("{doing}: {source}")]
+pub struct StartFailed {
+    doing: String,
+    source: Box<dyn std::error::Error + Send + Sync>,
+}
+
+impl StartFailed {
+    fn new(doing: String) -> impl FnOnce(Box<dyn std::error::Error + Send + Sync>) -> StartFailed {
+        move |source| StartFailed { doing, source }
+    }
+}
+
 impl HttpServer {
     /// Bind, then start the handler pool; `stopping` tells the pool a receive error is expected.
-    pub fn start(spec: ServerSpec<'_>, stopping: &Arc<AtomicBool>, handler: Handler) -> Result<HttpServer, String> {
+    pub fn start(
+        spec: ServerSpec<'_>,
+        stopping: &Arc<AtomicBool>,
+        handler: Handler,
+    ) -> Result<HttpServer, StartFailed> {
         let guard = BrowserGuard { open: spec.token.is_empty(), loopback: spec.loopback };
         let (front, inner, addr) = listen(&spec)?;
         let server = Server::from_listener(inner, None)
-            .map_err(|e| format!("cannot serve on {addr} for the {}: {e}", spec.what))?;
+            .map_err(StartFailed::new(format!("cannot serve on {addr} for the {}", spec.what)))?;
         let server = Arc::new(server);
         let threads = spawn_pool(spec.name, &server, spec.threads, guard, stopping, handler)
-            .map_err(|e| format!("cannot start the {} threads: {e}", spec.what))?;
+            .map_err(|e| StartFailed::new(format!("cannot start the {} threads", spec.what))(e.into()))?;
         Ok(HttpServer { server, front, threads, addr })
     }
 
@@ -208,16 +226,16 @@ fn widen_backlog(listener: &std::net::TcpListener) {
 }
 
 /// Bind the port and put the front acceptor on it; tiny_http is to serve the Unix listener.
-fn listen(spec: &ServerSpec<'_>) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), String> {
+fn listen(spec: &ServerSpec<'_>) -> Result<(Front, std::os::unix::net::UnixListener, SocketAddr), StartFailed> {
+    let failed = |doing: String| move |e: std::io::Error| StartFailed::new(doing)(e.into());
     let addr = format_addr(spec.host, spec.port);
-    let listener = std::net::TcpListener::bind(&addr)
-        .map_err(|e| format!("cannot listen on {addr} for the {}: {e}", spec.what))?;
+    let listener =
+        std::net::TcpListener::bind(&addr).map_err(failed(format!("cannot listen on {addr} for the {}", spec.what)))?;
     widen_backlog(&listener);
     raise_descriptor_limit();
-    let bound = listener.local_addr().map_err(|e| format!("the {} has no address: {e}", spec.what))?;
-    let (front, inner) =
-        Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), spec.token.clone())
-            .map_err(|e| format!("cannot start the front acceptor on {addr} for the {}: {e}", spec.what))?;
+    let bound = listener.local_addr().map_err(failed(format!("the {} has no address", spec.what)))?;
+    let (front, inner) = Front::start(listener, spec.name, spec.limits.clone(), spec.tls.clone(), spec.token.clone())
+        .map_err(failed(format!("cannot start the front acceptor on {addr} for the {}", spec.what)))?;
     Ok((front, inner, bound))
 }
 

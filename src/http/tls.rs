@@ -17,39 +17,55 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use std::io::{self, ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
 
 /// The server side of TLS, built once from `server.tls_cert` and `server.tls_key`.
 pub type TlsConfig = Arc<rustls::ServerConfig>;
 
+/// Why the certificate or the key cannot be used; each names its config key and file.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    #[error("config key `{key}`: cannot read {}: {source}", .path.display())]
+    Read { key: &'static str, path: PathBuf, source: io::Error },
+    #[error("config key `server.tls_cert`: {} is not PEM certificates: {source}", .path.display())]
+    NotPem { path: PathBuf, source: rustls::pki_types::pem::Error },
+    #[error("config key `server.tls_cert`: no certificate in {}", .0.display())]
+    NoCertificate(PathBuf),
+    #[error(
+        "config key `server.tls_key`: no usable private key in {} ({source}; PKCS#8, PKCS#1 or SEC1 PEM, unencrypted)",
+        .path.display()
+    )]
+    NoKey { path: PathBuf, source: rustls::pki_types::pem::Error },
+    #[error("TLS: {0}")]
+    Protocols(#[source] rustls::Error),
+    #[error("config key `server.tls_key`: does not go with server.tls_cert ({0})")]
+    KeyMismatch(#[source] rustls::Error),
+}
+
 /// Read the PEM certificate chain and private key. Errors name the config key and the file.
-pub fn load(cert_path: &Path, key_path: &Path) -> Result<TlsConfig, String> {
-    let read = |key: &str, path: &Path| {
-        std::fs::read(path).map_err(|e| format!("config key `{key}`: cannot read {}: {e}", path.display()))
+pub fn load(cert_path: &Path, key_path: &Path) -> Result<TlsConfig, TlsError> {
+    let read = |key: &'static str, path: &Path| {
+        std::fs::read(path).map_err(|source| TlsError::Read { key, path: path.to_path_buf(), source })
     };
     let cert_pem = read("server.tls_cert", cert_path)?;
     let certs = CertificateDer::pem_slice_iter(&cert_pem)
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| format!("config key `server.tls_cert`: {} is not PEM certificates: {e}", cert_path.display()))?;
+        .map_err(|source| TlsError::NotPem { path: cert_path.to_path_buf(), source })?;
     if certs.is_empty() {
-        return Err(format!("config key `server.tls_cert`: no certificate in {}", cert_path.display()));
+        return Err(TlsError::NoCertificate(cert_path.to_path_buf()));
     }
     let key_pem = Zeroed(read("server.tls_key", key_path)?);
-    let key = PrivateKeyDer::from_pem_slice(&key_pem.0).map_err(|e| {
-        format!(
-            "config key `server.tls_key`: no usable private key in {} ({e}; PKCS#8, PKCS#1 or SEC1 PEM, unencrypted)",
-            key_path.display()
-        )
-    })?;
+    let key = PrivateKeyDer::from_pem_slice(&key_pem.0)
+        .map_err(|source| TlsError::NoKey { path: key_path.to_path_buf(), source })?;
     rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS: {e}"))?
+        .map_err(TlsError::Protocols)?
         .with_no_client_auth()
         .with_single_cert(certs, key)
         .map(Arc::new)
-        .map_err(|e| format!("config key `server.tls_key`: does not go with server.tls_cert ({e})"))
+        .map_err(TlsError::KeyMismatch)
 }
 
 /// The key file's bytes, wiped when dropped.

@@ -175,15 +175,15 @@ impl WorkerApi {
         let (allowance, per_file_binds) = session.upload_allowance()?;
         // A declared length far beyond the allowance is refused before reading a byte.
         if request.body_length().is_some_and(|n| n as u64 > allowance.saturating_add(64 * 1024)) {
-            return Err(session::stage_error(StageError::Limit, per_file_binds, &self.config, &session.id));
+            return Err(session::stage_error(StageError::Limit, per_file_binds, &self.config, &session.id).into());
         }
 
         let parts = read_upload_parts(
             request.as_reader(),
             boundary,
             allowance,
-            || session.stage(),
-            |e| session::stage_error(e, per_file_binds, &self.config, &session.id),
+            || session.stage().map_err(ApiError::from),
+            |e| session::stage_error(e, per_file_binds, &self.config, &session.id).into(),
         )?;
         let UploadParts { claimed_session, filename, part_filename, staged } = parts;
         // Required: a late upload from a session the worker no longer serves must not land in

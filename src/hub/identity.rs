@@ -12,30 +12,23 @@ use crate::util::clock;
 use subtle::ConstantTimeEq;
 
 /// Why the hub would not let a request speak as a worker, or would not register one.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
     /// No such worker (or no bare worker for a bare request): register first.
+    #[error("{0}")]
     Unknown(String),
     /// The worker exists, but the request does not carry its secret.
+    #[error("{0}")]
     WrongSecret(String),
     /// A bare request while `server.legacy_workers` is off.
+    #[error("{0}")]
     BareRefused(String),
     /// The hostname belongs to a connected worker holding a secret.
+    #[error("{0}")]
     HostnameTaken(String),
     /// `server.max_workers` are registered already.
+    #[error("{0}")]
     Full(String),
-}
-
-impl std::fmt::Display for Refusal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Refusal::Unknown(m)
-            | Refusal::WrongSecret(m)
-            | Refusal::BareRefused(m)
-            | Refusal::HostnameTaken(m)
-            | Refusal::Full(m) => f.write_str(m),
-        }
-    }
 }
 
 /// `wkr_` and 64 random bits: not derivable from the start time or the order of arrival.

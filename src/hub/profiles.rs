@@ -22,13 +22,18 @@ const DELETE_TIMEOUT: Duration = Duration::from_secs(60);
 const MAX_REPORTED: usize = 1000;
 
 /// Why a profile could not be deleted.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileRefusal {
+    #[error("{0}")]
     BadName(String),
+    #[error("{0}")]
     Unknown(String),
+    #[error("{0}")]
     InUse(String),
     /// Its worker is not connected (or stayed busy).
+    #[error("{0}")]
     Away(String),
+    #[error("{0}")]
     Failed(String),
 }
 
@@ -77,7 +82,7 @@ impl WorkerHub {
 
     /// Delete the profile `name` on every worker that keeps it.
     pub fn delete_profile(self: &Arc<Self>, name: &str) -> Result<(), ProfileRefusal> {
-        check_profile_name(name).map_err(ProfileRefusal::BadName)?;
+        check_profile_name(name).map_err(|e| ProfileRefusal::BadName(e.to_string()))?;
         let holders: Vec<_> = {
             let state = self.lock();
             state.workers.values().filter(|w| w.presence().profiles.contains_key(name)).cloned().collect()

@@ -182,9 +182,9 @@ fn text_field(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
 }
 
-/// Parse a reply into an action the session can take, or say precisely why not (in words).
-pub fn parse(text: &str, tools: &[ToolDef]) -> Result<Action, String> {
-    read(text, tools).map_err(|e| e.to_string())
+/// Parse a reply into an action the session can take, or say precisely why not.
+pub fn parse(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
+    read(text, tools)
 }
 
 /// Parse a reply into an action the session can take, or why not.
@@ -322,9 +322,12 @@ mod tests {
     #[test]
     fn errors_say_what_is_wrong() {
         let t = tools();
-        assert!(parse("I think I should browse.", &t).unwrap_err().contains("not a JSON object"));
+        assert!(parse("I think I should browse.", &t).unwrap_err().to_string().contains("not a JSON object"));
         assert!(
-            parse(r#"{"action":"next_step","tool":"teleport","args":{}}"#, &t).unwrap_err().contains("unknown tool")
+            parse(r#"{"action":"next_step","tool":"teleport","args":{}}"#, &t)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown tool")
         );
         let bare = Action::Tool { tool: "browser_navigate".into(), args: json!({}) };
         assert_eq!(
@@ -332,10 +335,17 @@ mod tests {
             Ok(bare),
             "the session checks args"
         );
-        assert!(parse(r#"{"tool":"browser_navigate","args":"x"}"#, &t).unwrap_err().contains("must be a JSON object"));
-        assert!(parse(r#"{"action":"next_step","message":"hi"}"#, &t).unwrap_err().contains("needs a `tool`"));
-        assert!(parse(r#"{"action":"dance"}"#, &t).unwrap_err().contains("unknown action"));
-        assert!(parse(r#"{"thinking":{}}"#, &t).unwrap_err().contains("no `action`"));
+        assert!(
+            parse(r#"{"tool":"browser_navigate","args":"x"}"#, &t)
+                .unwrap_err()
+                .to_string()
+                .contains("must be a JSON object")
+        );
+        assert!(
+            parse(r#"{"action":"next_step","message":"hi"}"#, &t).unwrap_err().to_string().contains("needs a `tool`")
+        );
+        assert!(parse(r#"{"action":"dance"}"#, &t).unwrap_err().to_string().contains("unknown action"));
+        assert!(parse(r#"{"thinking":{}}"#, &t).unwrap_err().to_string().contains("no `action`"));
         assert!(
             matches!(parse(r#"{"action":"complete","message":"  "}"#, &t), Ok(Action::Complete { message }) if message == "Done.")
         );

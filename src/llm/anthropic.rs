@@ -150,10 +150,9 @@ pub fn api_message(status: u16, body: &str) -> String {
 
 /// The reply body as neutral blocks (public for the fuzz tests, like `body`).
 pub fn parse_reply(body: &str) -> Result<Reply, LlmError> {
-    let v: Value =
-        serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
+    let v: Value = serde_json::from_str(body).map_err(LlmError::Unreadable)?;
     let mut content = Vec::new();
-    let blocks = v["content"].as_array().ok_or_else(|| LlmError::GaveUp("the API reply has no `content`".into()))?;
+    let blocks = v["content"].as_array().ok_or_else(|| LlmError::gave_up("the API reply has no `content`"))?;
     for block in blocks {
         match block["type"].as_str() {
             // Empty text blocks cannot be sent back; drop them.

@@ -170,8 +170,7 @@ pub fn retry_delay(_status: u16, body: &str) -> Option<Duration> {
 
 /// The reply body as neutral blocks (public for the fuzz tests, like `body`).
 pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
-    let v: Value =
-        serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
+    let v: Value = serde_json::from_str(body).map_err(LlmError::Unreadable)?;
     let Some(candidate) = v["candidates"].get(0) else {
         let why = v["promptFeedback"]["blockReason"].as_str().unwrap_or("no candidates in the reply");
         return Err(LlmError::Rejected(format!("Gemini returned no answer: {}", super::bounded_message(why))));
@@ -212,8 +211,7 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
 
 impl Provider for Gemini {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
-        let body: Arc<[u8]> =
-            serde_json::to_vec(&self.body(request)).map_err(|e| LlmError::GaveUp(e.to_string()))?.into();
+        let body: Arc<[u8]> = serde_json::to_vec(&self.body(request)).map_err(LlmError::Encoding)?.into();
         let call = Call {
             url: &self.url,
             headers: vec![("x-goog-api-key", self.key.expose().to_string())],

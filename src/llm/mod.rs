@@ -27,7 +27,6 @@ use crate::config::{Config, Endpoint, ToolMode, Wire};
 use crate::wait::stop::StopSignal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -187,32 +186,48 @@ pub struct Reply {
     pub usage: TokenUsage,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Why a model call gave no reply. Its `Display` is what the session's record and the model's
+/// next turn say; the typed cause, where there is one, is its `source`.
+#[derive(Debug, thiserror::Error)]
 pub enum LlmError {
     /// The API refused the request (400/401/403/404…): retrying cannot help. The API's message.
+    #[error("{0}")]
     Rejected(String),
     /// The API said the request is longer than the model's context: compacting can help.
+    #[error("{0}")]
     ContextExceeded(String),
     /// The API said the model takes no images: the request without them can go.
+    #[error("{0}")]
     ImagesUnsupported(String),
-    /// Retryable failures persisted past `api.max_retries`.
-    GaveUp(String),
+    /// Retryable failures persisted past `api.max_retries`: the last one's words, and its
+    /// network cause when it had no HTTP status.
+    #[error("{failure}")]
+    GaveUp {
+        failure: String,
+        #[source]
+        cause: Option<transport::NetworkError>,
+    },
+    /// The API's reply is not the JSON its wire format promises.
+    #[error("unreadable reply from the API: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    /// The request could not be written as JSON.
+    #[error(transparent)]
+    Encoding(serde_json::Error),
+    /// No thread could be started for the call.
+    #[error("cannot start the LLM call: {0}")]
+    Start(#[source] std::io::Error),
     /// The model's reply could not be used (not an action, twice; an answer with no content).
+    #[error("{0}")]
     BadReply(String),
     /// The session was stopped while waiting.
+    #[error("cancelled")]
     Cancelled,
 }
 
-impl fmt::Display for LlmError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LlmError::Rejected(m)
-            | LlmError::ContextExceeded(m)
-            | LlmError::ImagesUnsupported(m)
-            | LlmError::GaveUp(m)
-            | LlmError::BadReply(m) => f.write_str(m),
-            LlmError::Cancelled => f.write_str("cancelled"),
-        }
+impl LlmError {
+    /// A failure with no typed cause that retrying did not mend (a reply without its content).
+    pub fn gave_up(failure: impl Into<String>) -> LlmError {
+        LlmError::GaveUp { failure: failure.into(), cause: None }
     }
 }
 

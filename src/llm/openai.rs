@@ -192,8 +192,7 @@ fn made_id(seen: &mut HashSet<String>, base: String) -> String {
 
 /// The reply body as neutral blocks (public for the fuzz tests, like `body`).
 pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError> {
-    let v: Value =
-        serde_json::from_str(body).map_err(|e| LlmError::GaveUp(format!("unreadable reply from the API: {e}")))?;
+    let v: Value = serde_json::from_str(body).map_err(LlmError::Unreadable)?;
     let choice = &v["choices"][0];
     if choice.is_null() {
         return Err(LlmError::BadReply("the API reply has no `choices`".into()));
@@ -236,8 +235,7 @@ pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError>
 
 impl Provider for OpenAi {
     fn complete(&self, request: &Request<'_>, stop: &StopSignal) -> Result<Reply, LlmError> {
-        let body: Arc<[u8]> =
-            serde_json::to_vec(&self.body(request)).map_err(|e| LlmError::GaveUp(e.to_string()))?.into();
+        let body: Arc<[u8]> = serde_json::to_vec(&self.body(request)).map_err(LlmError::Encoding)?.into();
         let mut headers = Vec::new();
         if !self.key.is_empty() {
             headers.push(("authorization", format!("Bearer {}", self.key.expose())));

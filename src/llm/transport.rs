@@ -65,7 +65,20 @@ pub struct Call<'a> {
 enum Attempt {
     Done(u16, Vec<(String, String)>, String),
     /// Connection error or timeout (no HTTP status).
-    Network(String),
+    Network(NetworkError),
+}
+
+/// An HTTP exchange that ended without a status: ureq's error, worded without its URL. The
+/// source is ureq's own error, whose text may name the URL: what is shown is this `Display`.
+#[derive(Debug, thiserror::Error)]
+pub enum NetworkError {
+    #[error("{}", describe(.0))]
+    Send(#[source] ureq::Error),
+    #[error("reading the response failed: {}", describe(.0))]
+    Read(#[source] ureq::Error),
+    /// The caller thread ended without sending the attempt's result.
+    #[error("the LLM call ended without a result")]
+    Lost,
 }
 
 impl Transport {
@@ -77,6 +90,7 @@ impl Transport {
     pub fn send(&self, call: &Call<'_>, stop: &StopSignal) -> Result<String, LlmError> {
         let mut retries = 0;
         loop {
+            let mut cause = None;
             let attempt = self.attempt(call, retries, stop)?;
             crate::util::metrics::llm_attempt(call.api_name, retries > 0, matches!(attempt, Attempt::Done(200, ..)));
             let (delay, failure) = match attempt {
@@ -99,10 +113,17 @@ impl Transport {
                     let asked = retry_after(&headers).or_else(|| (call.retry_delay)(status, &text));
                     (asked.unwrap_or_else(|| backoff(retries)), message)
                 }
-                Attempt::Network(message) => (backoff(retries), format!("{} unreachable: {message}", call.api_name)),
+                Attempt::Network(e) => {
+                    let failure = format!("{} unreachable: {e}", call.api_name);
+                    cause = Some(e);
+                    (backoff(retries), failure)
+                }
             };
             if retries >= self.max_retries {
-                return Err(LlmError::GaveUp(format!("{failure} (gave up after {retries} retries)")));
+                return Err(LlmError::GaveUp {
+                    failure: format!("{failure} (gave up after {retries} retries)"),
+                    cause,
+                });
             }
             log::warn!("LLM call failed ({failure}); retry {} in {:.1} s", retries + 1, delay.as_secs_f64());
             if !matches!(stop.receiver().recv_timeout(delay), Err(RecvTimeoutError::Timeout)) {
@@ -161,10 +182,10 @@ impl Transport {
         let body = Arc::clone(body);
         super::callers::shared()
             .run(move || drop(tx.send(post(&agent, &url, &headers, &body))))
-            .map_err(|e| LlmError::GaveUp(format!("cannot start the LLM call: {e}")))?;
+            .map_err(LlmError::Start)?;
         let stopped = stop.receiver();
         select! {
-            recv(rx) -> attempt => Ok(attempt.unwrap_or_else(|_| Attempt::Network("the LLM call ended without a result".into()))),
+            recv(rx) -> attempt => Ok(attempt.unwrap_or(Attempt::Network(NetworkError::Lost))),
             // The helper finishes on its own, bounded by the global timeout.
             recv(stopped) -> _ => Err(LlmError::Cancelled),
         }
@@ -296,10 +317,10 @@ fn post(agent: &ureq::Agent, url: &str, headers: &[(&'static str, String)], body
                 .collect();
             match resp.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_string() {
                 Ok(text) => Attempt::Done(status, kept, text),
-                Err(e) => Attempt::Network(format!("reading the response failed: {}", describe(&e))),
+                Err(e) => Attempt::Network(NetworkError::Read(e)),
             }
         }
-        Err(e) => Attempt::Network(describe(&e)),
+        Err(e) => Attempt::Network(NetworkError::Send(e)),
     }
 }
 
@@ -424,7 +445,7 @@ mod tests {
         let raiser = raise_after(&stop, 100);
         let call = test_call("http://127.0.0.1:9/", b"{}");
         let started = std::time::Instant::now();
-        assert_eq!(transport.send(&call, &stop), Err(LlmError::Cancelled));
+        assert!(matches!(transport.send(&call, &stop), Err(LlmError::Cancelled)));
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
         raiser.join().unwrap();
     }
@@ -474,14 +495,14 @@ mod tests {
         let call = |body: &[u8]| test_call(&url, body);
         let unstopped = StopSignal::default();
         // The first call connects (on a caller thread); the second goes over the pooled connection.
-        assert_eq!(transport.send(&call(b"a"), &unstopped).as_deref(), Ok("{}"));
-        assert_eq!(transport.send(&call(b"b"), &unstopped).as_deref(), Ok("{}"));
+        assert_eq!(transport.send(&call(b"a"), &unstopped).as_deref().map_err(|e| e.to_string()), Ok("{}"));
+        assert_eq!(transport.send(&call(b"b"), &unstopped).as_deref().map_err(|e| e.to_string()), Ok("{}"));
         let stop = Arc::new(StopSignal::default());
         let raiser = raise_after(&stop, 200);
         let started = std::time::Instant::now();
-        assert_eq!(transport.send(&call(b"hold"), &stop), Err(LlmError::Cancelled));
+        assert!(matches!(transport.send(&call(b"hold"), &stop), Err(LlmError::Cancelled)));
         assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
         raiser.join().unwrap();
-        assert_eq!(transport.send(&call(b"c"), &unstopped).as_deref(), Ok("{}"));
+        assert_eq!(transport.send(&call(b"c"), &unstopped).as_deref().map_err(|e| e.to_string()), Ok("{}"));
     }
 }

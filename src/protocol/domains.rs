@@ -29,8 +29,17 @@ pub struct DomainPattern {
     wildcard: bool,
 }
 
+/// A pattern or an origin that was refused: what was written and why.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadDomain {
+    #[error("`{text}` is not an allowed-domain pattern: {why}")]
+    Pattern { text: String, why: &'static str },
+    #[error("`{text}` is not an origin: {why}")]
+    Origin { text: String, why: String },
+}
+
 impl DomainPattern {
-    pub fn parse(text: &str) -> Result<DomainPattern, String> {
+    pub fn parse(text: &str) -> Result<DomainPattern, BadDomain> {
         let t = text.trim();
         let (wildcard, rest) = match t.strip_prefix("*.") {
             Some(rest) => (true, rest),
@@ -55,9 +64,7 @@ impl DomainPattern {
         };
         match (why, host) {
             (None, Some(host)) => Ok(DomainPattern { host, wildcard }),
-            (why, _) => {
-                Err(format!("`{text}` is not an allowed-domain pattern: {}", why.unwrap_or("it is not a host")))
-            }
+            (why, _) => Err(BadDomain::Pattern { text: text.to_string(), why: why.unwrap_or("it is not a host") }),
         }
     }
 
@@ -115,8 +122,8 @@ fn host_text<S: AsRef<str>>(host: &url::Host<S>) -> String {
 }
 
 impl TryFrom<String> for DomainPattern {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = BadDomain;
+    fn try_from(s: String) -> Result<Self, BadDomain> {
         DomainPattern::parse(&s)
     }
 }
@@ -162,8 +169,8 @@ pub struct Origin {
 impl Origin {
     /// An origin as written (`https://bank.test`, `http://[::1]:8080`): a URL with nothing after
     /// its port but an optional `/`.
-    pub fn parse(text: &str) -> Result<Origin, String> {
-        let bad = |why: &str| format!("`{text}` is not an origin: {why}");
+    pub fn parse(text: &str) -> Result<Origin, BadDomain> {
+        let bad = |why: &str| BadDomain::Origin { text: text.to_string(), why: why.to_string() };
         let parsed = url::Url::parse(text.trim()).map_err(|e| bad(&e.to_string()))?;
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err(bad("it names a user"));
@@ -212,8 +219,8 @@ impl std::fmt::Display for Origin {
 }
 
 impl TryFrom<String> for Origin {
-    type Error = String;
-    fn try_from(s: String) -> Result<Self, String> {
+    type Error = BadDomain;
+    fn try_from(s: String) -> Result<Self, BadDomain> {
         Origin::parse(&s)
     }
 }

@@ -13,37 +13,39 @@ pub const PROFILE_NAME_MAX: usize = 64;
 /// The longest input file name.
 pub const INPUT_NAME_MAX: usize = 128;
 
+/// A name that breaks its kind's rule, with the first 80 characters of what was given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum BadName {
+    #[error("a browser profile's name is 1 to {PROFILE_NAME_MAX} letters, digits, '_' or '-' (got {0:?})")]
+    Profile(String),
+    #[error(
+        "an input file's name is 1 to {INPUT_NAME_MAX} letters, digits, '.', '_', '-' or spaces, not starting \
+         with a dot — one file, not a path (got {0:?})"
+    )]
+    Input(String),
+}
+
+/// The first 80 characters of a refused name, for its message.
+fn shown(name: &str) -> String {
+    name.chars().take(80).collect()
+}
+
 /// A profile name: 1 to 64 of `A-Z a-z 0-9 _ -`.
-pub fn check_profile_name(name: &str) -> Result<(), String> {
+pub fn check_profile_name(name: &str) -> Result<(), BadName> {
     let ok = (1..=PROFILE_NAME_MAX).contains(&name.len())
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "a browser profile's name is 1 to {PROFILE_NAME_MAX} letters, digits, '_' or '-' (got {:?})",
-            name.chars().take(80).collect::<String>()
-        ))
-    }
+    if ok { Ok(()) } else { Err(BadName::Profile(shown(name))) }
 }
 
 /// An input file's name: 1 to 128 of `A-Z a-z 0-9 . _ -` and spaces, not starting with a dot
 /// or a space, not ending with a space: one plain file, never a path.
-pub fn check_input_name(name: &str) -> Result<(), String> {
+pub fn check_input_name(name: &str) -> Result<(), BadName> {
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ' ');
     let ok = (1..=INPUT_NAME_MAX).contains(&name.len())
         && name.chars().all(allowed)
         && !name.starts_with(['.', ' '])
         && !name.ends_with(' ');
-    if ok {
-        Ok(())
-    } else {
-        Err(format!(
-            "an input file's name is 1 to {INPUT_NAME_MAX} letters, digits, '.', '_', '-' or spaces, not starting \
-             with a dot — one file, not a path (got {:?})",
-            name.chars().take(80).collect::<String>()
-        ))
-    }
+    if ok { Ok(()) } else { Err(BadName::Input(shown(name))) }
 }
 
 /// One profile as its worker reports it (sizes and times as of the report).

@@ -129,8 +129,8 @@ mod tests {
     use crate::protocol::CreateSessionRequest;
     use serde_json::json;
 
-    fn create(body: Value) -> Result<CreateSessionRequest, String> {
-        from_value(&body).map_err(|e| e.to_string())
+    fn create(body: Value) -> Result<CreateSessionRequest, Error> {
+        from_value(&body)
     }
 
     #[test]
@@ -138,16 +138,17 @@ mod tests {
         let ok =
             create(json!({"mode": "task", "target": "x", "instruction": "i", "options": {"budget": {"tokens": 5}}}));
         assert_eq!(ok.ok().and_then(|r| r.options).and_then(|o| o.budget).and_then(|b| b.tokens), Some(5));
-        let e = create(json!({"mode": "task", "target": "x", "options": {"budget": [5, 2.5, 9]}})).unwrap_err();
+        let e =
+            create(json!({"mode": "task", "target": "x", "options": {"budget": [5, 2.5, 9]}})).unwrap_err().to_string();
         assert_eq!(e, "`options.budget` must be a JSON object, not an array");
-        let e = create(json!(["task", "https://x.test", null, "go"])).unwrap_err();
+        let e = create(json!(["task", "https://x.test", null, "go"])).unwrap_err().to_string();
         assert_eq!(e, "the body must be a JSON object, not an array");
         // What serde_json itself says stays as it was.
-        let e = create(json!({"mode": "fly", "target": "x"})).unwrap_err();
+        let e = create(json!({"mode": "fly", "target": "x"})).unwrap_err().to_string();
         assert!(e.contains("unknown variant `fly`"), "{e}");
-        let e = create(json!({"mode": "task", "target": 5})).unwrap_err();
+        let e = create(json!({"mode": "task", "target": 5})).unwrap_err().to_string();
         assert!(e.starts_with("invalid type: integer `5`, expected a string"), "{e}");
-        let e = create(json!({"mode": "task", "target": "x", "surprise": 1})).unwrap_err();
+        let e = create(json!({"mode": "task", "target": "x", "surprise": 1})).unwrap_err().to_string();
         assert!(e.contains("unknown field `surprise`"), "{e}");
         // Lists and free JSON are still read as such.
         let v: Value = from_value(&json!({"a": [1, {"b": null}], "c": 1.5})).unwrap_or_default();

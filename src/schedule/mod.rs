@@ -23,14 +23,12 @@ pub use spec::ScheduleError;
 
 use crate::config::Config;
 use crate::notify::Notifier;
-use crate::session::SessionManager;
+use crate::session::{SessionError, SessionManager};
 use crate::store::Store;
-use crate::util::cause::chain;
 use crate::util::clock;
 use serde_json::Value;
 use spec::Spec;
 use std::collections::BTreeMap;
-use std::fmt;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -38,41 +36,22 @@ use std::time::Duration;
 /// The longest the thread sleeps without a due run (a wall clock set forward is noticed then).
 const MAX_SLEEP_MS: i64 = 60_000;
 
-/// Why the scheduler did not start.
-#[derive(Debug)]
+/// Why the scheduler did not start (the daemon's start-up message).
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum StartupError {
     /// config.yaml's `schedules[index]` is not a valid schedule.
+    #[error("config key `schedules[{index}]`: {source}")]
     ConfigSchedule { index: usize, source: ScheduleError },
     /// config.yaml's `schedules[index]` takes a name an earlier one has.
+    #[error("config key `schedules[{index}]`: the name {name:?} is used twice")]
     NameTwice { index: usize, name: String },
     /// The output directory's `schedules/` could not be read.
-    Stored(std::io::Error),
+    #[error("cannot read the stored schedules: {0}")]
+    Stored(#[source] std::io::Error),
     /// The scheduler's thread could not be started.
-    Thread(std::io::Error),
-}
-
-impl fmt::Display for StartupError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            StartupError::ConfigSchedule { index, source } => write!(f, "config key `schedules[{index}]`: {source}"),
-            StartupError::NameTwice { index, name } => {
-                write!(f, "config key `schedules[{index}]`: the name {name:?} is used twice")
-            }
-            StartupError::Stored(e) => write!(f, "cannot read the stored schedules: {e}"),
-            StartupError::Thread(e) => write!(f, "cannot start the scheduler thread: {e}"),
-        }
-    }
-}
-
-impl std::error::Error for StartupError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            StartupError::ConfigSchedule { source, .. } => Some(source),
-            StartupError::NameTwice { .. } => None,
-            StartupError::Stored(e) | StartupError::Thread(e) => Some(e),
-        }
-    }
+    #[error("cannot start the scheduler thread: {0}")]
+    Thread(#[source] std::io::Error),
 }
 
 /// Where a schedule was defined.
@@ -145,6 +124,8 @@ struct Book {
 
 struct Inner {
     sessions: Arc<SessionManager>,
+    /// How a run's failed start is worded in its `last` entry (the HTTP layer's words for it).
+    describe: Describe,
     /// `server.max_schedules` (0: no cap) and `server.schedule_min_interval_s`.
     max_schedules: usize,
     min_gap_s: u64,
@@ -161,6 +142,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// The words a run's failed start is kept with, as the API would answer them.
+pub type Describe = fn(&SessionError) -> String;
+
 pub struct Scheduler {
     inner: Arc<Inner>,
     thread: Mutex<Option<JoinHandle<()>>>,
@@ -169,18 +153,19 @@ pub struct Scheduler {
 impl Scheduler {
     /// Load config.yaml's schedules and the stored ones, and start the thread. A bad schedule
     /// in config.yaml stops the start (naming it); a bad stored one is logged and left out.
-    /// The error is the daemon's start-up message.
-    pub fn start(config: &Config, store: Store, sessions: Arc<SessionManager>) -> Result<Scheduler, String> {
-        Scheduler::begin(config, store, sessions).map_err(|e| chain(&e))
-    }
-
-    fn begin(config: &Config, store: Store, sessions: Arc<SessionManager>) -> Result<Scheduler, StartupError> {
+    pub fn start(
+        config: &Config,
+        store: Store,
+        sessions: Arc<SessionManager>,
+        describe: Describe,
+    ) -> Result<Scheduler, StartupError> {
         let notifier = Arc::new(
             Notifier::new(&config.notifications.telegram_base_url, Duration::from_secs(config.notifications.timeout_s))
                 .allow_private(config.notifications.allow_private),
         );
         let inner = Arc::new(Inner {
             sessions,
+            describe,
             max_schedules: config.server.max_schedules,
             min_gap_s: config.server.schedule_min_interval_s,
             store,
@@ -225,7 +210,7 @@ impl Scheduler {
         self.inner.delete(name)
     }
 
-    /// `POST /schedules/{name}/run`: a run now, its session's record (409 while one runs).
+    /// `POST /schedules/{name}/run`: a run now, its session's record (busy while one runs).
     pub fn run_now(&self, name: &str) -> Result<Value, ScheduleError> {
         let session = self.inner.fire(name, None)?;
         let mut value = serde_json::to_value(session.record()).unwrap_or_default();
@@ -340,7 +325,7 @@ impl Inner {
         self.wake.notify_all();
         self.store
             .remove_schedule(name)
-            .map_err(|e| ScheduleError::Disk(format!("cannot remove schedule {name:?}: {e}")))?;
+            .map_err(|source| ScheduleError::Disk { what: format!("cannot remove schedule {name:?}"), source })?;
         log::info!("schedule {name}: deleted");
         Ok(())
     }

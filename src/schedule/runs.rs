@@ -7,6 +7,7 @@ use super::{Entry, Inner, LastRun, Origin, Running, ScheduleError, StartupError,
 use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleMark;
 use crate::protocol::{CreateSessionRequest, SessionRecord, Status};
+use crate::session::SessionError;
 use crate::session::{EndHook, NewSession, Session};
 use crate::util::cause::chain;
 use crate::util::clock;
@@ -52,7 +53,7 @@ impl Inner {
             if let Some(e) = book.entries.get_mut(name) {
                 let (session_id, status, error) = match &made {
                     Ok(s) => (Some(s.id.clone()), s.status().as_str().to_string(), None),
-                    Err(e) => (None, "failed".to_string(), Some(e.to_string())),
+                    Err(e) => (None, "failed".to_string(), Some((self.describe)(e))),
                 };
                 e.running = session_id.clone().map_or(Running::Idle, Running::Session);
                 e.last = Some(LastRun { run, session_id, status, at_ms: clock::unix_ms(), error });
@@ -102,11 +103,11 @@ impl Inner {
     }
 
     /// The run's session, marked and told to report its end.
-    fn start_session(self: &Arc<Self>, spec: &Spec, run: u64) -> Result<Arc<Session>, crate::error::ApiError> {
+    fn start_session(self: &Arc<Self>, spec: &Spec, run: u64) -> Result<Arc<Session>, SessionError> {
         let mut new: NewSession = match &spec.task {
             Task::Session(body) => {
                 let req: CreateSessionRequest = crate::protocol::strict::from_value(body)
-                    .map_err(|e| crate::error::ApiError::BadRequest(format!("`session`: {e}")))?;
+                    .map_err(|e| SessionError::Invalid(format!("`session`: {e}")))?;
                 self.sessions.validate(req)?
             }
             Task::Replay { source, params } => {
@@ -213,7 +214,7 @@ impl Inner {
         let bytes = serde_json::to_vec_pretty(&json).unwrap_or_default();
         self.store
             .write_schedule(name, &bytes)
-            .map_err(|e| ScheduleError::Disk(format!("cannot keep schedule {name:?}: {e}")))
+            .map_err(|source| ScheduleError::Disk { what: format!("cannot keep schedule {name:?}"), source })
     }
 
     /// Every schedule (or the one named) as the API shows it.

@@ -4,67 +4,42 @@
 //! seam's error type and the definition as the API shows it (secrets left out).
 
 use super::timing::When;
-use crate::error::ApiError;
 use crate::protocol::CreateSessionRequest;
 use crate::protocol::replay::ReplayRequest;
 use crate::protocol::schedule::ScheduleRequest;
 use crate::protocol::secrets::Notifications;
 use crate::protocol::strict;
+use crate::session::SessionError;
 use crate::session::SessionManager;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::fmt;
 
-/// Everything that can go wrong with a schedule, each with its HTTP status.
-#[derive(Debug)]
+/// Everything that can go wrong with a schedule (the HTTP layer gives each its status).
+#[derive(Debug, thiserror::Error)]
 pub enum ScheduleError {
-    /// A field is wrong (400), with the reason.
+    /// A field is wrong, with the reason.
+    #[error("{0}")]
     Invalid(String),
-    /// The name is taken (409).
+    /// The name is taken.
+    #[error("{0}")]
     Exists(String),
+    #[error("{0}")]
     NotFound(String),
-    /// Defined in config.yaml: not changed through the API (409).
+    /// Defined in config.yaml: not changed through the API.
+    #[error("{0}")]
     ReadOnly(String),
-    /// A run is still going (409 for "run now"; a due run is skipped).
+    /// A run is still going (refused for "run now"; a due run is skipped).
+    #[error("{0}")]
     Busy(String),
-    /// As many schedules as `server.max_schedules` allows exist (409).
+    /// As many schedules as `server.max_schedules` allows exist.
+    #[error("{0}")]
     Full(String),
-    /// Creating the run's session failed (its own status: 503 at `max_sessions`, 507…).
-    Session(ApiError),
-    /// The schedule could not be written.
-    Disk(String),
-}
-
-impl fmt::Display for ScheduleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ScheduleError::Invalid(m)
-            | ScheduleError::Exists(m)
-            | ScheduleError::NotFound(m)
-            | ScheduleError::ReadOnly(m)
-            | ScheduleError::Busy(m)
-            | ScheduleError::Full(m)
-            | ScheduleError::Disk(m) => f.write_str(m),
-            ScheduleError::Session(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-/// Every variant is its own message (`Session` shows the session's error as it is).
-impl std::error::Error for ScheduleError {}
-
-impl From<ScheduleError> for ApiError {
-    fn from(e: ScheduleError) -> ApiError {
-        match e {
-            ScheduleError::Invalid(m) => ApiError::BadRequest(m),
-            ScheduleError::Exists(m) | ScheduleError::ReadOnly(m) | ScheduleError::Busy(m) | ScheduleError::Full(m) => {
-                ApiError::Conflict(m)
-            }
-            ScheduleError::NotFound(m) => ApiError::NotFound(m),
-            ScheduleError::Session(e) => e,
-            ScheduleError::Disk(m) => ApiError::Internal(m),
-        }
-    }
+    /// Creating the run's session failed (the session's own error, as it is).
+    #[error(transparent)]
+    Session(SessionError),
+    /// The schedule could not be written (or removed).
+    #[error("{what}: {source}")]
+    Disk { what: String, source: std::io::Error },
 }
 
 /// What each run is.

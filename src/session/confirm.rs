@@ -5,8 +5,8 @@
 //! a question as unanswered) or a stop, whichever comes first. One question or confirmation
 //! is pending at a time: the agent's thread asks them one after another.
 
+use super::error::SessionError;
 use super::{Session, SessionState, snapshot_record};
-use crate::error::ApiError;
 use crate::protocol::{Confirmation, LogKind, Question, Status};
 use serde_json::{Value, json};
 use std::sync::MutexGuard;
@@ -172,16 +172,16 @@ impl Session {
         approved: bool,
         reason: Option<String>,
         edited_command: Option<String>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), SessionError> {
         let mut state = self.lock();
         match &state.record.confirmation_pending {
-            None => Err(ApiError::Conflict(format!("session {} has no pending confirmation", self.id))),
-            Some(c) if c.confirmation_id != confirmation_id => Err(ApiError::Conflict(format!(
+            None => Err(SessionError::Conflict(format!("session {} has no pending confirmation", self.id))),
+            Some(c) if c.confirmation_id != confirmation_id => Err(SessionError::Conflict(format!(
                 "confirmation {confirmation_id:?} is not the pending one ({:?})",
                 c.confirmation_id
             ))),
             Some(c) if edited_command.is_some() && (!approved || !c.details["command"].is_string()) => Err(
-                ApiError::BadRequest("`edited_command` goes with `approved: true` on a command's confirmation".into()),
+                SessionError::Invalid("`edited_command` goes with `approved: true` on a command's confirmation".into()),
             ),
             Some(_) => {
                 let edited = edited_command.map(|e| e.trim().to_string()).filter(|e| !e.is_empty());
@@ -233,11 +233,11 @@ impl Session {
     }
 
     /// `POST /answer`: the text for the pending question (its id, when given, must match).
-    pub fn answer_question(&self, question_id: Option<&str>, text: &str) -> Result<(), ApiError> {
+    pub fn answer_question(&self, question_id: Option<&str>, text: &str) -> Result<(), SessionError> {
         let mut state = self.lock();
         match &state.record.question_pending {
-            None => Err(ApiError::Conflict(format!("session {} has no pending question", self.id))),
-            Some(q) if question_id.is_some_and(|id| id != q.question_id) => Err(ApiError::Conflict(format!(
+            None => Err(SessionError::Conflict(format!("session {} has no pending question", self.id))),
+            Some(q) if question_id.is_some_and(|id| id != q.question_id) => Err(SessionError::Conflict(format!(
                 "question {:?} is not the pending one ({:?})",
                 question_id.unwrap_or(""),
                 q.question_id

@@ -1,24 +1,14 @@
 //! A failed write to the session's folder. Most are logged and the session goes on; a full
 //! disk (ENOSPC, EDQUOT) ends the session `error`, naming the cause, since nothing it does next
-//! could be recorded. Creating a session on a full disk is refused 507.
+//! could be recorded. Creating a session on a full disk is refused (`SessionError::disk_full`).
 
 use super::Session;
-use crate::error::ApiError;
 use crate::protocol::Status;
 use std::io;
 
 /// Whether an I/O error means the disk (or the quota) is full.
 pub fn is_full(e: &io::Error) -> bool {
     matches!(e.kind(), io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded)
-}
-
-/// `POST /sessions` could not create the folder or its first record.
-pub(super) fn create_failed(e: io::Error) -> ApiError {
-    if is_full(&e) {
-        ApiError::StorageFull(format!("the controller's disk is full: cannot create the session folder: {e}"))
-    } else {
-        ApiError::Internal(format!("cannot create the session folder: {e}"))
-    }
 }
 
 impl Session {

@@ -4,9 +4,9 @@
 //! The files lock orders commits (a name is unique and the totals are right) and may be held
 //! across the rename of a committed file; the fsync of a big file happens before it is taken.
 
+use super::error::SessionError;
 use super::{Session, lock};
 use crate::config::Config;
-use crate::error::ApiError;
 use crate::protocol::{FileEntry, FileKind, size_kb};
 use crate::store::{FileIndex, StageError, StagedFile};
 use crate::util::filename::sanitize_filename;
@@ -46,10 +46,10 @@ impl Session {
         })
     }
 
-    /// Path and size of a stored file, or 404.
-    pub fn file_path(&self, name: &str) -> Result<(PathBuf, u64), ApiError> {
+    /// Path and size of a stored file, or not found.
+    pub fn file_path(&self, name: &str) -> Result<(PathBuf, u64), SessionError> {
         let found = self.with_index(|index| Some((self.dir.file_path(index, name)?, index.entries.get(name)?.size)));
-        found.ok_or_else(|| ApiError::NotFound(format!("session {} has no file {name:?}", self.id)))
+        found.ok_or_else(|| SessionError::NotFound(format!("session {} has no file {name:?}", self.id)))
     }
 
     /// Every stored file as (name in a zip, path): files at the top, screenshots in a folder.
@@ -71,15 +71,15 @@ impl Session {
         })
     }
 
-    fn too_many_files(&self) -> ApiError {
-        ApiError::StorageFull(format!(
+    fn too_many_files(&self) -> SessionError {
+        SessionError::NoRoom(format!(
             "session {} already holds {} files (files.max_files_per_session)",
             self.id, self.config.files.max_files_per_session
         ))
     }
 
     /// Room left for one more file: `(max bytes for it, whether the per-file limit binds)`.
-    pub fn upload_allowance(&self) -> Result<(u64, bool), ApiError> {
+    pub fn upload_allowance(&self) -> Result<(u64, bool), SessionError> {
         let (count, total) = self.with_index(|index| (index.file_count(), index.total_bytes));
         if count >= self.config.files.max_files_per_session {
             return Err(self.too_many_files());
@@ -89,7 +89,7 @@ impl Session {
         Ok((per_file.min(remaining), per_file <= remaining))
     }
 
-    pub fn stage(&self) -> Result<StagedFile, ApiError> {
+    pub fn stage(&self) -> Result<StagedFile, SessionError> {
         Ok(self.dir.stage()?)
     }
 
@@ -99,7 +99,7 @@ impl Session {
         mut staged: StagedFile,
         wanted_name: &str,
         kind: FileKind,
-    ) -> Result<FileEntry, ApiError> {
+    ) -> Result<FileEntry, SessionError> {
         let name = sanitize_filename(wanted_name);
         let size = staged.written();
         // The fsync may take seconds for a big file: before the files lock.
@@ -151,7 +151,7 @@ impl Session {
         &self,
         size: u64,
         write: impl FnOnce() -> std::io::Result<()>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<(), SessionError> {
         self.with_index(|index| {
             if index.total_bytes + size > self.config.max_session_bytes() {
                 return Err(limit_error(false, &self.config, &self.id));
@@ -163,7 +163,7 @@ impl Session {
     }
 
     /// Store bytes produced in the controller (save_file, screenshots), within the limits.
-    pub fn store_bytes(&self, wanted_name: &str, bytes: &[u8], kind: FileKind) -> Result<FileEntry, ApiError> {
+    pub fn store_bytes(&self, wanted_name: &str, bytes: &[u8], kind: FileKind) -> Result<FileEntry, SessionError> {
         let (allowance, per_file_binds) = if kind == FileKind::Screenshot {
             (self.config.max_session_bytes(), false)
         } else {
@@ -178,14 +178,14 @@ impl Session {
     }
 }
 
-pub(super) fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> ApiError {
+pub(super) fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> SessionError {
     if per_file_binds {
-        ApiError::TooLarge(format!(
+        SessionError::TooLarge(format!(
             "file is larger than {} MiB (files.max_file_size_mb)",
             config.files.max_file_size_mb
         ))
     } else {
-        ApiError::StorageFull(format!(
+        SessionError::NoRoom(format!(
             "session {id} would exceed its {} MiB of storage (files.max_session_storage_mb)",
             config.files.max_session_storage_mb
         ))
@@ -193,14 +193,10 @@ pub(super) fn limit_error(per_file_binds: bool, config: &Config, id: &str) -> Ap
 }
 
 /// Map a staging failure to the right status.
-pub fn stage_error(err: StageError, per_file_binds: bool, config: &Config, id: &str) -> ApiError {
+pub fn stage_error(err: StageError, per_file_binds: bool, config: &Config, id: &str) -> SessionError {
     match err {
         StageError::Limit => limit_error(per_file_binds, config, id),
-        StageError::Io(e)
-            if matches!(e.kind(), std::io::ErrorKind::StorageFull | std::io::ErrorKind::QuotaExceeded) =>
-        {
-            ApiError::from(e)
-        }
-        StageError::Io(e) => ApiError::BadRequest(format!("upload interrupted: {e}")),
+        StageError::Io(e) if super::disk::is_full(&e) => SessionError::Io(e),
+        StageError::Io(e) => SessionError::Interrupted(e),
     }
 }

@@ -9,8 +9,8 @@
 //! name of a file the session produced.
 
 use super::Session;
+use super::error::SessionError;
 use super::files::{limit_error, stage_error};
-use crate::error::ApiError;
 use crate::protocol::profiles::check_input_name;
 use crate::protocol::{FileEntry, FileKind, LogKind, size_kb};
 use crate::store::StageError;
@@ -20,20 +20,28 @@ use std::time::{Duration, Instant};
 /// How long a session waits for the inputs its request named, at most.
 pub const INPUT_WAIT: Duration = Duration::from_secs(30 * 60);
 
+/// The inputs a session named that never came (its end's reason).
+#[derive(Debug, thiserror::Error)]
+#[error("the input files {} were not handed over within {} s", .missing.join(", "), .waited.as_secs())]
+pub(super) struct InputsLate {
+    missing: Vec<String>,
+    waited: Duration,
+}
+
 impl Session {
     /// Take `body` as the input file `name`; answers its entry and whether it is new (else it
     /// replaced an input of that name).
-    pub fn put_input(&self, name: &str, body: &mut dyn Read) -> Result<(FileEntry, bool), ApiError> {
-        check_input_name(name).map_err(ApiError::BadRequest)?;
+    pub fn put_input(&self, name: &str, body: &mut dyn Read) -> Result<(FileEntry, bool), SessionError> {
+        check_input_name(name).map_err(|e| SessionError::Invalid(e.to_string()))?;
         if !self.status().is_active() {
-            return Err(ApiError::Conflict(format!("session {} has ended; it takes no more inputs", self.id)));
+            return Err(SessionError::Conflict(format!("session {} has ended; it takes no more inputs", self.id)));
         }
         let (existing, count, total) =
             self.with_index(|i| (i.entries.get(name).map(|e| (e.kind, e.size)), i.file_count(), i.total_bytes));
         let replaced = match existing {
             Some((FileKind::Input, size)) => Some(size),
             Some(_) => {
-                return Err(ApiError::Conflict(format!(
+                return Err(SessionError::Conflict(format!(
                     "session {} already has a file {name:?} it produced; give the input another name",
                     self.id
                 )));
@@ -42,7 +50,7 @@ impl Session {
         };
         let files = &self.config.files;
         if replaced.is_none() && count >= files.max_files_per_session {
-            return Err(ApiError::StorageFull(format!(
+            return Err(SessionError::NoRoom(format!(
                 "session {} already holds {count} files (files.max_files_per_session)",
                 self.id
             )));
@@ -96,7 +104,7 @@ impl Session {
 
     /// Wait until every input the request named has been put, the stop, or `INPUT_WAIT`;
     /// `Err` says which never came.
-    pub(super) fn wait_for_inputs(&self) -> Result<(), String> {
+    pub(super) fn wait_for_inputs(&self) -> Result<(), InputsLate> {
         let wanted = self.record().inputs;
         let missing = || -> Vec<String> {
             let have = self.input_names();
@@ -116,11 +124,7 @@ impl Session {
                 return Ok(());
             }
             if Instant::now() >= deadline {
-                return Err(format!(
-                    "the input files {} were not handed over within {} s",
-                    left.join(", "),
-                    INPUT_WAIT.as_secs()
-                ));
+                return Err(InputsLate { missing: left, waited: INPUT_WAIT });
             }
             self.stop_signal().wait(Duration::from_millis(100));
         }
@@ -131,7 +135,7 @@ impl Session {
     /// A file the session's worker may fetch to upload into a page: an input, or one the
     /// session downloaded or made (never a screenshot); a name it does not hold is refused with
     /// the names it does.
-    pub fn file_for_upload(&self, name: &str) -> Result<(std::path::PathBuf, u64), ApiError> {
+    pub fn file_for_upload(&self, name: &str) -> Result<(std::path::PathBuf, u64), SessionError> {
         let kind = self.with_index(|i| i.entries.get(name).map(|e| e.kind));
         match kind {
             Some(FileKind::Input | FileKind::Download | FileKind::Generated) => self.file_path(name),
@@ -140,7 +144,7 @@ impl Session {
                     i.entries.iter().filter(|(_, e)| e.kind != FileKind::Screenshot).map(|(n, _)| n.clone()).collect()
                 });
                 let have = if names.is_empty() { "none".to_string() } else { names.join(", ") };
-                Err(ApiError::NotFound(format!(
+                Err(SessionError::NotFound(format!(
                     "this session has no file {:?} to upload (its files: {have})",
                     name.chars().take(200).collect::<String>()
                 )))

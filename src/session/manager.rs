@@ -6,11 +6,11 @@
 //! manager counts them so shutdown can wait (bounded) for them to end. A resumed session gets
 //! its end hook back from the `ResumeHook` (a schedule's run stays the schedule's).
 
+use super::error::SessionError;
 use super::thread::run_session;
 use super::validate::{NewSession, validate};
 use super::{AgentFn, EndHook, Session, end_record, lock};
 use crate::config::Config;
-use crate::error::ApiError;
 use crate::hub::WorkerHub;
 use crate::protocol::end::{End, Interruption};
 use crate::protocol::{CreateSessionRequest, LogKind, Mode, SessionRecord, SessionSummary, Status};
@@ -96,8 +96,8 @@ impl SessionManager {
         lock(&self.sessions)
     }
 
-    pub fn get(&self, id: &str) -> Result<Arc<Session>, ApiError> {
-        self.lock().get(id).cloned().ok_or_else(|| ApiError::no_session(id))
+    pub fn get(&self, id: &str) -> Result<Arc<Session>, SessionError> {
+        self.lock().get(id).cloned().ok_or_else(|| SessionError::no_session(id))
     }
 
     /// See `ResumeHook`; a second one is ignored.
@@ -127,14 +127,14 @@ impl SessionManager {
     }
 
     /// Check a `POST /sessions` body and split it into a record and a vault.
-    pub fn validate(&self, req: CreateSessionRequest) -> Result<NewSession, ApiError> {
+    pub fn validate(&self, req: CreateSessionRequest) -> Result<NewSession, SessionError> {
         validate(req, &self.config, &self.hub)
     }
 
     /// Create the folder, register the session and start its thread.
-    pub fn create(&self, new: NewSession) -> Result<Arc<Session>, ApiError> {
+    pub fn create(&self, new: NewSession) -> Result<Arc<Session>, SessionError> {
         if self.shutting_down.load(Ordering::Acquire) {
-            return Err(ApiError::Unavailable("the controller is shutting down".into()));
+            return Err(SessionError::Unavailable("the controller is shutting down".into()));
         }
         let NewSession { mut record, vault, on_end } = new;
         let now = clock::now();
@@ -148,17 +148,17 @@ impl SessionManager {
                 match self.store.create_session_dir(&id) {
                     Ok(dir) => break (id, dir),
                     Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                    Err(e) => return Err(super::disk::create_failed(e)),
+                    Err(e) => return Err(SessionError::CreateFolder(e)),
                 }
             }
             n += 1;
         };
         record.session_id = id.clone();
         record.created_at = clock::rfc3339(now);
-        // The first record must land, or there is no session: a full disk is a 507, no folder left.
+        // The first record must land, or there is no session: a full disk refuses it, no folder left.
         if let Err(e) = dir.write_json(crate::store::SESSION_JSON, &record) {
             let _ = self.store.remove_session(&id);
-            return Err(super::disk::create_failed(e));
+            return Err(SessionError::CreateFolder(e));
         }
         let session = Arc::new(Session::new(record, dir, &self.config, &self.parker, vault, true));
         *lock(&session.on_end) = on_end;
@@ -177,7 +177,7 @@ impl SessionManager {
         Ok(session)
     }
 
-    fn spawn(&self, session: Arc<Session>) -> Result<(), ApiError> {
+    fn spawn(&self, session: Arc<Session>) -> Result<(), SessionError> {
         let hub = Arc::clone(&self.hub);
         let agent = Arc::clone(&self.agent);
         let config = Arc::clone(&self.config);
@@ -199,16 +199,16 @@ impl SessionManager {
             lock(&self.threads.live).remove(&session.id);
             let reason = format!("cannot start the session thread: {e}");
             session.end_from_outside(Status::Error, Some(reason.clone()));
-            return Err(ApiError::Internal(reason));
+            return Err(SessionError::Internal(reason));
         }
         Ok(())
     }
 
     /// At most `server.max_sessions` active at once.
-    fn check_capacity(&self, sessions: &BTreeMap<String, Arc<Session>>) -> Result<(), ApiError> {
+    fn check_capacity(&self, sessions: &BTreeMap<String, Arc<Session>>) -> Result<(), SessionError> {
         let max = self.config.server.max_sessions;
         if max > 0 && sessions.values().filter(|s| s.status().is_active()).count() >= max {
-            return Err(ApiError::Unavailable(format!(
+            return Err(SessionError::Unavailable(format!(
                 "{max} sessions are active, the most server.max_sessions allows; try again when one ends"
             )));
         }
@@ -217,14 +217,14 @@ impl SessionManager {
 
     /// `POST /resume` on a session a restart or shutdown interrupted: it goes on from its
     /// journal in its own folder, on its worker again when that one is back and free.
-    pub fn resume_interrupted(&self, id: &str) -> Result<Arc<Session>, ApiError> {
+    pub fn resume_interrupted(&self, id: &str) -> Result<Arc<Session>, SessionError> {
         let old = self.get(id)?;
         if !old.interrupted() {
             let status = old.status();
-            return Err(ApiError::Conflict(format!("session {id} is not paused ({})", status.as_str())));
+            return Err(SessionError::Conflict(format!("session {id} is not paused ({})", status.as_str())));
         }
         if self.shutting_down.load(Ordering::Acquire) {
-            return Err(ApiError::Unavailable("the controller is shutting down".into()));
+            return Err(SessionError::Unavailable("the controller is shutting down".into()));
         }
         let mut record = old.record();
         record.status = Status::Waiting;
@@ -235,7 +235,7 @@ impl SessionManager {
         record.requested_worker = record.worker.clone().filter(free).or(record.requested_worker);
         let on_end = match self.on_resume.get() {
             Some(hook) => {
-                hook(&record).map_err(|why| ApiError::Conflict(format!("session {id} cannot go on: {why}")))?
+                hook(&record).map_err(|why| SessionError::Conflict(format!("session {id} cannot go on: {why}")))?
             }
             None => None,
         };
@@ -245,7 +245,7 @@ impl SessionManager {
             let mut sessions = self.lock();
             self.check_capacity(&sessions)?;
             if !Arc::ptr_eq(sessions.get(id).unwrap_or(&old), &old) {
-                return Err(ApiError::Conflict(format!("session {id} is being resumed already")));
+                return Err(SessionError::Conflict(format!("session {id} is being resumed already")));
             }
             sessions.insert(id.to_string(), Arc::clone(&session));
         }
@@ -258,7 +258,7 @@ impl SessionManager {
 
     /// `DELETE /sessions/:id`; `report`: the model writes a report on the stop (it costs a
     /// model call).
-    pub fn stop(&self, id: &str, report: bool) -> Result<Status, ApiError> {
+    pub fn stop(&self, id: &str, report: bool) -> Result<Status, SessionError> {
         let session = self.get(id)?;
         if !report {
             session.skip_stop_report();
@@ -270,7 +270,7 @@ impl SessionManager {
         }
         match session.status() {
             Status::Stopped => Ok(Status::Stopped),
-            status => Err(ApiError::Conflict(format!("session {id} has already ended ({})", status.as_str()))),
+            status => Err(SessionError::Conflict(format!("session {id} has already ended ({})", status.as_str()))),
         }
     }
 

@@ -18,6 +18,7 @@
 mod budget;
 mod confirm;
 mod disk;
+mod error;
 mod files;
 mod inputs;
 mod journal;
@@ -34,13 +35,14 @@ mod validate;
 mod writings;
 
 pub use confirm::{AskOutcome, ConfirmationOutcome, Verdict};
+pub use error::SessionError;
 pub use files::stage_error;
 pub use journal::close_open_calls;
 pub use log::LOG_WAIT_MAX;
 pub use manager::{ResumeHook, SessionManager};
 pub use replay::plan as plan_replay;
 pub use runner::{AgentFn, AgentOutcome, SessionRunner};
-pub use takeover::{Act, PauseEvent, check_act};
+pub use takeover::{Act, PauseEvent, Render, check_act};
 pub use validate::{NewSession, check_secrets, validate};
 
 use crate::config::Config;

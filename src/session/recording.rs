@@ -5,10 +5,10 @@
 //! Guarantees: a frame is stored only when it is a whole GIF, and only within the session's
 //! storage (`files.max_session_storage_mb`, which its bytes count toward); the animation holds
 //! at most `MAX_FRAMES` frames and about `MAX_BYTES`, frames thinned evenly past either bound
-//! (the first and the last kept); a session not recorded answers 404 saying why.
+//! (the first and the last kept); a session not recorded is not found, saying why.
 
 use super::Session;
-use crate::error::ApiError;
+use super::error::SessionError;
 use crate::protocol::SessionType;
 use crate::util::gif;
 
@@ -19,24 +19,24 @@ pub const MAX_BYTES: u64 = 16 * 1024 * 1024;
 
 impl Session {
     /// Keep step `step`'s frame.
-    pub fn store_frame(&self, step: u64, bytes: &[u8]) -> Result<(), ApiError> {
+    pub fn store_frame(&self, step: u64, bytes: &[u8]) -> Result<(), SessionError> {
         if gif::frame(bytes).is_none() {
-            return Err(ApiError::BadRequest("the worker's frame is not a whole GIF".into()));
+            return Err(SessionError::Invalid("the worker's frame is not a whole GIF".into()));
         }
         self.within_storage(bytes.len() as u64, || self.dir.write_frame(step, bytes))
     }
 
-    /// The recording as one animated GIF, or 404: not recorded, or nothing recorded yet.
-    pub fn recording_gif(&self) -> Result<Vec<u8>, ApiError> {
+    /// The recording as one animated GIF, or not found: not recorded, or nothing recorded yet.
+    pub fn recording_gif(&self) -> Result<Vec<u8>, SessionError> {
         let record = self.record();
         if record.session_type == SessionType::Shell {
-            return Err(ApiError::NotFound(format!(
+            return Err(SessionError::NotFound(format!(
                 "session {} is a shell session: only browser and desktop sessions are recorded",
                 self.id
             )));
         }
         if record.options.recording == Some(false) {
-            return Err(ApiError::NotFound(format!("session {} is not recorded (recording: false)", self.id)));
+            return Err(SessionError::NotFound(format!("session {} is not recorded (recording: false)", self.id)));
         }
         let all = self.dir.frames();
         let mut keep = all.len().min(MAX_FRAMES);
@@ -55,7 +55,7 @@ impl Session {
             .filter_map(|bytes| gif::frame(&bytes).map(|f| (bytes, f)))
             .collect();
         if frames.is_empty() {
-            return Err(ApiError::NotFound(format!("session {} has no recorded step yet", self.id)));
+            return Err(SessionError::NotFound(format!("session {} has no recorded step yet", self.id)));
         }
         Ok(gif::animate(&frames))
     }

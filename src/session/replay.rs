@@ -5,18 +5,18 @@
 //! A replay runs where its steps were recorded: on the worker the source asked for, else the
 //! one that served it (an `ssh://` target names its host itself), unless the request names
 //! another `worker`. It waits for that worker as a session asking for it by name would; one
-//! that is not registered is a 400 naming it.
+//! that is not registered is refused, naming it.
 //!
 //! Replayed are the steps that ran on the target, succeeded and were no dry run, in order.
 //! Parameters: `{{name}}` in a recorded argument takes the value of `name`; a name that is no
 //! placeholder is a recorded value to replace. What a person typed while taking over is
 //! recorded only as its length: never typed again as that, it is the placeholder `typed_N`
 //! (in the order of the steps), and its value is kept out of everything the replay writes. A
-//! placeholder without a value, or a parameter that matches nothing, is refused (400) before
+//! placeholder without a value, or a parameter that matches nothing, is refused before
 //! anything starts.
 
+use super::error::SessionError;
 use super::{NewSession, Session, SessionManager};
-use crate::error::ApiError;
 use crate::protocol::replay::{ReplayInfo, ReplayRequest, ReplayStep};
 use crate::protocol::takeover::typed_pointers;
 use crate::protocol::tools::{Runs, Tool};
@@ -28,22 +28,22 @@ use std::sync::Arc;
 
 impl SessionManager {
     /// `POST /sessions/:id/replay`: the new session, started.
-    pub fn replay(&self, source: &str, req: ReplayRequest) -> Result<Arc<Session>, ApiError> {
+    pub fn replay(&self, source: &str, req: ReplayRequest) -> Result<Arc<Session>, SessionError> {
         self.create(self.prepare_replay(source, req)?)
     }
 
     /// A replay of `source`, checked and ready for `create` (a schedule marks it first).
-    pub fn prepare_replay(&self, source: &str, req: ReplayRequest) -> Result<NewSession, ApiError> {
+    pub fn prepare_replay(&self, source: &str, req: ReplayRequest) -> Result<NewSession, SessionError> {
         let src = self.get(source)?;
         let record = src.record();
         if record.status.is_active() {
-            return Err(ApiError::Conflict(format!(
+            return Err(SessionError::Conflict(format!(
                 "session {source} has not ended yet; only a finished one is replayed"
             )));
         }
         let steps = plan(&src.read_steps(), &req.params)?;
         if steps.is_empty() {
-            return Err(ApiError::BadRequest(format!("session {source} has no worker steps to replay")));
+            return Err(SessionError::Invalid(format!("session {source} has no worker steps to replay")));
         }
         let llm = record.llm.clone().unwrap_or_default();
         // Every option carries over (approval included) but dry_run: replaying a rehearsal is
@@ -68,9 +68,9 @@ impl SessionManager {
             "options": options,
         });
         let create: CreateSessionRequest = serde_json::from_value(body)
-            .map_err(|e| ApiError::Internal(format!("cannot build the replay session: {e}")))?;
+            .map_err(|e| SessionError::Internal(format!("cannot build the replay session: {e}")))?;
         let mut new = self.validate(create).map_err(|e| match (e, &recorded) {
-            (ApiError::BadRequest(m), Some(w)) if explicit.is_none() => ApiError::BadRequest(format!(
+            (SessionError::Invalid(m), Some(w)) if explicit.is_none() => SessionError::Invalid(format!(
                 "{m}: the replay runs on {w:?}, where session {source} was recorded; name another with `worker`"
             )),
             (e, _) => e,
@@ -85,11 +85,11 @@ impl SessionManager {
 }
 
 /// The replayable steps of a step log, parameters filled in.
-pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<ReplayStep>, ApiError> {
+pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<ReplayStep>, SessionError> {
     // An empty name would "replace" the empty string: `to` between every character of every
     // recorded argument.
     if params.contains_key("") {
-        return Err(ApiError::BadRequest("a param needs a name: {\"name\": \"value\"}".into()));
+        return Err(SessionError::Invalid("a param needs a name: {\"name\": \"value\"}".into()));
     }
     let mut steps: Vec<ReplayStep> = Vec::new();
     let mut typed_names = BTreeSet::new();
@@ -132,7 +132,7 @@ pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<Repl
         } else {
             ""
         };
-        return Err(ApiError::BadRequest(format!("the recorded steps need params: {}{why}", names.join(", "))));
+        return Err(SessionError::Invalid(format!("the recorded steps need params: {}{why}", names.join(", "))));
     }
     for (name, value) in params {
         let placeholder = placeholders.contains(name);
@@ -148,7 +148,7 @@ pub fn plan(log: &[Value], params: &BTreeMap<String, String>) -> Result<Vec<Repl
             hits += replace_in(&mut s.args, &fill);
         }
         if hits == 0 {
-            return Err(ApiError::BadRequest(format!(
+            return Err(SessionError::Invalid(format!(
                 "param `{name}` is neither a {{{{{name}}}}} placeholder nor a value in the recorded steps"
             )));
         }

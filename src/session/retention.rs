@@ -1,11 +1,11 @@
 //! Deleting sessions: `DELETE /sessions/{id}?purge=true` (an ended session whose thread has
-//! returned; 409 otherwise) and the retention rules, applied at start and then periodically:
+//! returned; a conflict otherwise) and the retention rules, applied at start and then periodically:
 //! ended sessions older than `output.retain_days`, then the oldest ended ones while the total
 //! passes `output.max_total_mb`. A running session is never deleted. Each deletion is logged.
 
+use super::error::SessionError;
 use super::manager::SessionManager;
 use super::{Session, lock};
-use crate::error::ApiError;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -13,12 +13,12 @@ const MB: u64 = 1024 * 1024;
 
 impl SessionManager {
     /// Delete an ended session and its folder.
-    pub fn purge(&self, id: &str) -> Result<(), ApiError> {
+    pub fn purge(&self, id: &str) -> Result<(), SessionError> {
         let mut sessions = lock(&self.sessions);
-        let session = sessions.get(id).cloned().ok_or_else(|| ApiError::no_session(id))?;
+        let session = sessions.get(id).cloned().ok_or_else(|| SessionError::no_session(id))?;
         let status = session.status();
         if status.is_active() || lock(&self.threads.live).contains(id) {
-            return Err(ApiError::Conflict(format!(
+            return Err(SessionError::Conflict(format!(
                 "session {id} is still {}: stop it first (DELETE without purge), then purge it",
                 status.as_str()
             )));
@@ -26,8 +26,8 @@ impl SessionManager {
         // The rename makes it vanish at once; the map follows only if it did. The slow part,
         // deleting the contents, runs after the manager's lock is released.
         let doomed = self.store.unlink_session(id).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ApiError::no_session(id),
-            _ => ApiError::Internal(format!("cannot delete session {id}: {e}")),
+            std::io::ErrorKind::NotFound => SessionError::no_session(id),
+            _ => SessionError::Internal(format!("cannot delete session {id}: {e}")),
         })?;
         sessions.remove(id);
         drop(sessions);

@@ -6,9 +6,9 @@
 //! count turns and tokens, read the session's secrets, and see a stop request. Every wait it
 //! offers ends early on a stop. Everything it writes is scrubbed of the vault's secrets.
 
+use super::error::SessionError;
 use super::{AskOutcome, ConfirmationOutcome, PauseEvent, Session, Verdict};
 use crate::config::Config;
-use crate::error::ApiError;
 use crate::exec::{ExecError, Executor};
 use crate::protocol::secrets::{Credentials, Notifications};
 use crate::protocol::takeover::EndedBy;
@@ -148,17 +148,17 @@ impl SessionRunner {
     }
 
     /// Store bytes under `files/` (sanitized, never overwriting), within the session's limits.
-    pub fn store_file(&self, name: &str, bytes: &[u8], kind: FileKind) -> Result<FileEntry, ApiError> {
+    pub fn store_file(&self, name: &str, bytes: &[u8], kind: FileKind) -> Result<FileEntry, SessionError> {
         self.session.store_bytes(name, bytes, kind)
     }
 
     /// Store a PNG under `screenshots/` as `step_NNNN.png`.
-    pub fn store_screenshot(&self, step: u32, png: &[u8]) -> Result<FileEntry, ApiError> {
+    pub fn store_screenshot(&self, step: u32, png: &[u8]) -> Result<FileEntry, SessionError> {
         self.session.store_bytes(&format!("step_{step:04}.png"), png, FileKind::Screenshot)
     }
 
     /// Keep step `step`'s recording frame (a one-frame GIF the worker made).
-    pub fn store_frame(&self, step: u64, gif: &[u8]) -> Result<(), ApiError> {
+    pub fn store_frame(&self, step: u64, gif: &[u8]) -> Result<(), SessionError> {
         self.session.store_frame(step, gif)
     }
 

@@ -5,19 +5,22 @@
 //! act (`POST /act`) is handed to that thread, which runs it on the session's worker; the
 //! request meanwhile is parked in the `Parker` (no thread waits for it) and answered once: by
 //! the result, by a stop or the session's end (saying whether the act had started), by the
-//! pause ending before the act was taken, or by its deadline (503; an act not yet taken then
+//! pause ending before the act was taken, or by its deadline (unavailable; an act not yet taken then
 //! never runs). One act at a time, and only a tool the session's mode offers. `POST /resume`
 //! (or a stop, or `task.takeover_timeout_s`) ends the pause. Nothing here calls a model or a
 //! worker: the agent does, on the session's thread, so one thread drives the worker as before.
 
+use super::error::SessionError;
 use super::{Session, snapshot_record};
-use crate::error::ApiError;
 use crate::protocol::tools::{Runs, Tool};
 use crate::protocol::{LogKind, Mode, SessionType, Status};
 use crate::util::schema;
 use crate::wait::park::{ParkKey, Responder};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
+
+/// How an act's error becomes its request's status and body (the HTTP layer's mapping).
+pub type Render = fn(&SessionError) -> (u16, Vec<u8>);
 
 /// Where the takeover handshake stands (under the session's `state` lock).
 #[derive(Debug, Default)]
@@ -28,8 +31,8 @@ pub(super) struct Handover {
     running: Option<u64>,
     /// The result of act number `.0`, for its request when it has not parked yet.
     done: Option<(u64, Value)>,
-    /// The request of act number `.0`, parked until its result.
-    waiter: Option<(u64, ParkKey)>,
+    /// The request of act number `.0`, parked until its result, and how its error is answered.
+    waiter: Option<(u64, ParkKey, Render)>,
     acts: u64,
     /// `POST /resume` came, with this note.
     resume: Option<Option<String>>,
@@ -55,8 +58,8 @@ pub enum PauseEvent {
 /// The tool a person may run in a session of this mode and type, with its input checked: any
 /// of the worker tools the mode offers (an exploration's person does not download either), and
 /// the browser's click also at `{x, y}` in screenshot pixels.
-pub fn check_act(mode: Mode, session_type: SessionType, name: &str, input: &Value) -> Result<Tool, ApiError> {
-    let bad = |m: String| Err(ApiError::BadRequest(m));
+pub fn check_act(mode: Mode, session_type: SessionType, name: &str, input: &Value) -> Result<Tool, SessionError> {
+    let bad = |m: String| Err(SessionError::Invalid(m));
     let Some(tool) = Tool::from_name(name) else {
         return bad(format!("unknown tool {name:?}"));
     };
@@ -82,27 +85,30 @@ pub fn check_act(mode: Mode, session_type: SessionType, name: &str, input: &Valu
     } else {
         schema::validate(&tool.spec().input_schema.to_value(), input)
     };
-    checked.map_err(|e| ApiError::BadRequest(format!("invalid input for {name}: {e}")))?;
+    checked.map_err(|e| SessionError::Invalid(format!("invalid input for {name}: {e}")))?;
     Ok(tool)
 }
 
-/// Act `id`'s answer if it is known now: its result, or a 409 once it is neither waiting nor
+/// Act `id`'s answer if it is known now: its result, or a conflict once it is neither waiting nor
 /// running (the pause ended first).
-fn settled(handover: &mut Handover, id: u64, session: &str) -> Option<Result<Value, ApiError>> {
+fn settled(handover: &mut Handover, id: u64, session: &str) -> Option<Result<Value, SessionError>> {
     match &handover.done {
         Some((done, _)) if *done == id => handover.done.take().map(|(_, r)| Ok(r)),
         _ if handover.running != Some(id) && handover.act.as_ref().is_none_or(|a| a.id != id) => {
-            Some(Err(ApiError::Conflict(format!("session {session} was no longer paused when the act came"))))
+            Some(Err(SessionError::Conflict(format!("session {session} was no longer paused when the act came"))))
         }
         _ => None,
     }
 }
 
-/// Answer an act's request: 200 with its result, or the error's status and body.
-fn send_act(respond: Responder, answer: Result<Value, ApiError>) {
+/// Answer an act's request: 200 with its result, or the error as `render` words it.
+fn send_act(respond: Responder, answer: Result<Value, SessionError>, render: Render) {
     match answer {
         Ok(result) => respond(200, serde_json::to_vec(&result).unwrap_or_default()),
-        Err(err) => respond(err.status(), err.body().into_bytes()),
+        Err(err) => {
+            let (status, body) = render(&err);
+            respond(status, body)
+        }
     }
 }
 
@@ -113,11 +119,11 @@ fn click_at_schema() -> Value {
 
 impl Session {
     /// `POST /pause`: the session pauses after the step in flight. Asking twice is no error.
-    pub fn request_pause(&self) -> Result<Status, ApiError> {
+    pub fn request_pause(&self) -> Result<Status, SessionError> {
         let mut state = self.lock();
         let status = state.record.status;
         if !status.is_active() {
-            return Err(ApiError::Conflict(format!("session {} has ended ({})", self.id, status.as_str())));
+            return Err(SessionError::Conflict(format!("session {} has ended ({})", self.id, status.as_str())));
         }
         if status != Status::Paused && !state.record.pause_requested {
             state.record.pause_requested = true;
@@ -158,8 +164,8 @@ impl Session {
         let wait = deadline.saturating_duration_since(Instant::now());
         let parker = &self.parker;
         let (mut state, got) = self.wait_for(wait, |s| match s.handover.act.take() {
-            // Its request was answered 503 at its deadline: the person was told, so it never runs.
-            Some(_) if s.handover.waiter.is_some_and(|(_, key)| !parker.contains(key)) => {
+            // Its request was answered at its deadline: the person was told, so it never runs.
+            Some(_) if s.handover.waiter.is_some_and(|(_, key, _)| !parker.contains(key)) => {
                 s.handover.waiter = None;
                 None
             }
@@ -190,13 +196,13 @@ impl Session {
             false => Ok(result),
         };
         state.handover.running = None;
-        let Some((_, key)) = state.handover.waiter.take_if(|(waiting, _)| *waiting == id) else {
+        let Some((_, key, render)) = state.handover.waiter.take_if(|(waiting, ..)| *waiting == id) else {
             state.handover.done = answer.ok().map(|result| (id, result));
             return;
         };
         drop(state);
         if let Some(respond) = self.parker.take(key) {
-            send_act(respond, answer);
+            send_act(respond, answer, render);
         }
     }
 
@@ -209,19 +215,21 @@ impl Session {
             state.record.status = Status::Running;
         }
         // An act that came too late learns so at once.
-        let late = state.handover.act.take().and_then(|act| state.handover.waiter.take_if(|(id, _)| *id == act.id));
+        let late = state.handover.act.take().and_then(|act| state.handover.waiter.take_if(|(id, ..)| *id == act.id));
         self.unlock_and_save(state);
-        if let Some(respond) = late.and_then(|(_, key)| self.parker.take(key)) {
-            let err = format!("session {} was no longer paused when the act came", self.id);
-            send_act(respond, Err(ApiError::Conflict(err)));
+        if let Some((_, key, render)) = late {
+            if let Some(respond) = self.parker.take(key) {
+                let err = format!("session {} was no longer paused when the act came", self.id);
+                send_act(respond, Err(SessionError::Conflict(err)), render);
+            }
         }
     }
 
     /// `POST /act`: hand the act to the paused session; its number, for `await_act`.
-    pub fn start_act(&self, tool: Tool, input: Value) -> Result<u64, ApiError> {
+    pub fn start_act(&self, tool: Tool, input: Value) -> Result<u64, SessionError> {
         let mut state = self.lock();
         if state.record.status != Status::Paused {
-            return Err(ApiError::Conflict(format!(
+            return Err(SessionError::Conflict(format!(
                 "session {} is not paused ({}): POST /sessions/{}/pause first",
                 self.id,
                 state.record.status.as_str(),
@@ -229,7 +237,7 @@ impl Session {
             )));
         }
         if state.handover.act.is_some() || state.handover.running.is_some() || state.handover.waiter.is_some() {
-            return Err(ApiError::Conflict("another act is running; send the next one when it answers".into()));
+            return Err(SessionError::Conflict("another act is running; send the next one when it answers".into()));
         }
         state.handover.acts += 1;
         let id = state.handover.acts;
@@ -241,17 +249,18 @@ impl Session {
 
     /// `POST /act`, after `start_act`: answer `respond` with act `id`'s result, or park it (no
     /// thread waits) until the session's thread hands the result over, a stop or the end of
-    /// the pause settles it, or `timeout` passes (503).
-    pub fn await_act(&self, id: u64, respond: Responder, timeout: Duration) {
+    /// the pause settles it, or `timeout` passes (unavailable).
+    pub fn await_act(&self, id: u64, respond: Responder, timeout: Duration, render: Render) {
         let mut state = self.lock();
         let answer = match settled(&mut state.handover, id, &self.id) {
             Some(answer) => Some(answer),
             None if self.stop_requested() => Some(Err(self.stopped_act(&state.handover, id))),
             None => {
-                let late = ApiError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs()));
-                match self.parker.park_with(respond, timeout, late.status(), late.body().into_bytes()) {
+                let late = SessionError::Unavailable(format!("the act did not finish within {} s", timeout.as_secs()));
+                let (status, body) = render(&late);
+                match self.parker.park_with(respond, timeout, status, body) {
                     Ok(key) => {
-                        state.handover.waiter = Some((id, key));
+                        state.handover.waiter = Some((id, key, render));
                         return;
                     }
                     Err((respond, status, body)) => {
@@ -263,7 +272,7 @@ impl Session {
         };
         drop(state);
         if let Some(answer) = answer {
-            send_act(respond, answer);
+            send_act(respond, answer, render);
         }
     }
 
@@ -271,34 +280,34 @@ impl Session {
     /// had reached the worker.
     pub(super) fn settle_act(&self) {
         let mut state = self.lock();
-        let Some((id, key)) = state.handover.waiter.take() else { return };
+        let Some((id, key, render)) = state.handover.waiter.take() else { return };
         let err = if self.stop_requested() {
             self.stopped_act(&state.handover, id)
         } else {
-            ApiError::Conflict(format!("session {} ended before the act answered", self.id))
+            SessionError::Conflict(format!("session {} ended before the act answered", self.id))
         };
         drop(state);
         if let Some(respond) = self.parker.take(key) {
-            send_act(respond, Err(err));
+            send_act(respond, Err(err), render);
         }
     }
 
-    fn stopped_act(&self, handover: &Handover, id: u64) -> ApiError {
+    fn stopped_act(&self, handover: &Handover, id: u64) -> SessionError {
         if handover.running == Some(id) {
             // Taken by the session's thread: its command went to the worker, which may have
             // done it before the stop abandoned it.
-            ApiError::Conflict(format!(
+            SessionError::Conflict(format!(
                 "session {} was stopped while the act was running on the worker: its command was abandoned, \
                  and may or may not have taken effect",
                 self.id
             ))
         } else {
-            ApiError::Conflict(format!("session {} ended before the act ran", self.id))
+            SessionError::Conflict(format!("session {} ended before the act ran", self.id))
         }
     }
 
     /// `POST /resume` on a paused session (or one about to pause: the request is withdrawn).
-    pub fn resume(&self, note: Option<String>) -> Result<(), ApiError> {
+    pub fn resume(&self, note: Option<String>) -> Result<(), SessionError> {
         let mut state = self.lock();
         let note = note.map(|n| n.trim().to_string()).filter(|n| !n.is_empty());
         match state.record.status {
@@ -314,7 +323,7 @@ impl Session {
                 state.record.pause_requested = false;
                 Ok(())
             }
-            s => Err(ApiError::Conflict(format!("session {} is not paused ({})", self.id, s.as_str()))),
+            s => Err(SessionError::Conflict(format!("session {} is not paused ({})", self.id, s.as_str()))),
         }
     }
 }

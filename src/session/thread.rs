@@ -90,7 +90,7 @@ pub(super) fn run_session(session: &Arc<Session>, hub: &Arc<WorkerHub>, agent: &
 /// How a session ends before its lease: the inputs it named never came, or a stop.
 fn wait_for_inputs(session: &Arc<Session>) -> Option<AgentOutcome> {
     match session.wait_for_inputs() {
-        Err(why) => Some(AgentOutcome::Failed(why)),
+        Err(why) => Some(AgentOutcome::Failed(why.to_string())),
         Ok(()) if session.stop_requested() => Some(AgentOutcome::Stopped),
         Ok(()) => None,
     }
@@ -115,7 +115,7 @@ fn run_over_ssh(session: &Arc<Session>, agent: &AgentFn, config: Arc<Config>) {
     let executor = match SshExecutor::connect(&target, &config, Arc::clone(session.stop_signal())) {
         Ok(executor) => executor,
         Err(_) if session.stop_requested() => return finish(session, AgentOutcome::Stopped),
-        Err(why) => return finish(session, AgentOutcome::Failed(why)),
+        Err(why) => return finish(session, AgentOutcome::Failed(why.to_string())),
     };
     let describe = executor.describe();
     session.update(|r| {

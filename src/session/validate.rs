@@ -1,8 +1,8 @@
 //! Checking a `POST /sessions` body: every rule a request must meet, the defaults it gets,
 //! and the split of what it carries into a record (written to disk) and a vault (memory only).
 
+use super::error::SessionError;
 use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
-use crate::error::ApiError;
 use crate::hub::WorkerHub;
 use crate::protocol::domains::DomainPattern;
 use crate::protocol::guards::Guard;
@@ -20,8 +20,8 @@ pub struct NewSession {
 }
 
 /// Check a `POST /sessions` body and split it into a record and a vault.
-pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> Result<NewSession, ApiError> {
-    let bad = |m: &str| Err(ApiError::BadRequest(m.to_string()));
+pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> Result<NewSession, SessionError> {
+    let bad = |m: &str| Err(SessionError::Invalid(m.to_string()));
     let target = req.target.trim().to_string();
     if target.is_empty() {
         return bad("`target` must not be empty");
@@ -51,7 +51,7 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         if session_type != SessionType::Shell {
             return bad("an ssh:// target is for `type: shell` sessions");
         }
-        crate::exec::ssh::SshTarget::parse(&target).map_err(ApiError::BadRequest)?;
+        target.parse::<crate::exec::ssh::SshTarget>().map_err(|e| SessionError::Invalid(e.to_string()))?;
     }
     let requested_worker = req.worker.map(|w| w.trim().to_string()).filter(|w| !w.is_empty());
     if let Some(name) = &requested_worker {
@@ -106,34 +106,37 @@ fn notify_summary(n: Option<&Notifications>) -> NotifySummary {
 }
 
 /// The input files a session waits for: safe names, each once, at most 100.
-fn check_inputs(names: Vec<String>) -> Result<Vec<String>, ApiError> {
+fn check_inputs(names: Vec<String>) -> Result<Vec<String>, SessionError> {
     if names.len() > 100 {
-        return Err(ApiError::BadRequest("`inputs`: at most 100 files".into()));
+        return Err(SessionError::Invalid("`inputs`: at most 100 files".into()));
     }
     for (i, name) in names.iter().enumerate() {
         crate::protocol::profiles::check_input_name(name)
-            .map_err(|m| ApiError::BadRequest(format!("`inputs`: {m}")))?;
+            .map_err(|m| SessionError::Invalid(format!("`inputs`: {m}")))?;
         if names[..i].contains(name) {
-            return Err(ApiError::BadRequest(format!("`inputs`: {name:?} is named twice")));
+            return Err(SessionError::Invalid(format!("`inputs`: {name:?} is named twice")));
         }
     }
     Ok(names)
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
-pub fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&Notifications>) -> Result<(), ApiError> {
-    let bad = |m: &str| ApiError::BadRequest(m.to_string());
+pub fn check_secrets(
+    credentials: Option<&Credentials>,
+    notifications: Option<&Notifications>,
+) -> Result<(), SessionError> {
+    let bad = |m: &str| SessionError::Invalid(m.to_string());
     if let Some(c) = credentials {
         if c.username.is_empty() || c.password.is_empty() {
             return Err(bad("`credentials` need a non-empty `username` and `password`"));
         }
         if let Some(domain) = &c.domain {
-            DomainPattern::parse(domain).map_err(|e| ApiError::BadRequest(format!("`credentials.domain`: {e}")))?;
+            DomainPattern::parse(domain).map_err(|e| SessionError::Invalid(format!("`credentials.domain`: {e}")))?;
         }
         too_short("credentials.password", c.password.expose())?;
         if let Some(totp) = &c.totp {
             crate::util::totp::Totp::parse(totp.expose())
-                .map_err(|e| ApiError::BadRequest(format!("`credentials.totp`: {e}")))?;
+                .map_err(|e| SessionError::Invalid(format!("`credentials.totp`: {e}")))?;
         }
     }
     if let Some(n) = notifications {
@@ -159,9 +162,9 @@ pub fn check_secrets(credentials: Option<&Credentials>, notifications: Option<&N
 }
 
 /// A secret too short to scrub from output (it would match inside ordinary words) is refused.
-fn too_short(key: &str, value: &str) -> Result<(), ApiError> {
+fn too_short(key: &str, value: &str) -> Result<(), SessionError> {
     if value.chars().count() < MIN_SECRET_CHARS {
-        return Err(ApiError::BadRequest(format!(
+        return Err(SessionError::Invalid(format!(
             "`{key}` is shorter than {MIN_SECRET_CHARS} characters: a secret that short cannot be scrubbed \
              from logs and model context; use a longer one"
         )));
@@ -170,13 +173,13 @@ fn too_short(key: &str, value: &str) -> Result<(), ApiError> {
 }
 
 /// A worker asked for by name must be registered and able to run this kind of session.
-fn check_worker(hub: &WorkerHub, name: &str, session_type: SessionType) -> Result<(), ApiError> {
+fn check_worker(hub: &WorkerHub, name: &str, session_type: SessionType) -> Result<(), SessionError> {
     let worker = hub
         .find(name)
-        .ok_or_else(|| ApiError::BadRequest(format!("no worker {name:?} has registered (GET /workers lists them)")))?;
+        .ok_or_else(|| SessionError::Invalid(format!("no worker {name:?} has registered (GET /workers lists them)")))?;
     let cap = session_type.capability();
     if !worker.capabilities().iter().any(|c| c == cap) {
-        return Err(ApiError::BadRequest(format!(
+        return Err(SessionError::Invalid(format!(
             "worker {name:?} cannot run {cap} sessions (capabilities: {})",
             worker.capabilities().join(", ")
         )));
@@ -185,14 +188,14 @@ fn check_worker(hub: &WorkerHub, name: &str, session_type: SessionType) -> Resul
 }
 
 /// The endpoint asked for (`api` by default) must exist; a model name may replace its own.
-fn choose_llm(config: &Config, name: Option<&str>, model: Option<&str>) -> Result<LlmChoice, ApiError> {
+fn choose_llm(config: &Config, name: Option<&str>, model: Option<&str>) -> Result<LlmChoice, SessionError> {
     let name = name.map(str::trim).filter(|n| !n.is_empty()).unwrap_or(DEFAULT_LLM);
     let endpoint = config.endpoint(name).ok_or_else(|| {
-        ApiError::BadRequest(format!("unknown `llm` {name:?}; known: {}", config.llm_names().join(", ")))
+        SessionError::Invalid(format!("unknown `llm` {name:?}; known: {}", config.llm_names().join(", ")))
     })?;
     let model = match model.map(str::trim) {
         Some(m) if m.is_empty() || m.len() > 200 || m.chars().any(char::is_control) => {
-            return Err(ApiError::BadRequest("`model` must be a model name of at most 200 characters".into()));
+            return Err(SessionError::Invalid("`model` must be a model name of at most 200 characters".into()));
         }
         Some(m) => m.to_string(),
         None => endpoint.model,
@@ -202,19 +205,19 @@ fn choose_llm(config: &Config, name: Option<&str>, model: Option<&str>) -> Resul
 
 /// The budget asked for, each limit defaulting to `agent.budget`'s; a `usd` limit needs a price
 /// for the session's model.
-fn choose_budget(config: &Config, asked: Option<Budget>, llm: &LlmChoice) -> Result<Option<BudgetState>, ApiError> {
+fn choose_budget(config: &Config, asked: Option<Budget>, llm: &LlmChoice) -> Result<Option<BudgetState>, SessionError> {
     let limit = asked.unwrap_or_default().or(config.agent.budget);
     if limit.is_empty() {
         return Ok(None);
     }
     if let Some(why) = limit.invalid() {
-        return Err(ApiError::BadRequest(format!("`options.{why}`")));
+        return Err(SessionError::Invalid(format!("`options.{why}`")));
     }
     let priced = config.price(&llm.name, &llm.model).is_some();
     if limit.usd.is_some() && !priced {
         let key =
             if llm.name == DEFAULT_LLM { "api.price".to_string() } else { format!("providers.{}.price", llm.name) };
-        return Err(ApiError::BadRequest(format!(
+        return Err(SessionError::Invalid(format!(
             "a `usd` budget needs the price of model {:?}: none is known for it; set `{key}` \
              ({{input_per_mtok, output_per_mtok, cache_read_per_mtok}})",
             llm.model
@@ -244,13 +247,14 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32, recording: O
 
 /// The session's allow-list: its own, which may narrow the config's but not widen it, else
 /// the config's.
-fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result<Vec<DomainPattern>, ApiError> {
+fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result<Vec<DomainPattern>, SessionError> {
     let Some(asked) = asked else { return Ok(config.to_vec()) };
-    let bad = |m: String| ApiError::BadRequest(format!("`options.allowed_domains`: {m}"));
+    let bad = |m: String| SessionError::Invalid(format!("`options.allowed_domains`: {m}"));
     if asked.len() > 100 {
         return Err(bad("at most 100 patterns".into()));
     }
-    let parsed = asked.iter().map(|p| DomainPattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(bad)?;
+    let parsed =
+        asked.iter().map(|p| DomainPattern::parse(p)).collect::<Result<Vec<_>, _>>().map_err(|e| bad(e.to_string()))?;
     if parsed.is_empty() && !config.is_empty() {
         return Err(bad("an empty list would lift config.yaml's `browser.allowed_domains`".into()));
     }
@@ -260,11 +264,11 @@ fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result
     Ok(parsed)
 }
 
-fn check_options(options: &SessionOptionsRequest, session_type: SessionType) -> Result<(), ApiError> {
-    let bad = |m: &str| Err(ApiError::BadRequest(m.to_string()));
+fn check_options(options: &SessionOptionsRequest, session_type: SessionType) -> Result<(), SessionError> {
+    let bad = |m: &str| Err(SessionError::Invalid(m.to_string()));
     if let Some(name) = &options.browser_profile {
         crate::protocol::profiles::check_profile_name(name)
-            .map_err(|m| ApiError::BadRequest(format!("`options.browser_profile`: {m}")))?;
+            .map_err(|m| SessionError::Invalid(format!("`options.browser_profile`: {m}")))?;
         if session_type != SessionType::Browser {
             return bad("`options.browser_profile` is for browser sessions");
         }
@@ -281,7 +285,7 @@ fn check_options(options: &SessionOptionsRequest, session_type: SessionType) -> 
     let switched = options.guards.iter().flat_map(|g| g.keys());
     if let Some(name) = switched.filter(|n| *n != "all").find(|n| Guard::from_name(n).is_none()) {
         let known: Vec<&str> = Guard::ALL.iter().map(|g| g.name()).collect();
-        return Err(ApiError::BadRequest(format!(
+        return Err(SessionError::Invalid(format!(
             "`options.guards`: no guard {name:?}; the guards are: all, {}",
             known.join(", ")
         )));

@@ -29,10 +29,12 @@ pub struct StagedFile {
 }
 
 /// Why copying into a staged file stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum StageError {
     /// The source had more than `limit` bytes.
+    #[error("more bytes than the staging limit")]
     Limit,
+    #[error(transparent)]
     Io(io::Error),
 }
 

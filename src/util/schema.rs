@@ -3,7 +3,6 @@
 //! first problem found is reported by name, for a model or an MCP client to correct.
 
 use serde_json::Value;
-use std::fmt;
 
 /// `value` without the top-level arguments `schema` does not name, and their names. A model that
 /// adds `press_enter` to a click still gets the click (the caller says what was left out).
@@ -68,35 +67,26 @@ pub fn moved_required(schema: &Value, value: &Value) -> Option<(Value, String, S
 }
 
 /// The first way a value breaks its schema; `at` names where (`input`, a key, `key[2]`).
-#[derive(Debug)]
-enum Mismatch {
+#[derive(Debug, thiserror::Error)]
+pub enum Mismatch {
     /// The value is not of the schema's type (the type's name).
+    #[error("`{at}` must be of type {expected}")]
     Type { at: String, expected: String },
     /// The value is none of the schema's `enum` (the options).
+    #[error("`{at}` must be one of {}", Value::from(.options.clone()))]
     NotAnOption { at: String, options: Vec<Value> },
     /// A required property is missing or null.
+    #[error("missing required `{name}` in `{at}`")]
     Missing { at: String, name: String },
     /// A property the schema does not name.
+    #[error("unknown argument `{name}` in `{at}`")]
     Unknown { at: String, name: String },
-}
-
-impl fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Mismatch::Type { at, expected } => write!(f, "`{at}` must be of type {expected}"),
-            Mismatch::NotAnOption { at, options } => {
-                write!(f, "`{at}` must be one of {}", Value::from(options.clone()))
-            }
-            Mismatch::Missing { at, name } => write!(f, "missing required `{name}` in `{at}`"),
-            Mismatch::Unknown { at, name } => write!(f, "unknown argument `{name}` in `{at}`"),
-        }
-    }
 }
 
 /// Check `value` against the subset of JSON Schema our definitions use; the first problem in
 /// words a model or an MCP client can act on.
-pub fn validate(schema: &Value, value: &Value) -> Result<(), String> {
-    check(schema, value, "input").map_err(|e| e.to_string())
+pub fn validate(schema: &Value, value: &Value) -> Result<(), Mismatch> {
+    check(schema, value, "input")
 }
 
 fn check(schema: &Value, value: &Value, at: &str) -> Result<(), Mismatch> {
@@ -152,9 +142,9 @@ mod tests {
     fn validation_catches_bad_arguments() {
         let schema = Tool::BrowserDownloadBatch.spec().input_schema.to_value();
         assert!(validate(&schema, &json!({"urls": [{"url": "https://a/x.pdf"}]})).is_ok());
-        assert!(validate(&schema, &json!({})).unwrap_err().contains("urls"));
-        assert!(validate(&schema, &json!({"urls": [{"filename": "x"}]})).unwrap_err().contains("url"));
-        assert!(validate(&schema, &json!({"urls": "x"})).unwrap_err().contains("array"));
+        assert!(validate(&schema, &json!({})).unwrap_err().to_string().contains("urls"));
+        assert!(validate(&schema, &json!({"urls": [{"filename": "x"}]})).unwrap_err().to_string().contains("url"));
+        assert!(validate(&schema, &json!({"urls": "x"})).unwrap_err().to_string().contains("array"));
         let schema = Tool::RequestConfirmation.spec().input_schema.to_value();
         assert!(validate(&schema, &json!({"action": "a", "description": "d", "risk_level": "extreme"})).is_err());
         assert!(validate(&schema, &json!({"action": "a", "description": "d", "bogus": 1})).is_err());

@@ -10,6 +10,27 @@
 use data_encoding::BASE32_NOPAD;
 use ring::hmac;
 
+/// Why a TOTP secret was refused (never quoting the secret).
+#[derive(Debug, thiserror::Error)]
+pub enum TotpError {
+    #[error("the TOTP secret is not base32 ({0})")]
+    NotBase32(#[source] data_encoding::DecodeError),
+    #[error("the TOTP secret is shorter than 80 bits")]
+    Short,
+    #[error("the TOTP URI does not parse ({0})")]
+    Uri(#[source] url::ParseError),
+    #[error("the otpauth URI is not a TOTP (`otpauth://totp/…`)")]
+    NotTotp,
+    #[error("the otpauth URI has no `secret`")]
+    NoSecret,
+    #[error("`digits` must be 6, 7 or 8")]
+    Digits,
+    #[error("`period` must be 1 to 300 seconds")]
+    Period,
+    #[error("unknown TOTP algorithm {0:?}; expected SHA1, SHA256 or SHA512")]
+    Algorithm(String),
+}
+
 /// A TOTP generator.
 pub struct Totp {
     key: Vec<u8>,
@@ -32,7 +53,7 @@ impl Drop for Totp {
 
 impl Totp {
     /// A base32 secret or an `otpauth://totp/` URI.
-    pub fn parse(text: &str) -> Result<Totp, String> {
+    pub fn parse(text: &str) -> Result<Totp, TotpError> {
         let text = text.trim();
         if text.to_ascii_lowercase().starts_with("otpauth://") {
             return from_uri(text);
@@ -59,37 +80,35 @@ impl Totp {
     }
 }
 
-fn base32(text: &str) -> Result<Vec<u8>, String> {
+fn base32(text: &str) -> Result<Vec<u8>, TotpError> {
     let clean: String = text.chars().filter(|c| !c.is_whitespace() && *c != '-' && *c != '=').collect();
-    let key = BASE32_NOPAD
-        .decode(clean.to_ascii_uppercase().as_bytes())
-        .map_err(|e| format!("the TOTP secret is not base32 ({e})"))?;
+    let key = BASE32_NOPAD.decode(clean.to_ascii_uppercase().as_bytes()).map_err(TotpError::NotBase32)?;
     if key.len() < 10 {
-        return Err("the TOTP secret is shorter than 80 bits".into());
+        return Err(TotpError::Short);
     }
     Ok(key)
 }
 
-fn from_uri(text: &str) -> Result<Totp, String> {
-    let url = url::Url::parse(text).map_err(|e| format!("the TOTP URI does not parse ({e})"))?;
+fn from_uri(text: &str) -> Result<Totp, TotpError> {
+    let url = url::Url::parse(text).map_err(TotpError::Uri)?;
     if url.host_str() != Some("totp") {
-        return Err("the otpauth URI is not a TOTP (`otpauth://totp/…`)".into());
+        return Err(TotpError::NotTotp);
     }
     let param = |name: &str| url.query_pairs().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.to_string());
-    let key = base32(&param("secret").ok_or("the otpauth URI has no `secret`")?)?;
+    let key = base32(&param("secret").ok_or(TotpError::NoSecret)?)?;
     let digits = match param("digits").as_deref() {
         None => 6,
-        Some(d) => d.parse().ok().filter(|d| (6..=8).contains(d)).ok_or("`digits` must be 6, 7 or 8")?,
+        Some(d) => d.parse().ok().filter(|d| (6..=8).contains(d)).ok_or(TotpError::Digits)?,
     };
     let period = match param("period").as_deref() {
         None => 30,
-        Some(p) => p.parse().ok().filter(|p| (1..=300).contains(p)).ok_or("`period` must be 1 to 300 seconds")?,
+        Some(p) => p.parse().ok().filter(|p| (1..=300).contains(p)).ok_or(TotpError::Period)?,
     };
     let algorithm = match param("algorithm").map(|a| a.to_ascii_uppercase()).as_deref() {
         None | Some("SHA1") => hmac::HMAC_SHA1_FOR_LEGACY_USE_ONLY,
         Some("SHA256") => hmac::HMAC_SHA256,
         Some("SHA512") => hmac::HMAC_SHA512,
-        Some(other) => return Err(format!("unknown TOTP algorithm {other:?}; expected SHA1, SHA256 or SHA512")),
+        Some(other) => return Err(TotpError::Algorithm(other.to_string())),
     };
     Ok(Totp { key, digits, period, algorithm })
 }
@@ -124,10 +143,15 @@ mod tests {
         let t = Totp::parse("gezd gnbv gy3t qojq gezd gnbv gy3t qojq").unwrap();
         assert_eq!(t.code_at(59), "287082", "the RFC's SHA-1 code, 6 digits");
         assert_eq!(t.code_at(30), t.code_at(59), "one period");
-        assert!(Totp::parse("not base32!").unwrap_err().contains("base32"));
-        assert!(Totp::parse("GEZDGNBV").unwrap_err().contains("80 bits"));
-        assert!(Totp::parse("otpauth://hotp/x?secret=GEZDGNBVGY3TQOJQ").unwrap_err().contains("TOTP"));
-        assert!(Totp::parse("otpauth://totp/x?secret=GEZDGNBVGY3TQOJQ&digits=4").unwrap_err().contains("digits"));
+        assert!(Totp::parse("not base32!").unwrap_err().to_string().contains("base32"));
+        assert!(Totp::parse("GEZDGNBV").unwrap_err().to_string().contains("80 bits"));
+        assert!(Totp::parse("otpauth://hotp/x?secret=GEZDGNBVGY3TQOJQ").unwrap_err().to_string().contains("TOTP"));
+        assert!(
+            Totp::parse("otpauth://totp/x?secret=GEZDGNBVGY3TQOJQ&digits=4")
+                .unwrap_err()
+                .to_string()
+                .contains("digits")
+        );
         assert!(!format!("{t:?}").contains("GEZD"), "no key in Debug");
     }
 }

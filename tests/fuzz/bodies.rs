@@ -14,7 +14,7 @@ use agent_controller::protocol::replay::ReplayRequest;
 use agent_controller::protocol::{
     AnswerRequest, Command, CommandResult, ConfirmationAnswer, CreateSessionRequest, RegisterRequest,
 };
-use agent_controller::session::validate;
+use agent_controller::session::{SessionError, validate};
 use agent_controller::wait::park::Parker;
 use agent_controller::wait::stop::StopSignal;
 use std::sync::Arc;
@@ -141,7 +141,8 @@ fn fuzz_create_session_bodies() {
     let input = json_body(SESSION_KEYS, WORDS, &session_examples());
     fuzz("POST /sessions bodies (CreateSessionRequest, session::validate)", input, |body| {
         let hidden = serde_json::from_slice::<Value>(&body).map(|v| secrets(&v)).unwrap_or_default();
-        let outcome = parse_json::<CreateSessionRequest>(&body).and_then(|req| validate(req, &config, &hub));
+        let outcome = parse_json::<CreateSessionRequest>(&body)
+            .and_then(|req| validate(req, &config, &hub).map_err(ApiError::from));
         match outcome {
             Ok(new) => {
                 let r = &new.record;
@@ -318,7 +319,7 @@ fn fuzz_replay_params() {
                 prop_assert!(brought || !(text.contains("{{item}}") || text.contains("{{ user }}")), "{text}");
             }
             Err(e) => {
-                prop_assert!(matches!(e, ApiError::BadRequest(_)), "{e:?}");
+                prop_assert!(matches!(e, SessionError::Invalid(_)), "{e:?}");
                 // Exactly the placeholders, plainly valued, are always accepted.
                 let exact = params.len() == 2
                     && params.contains_key("item")

@@ -88,7 +88,7 @@ fn fuzz_jsonpath_guard() {
             for tool in [Tool::ToolOutputsExtract, Tool::ToolOutputsCount] {
                 match answer(tool, &text, &json!({"id": "x", "path": path}), 4000) {
                     Ok(v) => prop_assert!(v.to_string().len() < 20_000, "bounded: {}", v.to_string().len()),
-                    Err(e) => prop_assert!(!e.is_empty()),
+                    Err(e) => prop_assert!(!e.to_string().is_empty()),
                 }
             }
             Ok(())

@@ -264,7 +264,7 @@ fn fuzz_json_mode_actions() {
             }
             Ok(Action::Complete { message }) => prop_assert!(!message.trim().is_empty()),
             Ok(Action::AskUser { question }) => prop_assert!(!question.trim().is_empty()),
-            Err(e) => prop_assert!(!e.is_empty()),
+            Err(e) => prop_assert!(!e.to_string().is_empty()),
         }
         Ok(())
     });
@@ -276,7 +276,7 @@ fn fuzz_tool_call_arguments() {
     let args = (0..tools.len(), json_object(ACTION_KEYS, ACTION_WORDS));
     fuzz("tool call arguments against every tool's schema (util::schema::validate)", args, |(i, args)| {
         if let Err(e) = schema::validate(&tools[i].input_schema, &args) {
-            prop_assert!(e.contains('`'), "names what is wrong: {e}");
+            prop_assert!(e.to_string().contains('`'), "names what is wrong: {e}");
         }
         Ok(())
     });
@@ -311,7 +311,7 @@ fn fuzz_tool_outputs_arguments() {
         |(tool, text, input, max)| {
             match answer(tool, &text, &input, max) {
                 Ok(v) => prop_assert!(v.is_object()),
-                Err(e) => prop_assert!(!e.is_empty()),
+                Err(e) => prop_assert!(!e.to_string().is_empty()),
             }
             Ok(())
         },

@@ -104,8 +104,8 @@ const SSH: &[&str] = &["ssh://deploy@host.test", "ssh://root@10.0.0.1:2222/", "s
 #[test]
 fn fuzz_ssh_targets() {
     use agent_controller::exec::ssh::SshTarget;
-    fuzz("ssh:// targets (exec::ssh::SshTarget::parse)", text_input(SSH), |target| {
-        let Ok(t) = SshTarget::parse(&target) else { return Ok(()) };
+    fuzz("ssh:// targets (exec::ssh::SshTarget: FromStr)", text_input(SSH), |target| {
+        let Ok(t) = target.parse::<SshTarget>() else { return Ok(()) };
         // Nothing ssh could take for an option or a second argument.
         for part in [&t.user, &t.host] {
             prop_assert!(!part.is_empty() && !part.starts_with('-'), "{t:?}");
@@ -113,7 +113,7 @@ fn fuzz_ssh_targets() {
         }
         prop_assert!(t.port != 0);
         let host = if t.host.contains(':') { format!("[{}]", t.host) } else { t.host.clone() };
-        prop_assert_eq!(SshTarget::parse(&format!("ssh://{}@{host}:{}", t.user, t.port)), Ok(t.clone()));
+        prop_assert_eq!(format!("ssh://{}@{host}:{}", t.user, t.port).parse::<SshTarget>(), Ok(t.clone()));
         Ok(())
     });
 }

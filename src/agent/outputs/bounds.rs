@@ -24,7 +24,7 @@ const TEXT_BUDGET: usize = 4 << 20;
 
 /// Why a model's path is not run.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum Refused {
+pub enum Refused {
     /// The path is longer than `MAX_PATH_BYTES` (its length in bytes).
     Length(usize),
     /// It nests brackets and parentheses deeper than `MAX_PATH_NESTING` (how deep).
@@ -32,6 +32,8 @@ pub(super) enum Refused {
     /// Its descendant segments would visit more than `NODE_BUDGET` values of this output.
     Cost { descendants: usize, nodes: u64, depth: u64, cost: u64 },
 }
+
+impl std::error::Error for Refused {}
 
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -51,26 +51,19 @@ pub struct Cdp {
     pub file_chooser: Option<Value>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CdpError {
     /// The connection is gone: the browser died or closed it.
+    #[error("the browser connection closed: {0}")]
     Closed(String),
     /// The browser answered with an error.
+    #[error("{0}")]
     Protocol(String),
+    #[error("the browser did not answer in time ({0})")]
     Timeout(String),
     /// The browser process itself stopped answering: it is hung and must be killed.
+    #[error("the browser stopped answering ({0})")]
     Hung(String),
-}
-
-impl std::fmt::Display for CdpError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            CdpError::Closed(m) => write!(f, "the browser connection closed: {m}"),
-            CdpError::Protocol(m) => f.write_str(m),
-            CdpError::Timeout(m) => write!(f, "the browser did not answer in time ({m})"),
-            CdpError::Hung(m) => write!(f, "the browser stopped answering ({m})"),
-        }
-    }
 }
 
 /// Wait until `fd` is ready for `events` or `deadline` passes; false on timeout.

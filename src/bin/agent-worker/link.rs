@@ -27,27 +27,20 @@ pub struct Link {
     secret: Option<String>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LinkError {
     /// The controller does not know this worker (it restarted): register again.
+    #[error("the controller does not know this worker")]
     Unknown,
     /// No answer, or an answer that is not the protocol.
+    #[error("{0}")]
     Down(String),
     /// The controller refused (auth, bad request).
+    #[error("HTTP {0}: {1}")]
     Refused(u16, String),
     /// The controller's TLS certificate failed verification: retrying will not help.
+    #[error("{0}")]
     Untrusted(String),
-}
-
-impl std::fmt::Display for LinkError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            LinkError::Unknown => f.write_str("the controller does not know this worker"),
-            LinkError::Down(m) => f.write_str(m),
-            LinkError::Refused(s, m) => write!(f, "HTTP {s}: {m}"),
-            LinkError::Untrusted(m) => f.write_str(m),
-        }
-    }
 }
 
 fn down(e: &ureq::Error) -> LinkError {

@@ -46,7 +46,7 @@ impl Browser {
         let png = STANDARD
             .decode(&data)
             .map_err(|e| WorkerError::Page(format!("the browser sent an unreadable screenshot: {e}")))?;
-        let mut img = frames::decode_png(&png).map_err(WorkerError::Page)?;
+        let mut img = frames::decode_png(&png).map_err(|e| WorkerError::Page(e.to_string()))?;
         let k = if css_width > 0.0 { img.width as f64 / css_width } else { 1.0 };
         let scaled: Vec<Rect> = boxes.iter().map(|b| b.scaled(k)).collect();
         frames::mask(&mut img, &scaled);

@@ -207,7 +207,7 @@ impl Browser {
     /// nothing is typed. The host as the browser spells it is what the field's document is
     /// checked against again, in the same script that sets the value (`placeSecret`).
     fn check_site(&mut self, site: &Value, origin: Option<&str>) -> Result<SecretSite, WorkerError> {
-        let pattern = DomainPattern::parse(site.as_str().unwrap_or("")).map_err(WorkerError::bad)?;
+        let pattern = DomainPattern::parse(site.as_str().unwrap_or("")).map_err(|e| WorkerError::bad(e.to_string()))?;
         let here = self.eval("({href: location.href, hostname: location.hostname})")?;
         let host = host_of(here["href"].as_str().unwrap_or("")).unwrap_or_default();
         if pattern.allows(&host) {

@@ -36,7 +36,7 @@ impl Profiles {
 
     /// The folder of profile `name`, made (0700) if it is new.
     pub fn dir(&self, name: &str) -> Result<PathBuf, WorkerError> {
-        check_profile_name(name).map_err(WorkerError::bad)?;
+        check_profile_name(name).map_err(|e| WorkerError::bad(e.to_string()))?;
         let io = |e| WorkerError::io(format!("cannot use the profile folder {}", self.root.display()), e);
         fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.root).map_err(io)?;
         fs::set_permissions(&self.root, fs::Permissions::from_mode(0o700)).map_err(io)?;
@@ -93,7 +93,7 @@ impl Profiles {
 
     /// Remove profile `name`'s folder (the browser using it is closed first by the caller).
     pub fn delete(&mut self, name: &str) -> Result<bool, WorkerError> {
-        check_profile_name(name).map_err(WorkerError::bad)?;
+        check_profile_name(name).map_err(|e| WorkerError::bad(e.to_string()))?;
         let dir = self.root.join(name);
         self.changed = true;
         match fs::symlink_metadata(&dir) {

@@ -117,13 +117,24 @@ pub fn caption(img: &Rgb, text: &str) -> Rgb {
     out
 }
 
+/// Why a PNG could not be turned into RGB.
+#[derive(Debug, thiserror::Error)]
+pub enum BadPng {
+    #[error("unreadable PNG: {0}")]
+    Unreadable(#[from] png::DecodingError),
+    #[error("a PNG too large to decode")]
+    TooLarge,
+    #[error("a PNG of an unexpected layout")]
+    Layout,
+}
+
 /// A PNG (any colour type, 8 or 16 bits) as RGB.
-pub fn decode_png(bytes: &[u8]) -> Result<Rgb, String> {
+pub fn decode_png(bytes: &[u8]) -> Result<Rgb, BadPng> {
     let mut decoder = png::Decoder::new(std::io::Cursor::new(bytes));
     decoder.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = decoder.read_info().map_err(|e| format!("unreadable PNG: {e}"))?;
-    let mut buf = vec![0; reader.output_buffer_size().ok_or("a PNG too large to decode")?];
-    let info = reader.next_frame(&mut buf).map_err(|e| format!("unreadable PNG: {e}"))?;
+    let mut reader = decoder.read_info()?;
+    let mut buf = vec![0; reader.output_buffer_size().ok_or(BadPng::TooLarge)?];
+    let info = reader.next_frame(&mut buf)?;
     let (w, h) = (info.width as usize, info.height as usize);
     let channels = info.color_type.samples();
     let pixels = &buf[..info.buffer_size()];
@@ -134,7 +145,7 @@ pub fn decode_png(bytes: &[u8]) -> Result<Rgb, String> {
         _ => pixels.iter().flat_map(|&g| [g, g, g]).collect(),
     };
     if data.len() != w * h * 3 {
-        return Err("a PNG of an unexpected layout".into());
+        return Err(BadPng::Layout);
     }
     Ok(Rgb { data, width: w, height: h })
 }
