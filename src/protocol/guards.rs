@@ -230,7 +230,7 @@ impl Guard {
                 Worker,
                 Hold,
                 SMALL,
-                "the first submit of a form (or of a button among fields, with no form) whose selects or prefilled fields nobody set is refused once a session, naming them",
+                "the first submit of a form (or of a button among fields, with no form) whose selects or prefilled fields nobody set is refused once a session, naming them; with no form, a `type=button` button too, among text fields all empty",
             ),
             FormValues => row(
                 AfterResult,
