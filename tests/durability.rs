@@ -355,6 +355,7 @@ fn a_kill_during_the_first_turn_keeps_the_conversation_and_the_progress() {
     let out = dir.path().join("output");
     let journal = std::fs::read_to_string(out.join(&id).join("conversation.jsonl")).unwrap();
     assert!(!journal.contains(password), "the journal is scrubbed: {journal}");
+    lock_released(&out);
     let d = TestDaemon::idle(test_config(&out));
     let c = d.client();
     let s = c.get(&format!("/sessions/{id}")).json();
@@ -400,4 +401,16 @@ fn a_kill_during_the_first_turn_keeps_the_conversation_and_the_progress() {
         "the journal goes on: the restart note joins the closed call, then the finish and its result"
     );
     assert_error(&c.post(&format!("/sessions/{id}/resume"), &json!({})), 409, "conflict");
+}
+
+/// Waits until the output folder's lock is free. It goes with the killed daemon's last
+/// descriptor, and a child the daemon was forking at the kill holds a copy until its exec.
+fn lock_released(out: &std::path::Path) {
+    use std::os::fd::AsRawFd;
+    wait_until(Duration::from_secs(10), "the killed daemon's lock to be released", || {
+        let file = std::fs::File::open(out.join(agent_controller::store::LOCK_FILE)).ok()?;
+        // SAFETY: flock on a descriptor we own; released when `file` drops.
+        let free = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        free.then_some(())
+    });
 }
