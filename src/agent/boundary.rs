@@ -88,6 +88,13 @@ impl Boundary {
         if still_open { format!("{cut}…\n{close}") } else { format!("{cut}…") }
     }
 
+    /// `label: text` for a side call's log, where `text` was cut by `excerpt`: a text that opens
+    /// with a marker puts it on a line of its own, as marker lines are.
+    pub fn labelled(label: &str, text: &str) -> String {
+        let sep = if text.starts_with("<<") { "\n" } else { " " };
+        format!("{label}:{sep}{text}")
+    }
+
     /// This session's opening and closing markers.
     pub fn markers(&self) -> (String, String) {
         let (k, n) = (self.kind, &self.nonce);

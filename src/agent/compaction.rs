@@ -80,8 +80,7 @@ fn render(m: &Message, boundary: &Boundary) -> String {
             Block::ToolUse { name, input, .. } => out.push(format!("call {name} {input}")),
             Block::ToolResult { content, is_error, .. } => {
                 let text = boundary.excerpt(&crate::llm::joined_text(content, "\n"), RESULT_CHARS);
-                let sep = if text.starts_with("<<") { "\n" } else { " " };
-                out.push(format!("{}:{sep}{text}", if *is_error { "error" } else { "result" }));
+                out.push(Boundary::labelled(if *is_error { "error" } else { "result" }, &text));
             }
         }
     }

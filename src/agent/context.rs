@@ -122,13 +122,7 @@ fn frame_hash(bytes: &[u8]) -> u64 {
 
 /// The first text block, without the boundary's markers: what the target said.
 pub(super) fn first_text(blocks: &[Block]) -> String {
-    blocks
-        .iter()
-        .find_map(|b| match b {
-            Block::Text { text } => Some(super::boundary::Boundary::inner(text).to_string()),
-            _ => None,
-        })
-        .unwrap_or_default()
+    super::boundary::Boundary::inner(first_text_marked(blocks)).to_string()
 }
 
 /// The first text block as the model saw it, markers and all.

@@ -159,9 +159,7 @@ pub(super) fn transcript(messages: &[Message], max: usize, boundary: &Boundary) 
                 (_, Block::ToolResult { content, is_error, .. }) => {
                     let text = super::context::first_text_marked(content);
                     let label = if *is_error { "error" } else { "result" };
-                    // A marker that opens it goes on a line of its own: a marker line.
-                    let sep = if text.starts_with("<<") { "\n" } else { " " };
-                    format!("{label}:{sep}{}", boundary.excerpt(text, ENTRY_CHARS))
+                    Boundary::labelled(label, &boundary.excerpt(text, ENTRY_CHARS))
                 }
                 _ => continue,
             };
