@@ -119,3 +119,51 @@ fn a_huge_tool_error_is_cut_to_the_output_bound_before_the_model_sees_it() {
         assert!(later.body.to_string().len() < 40_000, "{} bytes", later.body.to_string().len());
     }
 }
+
+/// Issue 65: a result of many small objects (over a MiB) stays text until a query needs its
+/// tree: described by its shape, scrubbed of a secret the page echoed inside it, stored as the
+/// JSON it is, and still traversed by JSONPath.
+#[test]
+fn a_large_result_of_small_objects_is_kept_as_text_scrubbed_and_traversed() {
+    let id_of = "out_001_browser_scrape_links";
+    let password = "hunter2-secret-pw";
+    let script = vec![
+        tool("browser_scrape_links", json!({})),
+        tool("tool_outputs_extract", json!({"id": id_of, "path": "$.items[?@.id == 70001].v"})),
+        tool("finish_task", json!({"summary": "done"})),
+    ];
+    let dir = TempDir::new("small-objects");
+    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = ScriptedWorker::start(&d.worker_client(), "small-box", &["browser"], false, move |cmd| {
+        if cmd["action"] != "browser_scrape_links" {
+            return json!({"success": true, "data": {"url": "https://items.test/", "title": "Items"}});
+        }
+        let items: Vec<Value> = (0..80_000)
+            .map(|i| json!({"id": i, "v": if i == 70_001 { format!("echo {password}") } else { format!("v{i}") }}))
+            .collect();
+        json!({"success": true, "data": {"count": 80_000, "items": items, "truncated": false}})
+    });
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": "https://items.test/", "instruction": "list the items",
+            "credentials": {"username": "bob", "password": password, "login_url": "https://items.test/login"}}),
+    );
+    wait_status(&c, &id, "finished");
+    let reqs = llm.requests();
+    let described = reqs[1].last_results()[0]["content"][0]["text"].as_str().unwrap().to_string();
+    let (_, shape) = described.split_once("\nShape:\n").unwrap_or_else(|| panic!("{described}"));
+    let stats: Value = serde_json::from_str(&reqs[1].inside_markers(shape)).unwrap();
+    assert_eq!(stats["keys"]["items"], "array[80000] of objects {id, v}", "{stats}");
+    assert_eq!(stats["keys"]["truncated"], "boolean");
+    let on_disk = std::fs::read_to_string(dir.path().join(&id).join(format!("tool_outputs/{id_of}.txt"))).unwrap();
+    assert!(!on_disk.contains("hunter2"), "the secret is scrubbed from the kept text");
+    let stored: Value = serde_json::from_str(&on_disk).expect("the stored output is the result's JSON");
+    assert_eq!(stored["items"].as_array().map(Vec::len), Some(80_000));
+    assert_eq!(stored["count"], 80_000);
+    let found = result_json(&reqs[2]);
+    assert_eq!(found["items"], json!(["echo [redacted]"]), "{found}");
+    for req in &reqs {
+        assert!(!req.body.to_string().contains("hunter2"));
+    }
+}

@@ -1,6 +1,8 @@
 //! What one large structured result costs the daemon's memory: an instant scripted model asks
 //! once for `browser_scrape_links`, an instant worker answers it with about 8.7 MB of random
-//! links (the size of the review's result), and the model then finishes. The daemon is the real
+//! JSON (the size of the review's result), and the model then finishes. Two shapes: links
+//! (`{text, url}` of 55 letters each) and many small objects (`{id, v}`), where a parsed tree
+//! costs the most per byte. The daemon is the real
 //! binary as a child, so its figures are its own: RSS before the session, the peak (VmHWM)
 //! while the result goes through, and RSS once the session has ended (what it keeps). Three
 //! sessions run one after another, so a cost kept per session would show as growth.
@@ -9,18 +11,26 @@ use super::*;
 
 /// About 8.7 MB of links as JSON: 52 000 of `{text, url}`, random letters.
 const LINKS: usize = 52_000;
+/// About 8.7 MB of small objects: 330 000 of `{"id": n, "v": "…"}`.
+const SMALL: usize = 330_000;
 const SESSIONS: usize = 3;
 
 pub fn big_result(bin: &Path, work: &Path) {
+    big_result_of(bin, &work.join("bigresult-links"), "links", random_links);
+    big_result_of(bin, &work.join("bigresult-small"), "small objects", small_objects);
+}
+
+fn big_result_of(bin: &Path, work: &Path, shape: &str, make: fn() -> Value) {
     let model = links_model();
-    let (d, _) = spawn_with_model(bin, &work.join("bigresult"), "server: {api_port: 0, worker_port: 0}\n", &model);
-    let data = serde_json::to_vec(&random_links()).unwrap();
+    let (d, _) = spawn_with_model(bin, work, "server: {api_port: 0, worker_port: 0}\n", &model);
+    let data = serde_json::to_vec(&make()).unwrap();
     let stop = Arc::new(AtomicBool::new(false));
-    let worker = links_worker(d.worker.clone(), data.len(), Arc::clone(&stop));
+    let worker = links_worker(d.worker.clone(), make, Arc::clone(&stop));
     std::thread::sleep(Duration::from_millis(300));
     let pid = d.child.id();
     let mb = |kib: u64| kib as f64 / 1024.0;
-    println!("large result: {:.1} MB of links as one browser_scrape_links result", data.len() as f64 / 1e6);
+    println!("large result: {:.1} MB of {shape} as one browser_scrape_links result", data.len() as f64 / 1e6);
+    drop(data);
     for k in 1..=SESSIONS {
         let before = rss_kib(pid, "VmRSS:");
         let body = json!({"mode": "task", "target": "https://example.test/", "instruction": "list the links"});
@@ -45,10 +55,10 @@ pub fn big_result(bin: &Path, work: &Path) {
     drop(worker);
 }
 
-/// `{count, links, truncated}` as the worker's `browser_scrape_links` answers.
-fn random_links() -> Value {
+/// Random lowercase words from a fixed seed (xorshift), so every run sends the same bytes.
+fn words() -> impl FnMut(usize) -> String {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut word = |n: usize| -> String {
+    move |n| {
         (0..n)
             .map(|_| {
                 x ^= x << 13;
@@ -57,11 +67,23 @@ fn random_links() -> Value {
                 (b'a' + (x % 26) as u8) as char
             })
             .collect()
-    };
+    }
+}
+
+/// `{count, links, truncated}` as the worker's `browser_scrape_links` answers.
+fn random_links() -> Value {
+    let mut word = words();
     let links: Vec<Value> = (0..LINKS)
         .map(|_| json!({"text": format!("{} {}", word(20), word(35)), "url": format!("https://example.test/{}/{}", word(30), word(40))}))
         .collect();
     json!({"count": LINKS, "links": links, "truncated": false})
+}
+
+/// `{count, items}` of small objects: the shape whose parsed tree costs the most per byte.
+fn small_objects() -> Value {
+    let mut word = words();
+    let items: Vec<Value> = (0..SMALL).map(|i| json!({"id": i, "v": word(8)})).collect();
+    json!({"count": SMALL, "items": items})
 }
 
 /// The model: `browser_scrape_links` first, then `finish_task`.
@@ -91,9 +113,9 @@ fn links_model() -> String {
     url
 }
 
-/// A browser worker answering `browser_scrape_links` with the links (`size` bytes, rebuilt per
-/// command so the bench holds no copy between results) and everything else at once.
-fn links_worker(addr: String, size: usize, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
+/// A browser worker answering `browser_scrape_links` with `make`'s JSON (rebuilt per command so
+/// the bench holds no copy between results) and everything else at once.
+fn links_worker(addr: String, make: fn() -> Value, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         let hello = json!({"hostname": "links-worker", "capabilities": ["browser"], "use_secret": true});
         let (_, reply) =
@@ -109,9 +131,8 @@ fn links_worker(addr: String, size: usize, stop: Arc<AtomicBool>) -> std::thread
             }
             let result = if cmd["action"] == "browser_scrape_links" {
                 let mut result = format!("{{\"id\":{},\"success\":true,\"data\":", cmd["id"]).into_bytes();
-                result.extend_from_slice(&serde_json::to_vec(&random_links()).unwrap());
+                result.extend_from_slice(&serde_json::to_vec(&make()).unwrap());
                 result.push(b'}');
-                assert!(result.len() >= size);
                 result
             } else {
                 let data =

@@ -12,7 +12,7 @@
 
 use super::Agent;
 use super::outcome::ToolOutcome;
-use crate::exec::ExecError;
+use crate::exec::{Answer, ExecError};
 use crate::llm::{Block, Message, Request};
 use crate::protocol::tools::{Runs, Tool};
 use crate::protocol::{Approval, Mode, SessionType};
@@ -28,7 +28,7 @@ exploration (observe only), reject anything that changes the host at all.";
 /// A target command run through the approval of what it would send or fetch.
 pub(super) enum Gated {
     /// It ran (again, once approved): its result.
-    Ran(Result<Value, ExecError>),
+    Ran(Result<Answer, ExecError>),
     /// Not run, or its held send refused: this is the tool's result.
     Refused(ToolOutcome),
 }
@@ -205,8 +205,8 @@ impl Agent {
     ) -> Gated {
         // Kept only for a command that may come back asking.
         let again = (params.get("ask_over_bytes").is_some() || params["hold_submits"] == true).then(|| params.clone());
-        let result = self.runner.execute(tool.name(), params, timeout);
-        let asked = result.as_ref().ok().and_then(|data| data.get("needs_approval")).cloned();
+        let result = self.runner.answer(tool.name(), params, timeout);
+        let asked = result.as_ref().ok().and_then(|data| data.tree.get("needs_approval")).cloned();
         if let (Some(asked), Some(mut params)) = (asked, again) {
             let gate = match asked.get("submit") {
                 Some(form) => self.approve_send(tool, input, form),
@@ -219,9 +219,9 @@ impl Agent {
             if asked.get("submit").is_some() {
                 params["hold_submits"] = false.into();
             }
-            return Gated::Ran(self.runner.execute(tool.name(), params, timeout));
+            return Gated::Ran(self.runner.answer(tool.name(), params, timeout));
         }
-        let held = result.as_ref().ok().and_then(|data| data.get("submit_held")).cloned();
+        let held = result.as_ref().ok().and_then(|data| data.tree.get("submit_held")).cloned();
         match held {
             Some(form) => self.held_send(tool, input, form, result, timeout),
             None => Gated::Ran(result),
@@ -235,13 +235,13 @@ impl Agent {
         tool: Tool,
         input: &Value,
         form: Value,
-        result: Result<Value, ExecError>,
+        result: Result<Answer, ExecError>,
         timeout: std::time::Duration,
     ) -> Gated {
         match self.approve_send(tool, input, &form) {
             Gate::Run { .. } => {
                 let params = json!({"held": true, "hold_submits": false, "snapshot_chars": self.snapshot_chars()});
-                Gated::Ran(self.runner.execute(Tool::BrowserSubmitForm.name(), params, timeout))
+                Gated::Ran(self.runner.answer(Tool::BrowserSubmitForm.name(), params, timeout))
             }
             Gate::Refused(refusal) => {
                 let mut outcome = self.target_outcome(tool.name(), result);

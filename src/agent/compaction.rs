@@ -17,6 +17,7 @@
 use super::Agent;
 use super::boundary::Boundary;
 use crate::config::Wire;
+use crate::exec::answer::json_len;
 use crate::llm::{Block, LlmError, Message, Request, Role, TokenUsage};
 use crate::protocol::LogKind;
 use serde_json::json;
@@ -48,24 +49,6 @@ pub(super) fn estimate(messages: &[Message]) -> u64 {
         }
     }
     messages.iter().flat_map(|m| &m.content).map(block).sum()
-}
-
-/// The length of `v` as JSON text, counted without building the text (every turn estimates
-/// the whole conversation).
-pub(super) fn json_len(v: &serde_json::Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, v);
-    count.0
 }
 
 /// A message as plain lines for the summarizer: a result cut to `RESULT_CHARS` by the

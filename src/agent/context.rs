@@ -8,6 +8,7 @@
 use super::Agent;
 use super::outcome::ToolOutcome;
 use super::outputs::Stats;
+use crate::exec::Answer;
 use crate::llm::{Block, Message, Reply, Role};
 use crate::protocol::{FileKind, SessionType};
 use base64::Engine;
@@ -20,8 +21,9 @@ const MAX_IMAGE_BASE64: usize = 5_000_000;
 impl Agent {
     /// A worker result for the model: screenshots become stored PNGs plus an image block; long
     /// text is stored as a file and previewed.
-    pub(super) fn result_blocks(&mut self, name: &str, mut data: Value) -> ToolOutcome {
-        let (images, screenshot) = self.image_blocks(&data);
+    pub(super) fn result_blocks(&mut self, name: &str, mut answer: Answer) -> ToolOutcome {
+        let data = &mut answer.tree;
+        let (images, screenshot) = self.image_blocks(data);
         if let Some(map) = data.as_object_mut() {
             map.remove("full_png_base64");
             if map.remove("image_base64").is_some() {
@@ -29,21 +31,24 @@ impl Agent {
             }
         }
         let sign_in = data.as_object_mut().and_then(|d| d.remove("sign_in")) == Some(json!(true));
-        let page = self.take_page(&mut data).or_else(|| super::snapshot::take_changes(&mut data));
-        // Only a result without a page is its tree's JSON text (or, a string, the text itself).
-        let shape = match (&data, &page) {
-            (_, Some(_)) => Stats::Text,
-            (Value::String(_), None) => Stats::Parse,
-            (_, None) => Stats::Tree(Value::Null),
+        let page = self.take_page(data).or_else(|| super::snapshot::take_changes(data));
+        // Only a result without a page is its tree's JSON text (or, a string, the text itself;
+        // or the text a large member was kept as, read again only for its shape).
+        let shape = match (&answer.tree, &page, &answer.bulk) {
+            (_, Some(_), _) => Stats::Text,
+            (Value::String(_), None, None) | (_, None, Some(_)) => Stats::Parse,
+            (_, None, None) => Stats::Tree(Value::Null),
         };
-        let text = super::snapshot::render(&mut data, page);
+        let text = super::snapshot::render(&mut answer, page);
         let max = self.runner.config().agent.max_tool_output_chars;
         let text = if text.chars().count() > max {
-            // The tree serves the stored output's description, then goes before the text is saved.
+            // The tree serves the stored output's description; the answer goes before the text
+            // is saved.
             let stats = match shape {
-                Stats::Tree(_) => Stats::Tree(data),
+                Stats::Tree(_) => Stats::Tree(std::mem::take(&mut answer.tree)),
                 other => other,
             };
+            drop(answer);
             self.persist_output(name, &text, stats)
         } else {
             self.boundary.wrap(&text)

@@ -10,7 +10,7 @@ use super::Agent;
 use super::approval::{Gate, Gated};
 use super::context::excerpt;
 use super::outcome::ToolOutcome;
-use crate::exec::ExecError;
+use crate::exec::{Answer, ExecError};
 use crate::llm::{Block, joined_text};
 use crate::protocol::LogKind;
 use crate::protocol::tools::{Runs, Timeout, Tool};
@@ -101,14 +101,17 @@ impl Agent {
     }
 
     /// What a target tool's answer is to the model: its blocks (scrubbed), or the error.
-    pub(super) fn target_outcome(&mut self, name: &str, result: Result<Value, ExecError>) -> ToolOutcome {
+    pub(super) fn target_outcome(&mut self, name: &str, result: Result<Answer, ExecError>) -> ToolOutcome {
         match result {
             // A page can echo a typed secret back (a wrong field, an error page): scrub what
             // goes into the model's context just like what goes to disk.
-            Ok(mut data) => {
-                self.runner.scrub_json(&mut data);
-                let acted_on = ToolOutcome::take_acted_on(&mut data);
-                ToolOutcome { acted_on, ..self.result_blocks(name, data) }
+            Ok(mut answer) => {
+                self.runner.scrub_json(&mut answer.tree);
+                if let Some(bulk) = answer.bulk.as_mut() {
+                    self.runner.scrub_raw(&mut bulk.text);
+                }
+                let acted_on = ToolOutcome::take_acted_on(&mut answer.tree);
+                ToolOutcome { acted_on, ..self.result_blocks(name, answer) }
             }
             Err(ExecError::Stopped) => ToolOutcome::stopped(),
             // The worker's words may quote the page (a label, the text around a click).

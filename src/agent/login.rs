@@ -116,7 +116,7 @@ impl Agent {
         let asked = json!({"selector": params["selector"]});
         match self.execute_gated(tool, &asked, params, timeout) {
             Gated::Refused(refused) => Err(Box::new(refused)),
-            Gated::Ran(Ok(v)) => Ok(v),
+            Gated::Ran(Ok(answer)) => Ok(answer.into_tree()),
             Gated::Ran(Err(ExecError::Stopped)) => Err(Box::new(ToolOutcome::stopped())),
             // The worker's words may quote the page (and a page may echo what was typed).
             Gated::Ran(Err(e)) => {

@@ -12,10 +12,13 @@ use super::Agent;
 use super::outcome::ToolOutcome;
 use crate::llm::ToolDef;
 use crate::protocol::tools::{OUTPUT_TOOLS, Tool};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use serde_json_path::JsonPath;
 
 mod bounds;
+mod shape;
+
+use shape::Sketch;
 
 /// Characters of a stored output shown as its preview.
 const PREVIEW_CHARS: usize = 1500;
@@ -45,9 +48,9 @@ impl Agent {
         let preview = self.boundary.wrap(&head_and_tail(text, size));
         // Described before it is saved: the tree is gone by then.
         let (stats, example) = match stats {
-            Stats::Tree(v) if v.is_object() || v.is_array() => json_stats(&v),
-            Stats::Parse => match parse(text) {
-                Some(v) => json_stats(&v),
+            Stats::Tree(v) if v.is_object() || v.is_array() => Sketch::of(&v).stats(),
+            Stats::Parse => match Sketch::read(text) {
+                Some(sketch) => sketch.stats(),
                 None => (text_stats(text), None),
             },
             _ => (text_stats(text), None),
@@ -145,8 +148,8 @@ pub enum QueryError {
 /// model is told instead.
 pub fn answer(tool: Tool, text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
     match tool {
-        Tool::ToolOutputsStats => Ok(match parse(text) {
-            Some(v) => json_stats(&v).0,
+        Tool::ToolOutputsStats => Ok(match Sketch::read(text) {
+            Some(sketch) => sketch.stats().0,
             None => text_stats(text),
         }),
         Tool::ToolOutputsExtract => extract(text, input, max),
@@ -170,87 +173,6 @@ fn parse(text: &str) -> Option<Value> {
     serde_json::from_str::<Value>(text).ok().filter(|v| v.is_object() || v.is_array())
 }
 
-/// One value's type in a few words.
-fn shape(v: &Value) -> String {
-    match v {
-        Value::String(s) => format!("string ({} chars, {} lines)", s.chars().count(), s.lines().count()),
-        Value::Array(a) => match a.first() {
-            Some(Value::Object(o)) => {
-                format!(
-                    "array[{}] of objects {{{}}}",
-                    a.len(),
-                    o.keys().take(KEYS).cloned().collect::<Vec<_>>().join(", ")
-                )
-            }
-            Some(first) => format!("array[{}] of {}", a.len(), kind(first)),
-            None => "array[0]".into(),
-        },
-        Value::Object(o) => format!("object {{{}}}", o.keys().take(KEYS).cloned().collect::<Vec<_>>().join(", ")),
-        other => kind(other).to_string(),
-    }
-}
-
-fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "boolean",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
-    }
-}
-
-/// A path segment for a key (`.name`, or `['odd key']`).
-fn segment(key: &str) -> String {
-    if key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !key.starts_with(|c: char| c.is_ascii_digit()) {
-        format!(".{key}")
-    } else {
-        format!("['{}']", key.replace('\\', "\\\\").replace('\'', "\\'"))
-    }
-}
-
-/// Example paths into one value at `base`.
-fn examples(base: &str, v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Array(a) => match a.first() {
-            Some(Value::Object(o)) => out.extend(o.keys().take(2).map(|k| format!("{base}[*]{}", segment(k)))),
-            _ => out.push(format!("{base}[*]")),
-        },
-        _ => out.push(base.to_string()),
-    }
-}
-
-/// The shape of a JSON output, with example paths; and the first example, for the hint.
-fn json_stats(v: &Value) -> (Value, Option<String>) {
-    let mut paths = Vec::new();
-    let keys = match v {
-        Value::Object(o) => {
-            // The bulk first: arrays, then objects, then long strings.
-            let mut children: Vec<(&String, &Value)> = o.iter().collect();
-            children.sort_by_key(|(_, c)| match c {
-                Value::Array(_) => 0,
-                Value::Object(_) => 1,
-                Value::String(s) if s.len() > 200 => 2,
-                _ => 3,
-            });
-            for (k, child) in children.into_iter().take(EXAMPLES) {
-                examples(&format!("${}", segment(k)), child, &mut paths);
-            }
-            let described: Map<String, Value> =
-                o.iter().take(KEYS).map(|(k, c)| (k.clone(), json!(shape(c)))).collect();
-            Value::Object(described)
-        }
-        other => {
-            examples("$", other, &mut paths);
-            Value::Null
-        }
-    };
-    paths.truncate(EXAMPLES);
-    let first = paths.first().cloned();
-    (json!({"kind": "json", "root": shape(v), "keys": keys, "example_paths": paths}), first)
-}
-
 fn text_stats(text: &str) -> Value {
     let first: Vec<&str> = text.lines().take(3).map(|l| l.get(..l.len().min(120)).unwrap_or(l)).collect();
     json!({"kind": "text", "lines": text.lines().count(), "chars": text.chars().count(), "first_lines": first})
@@ -261,6 +183,8 @@ fn text_stats(text: &str) -> Value {
 struct Selection {
     doc: Value,
     path: Option<JsonPath>,
+    /// The output is JSON (else `doc` is its text as one string).
+    json: bool,
 }
 
 impl Selection {
@@ -279,14 +203,14 @@ fn select(text: &str, path: Option<&str>) -> Result<Selection, QueryError> {
     let Some(doc) = parse(text) else {
         return match path {
             Some(_) => Err(QueryError::NotJson),
-            None => Ok(Selection { doc: Value::String(text.to_string()), path: None }),
+            None => Ok(Selection { doc: Value::String(text.to_string()), path: None, json: false }),
         };
     };
-    let Some(path) = path else { return Ok(Selection { doc, path: None }) };
+    let Some(path) = path else { return Ok(Selection { doc, path: None, json: true }) };
     bounds::check_path(path)?;
     let parsed = JsonPath::parse(path).map_err(|e| QueryError::BadPath(path.to_string(), e))?;
     bounds::check_cost(&doc, path)?;
-    Ok(Selection { doc, path: Some(parsed) })
+    Ok(Selection { doc, path: Some(parsed), json: true })
 }
 
 /// The text the line tools work on: one string node as it is, anything else as pretty JSON,
@@ -369,7 +293,7 @@ fn extract(text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
     let selection = select(text, input["path"].as_str())?;
     let nodes = selection.nodes();
     let (range, needle) = (input["lines"].as_str(), input["contains"].as_str());
-    if range.is_none() && needle.is_none() && parse(text).is_some() {
+    if range.is_none() && needle.is_none() && selection.json {
         return Ok(bounded(&nodes, max));
     }
     let (lines, cut) = selected_lines(text, &nodes, range, needle)?;
@@ -386,7 +310,7 @@ fn count(text: &str, input: &Value) -> Result<Value, QueryError> {
     let nodes = selection.nodes();
     match input["contains"].as_str() {
         Some(needle) => Ok(json!({"lines": selected_lines(text, &nodes, None, Some(needle))?.0.len()})),
-        None if parse(text).is_some() => Ok(json!({"count": nodes.len()})),
+        None if selection.json => Ok(json!({"count": nodes.len()})),
         None => Ok(json!({"lines": text.lines().count()})),
     }
 }
@@ -400,7 +324,7 @@ fn sample(text: &str, input: &Value, max: usize) -> Result<Value, QueryError> {
         nodes = items.iter().collect();
     }
     let lines: Vec<Value>;
-    if parse(text).is_none() {
+    if !selection.json {
         lines = lines_of(text, None, None)?.into_iter().map(Value::String).collect();
         nodes = lines.iter().collect();
     }
@@ -419,7 +343,7 @@ mod tests {
     fn json_is_traversed_by_jsonpath_and_text_by_lines() {
         let doc = json!({"links": [{"text": "a", "url": "u1"}, {"text": "b", "url": "u2"}, {"text": "c", "url": "u3"}], "note": "x\ny"});
         let text = doc.to_string();
-        let (stats, first) = json_stats(&doc);
+        let (stats, first) = Sketch::of(&doc).stats();
         assert_eq!(first.as_deref(), Some("$.links[*].text"));
         assert_eq!(stats["keys"]["links"], "array[3] of objects {text, url}");
         let got = extract(&text, &json!({"path": "$.links[*].url"}), 1000).unwrap();

@@ -155,7 +155,7 @@ impl Agent {
             if !typed.is_empty() {
                 params["mask_typed"] = true.into();
             }
-            let result = self.runner.execute(name, params, timeout);
+            let result = self.runner.answer(name, params, timeout);
             self.target_outcome(name, result)
         };
         self.typed_args = typed;

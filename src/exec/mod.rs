@@ -1,14 +1,18 @@
 //! The executor seam: where a session's target tools run.
 //!
 //! The agent loop hands every tool the table marks `Runs::Target` to the session's
-//! `Executor`, one call at a time, and gets a JSON result or an `ExecError` back. The first
+//! `Executor`, one call at a time, and gets an `Answer` (its JSON, a large member kept as text:
+//! `answer.rs`) or an `ExecError` back. The first
 //! implementation is the leased worker (`hub::WorkerExecutor`); `ssh.rs` runs shell tools on a
 //! host over SSH with no worker there (`remote.rs` builds its command lines). An
 //! executor's `run` is bounded by the timeout it is given and returns `ExecError::Stopped` as
 //! soon as the session's stop is raised.
 
+pub mod answer;
 pub mod remote;
 pub mod ssh;
+
+pub use answer::Answer;
 
 use serde_json::Value;
 use std::time::Duration;
@@ -69,5 +73,5 @@ pub trait Executor: Send + Sync {
     }
 
     /// Run `action` with `params`; at most `timeout`, or until the session is stopped.
-    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError>;
+    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Answer, ExecError>;
 }

@@ -10,7 +10,7 @@
 //! and the tool retried, three attempts in all, before the model is told.
 
 use super::remote::{self, Flavor};
-use super::{ExecError, Executor};
+use super::{Answer, ExecError, Executor};
 use crate::config::Config;
 use crate::protocol::tools::Tool;
 use crate::util::ansi::strip_ansi;
@@ -393,14 +393,15 @@ impl Executor for SshExecutor {
         Some(self.briefing.clone())
     }
 
-    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError> {
-        match Tool::from_name(action) {
+    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Answer, ExecError> {
+        let ran = match Tool::from_name(action) {
             Some(Tool::RunCommand) => self.run_command(&params, timeout),
             Some(Tool::WriteFile) => self.write_file(&params, timeout),
             Some(Tool::ReadFile) => self.read_file(&params, timeout),
             Some(Tool::ListDir) => self.list_dir(&params, timeout),
             _ => Err(ExecError::Failed(format!("`{action}` cannot run over SSH; this session has shell tools only"))),
-        }
+        };
+        ran.map(Answer::from)
     }
 }
 

@@ -9,7 +9,7 @@
 //! worker and the next tool call leases one first (the same one, if it came back).
 
 use super::{CommandScope, Worker, WorkerHub};
-use crate::exec::{ExecError, Executor};
+use crate::exec::{Answer, ExecError, Executor};
 use crate::wait::stop::StopSignal;
 use serde_json::Value;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -122,7 +122,7 @@ impl Executor for WorkerExecutor {
         }
     }
 
-    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError> {
+    fn run(&self, action: &str, params: Value, timeout: Duration) -> Result<Answer, ExecError> {
         if self.stop.is_raised() {
             return Err(ExecError::Stopped);
         }

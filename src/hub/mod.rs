@@ -21,7 +21,7 @@ pub use executor::WorkerExecutor;
 pub use identity::Refusal;
 pub use profiles::ProfileRefusal;
 
-use crate::exec::ExecError;
+use crate::exec::{Answer, ExecError};
 use crate::protocol::{Command, CommandResult, WorkerInfo};
 use crate::util::clock;
 use crate::util::secret::Secret;
@@ -178,7 +178,7 @@ impl WorkerHub {
         params: Value,
         timeout: Duration,
         stop: &StopSignal,
-    ) -> Result<Value, ExecError> {
+    ) -> Result<Answer, ExecError> {
         let id = format!("cmd_{}_{:04}", self.boot, self.next_command.fetch_add(1, Ordering::Relaxed) + 1);
         let cmd = Command {
             id: id.clone(),
@@ -216,21 +216,30 @@ impl WorkerHub {
         if let Some(reported) = &result.profiles {
             profiles::take_report(&mut worker.presence(), reported);
         }
-        let refused = !result.success && result.data.as_ref().is_some_and(|d| d["refused"].is_string());
-        let outcome = if result.success {
-            Ok(result.data.unwrap_or(Value::Null))
-        } else if let Some(refusal) = result.data.filter(|_| refused) {
-            let message = result.error.unwrap_or_else(|| "refused".into());
-            Err(ExecError::Refused { message, refusal })
+        let data = result.data.as_deref().map(Answer::from_raw).transpose();
+        let outcome = match data {
+            Err(e) => Err(ExecError::Failed(format!("the worker's result is not JSON: {e}"))),
+            Ok(data) => Self::outcome(result.success, data, result.error),
+        };
+        worker.slot.fill(&result.id, outcome)
+    }
+
+    /// A result's data and words as the session gets them: the answer, a typed refusal
+    /// (`{"refused": CODE, …}` with a failure), or the failure's words.
+    fn outcome(success: bool, data: Option<Answer>, error: Option<String>) -> Result<Answer, ExecError> {
+        let refused = !success && data.as_ref().is_some_and(|d| d.tree["refused"].is_string());
+        if success {
+            Ok(data.unwrap_or_else(|| Answer::from(Value::Null)))
+        } else if let Some(refusal) = data.filter(|_| refused) {
+            let message = error.unwrap_or_else(|| "refused".into());
+            Err(ExecError::Refused { message, refusal: refusal.into_tree() })
         } else {
             Err(ExecError::Failed(
-                result
-                    .error
+                error
                     .filter(|e| !e.trim().is_empty())
                     .unwrap_or_else(|| "the worker reported a failure without a message".into()),
             ))
-        };
-        worker.slot.fill(&result.id, outcome)
+        }
     }
 
     pub fn workers(&self) -> Vec<WorkerInfo> {
@@ -316,7 +325,7 @@ mod tests {
         w: &Arc<Worker>,
         timeout: Duration,
         stop: &Arc<StopSignal>,
-    ) -> std::thread::JoinHandle<Result<Value, ExecError>> {
+    ) -> std::thread::JoinHandle<Result<Answer, ExecError>> {
         let (hub, w, stop) = (Arc::clone(hub), Arc::clone(w), Arc::clone(stop));
         std::thread::spawn(move || {
             hub.execute(&w, &CommandScope::session("s1"), "run_command", json!({"command": "ls"}), timeout, &stop)
@@ -339,7 +348,8 @@ mod tests {
     }
 
     fn result(json: Value) -> CommandResult {
-        serde_json::from_value(json).unwrap()
+        // As the worker's body arrives: text (`data` is kept raw, which only text can give).
+        serde_json::from_str(&json.to_string()).unwrap()
     }
 
     #[test]
@@ -353,7 +363,7 @@ mod tests {
         assert_eq!(cmd.params, json!({"command": "ls"}));
         assert!(!hub.post_result(&w, result(json!({"id": "cmd_other", "success": true}))), "a stray id");
         assert!(hub.post_result(&w, result(json!({"id": cmd.id, "success": true, "data": {"out": "x"}}))));
-        assert_eq!(running.join().unwrap().map_err(|e| e.to_string()), Ok(json!({"out": "x"})));
+        assert_eq!(running.join().unwrap().map(|a| a.tree).map_err(|e| e.to_string()), Ok(json!({"out": "x"})));
         assert!(!hub.post_result(&w, result(json!({"id": cmd.id, "success": true}))), "a late result");
     }
 

@@ -9,11 +9,10 @@
 //! was queued still gets it. `Phase::Idle` is the one reset. An outcome is handed to the
 //! waiting thread, never copied (a result may be a 32 MiB tree).
 
-use crate::exec::ExecError;
+use crate::exec::{self, ExecError};
 use crate::protocol::Command;
 use crate::wait::park::{ParkKey, Parker, Responder};
 use crossbeam_channel::{Receiver, Sender};
-use serde_json::Value;
 use std::sync::{Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -34,7 +33,7 @@ enum Phase {
     /// Its outcome, until the waiting session thread takes it.
     Done {
         id: String,
-        outcome: Result<Value, ExecError>,
+        outcome: Result<exec::Answer, ExecError>,
     },
 }
 
@@ -148,7 +147,7 @@ impl CommandSlot {
         action: &str,
         timeout: Duration,
         stopped: &dyn Fn() -> bool,
-    ) -> Result<Value, ExecError> {
+    ) -> Result<exec::Answer, ExecError> {
         let deadline = Instant::now().checked_add(timeout);
         let mut state = self.lock();
         let outcome = loop {
@@ -174,7 +173,7 @@ impl CommandSlot {
     }
 
     /// `POST /result`: false when `id` is not the command in flight (late or stray).
-    pub fn fill(&self, id: &str, outcome: Result<Value, ExecError>) -> bool {
+    pub fn fill(&self, id: &str, outcome: Result<exec::Answer, ExecError>) -> bool {
         let mut state = self.lock();
         if !matches!(&state.phase, Phase::Queued { id: q } | Phase::Delivered { id: q, .. } if q == id) {
             return false;
@@ -259,6 +258,7 @@ pub fn answer(reply: Answer) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
     use std::sync::Arc;
 
     fn responder() -> (Responder, crossbeam_channel::Receiver<Vec<u8>>) {
@@ -294,14 +294,16 @@ mod tests {
         assert_eq!(slot.liveness(&parker), (Some(Duration::from_secs(5)), false));
         let filler = {
             let slot = Arc::clone(&slot);
-            std::thread::spawn(move || assert!(slot.fill("c1", Ok(Value::from(7)))))
+            std::thread::spawn(move || assert!(slot.fill("c1", Ok(Value::from(7).into()))))
         };
         assert_eq!(
-            slot.wait("c1", "run_command", Duration::from_secs(5), &|| false).map_err(|e| e.to_string()),
+            slot.wait("c1", "run_command", Duration::from_secs(5), &|| false)
+                .map(|a| a.tree)
+                .map_err(|e| e.to_string()),
             Ok(Value::from(7))
         );
         filler.join().unwrap();
-        assert!(!slot.fill("c1", Ok(Value::Null)), "a late result is ignored");
+        assert!(!slot.fill("c1", Ok(Value::Null.into())), "a late result is ignored");
         assert_eq!(slot.liveness(&parker), (None, false));
     }
 
@@ -347,9 +349,11 @@ mod tests {
         let parker = Parker::default();
         let slot = CommandSlot::default();
         slot.send(&parker, command("c1"), &|| false).unwrap();
-        assert!(slot.fill("c1", Ok(Value::Null)));
+        assert!(slot.fill("c1", Ok(Value::Null.into())));
         assert_eq!(
-            slot.wait("c1", "run_command", Duration::from_secs(5), &|| false).map_err(|e| e.to_string()),
+            slot.wait("c1", "run_command", Duration::from_secs(5), &|| false)
+                .map(|a| a.tree)
+                .map_err(|e| e.to_string()),
             Ok(Value::Null)
         );
         let (respond, polled) = responder();

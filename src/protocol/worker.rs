@@ -131,8 +131,10 @@ pub struct Command {
 pub struct CommandResult {
     pub id: String,
     pub success: bool,
+    /// Kept as the text sent: the controller parses it (`exec::Answer::from_raw`), a large
+    /// member of it staying text.
     #[serde(default)]
-    pub data: Option<Value>,
+    pub data: Option<Box<serde_json::value::RawValue>>,
     #[serde(default)]
     pub error: Option<String>,
     /// The worker's browser profiles now, when they changed (a session ran in one).

@@ -82,6 +82,12 @@ impl SessionRunner {
     /// scrubbed, then cut to `agent.max_tool_output_chars` (a result that long is stored
     /// instead): whatever the model is shown of an error stays in its context.
     pub fn execute(&self, action: &str, params: Value, timeout: Duration) -> Result<Value, ExecError> {
+        self.answer(action, params, timeout).map(crate::exec::Answer::into_tree)
+    }
+
+    /// `execute`, a large member of the result left as the text the target sent (for the
+    /// model's view of a result, which needs no tree of it).
+    pub fn answer(&self, action: &str, params: Value, timeout: Duration) -> Result<crate::exec::Answer, ExecError> {
         if self.stop_requested() {
             return Err(ExecError::Stopped);
         }
@@ -317,6 +323,21 @@ impl SessionRunner {
 
     pub fn scrub_json(&self, value: &mut Value) {
         self.session.vault().scrub_json(value)
+    }
+
+    /// As `scrub_json`, on JSON kept as text. A replacement that would leave it no JSON (a
+    /// secret across its syntax) makes the scrubbed text a JSON string instead.
+    pub fn scrub_raw(&self, raw: &mut Box<serde_json::value::RawValue>) {
+        let std::borrow::Cow::Owned(scrubbed) = self.scrub_cow(raw.get()) else { return };
+        let still_json = serde_json::from_str::<serde::de::IgnoredAny>(&scrubbed).is_ok();
+        let replaced = if still_json {
+            serde_json::value::RawValue::from_string(scrubbed)
+        } else {
+            serde_json::value::to_raw_value(&scrubbed)
+        };
+        if let Ok(replaced) = replaced {
+            *raw = replaced;
+        }
     }
 
     pub fn stop_requested(&self) -> bool {

@@ -265,7 +265,10 @@ fn fuzz_worker_results() {
             }
             let outcome = waiting.join().unwrap();
             match (taken, success, outcome) {
-                (true, true, Ok(v)) => prop_assert_eq!(v, data.unwrap_or(Value::Null)),
+                (true, true, Ok(v)) => {
+                    let sent = data.map_or(Value::Null, |d| serde_json::from_str(d.get()).unwrap_or_default());
+                    prop_assert_eq!(v.into_tree(), sent)
+                }
                 (true, false, Err(ExecError::Failed(m))) => {
                     prop_assert!(!m.trim().is_empty());
                     if let Some(e) = error.filter(|e| !e.trim().is_empty()) {

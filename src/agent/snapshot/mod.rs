@@ -12,6 +12,7 @@ pub(super) mod line;
 pub(super) use line::page_url;
 
 use super::Agent;
+use crate::exec::Answer;
 use crate::protocol::SessionType;
 use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
@@ -43,13 +44,14 @@ pub(super) fn take_changes(data: &mut Value) -> Option<String> {
 /// already says its title, URL and HTTP status, and an action's changes on the page it stayed on
 /// say their counts (the title and URL are the ones the model has): the JSON line keeps the rest,
 /// and is left out when nothing is left.
-pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
+pub(super) fn render(answer: &mut Answer, page: Option<String>) -> String {
     let Some(page) = page else {
-        return match data {
-            Value::String(s) => std::mem::take(s),
-            other => exact_json(other, ""),
+        return match (&mut answer.tree, &answer.bulk) {
+            (Value::String(s), None) => std::mem::take(s),
+            _ => answer.text(""),
         };
     };
+    let data = &mut answer.tree;
     let same_page = data["changed"]["page"] == "same";
     if let Some(map) = data.as_object_mut().filter(|_| same_page || line::is_page_head(&page)) {
         map.remove("title");
@@ -58,23 +60,13 @@ pub(super) fn render(data: &mut Value, page: Option<String>) -> String {
         if same_page {
             map.remove("changed");
         }
-        if map.is_empty() {
+        if map.is_empty() && answer.bulk.is_none() {
             return page;
         }
     }
-    exact_json(data, &format!("\n{page}"))
+    answer.text(&format!("\n{page}"))
 }
 
-/// `value` as JSON text followed by `tail`, in a string of exactly that size: a large result
-/// grown by doubling would take up to twice its size (measured twice instead: a count, then
-/// the text).
-fn exact_json(value: &Value, tail: &str) -> String {
-    let mut out = Vec::with_capacity(super::compaction::json_len(value) + tail.len());
-    let _ = serde_json::to_writer(&mut out, value);
-    out.extend_from_slice(tail.as_bytes());
-    // serde_json writes valid UTF-8, and `tail` is a str.
-    String::from_utf8(out).unwrap_or_default()
-}
 /// A page's or result's identity: its text without ref numbers, hashed.
 pub(super) fn hash_of(text: &str) -> u64 {
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -220,7 +212,7 @@ impl Agent {
         let mut data = self.runner.execute(Tool::BrowserSnapshot.name(), params, timeout).ok()?;
         self.runner.scrub_json(&mut data);
         let page = self.take_page(&mut data)?;
-        Some(self.boundary.wrap(&render(&mut data, Some(page))))
+        Some(self.boundary.wrap(&render(&mut Answer::from(data), Some(page))))
     }
 }
 
@@ -248,16 +240,19 @@ mod tests {
     #[test]
     fn a_result_line_says_only_what_its_page_lines_do_not() {
         let changes = "What changed on the page (lines: 1 new):\n[e9] option \"Paris\"".to_string();
-        let mut stayed = serde_json::json!({"changed": {"page": "same", "added": 1, "updated": 0, "removed": 0},
+        let stayed = serde_json::json!({"changed": {"page": "same", "added": 1, "updated": 0, "removed": 0},
             "clicked": "button", "text": "Go", "title": "Shop", "url": "http://h/a"});
-        let text = render(&mut stayed, Some(changes.clone()));
+        let text = render(&mut Answer::from(stayed), Some(changes.clone()));
         assert_eq!(text, format!("{{\"clicked\":\"button\",\"text\":\"Go\"}}\n{changes}"));
-        let mut left =
-            serde_json::json!({"changed": {"page": "new"}, "clicked": "a", "title": "B", "url": "http://h/b"});
-        let text = render(&mut left, Some("Page: \"B\" — http://h/b\n[e1] link \"A\" → http://h/a".into()));
+        let left = serde_json::json!({"changed": {"page": "new"}, "clicked": "a", "title": "B", "url": "http://h/b"});
+        let text =
+            render(&mut Answer::from(left), Some("Page: \"B\" — http://h/b\n[e1] link \"A\" → http://h/a".into()));
         assert!(text.starts_with("{\"changed\":{\"page\":\"new\"},\"clicked\":\"a\"}\nPage: "), "{text}");
-        let mut nothing = serde_json::json!({"changed": {"page": "same", "added": 0, "updated": 0, "removed": 0},
+        let nothing = serde_json::json!({"changed": {"page": "same", "added": 0, "updated": 0, "removed": 0},
             "title": "Shop", "url": "http://h/a"});
-        assert_eq!(render(&mut nothing, Some("Nothing changed on the page.".into())), "Nothing changed on the page.");
+        assert_eq!(
+            render(&mut Answer::from(nothing), Some("Nothing changed on the page.".into())),
+            "Nothing changed on the page."
+        );
     }
 }
