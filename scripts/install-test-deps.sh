@@ -6,7 +6,7 @@
 # server) for the SSH-session tests, and a virtual X server with a window manager and X programs
 # for the desktop tests (Xvfb, xwininfo/xprop/xmessage, xsetroot/xmodmap, xterm, openbox), with
 # a D-Bus daemon, the AT-SPI bus (at-spi2-core) and GTK 3 for the system's Python (a dialog
-# whose widgets the accessibility tests read and click).
+# whose widgets the accessibility tests read and click), and the Public Suffix List.
 set -euo pipefail
 
 need_apt=()
@@ -18,6 +18,9 @@ for pair in "curl:curl" "chromium:chromium" "pdfinfo:poppler-utils" "python3:pyt
   cmd=${pair%%:*}; pkg=${pair##*:}
   command -v "$cmd" >/dev/null 2>&1 || [ -x "$cmd" ] || need_apt+=("$pkg")
 done
+
+# The Public Suffix List the daemon checks wildcards against (src/config/suffixes.rs).
+[ -f /usr/share/publicsuffix/public_suffix_list.dat ] || need_apt+=(publicsuffix)
 
 if ! /usr/bin/python3 -c "import gi; gi.require_version('Gtk', '3.0')" >/dev/null 2>&1; then
   need_apt+=(python3-gi gir1.2-gtk-3.0)

@@ -163,6 +163,18 @@ fn with_an_allow_list_no_request_reaches_another_host_and_without_one_they_do() 
     let bad =
         json!({"mode": "task", "target": near.url, "instruction": "x", "options": {"allowed_domains": ["*.com"]}});
     assert_error(&c.post("/sessions", &bad), 400, "bad_request");
+    // And one over a public suffix (issue 65 item 11), and a credential bound to one.
+    for (key, value) in [("allowed_domains", json!(["*.github.io"])), ("allowed_domains", json!(["*.co.uk"]))] {
+        let bad = json!({"mode": "task", "target": near.url, "instruction": "x", "options": {key: value}});
+        let r = c.post("/sessions", &bad);
+        assert_error(&r, 400, "bad_request");
+        assert!(r.text().contains("public suffix"), "{}", r.text());
+    }
+    let bound = json!({"mode": "task", "target": near.url, "instruction": "x",
+        "credentials": {"username": "u", "password": "long-enough-pw", "domain": "*.github.io"}});
+    let r = c.post("/sessions", &bound);
+    assert_error(&r, 400, "bad_request");
+    assert!(r.text().contains("credentials.domain") && r.text().contains("public suffix"), "{}", r.text());
 
     let body = json!({"mode": "task", "target": near.url, "instruction": "look",
         "options": {"allowed_domains": ["127.0.0.1"]}});

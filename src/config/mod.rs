@@ -9,6 +9,7 @@ mod llm;
 mod price;
 pub mod profile;
 mod show;
+pub mod suffixes;
 
 pub use access::{ENV_API_TOKEN, ENV_WORKER_TOKEN, MIN_TOKEN_CHARS};
 pub use llm::{ApiConfig, DEFAULT_LLM, Endpoint, ProviderConfig, ToolMode, Vision, Wire};
@@ -172,6 +173,8 @@ pub struct BrowserConfig {
     pub dialogs: crate::protocol::DialogPolicy,
     /// The hosts every session's browser may reach (empty: any); a session may narrow it.
     pub allowed_domains: Vec<crate::protocol::domains::DomainPattern>,
+    /// The Public Suffix List a wildcard is checked against (`suffixes.rs`).
+    pub public_suffix_list: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -294,6 +297,7 @@ impl Default for BrowserConfig {
             viewport_height: 720,
             dialogs: crate::protocol::DialogPolicy::Dismiss,
             allowed_domains: Vec::new(),
+            public_suffix_list: suffixes::DEFAULT_LIST.into(),
         }
     }
 }
@@ -483,6 +487,8 @@ impl Config {
     }
 
     fn validate_the_rest(&self) -> Result<(), ConfigError> {
+        suffixes::check_wildcards(&self.browser.allowed_domains, &self.browser.public_suffix_list)
+            .map_err(|why| ConfigError::key("browser.allowed_domains", &why))?;
         positive("ssh.connect_timeout_s", self.ssh.connect_timeout_s)?;
         at_most("ssh.connect_timeout_s", self.ssh.connect_timeout_s, 300)?;
         if !SCREENSHOT_WIDTHS.contains(&self.screenshot.width) {

@@ -193,6 +193,7 @@ impl Config {
                 ("viewport_height", b.viewport_height.to_string()),
                 ("dialogs", format!("{:?}", b.dialogs).to_lowercase()),
                 ("allowed_domains", serde_json::to_string(&b.allowed_domains).unwrap_or_default()),
+                ("public_suffix_list", quoted(&b.public_suffix_list.display().to_string())),
             ],
         );
         self.write_storage(out);

@@ -82,3 +82,16 @@ fn an_allow_list_is_parsed_and_a_wildcard_over_a_top_level_domain_refused() {
     let e = e.to_string();
     assert!(e.contains("browser.allowed_domains") && e.contains("top-level"), "{e}");
 }
+
+/// Issue 65 item 11: `*.co.uk` passed as a domain of two labels; the list says it is a suffix.
+#[test]
+fn a_wildcard_over_a_public_suffix_is_refused_and_without_the_list_every_wildcard_is() {
+    let suffix = Config::from_yaml("browser:\n  allowed_domains: [\"*.co.uk\"]\n").unwrap();
+    let e = suffix.validate().unwrap_err().to_string();
+    assert!(e.contains("browser.allowed_domains") && e.contains("public suffix `co.uk`"), "{e}");
+    let site = Config::from_yaml("browser:\n  allowed_domains: [\"*.example.co.uk\"]\n").unwrap();
+    assert!(site.validate().is_ok());
+    let no_list = "browser:\n  allowed_domains: [\"*.example.co.uk\"]\n  public_suffix_list: /nonexistent/psl.dat\n";
+    let e = Config::from_yaml(no_list).unwrap().validate().unwrap_err().to_string();
+    assert!(e.contains("cannot read /nonexistent/psl.dat"), "{e}");
+}

@@ -77,6 +77,11 @@ impl DomainPattern {
         }
     }
 
+    /// The domain a wildcard covers (`example.com` of `*.example.com`); none for a host.
+    pub fn wildcard_domain(&self) -> Option<&str> {
+        self.wildcard.then_some(self.host.as_str())
+    }
+
     /// Whether every host this pattern allows is allowed by `other`.
     pub fn within(&self, other: &DomainPattern) -> bool {
         other.allows(&self.host) && (!self.wildcard || other.wildcard)

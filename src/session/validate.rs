@@ -2,7 +2,7 @@
 //! and the split of what it carries into a record (written to disk) and a vault (memory only).
 
 use super::error::SessionError;
-use crate::config::{Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
+use crate::config::{BrowserConfig, Config, DEFAULT_LLM, SCREENSHOT_QUALITIES, SCREENSHOT_WIDTHS};
 use crate::hub::WorkerHub;
 use crate::protocol::domains::DomainPattern;
 use crate::protocol::guards::Guard;
@@ -45,8 +45,9 @@ pub fn validate(req: CreateSessionRequest, config: &Config, hub: &WorkerHub) -> 
         return bad("`options.max_turns` must be between 1 and 10000");
     }
     check_options(&options, session_type)?;
-    let allowed_domains = allowed_domains(options.allowed_domains.as_deref(), &config.browser.allowed_domains)?;
+    let allowed_domains = allowed_domains(options.allowed_domains.as_deref(), &config.browser)?;
     check_secrets(req.credentials.as_ref(), req.notifications.as_ref())?;
+    check_credential_site(req.credentials.as_ref(), &config.browser)?;
     if is_ssh_target(&target) {
         if session_type != SessionType::Shell {
             return bad("an ssh:// target is for `type: shell` sessions");
@@ -118,6 +119,15 @@ fn check_inputs(names: Vec<String>) -> Result<Vec<String>, SessionError> {
         }
     }
     Ok(names)
+}
+
+/// A credential bound to a wildcard (`credentials.domain`) is bound to one site's hosts, not to
+/// everything under a public suffix.
+fn check_credential_site(credentials: Option<&Credentials>, browser: &BrowserConfig) -> Result<(), SessionError> {
+    let Some(domain) = credentials.and_then(|c| c.domain.as_deref()) else { return Ok(()) };
+    let Ok(pattern) = DomainPattern::parse(domain) else { return Ok(()) };
+    crate::config::suffixes::check_wildcards([&pattern], &browser.public_suffix_list)
+        .map_err(|why| SessionError::Invalid(format!("`credentials.domain`: {why}")))
 }
 
 /// Credentials and notification targets must be usable (their values are never echoed).
@@ -247,7 +257,8 @@ fn session_options(options: &SessionOptionsRequest, max_turns: u32, recording: O
 
 /// The session's allow-list: its own, which may narrow the config's but not widen it, else
 /// the config's.
-fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result<Vec<DomainPattern>, SessionError> {
+fn allowed_domains(asked: Option<&[String]>, browser: &BrowserConfig) -> Result<Vec<DomainPattern>, SessionError> {
+    let config = &browser.allowed_domains;
     let Some(asked) = asked else { return Ok(config.to_vec()) };
     let bad = |m: String| SessionError::Invalid(format!("`options.allowed_domains`: {m}"));
     if asked.len() > 100 {
@@ -261,6 +272,7 @@ fn allowed_domains(asked: Option<&[String]>, config: &[DomainPattern]) -> Result
     if let Some(wider) = parsed.iter().find(|p| !config.is_empty() && !config.iter().any(|c| p.within(c))) {
         return Err(bad(format!("{wider} is outside config.yaml's `browser.allowed_domains`")));
     }
+    crate::config::suffixes::check_wildcards(&parsed, &browser.public_suffix_list).map_err(bad)?;
     Ok(parsed)
 }
 
