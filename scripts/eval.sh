@@ -2,7 +2,8 @@
 # `make eval`: the eval's tasks on the local model of ../shared/tools/real-llm (Qwen2.5-Coder-1.5B
 # behind llama-server), in the modes a small-model user meets: the Anthropic wire format, the
 # OpenAI-compatible one, JSON action mode, and JSON action mode with replies kept to a schema
-# of the page (json-schema). Builds and starts the model server when it is not
+# of the page (json-schema); openai-schema and anthropic-schema are the native formats with each
+# turn's tools narrowed to the page (`reply_schema: true`). Builds and starts the model server when it is not
 # there (the first build takes about 6 minutes and 1.2 GB; never in CI).
 # Usage: scripts/eval.sh [BIN_DIR] [-- extra eval options, e.g. --tasks price,search --repeat 3]
 # EVAL_MODES picks the modes (default "anthropic openai json"); EVAL_SUITE the suite (own, the
@@ -30,6 +31,7 @@ api: {provider: anthropic, base_url: "http://127.0.0.1:$port", api_key: local, m
 providers:
   local-openai: {provider: openai, base_url: "http://127.0.0.1:$port", model: qwen2.5-coder-1.5b, api_key: local, reply_schema: false}
   local-schema: {provider: openai, base_url: "http://127.0.0.1:$port", model: qwen2.5-coder-1.5b, api_key: local, reply_schema: true}
+  local-anthropic-schema: {provider: anthropic, base_url: "http://127.0.0.1:$port", model: qwen2.5-coder-1.5b, api_key: local, reply_schema: true}
 agent: {context_window_tokens: 8192}
 YAML
 for mode in ${EVAL_MODES:-anthropic openai json json-schema}; do
@@ -38,7 +40,9 @@ for mode in ${EVAL_MODES:-anthropic openai json json-schema}; do
     openai) args=(--llm local-openai --tool-mode native) ;;
     json) args=(--llm local-openai --tool-mode json) ;;
     json-schema) args=(--llm local-schema --tool-mode json) ;;
-    *) echo "unknown mode $mode (anthropic, openai, json, json-schema)" >&2; exit 2 ;;
+    openai-schema) args=(--llm local-schema --tool-mode native) ;;
+    anthropic-schema) args=(--llm local-anthropic-schema --tool-mode native) ;;
+    *) echo "unknown mode $mode (anthropic, openai, json, json-schema, openai-schema, anthropic-schema)" >&2; exit 2 ;;
   esac
   echo "== ${EVAL_SUITE:-own} $mode"
   "$bin/agent-controller" eval --config "$config" --worker "$bin/agent-worker" \

@@ -406,3 +406,46 @@ fn json_mode_keeps_the_reply_to_the_page_where_the_server_enforces_a_schema() {
     assert_eq!(system(0), system(1));
     assert!(system(0).contains("\"tool_args\""), "the prompt shows the shape the schema holds");
 }
+
+/// `reply_schema` with native tool calls (issue 64 item 1): each request's tools are the turn's,
+/// narrowed to the page the model saw, a click's selector an enum of its refs, in both native
+/// formats; the tool list is what changes from turn to turn.
+#[test]
+fn native_tool_calls_name_the_pages_refs_where_replies_are_kept_to_the_page() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    for wire in [Wire::OpenAi, Wire::Anthropic] {
+        let dir = TempDir::new("native-choices");
+        let script = vec![
+            wire.tool("browser_click", json!({"selector": "ref=e2"})),
+            wire.tool("finish_task", json!({"summary": "clicked"})),
+        ];
+        let (d, llm) = wire_daemon(dir.path(), wire, script, |c| {
+            c.api.tool_mode = "native".into();
+            c.api.reply_schema = agent_controller::config::Vision::On;
+        });
+        let _worker = RealWorker::start(&d, "native-choices-box", "browser");
+        let c = d.client();
+        let id =
+            create_session(&c, json!({"mode": "task", "target": format!("{}/form", site.url), "instruction": "Click"}));
+        ended(&c, &id);
+        let reqs = llm.requests();
+        let tool = |i: usize, name: &str| {
+            let tools = reqs[i].body["tools"].as_array().cloned().unwrap_or_default();
+            tools
+                .into_iter()
+                .find(|t| t["name"] == name || t["function"]["name"] == name)
+                .unwrap_or_else(|| panic!("{wire:?}: no {name} in request {i}"))
+        };
+        let click = tool(0, "browser_click");
+        let schema = if wire == Wire::OpenAi { &click["function"]["parameters"] } else { &click["input_schema"] };
+        let refs = schema["properties"]["selector"]["enum"].as_array().cloned().unwrap_or_default();
+        assert!(refs.len() >= 4, "{wire:?}: {schema}");
+        let page = reqs[0].body["messages"].to_string();
+        assert!(refs.iter().all(|r| page.contains(&format!("[{}]", &r.as_str().unwrap()[4..]))), "{refs:?}");
+        let navigate = tool(0, "browser_navigate");
+        assert!(navigate.to_string().contains("url"), "a tool without an element argument goes as it is");
+    }
+}

@@ -190,7 +190,9 @@ impl Agent {
             crate::config::profile::choose(endpoint, record.options.profile, found, config.agent.context_window_tokens);
         let guards = guards::Guards::new(&choice, config, &record);
         let json_actions = llm::tool_mode(endpoint, config) == crate::config::ToolMode::Json;
-        let narrow_replies = json_actions && llm::reply_schema(endpoint, config);
+        // Native tool calls get the narrowed tools themselves (a schema the server may hold the
+        // call's arguments to); JSON action mode a reply schema built from them.
+        let narrow_replies = llm::reply_schema(endpoint, config);
         runner.set_profile(choice);
         let boundary = boundary::Boundary::new(record.session_type).off_when(config.agent.eval_no_boundary);
         let system = system_prompt(&record, opened, vision);
@@ -395,9 +397,13 @@ impl Agent {
         let (tools, unlisted) = self.turn_tools();
         let require_tool = self.required_call();
         let narrowed = self.narrow_replies.then(|| choices::narrowed(&tools, &self.page_in_view(&messages)));
+        let listed = match &narrowed {
+            Some(narrowed) if !self.json_actions => narrowed,
+            _ => &tools,
+        };
         let mut request = Request {
             system: &self.system,
-            tools: &tools,
+            tools: listed,
             unlisted: &unlisted,
             require_tool,
             json_reply: crate::llm::JsonReply::Free,

@@ -30,9 +30,11 @@ pub struct ApiConfig {
     pub timeout_s: u64,
     pub max_retries: u32,
     pub vision: Vision,
-    /// JSON action mode keeps each reply to a schema of the actions the turn offers: `auto`
-    /// where the probe found the server enforces one, `true`, `false` (read as `vision` is).
-    /// Off by default: on the local 1.5B model it has not yet measured better (docs/eval-history.md).
+    /// Replies kept to what the page offers: JSON action mode sends a schema of the actions the
+    /// turn offers, native tool calls get each turn's tools with their element arguments as
+    /// enums of the page's refs. `auto` where the probe found the server enforces a schema,
+    /// `true`, `false` (read as `vision` is). Off by default: on the local 1.5B model it has not
+    /// measured better (docs/eval-history.md).
     pub reply_schema: Vision,
     /// Sampling temperature; unset = the provider's own default.
     pub temperature: Option<f32>,
