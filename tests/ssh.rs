@@ -57,7 +57,7 @@ fn a_shell_task_over_ssh() {
     let started = Instant::now();
     let id = create_session(
         &c,
-        json!({"mode": "task", "target": sshd.target(), "instruction": "look around", "options": {"approval": "auto"}}),
+        json!({"mode": "task", "target": sshd.target(), "instruction": "look around", "options": {"approval": "auto", "profile": "small"}}),
     );
     let s = ended(&c, &id);
     assert_eq!(s["status"], "finished", "{s}");
@@ -73,7 +73,8 @@ fn a_shell_task_over_ssh() {
     assert!(shown.contains("paged") && shown.contains("red") && !shown.contains("\\u001b"), "{shown}");
     let slow = result_text(&reqs[5]);
     assert!(slow.contains("timed_out") && slow.contains("killed after 2 s"), "{slow}");
-    // A CSV read over SSH names its columns and the awk that sums one, as the worker's does.
+    // A CSV read over SSH names its columns and the awk that sums one (`reading_hints`, the
+    // controller's, so the same as through a worker).
     let csv = result_text(&reqs[6]);
     assert!(csv.contains("$1 day, $2 amount") && csv.contains("awk -F,"), "{csv}");
     assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());

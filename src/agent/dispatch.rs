@@ -178,10 +178,13 @@ impl Agent {
         if let Some(hold) = self.submit_hold(tool) {
             params["hold_submits"] = hold.into();
         }
-        let result = match self.execute_gated(tool, input, params, timeout) {
+        let mut result = match self.execute_gated(tool, input, params, timeout) {
             Gated::Ran(result) => result,
             Gated::Refused(refused) => return refused,
         };
+        if let Ok(answer) = result.as_mut() {
+            self.walk_answer(tool, input, &mut answer.tree);
+        }
         let ran_out = budget_cut.is_some() && matches!(result, Err(ExecError::Timeout { .. }));
         let mut outcome = self.target_outcome(tool.name(), result);
         if ran_out {

@@ -14,7 +14,6 @@ use super::{Answer, ExecError, Executor};
 use crate::config::Config;
 use crate::protocol::tools::Tool;
 use crate::util::ansi::strip_ansi;
-use crate::util::reading;
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
 use std::io::{Read, Write};
@@ -330,7 +329,6 @@ impl SshExecutor {
         if out.truncated {
             result["truncated"] = json!(format!("output cut to {OUTPUT_CAP} bytes per stream"));
         }
-        reading::annotate_command(command, &mut result);
         Ok(result)
     }
 
@@ -369,9 +367,7 @@ impl SshExecutor {
             Flavor::Windows => (out.stdout.len() as u64, out.stdout),
         };
         let content = String::from_utf8_lossy(&body);
-        let mut read = json!({"path": path, "size": size, "content": content, "truncated": size > max});
-        reading::annotate_read(path, &content, &mut read);
-        Ok(read)
+        Ok(json!({"path": path, "size": size, "content": content, "truncated": size > max}))
     }
 
     fn list_dir(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {

@@ -160,6 +160,7 @@ guards! {
     StuckDeliver = "stuck_deliver",
     PrematureFinish = "premature_finish",
     LoginHint = "login_hint",
+    ReadingHints = "reading_hints",
     AnswerInWords = "answer_in_words",
     FormDefaults = "form_defaults",
     FormValues = "form_values",
@@ -219,6 +220,12 @@ impl Guard {
                 Hint,
                 SMALL,
                 "a sign-in form in a session with credentials names perform_login (small models submit it empty)",
+            ),
+            ReadingHints => row(
+                AfterResult,
+                Hint,
+                SMALL,
+                "a CSV file read gets its columns and the awk that sums one, a long text its line count and the grep that counts; awk over a CSV by blanks, one path printed, a program not found are said so (small models count by eye)",
             ),
             AnswerInWords => row(
                 AtEnd,

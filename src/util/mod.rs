@@ -11,7 +11,6 @@ pub mod gif;
 pub mod malloc;
 pub mod metrics;
 pub mod panic;
-pub mod reading;
 pub mod schema;
 pub mod sd_notify;
 pub mod secret;

@@ -23,6 +23,7 @@ mod loop_hold;
 mod loop_note;
 mod path;
 mod premature_finish;
+mod reading_hints;
 mod recital;
 pub(super) mod short_catalog;
 mod streak_hold;
@@ -109,6 +110,9 @@ pub(super) enum Hook {
     Call(Point, fn(&mut Agent, &mut Call) -> Verdict),
     /// A target command's parameters (`on`: whether the unit is on; the worker is told either way).
     Worker(fn(&Agent, bool, Tool, &Value, &mut Value)),
+    /// A target's answer before it becomes the model's text (the tool and its arguments): fields
+    /// beside the result's own.
+    Answer(fn(&mut Agent, Tool, &Value, &mut Value)),
     /// Where a worker's result is read: a note after its text, before its images.
     Read(fn(&mut Agent, &Reading) -> Option<String>),
     /// After a result came back (not after a held call, nor a stopped one).
@@ -128,7 +132,7 @@ impl Hook {
             Hook::Start(_) | Hook::Stuck(_) | Hook::View(_) => Stage::BeforeTurn,
             Hook::Call(..) => Stage::BeforeCall,
             Hook::Worker(_) => Stage::Worker,
-            Hook::Read(_) | Hook::Result(_) => Stage::AfterResult,
+            Hook::Answer(_) | Hook::Read(_) | Hook::Result(_) => Stage::AfterResult,
             Hook::End(_) => Stage::AtEnd,
         }
     }
@@ -141,7 +145,7 @@ impl Hook {
             Hook::View(_) => 2,
             Hook::Call(..) => 3,
             Hook::Worker(_) => 4,
-            Hook::Read(_) | Hook::Result(_) => 5,
+            Hook::Answer(_) | Hook::Read(_) | Hook::Result(_) => 5,
             Hook::End(_) => 6,
         };
         let point = match self {
@@ -169,6 +173,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &stuck_deliver::UNIT,
     &premature_finish::UNIT,
     &login_hint::UNIT,
+    &reading_hints::UNIT,
     &answer_in_words::UNIT,
     &form_defaults::UNIT,
     &form_values::UNIT,
@@ -203,6 +208,7 @@ pub(super) const PIPELINE: &[Step] = &[
     // In the worker.
     at(&form_defaults::UNIT, Hook::Worker(Agent::form_defaults_params)),
     // After a result.
+    at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),
@@ -358,6 +364,15 @@ impl Agent {
             if let Hook::Worker(f) = s.hook {
                 f(self, self.unit_on(s.unit), tool, input, params);
             }
+        }
+    }
+
+    /// A target's answer, before it is rendered for the model.
+    pub(super) fn walk_answer(&mut self, tool: Tool, input: &Value, answer: &mut Value) {
+        let hooks: Vec<_> =
+            self.steps_on().filter_map(|h| if let Hook::Answer(f) = h { Some(f) } else { None }).collect();
+        for f in hooks {
+            f(self, tool, input, answer);
         }
     }
 

@@ -13,7 +13,6 @@ use crate::error::WorkerError;
 use crate::signals;
 use agent_controller::protocol::tools::Tool;
 use agent_controller::util::ansi::strip_ansi;
-use agent_controller::util::reading;
 use crossbeam_channel::Receiver;
 use serde_json::{Value, json};
 use std::io::Read;
@@ -125,9 +124,7 @@ fn run_command(p: &Value) -> Result<Value, WorkerError> {
             .unwrap_or_default()
     };
     let (stdout, stderr) = (take(out), take(err));
-    let mut result = command_result(status, stdout, stderr, started, timed_out.then_some(timeout));
-    reading::annotate_command(p["command"].as_str().unwrap_or(""), &mut result);
-    Ok(result)
+    Ok(command_result(status, stdout, stderr, started, timed_out.then_some(timeout)))
 }
 
 /// Wait for the command; past `timeout`, kill its whole group. Says whether it timed out.
@@ -268,9 +265,7 @@ fn read_whole(path: &str, p: &Value) -> Result<Value, WorkerError> {
     let mut bytes = Vec::new();
     file.take(cap).read_to_end(&mut bytes).map_err(|e| WorkerError::io(format!("cannot read `{path}`"), e))?;
     let content = String::from_utf8_lossy(&bytes);
-    let mut read = json!({"path": path, "size": size, "content": content, "truncated": size > cap});
-    reading::annotate_read(path, &content, &mut read);
-    Ok(read)
+    Ok(json!({"path": path, "size": size, "content": content, "truncated": size > cap}))
 }
 
 fn write_file(p: &Value) -> Result<Value, WorkerError> {

@@ -1,18 +1,57 @@
-//! What a model reading a target's files is told beside the content, wherever the shell runs
-//! (the worker, or a host over SSH): a CSV file's columns by number and the awk that sums one,
-//! a long text file's line count and the grep that counts or picks lines, that awk over a CSV
-//! file needs `-F,`, the read_file that shows the one file a command printed the path of, and
-//! that a program the shell did not find is none.
-//! Small models read a table or a log and add up or count by eye, and get it wrong (a command
-//! does it right), and run a `find` that worked again instead of reading what it found.
+//! `reading_hints` (small profile, after a result, before it becomes the model's text): a
+//! target's read or command answered with what a command would do better. A `read_file` of a
+//! CSV file gets its columns by number and the awk that sums one; of a long text, its line count
+//! and the grep that counts or picks lines; a `run_command` that runs awk over a CSV file by
+//! blanks is pointed at `-F,`, one that printed the path of one file at read_file, one whose
+//! program the shell did not find is told it is none. Small models add up or count by eye and
+//! get it wrong, and run a `find` that worked again instead of reading what it found.
+//!
+//! Invariant: fields are added beside the result's own (`columns`, `lines`, `hint`), the same on
+//! the worker and over SSH, since the controller adds them; a result with a hint of its own is
+//! left as it is.
 
+use super::super::Agent;
+use super::{Modes, Unit};
+use crate::protocol::guards::Guard;
+use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
+
+pub(in crate::agent) const UNIT: Unit = Unit {
+    guard: Guard::ReadingHints,
+    modes: Modes::ALL,
+    evidence: "moved from the worker and the SSH executor, where it ran in every session; not yet ablated.",
+};
 
 /// Lines past which a model counts or picks lines by eye badly.
 const LONG_TEXT_LINES: usize = 20;
 
+impl Agent {
+    /// A shell tool's answer, before it is rendered: the hint its read or command calls for.
+    pub(in crate::agent) fn reading_hints(&mut self, tool: Tool, input: &Value, result: &mut Value) {
+        if result.get("hint").is_some() {
+            return;
+        }
+        match tool {
+            // The path the read answered for (a worker may have read another than asked).
+            Tool::ReadFile => match (result["path"].as_str().or(input["path"].as_str()), result["content"].as_str()) {
+                (Some(path), Some(content)) if result["encoding"].is_null() => {
+                    let (path, content) = (path.to_string(), content.to_string());
+                    annotate_read(&path, &content, result)
+                }
+                _ => {}
+            },
+            Tool::RunCommand => annotate_command(input["command"].as_str().unwrap_or(""), result),
+            _ => return,
+        }
+        if let Some(hint) = result.get("hint").and_then(Value::as_str) {
+            let what = hint.split(':').next().unwrap_or(hint).to_string();
+            self.fire(Guard::ReadingHints, &format!("{}: {what}", tool.name()));
+        }
+    }
+}
+
 /// Add the columns or the line count, and the command hint, to a `read_file` result.
-pub fn annotate_read(path: &str, content: &str, read: &mut Value) {
+fn annotate_read(path: &str, content: &str, read: &mut Value) {
     if let Some((columns, hint)) = csv_columns(path, content) {
         read["columns"] = columns.into();
         read["hint"] = hint.into();
@@ -25,7 +64,7 @@ pub fn annotate_read(path: &str, content: &str, read: &mut Value) {
 /// Add a hint to a `run_command` result whose command runs awk over a CSV file by blanks, or
 /// that printed one path (`find -name`, `grep -l`): small models run the finding command again
 /// instead of reading what it found.
-pub fn annotate_command(command: &str, result: &mut Value) {
+fn annotate_command(command: &str, result: &mut Value) {
     if command.contains("awk") && command.contains(".csv") && !command.contains("-F") && !command.contains("FS") {
         result["hint"] = json!(
             "awk splits fields on blanks unless told otherwise, and a .csv file is comma-separated: \
@@ -92,7 +131,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_csv_gets_its_columns_and_a_log_its_line_count() {
+    fn reading_hints_give_a_csv_its_columns_and_a_log_its_line_count() {
         let mut read = json!({});
         annotate_read("/d/s.csv", "item,amount\na,2\n", &mut read);
         assert_eq!(read["columns"], "$1 item, $2 amount");
@@ -106,7 +145,7 @@ mod tests {
     }
 
     #[test]
-    fn one_path_printed_is_pointed_at_read_file() {
+    fn reading_hints_point_one_path_printed_at_read_file() {
         let mut found = json!({"exit_code": 0, "stdout": "/srv/tree/b/notes.txt\n"});
         annotate_command("find /srv -name notes.txt", &mut found);
         assert_eq!(found["hint"], "one path found: read_file with path \"/srv/tree/b/notes.txt\" shows what it holds");
@@ -118,7 +157,7 @@ mod tests {
     }
 
     #[test]
-    fn awk_over_a_csv_by_blanks_is_pointed_at_the_separator() {
+    fn reading_hints_point_awk_over_a_csv_at_the_separator() {
         let mut out = json!({});
         annotate_command("awk '{s += $2} END {print s}' s.csv", &mut out);
         assert!(out["hint"].as_str().unwrap().contains("-F,"));
@@ -128,7 +167,7 @@ mod tests {
     }
 
     #[test]
-    fn a_program_not_found_is_named() {
+    fn reading_hints_name_a_program_not_found() {
         let mut out = json!({"exit_code": 127, "stderr": "sh: 1: eval-box: not found\n", "stdout": ""});
         annotate_command("eval-box /d/s.csv", &mut out);
         assert!(out["hint"].as_str().unwrap().starts_with("`eval-box` is not a program on this machine"));
