@@ -49,9 +49,12 @@ fn a_shell_task_over_ssh() {
         tool("run_command", json!({"command": "echo paged | $PAGER; printf '\\033[1;31mred\\033[0m\\n'"})),
         tool("run_command", json!({"command": "sleep 30", "timeout_s": 2})),
         tool("read_file", json!({"path": work.join("sales.csv").display().to_string()})),
+        tool("read_file", json!({"path": work.join("guessed/notes.txt").display().to_string()})),
         tool("finish_task", json!({"summary": "done over ssh"})),
     ];
     std::fs::write(work.join("sales.csv"), "day,amount\n1,20\n2,22\n").unwrap();
+    std::fs::create_dir_all(work.join("deep")).unwrap();
+    std::fs::write(work.join("deep/notes.txt"), "found it\n").unwrap();
     let (d, llm) = ssh_daemon(&dir, &sshd, script);
     let c = d.client();
     let started = Instant::now();
@@ -77,6 +80,10 @@ fn a_shell_task_over_ssh() {
     // controller's, so the same as through a worker).
     let csv = result_text(&reqs[6]);
     assert!(csv.contains("$1 day, $2 amount") && csv.contains("awk -F,"), "{csv}");
+    // A guessed folder: the only file of that name below the nearest one that exists is read
+    // (`same_name_read`, asked by the controller, as through a worker).
+    let moved = result_text(&reqs[7]);
+    assert!(moved.contains("found it") && moved.contains("the only file of that name below"), "{moved}");
     assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
     assert!(
         std::fs::read_to_string(dir.path().join("known_hosts"))

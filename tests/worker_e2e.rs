@@ -356,9 +356,12 @@ fn shell_tools_including_killing_a_process_tree() {
             && e.contains(&format!("no file of that name under {w} either; to create it, call write_file")),
         "{e}"
     );
-    // A guessed path to the one file of that name further down: that file is read, and said so.
+    // A guessed path to the one file of that name further down: read as asked unless the
+    // controller's `same_name_read` asks for the search; then that file is read, and said so.
     cmd(&r, "run_command", json!({"command": format!("mkdir -p {w}/deep/er && echo hi > {w}/deep/er/notes.txt")}));
-    let read = cmd(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));
+    let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));
+    assert!(e.contains("cannot open"), "{e}");
+    let read = cmd(&r, "read_file", json!({"path": format!("{w}/notes.txt"), "same_name": true}));
     assert_eq!(
         (read["content"].as_str(), read["path"].as_str()),
         (Some("hi\n"), Some(&*format!("{w}/deep/er/notes.txt")))
@@ -366,7 +369,7 @@ fn shell_tools_including_killing_a_process_tree() {
     assert!(read["note"].as_str().unwrap().contains("the only file of that name"), "{read}");
     // Two of that name: the error names both, and reads neither.
     cmd(&r, "run_command", json!({"command": format!("mkdir -p {w}/other && echo ho > {w}/other/notes.txt")}));
-    let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/notes.txt")}));
+    let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/notes.txt"), "same_name": true}));
     assert!(e.contains("a file of that name is at: ") && e.contains(&format!("`{w}/other/notes.txt`")), "{e}");
     // A browser command to a shell-only worker is an error, not a crash.
     let e = cmd_err(&r, "browser_navigate", json!({"url": "http://x.test"}));

@@ -96,6 +96,22 @@ pub fn read_line(flavor: Flavor, path: &str, max: u64) -> Result<String, QuoteEr
     }
 }
 
+/// The files named as `path`'s last part below its nearest folder that exists (POSIX hosts; at
+/// most two, enough to tell one from several), one per line, then that folder's path last.
+pub fn same_name_line(path: &str) -> Option<String> {
+    // A name with a pattern's characters would match others than itself.
+    let name = path
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty() && *n != "." && *n != ".." && !n.contains(['*', '?', '[', '\\']))?;
+    Some(format!(
+        "d=$(dirname -- {p}); while [ ! -d \"$d\" ]; do d=$(dirname -- \"$d\"); done; \
+         find \"$d\" -xdev -type f -name {n} 2>/dev/null | head -n 2; echo \"$d\"",
+        p = quote_posix(path),
+        n = quote_posix(name),
+    ))
+}
+
 pub fn list_line(flavor: Flavor, path: &str) -> Result<String, QuoteError> {
     match flavor {
         Flavor::Posix => Ok(format!("ls -la -- {}", quote_posix(path))),
@@ -129,6 +145,14 @@ pub fn parse_probe(out: &str) -> (String, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_same_name_search_quotes_its_path_and_refuses_a_pattern() {
+        let line = same_name_line("/srv/it's here/notes.txt").unwrap();
+        assert!(line.contains(r"'/srv/it'\''s here/notes.txt'") && line.contains("-name 'notes.txt'"), "{line}");
+        assert_eq!(same_name_line("/srv/*.txt"), None);
+        assert_eq!(same_name_line("/srv/"), None);
+    }
 
     #[test]
     fn posix_lines_quote_everything() {

@@ -352,6 +352,36 @@ impl SshExecutor {
     }
 
     fn read_file(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {
+        match self.read_path(p, timeout) {
+            Err(ExecError::Failed(why)) if p["same_name"] == true && self.flavor == Flavor::Posix => {
+                let asked = p["path"].as_str().unwrap_or("");
+                match self.only_same_name(asked, timeout) {
+                    Some((found, below)) => {
+                        let mut read = self.read_path(&json!({"path": found, "max_bytes": p["max_bytes"]}), timeout)?;
+                        read["note"] = crate::protocol::worker::same_name_note(asked, &found, &below).into();
+                        Ok(read)
+                    }
+                    None => Err(ExecError::Failed(why)),
+                }
+            }
+            other => other,
+        }
+    }
+
+    /// The only file named as `asked`'s last part below its nearest folder that exists, and
+    /// that folder (asked for by the controller's `same_name_read` unit, as the worker does).
+    fn only_same_name(&self, asked: &str, timeout: Duration) -> Option<(String, String)> {
+        let out = self.ssh(&remote::same_name_line(asked)?, None, timeout).ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut lines: Vec<&str> = text.lines().collect();
+        let below = lines.pop()?.to_string();
+        match lines.as_slice() {
+            [only] => Some((only.to_string(), below)),
+            _ => None,
+        }
+    }
+
+    fn read_path(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {
         let path = p["path"].as_str().unwrap_or("");
         let max = p["max_bytes"].as_u64().unwrap_or(256 * 1024).clamp(1, OUTPUT_CAP as u64 - 64);
         let out = self.ssh(&remote::read_line(self.flavor, path, max)?, None, timeout)?;

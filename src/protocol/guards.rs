@@ -161,6 +161,7 @@ guards! {
     PrematureFinish = "premature_finish",
     LoginHint = "login_hint",
     ReadingHints = "reading_hints",
+    SameNameRead = "same_name_read",
     AnswerInWords = "answer_in_words",
     FormDefaults = "form_defaults",
     FormValues = "form_values",
@@ -226,6 +227,12 @@ impl Guard {
                 Hint,
                 SMALL,
                 "a CSV file read gets its columns and the awk that sums one, a long text its line count and the grep that counts; awk over a CSV by blanks, one path printed, a program not found are said so (small models count by eye)",
+            ),
+            SameNameRead => row(
+                Worker,
+                Redirect,
+                SMALL,
+                "a read of a path that does not exist reads the only file of that name below the nearest folder that does, said in a note (small models guess a file's folder), on the worker and over SSH",
             ),
             AnswerInWords => row(
                 AtEnd,

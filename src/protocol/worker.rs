@@ -148,3 +148,10 @@ pub struct UploadResponse {
     pub stored_as: String,
     pub size_kb: u64,
 }
+
+/// A `read_file` of a missing path answered with the only file of its name below the nearest
+/// folder that exists (asked for with `same_name: true`): what its `note` says, on the worker
+/// and over SSH alike.
+pub fn same_name_note(asked: &str, found: &str, below: &str) -> String {
+    format!("`{asked}` does not exist: this is `{found}`, the only file of that name below `{below}`")
+}

@@ -25,6 +25,7 @@ mod path;
 mod premature_finish;
 mod reading_hints;
 mod recital;
+mod same_name_read;
 pub(super) mod short_catalog;
 mod streak_hold;
 mod stuck_deliver;
@@ -174,6 +175,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &premature_finish::UNIT,
     &login_hint::UNIT,
     &reading_hints::UNIT,
+    &same_name_read::UNIT,
     &answer_in_words::UNIT,
     &form_defaults::UNIT,
     &form_values::UNIT,
@@ -207,7 +209,9 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&argument_repair::UNIT, Hook::Call(Point::Run, Agent::argument_repair)),
     // In the worker.
     at(&form_defaults::UNIT, Hook::Worker(Agent::form_defaults_params)),
+    at(&same_name_read::UNIT, Hook::Worker(Agent::same_name_params)),
     // After a result.
+    at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
@@ -434,6 +438,16 @@ mod tests {
     #[test]
     fn a_call_a_guard_made_meets_no_redirect_repair_or_act_again() {
         let again: Vec<&str> = Guard::ALL.iter().filter(|g| reenters(**g)).map(|g| g.name()).collect();
-        assert_eq!(again, ["answer_in_words", "form_values", "click_as_said", "file_link_download", "argument_repair"]);
+        assert_eq!(
+            again,
+            [
+                "same_name_read",
+                "answer_in_words",
+                "form_values",
+                "click_as_said",
+                "file_link_download",
+                "argument_repair"
+            ]
+        );
     }
 }

@@ -233,8 +233,10 @@ fn only_same_name(asked: &str) -> Option<(String, std::path::PathBuf)> {
 
 fn read_file(p: &Value) -> Result<Value, WorkerError> {
     let asked = required_str(p, "path")?;
+    // Only where the controller asks (its `same_name_read` unit).
+    let redirect = p["same_name"] == true;
     let (path, moved) = match std::fs::metadata(asked) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => match only_same_name(asked) {
+        Err(e) if redirect && e.kind() == std::io::ErrorKind::NotFound => match only_same_name(asked) {
             Some((found, dir)) => (found, Some(dir)),
             None => return Err(not_found(asked, e)),
         },
@@ -243,8 +245,7 @@ fn read_file(p: &Value) -> Result<Value, WorkerError> {
     let mut read = read_whole(&path, p)?;
     if let Some(dir) = moved {
         read["note"] =
-            format!("`{asked}` does not exist: this is `{path}`, the only file of that name below `{}`", dir.display())
-                .into();
+            agent_controller::protocol::worker::same_name_note(asked, &path, &dir.display().to_string()).into();
     }
     Ok(read)
 }
