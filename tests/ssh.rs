@@ -50,11 +50,15 @@ fn a_shell_task_over_ssh() {
         tool("run_command", json!({"command": "sleep 30", "timeout_s": 2})),
         tool("read_file", json!({"path": work.join("sales.csv").display().to_string()})),
         tool("read_file", json!({"path": work.join("guessed/notes.txt").display().to_string()})),
+        tool("read_file", json!({"path": work.join("guessed/twice.txt").display().to_string()})),
         tool("finish_task", json!({"summary": "done over ssh"})),
     ];
     std::fs::write(work.join("sales.csv"), "day,amount\n1,20\n2,22\n").unwrap();
     std::fs::create_dir_all(work.join("deep")).unwrap();
     std::fs::write(work.join("deep/notes.txt"), "found it\n").unwrap();
+    for twice in ["deep/twice.txt", "twice.txt"] {
+        std::fs::write(work.join(twice), "one of two\n").unwrap();
+    }
     let (d, llm) = ssh_daemon(&dir, &sshd, script);
     let c = d.client();
     let started = Instant::now();
@@ -84,6 +88,8 @@ fn a_shell_task_over_ssh() {
     // (`same_name_read`, asked by the controller, as through a worker).
     let moved = result_text(&reqs[7]);
     assert!(moved.contains("found it") && moved.contains("the only file of that name below"), "{moved}");
+    let several = result_text(&reqs[8]);
+    assert!(several.contains("a file of that name is at: ") && !several.contains("one of two"), "{several}");
     assert!(started.elapsed() < Duration::from_secs(25), "{:?}", started.elapsed());
     assert!(
         std::fs::read_to_string(dir.path().join("known_hosts"))

@@ -351,6 +351,8 @@ fn shell_tools_including_killing_a_process_tree() {
     let names: Vec<&str> = list["entries"].as_array().unwrap().iter().map(|e| e["name"].as_str().unwrap()).collect();
     assert_eq!(names, vec!["a.txt", "bg.pid", "s.csv"]);
     let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/missing")}));
+    assert!(e.contains("cannot open") && !e.contains("of that name"), "{e}");
+    let e = cmd_err(&r, "read_file", json!({"path": format!("{w}/missing"), "same_name": true}));
     assert!(
         e.contains("cannot open")
             && e.contains(&format!("no file of that name under {w} either; to create it, call write_file")),

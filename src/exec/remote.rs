@@ -97,7 +97,7 @@ pub fn read_line(flavor: Flavor, path: &str, max: u64) -> Result<String, QuoteEr
 }
 
 /// The files named as `path`'s last part below its nearest folder that exists (POSIX hosts; at
-/// most two, enough to tell one from several), one per line, then that folder's path last.
+/// most `same_name::MATCHES`), one per line, then that folder's path last.
 pub fn same_name_line(path: &str) -> Option<String> {
     // A name with a pattern's characters would match others than itself.
     let name = path
@@ -106,9 +106,10 @@ pub fn same_name_line(path: &str) -> Option<String> {
         .filter(|n| !n.is_empty() && *n != "." && *n != ".." && !n.contains(['*', '?', '[', '\\']))?;
     Some(format!(
         "d=$(dirname -- {p}); while [ ! -d \"$d\" ]; do d=$(dirname -- \"$d\"); done; \
-         find \"$d\" -xdev -type f -name {n} 2>/dev/null | head -n 2; echo \"$d\"",
+         find \"$d\" -xdev -type f -name {n} 2>/dev/null | head -n {m}; echo \"$d\"",
         p = quote_posix(path),
         n = quote_posix(name),
+        m = crate::protocol::worker::same_name::MATCHES,
     ))
 }
 

@@ -353,32 +353,37 @@ impl SshExecutor {
 
     fn read_file(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {
         match self.read_path(p, timeout) {
+            // Only where the controller asks (its `same_name_read` unit), as the worker does.
             Err(ExecError::Failed(why)) if p["same_name"] == true && self.flavor == Flavor::Posix => {
-                let asked = p["path"].as_str().unwrap_or("");
-                match self.only_same_name(asked, timeout) {
-                    Some((found, below)) => {
-                        let mut read = self.read_path(&json!({"path": found, "max_bytes": p["max_bytes"]}), timeout)?;
-                        read["note"] = crate::protocol::worker::same_name_note(asked, &found, &below).into();
-                        Ok(read)
-                    }
-                    None => Err(ExecError::Failed(why)),
-                }
+                self.read_same_name(p, why, timeout)
             }
             other => other,
         }
     }
 
-    /// The only file named as `asked`'s last part below its nearest folder that exists, and
-    /// that folder (asked for by the controller's `same_name_read` unit, as the worker does).
-    fn only_same_name(&self, asked: &str, timeout: Duration) -> Option<(String, String)> {
-        let out = self.ssh(&remote::same_name_line(asked)?, None, timeout).ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut lines: Vec<&str> = text.lines().collect();
-        let below = lines.pop()?.to_string();
-        match lines.as_slice() {
-            [only] => Some((only.to_string(), below)),
-            _ => None,
+    /// The missing path read as the only file of its name below the nearest folder that exists;
+    /// none or several are said in the error.
+    fn read_same_name(&self, p: &Value, why: String, timeout: Duration) -> Result<Value, ExecError> {
+        use crate::protocol::worker::same_name;
+        let asked = p["path"].as_str().unwrap_or("");
+        let Some((found, below)) = self.search_same_name(asked, timeout) else { return Err(ExecError::Failed(why)) };
+        match found.as_slice() {
+            [only] => {
+                let mut read = self.read_path(&json!({"path": only, "max_bytes": p["max_bytes"]}), timeout)?;
+                read["note"] = same_name::read_instead(asked, only, &below).into();
+                Ok(read)
+            }
+            [] => Err(ExecError::Failed(format!("{why} ({})", same_name::none_below(&below)))),
+            several => Err(ExecError::Failed(format!("{why} ({})", same_name::several(several)))),
         }
+    }
+
+    /// The files of `asked`'s name below its nearest folder that exists, and that folder.
+    fn search_same_name(&self, asked: &str, timeout: Duration) -> Option<(Vec<String>, String)> {
+        let out = self.ssh(&remote::same_name_line(asked)?, None, timeout).ok()?;
+        let mut lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        let below = lines.pop()?;
+        Some((lines, below))
     }
 
     fn read_path(&self, p: &Value, timeout: Duration) -> Result<Value, ExecError> {

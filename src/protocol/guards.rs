@@ -232,7 +232,7 @@ impl Guard {
                 Worker,
                 Redirect,
                 SMALL,
-                "a read of a path that does not exist reads the only file of that name below the nearest folder that does, said in a note (small models guess a file's folder), on the worker and over SSH",
+                "a read of a path that does not exist reads the only file of that name below the nearest folder that does, said in a note; several are named, none said (small models guess a file's folder); on the worker and over SSH alike",
             ),
             AnswerInWords => row(
                 AtEnd,

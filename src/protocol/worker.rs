@@ -149,9 +149,24 @@ pub struct UploadResponse {
     pub size_kb: u64,
 }
 
-/// A `read_file` of a missing path answered with the only file of its name below the nearest
-/// folder that exists (asked for with `same_name: true`): what its `note` says, on the worker
-/// and over SSH alike.
-pub fn same_name_note(asked: &str, found: &str, below: &str) -> String {
-    format!("`{asked}` does not exist: this is `{found}`, the only file of that name below `{below}`")
+/// What a `read_file` of a missing path sent with `same_name: true` (the controller's
+/// `same_name_read` unit) says, on the worker and over SSH alike: the only file of its name
+/// below the nearest folder that exists is read and said in the answer's `note`; none or several
+/// are said in the error.
+pub mod same_name {
+    /// Files of the name looked for at most (enough to tell one from several, and to name them).
+    pub const MATCHES: usize = 5;
+
+    pub fn read_instead(asked: &str, found: &str, below: &str) -> String {
+        format!("`{asked}` does not exist: this is `{found}`, the only file of that name below `{below}`")
+    }
+
+    pub fn none_below(below: &str) -> String {
+        format!("no file of that name under {below} either; to create it, call write_file")
+    }
+
+    pub fn several(found: &[String]) -> String {
+        let quoted: Vec<String> = found.iter().map(|p| format!("`{p}`")).collect();
+        format!("a file of that name is at: {} (use that path)", quoted.join(", "))
+    }
 }

@@ -5,7 +5,8 @@
 //! only when a read is sent with `same_name: true`, which this unit decides: one tool behaves
 //! the same on both, and not at all where the unit is off.
 //!
-//! Invariant: several files of the name, or none, are no answer: the read fails as asked.
+//! Invariant: several files of the name, or none, are no answer: the read fails as asked, its
+//! error naming them (or saying there are none). Off, a missing path is only that.
 
 use super::super::Agent;
 use super::{Modes, Unit};

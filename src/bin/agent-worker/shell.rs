@@ -173,29 +173,12 @@ fn command_result(
     result
 }
 
-/// A path that cannot be opened; where it does not exist, how to look for it (models guess paths).
-fn not_found(path: &str, e: std::io::Error) -> WorkerError {
-    let missing = e.kind() == std::io::ErrorKind::NotFound;
-    let err = WorkerError::io(format!("cannot open `{path}`"), e);
-    let name = std::path::Path::new(path).file_name().map(|n| n.to_string_lossy().into_owned());
-    let dir = std::path::Path::new(path).ancestors().skip(1).find(|d| d.is_dir());
-    match (missing, name, dir) {
-        (true, Some(name), Some(dir)) => match same_name_under(dir, &name).as_slice() {
-            [] => {
-                err.noted(format!("no file of that name under {} either; to create it, call write_file", dir.display()))
-            }
-            found => err.noted(format!(
-                "a file of that name is at: {} (use that path)",
-                found.iter().map(|p| format!("`{}`", p.display())).collect::<Vec<_>>().join(", ")
-            )),
-        },
-        _ => err,
-    }
+fn cannot_open(path: &str, e: std::io::Error) -> WorkerError {
+    WorkerError::io(format!("cannot open `{path}`"), e)
 }
 
-/// Entries looked at when searching for a missing file's name, and matches reported.
+/// Entries looked at when searching for a missing file's name.
 const SEARCH_ENTRIES: usize = 20_000;
-const SEARCH_MATCHES: usize = 5;
 
 /// Files named `name` under `dir`, breadth first, bounded: models guess paths, and the file they
 /// mean is usually a few folders further down. Symbolic links are not followed.
@@ -205,7 +188,7 @@ fn same_name_under(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf>
         let Ok(entries) = std::fs::read_dir(&d) else { continue };
         for entry in entries.flatten() {
             seen += 1;
-            if seen > SEARCH_ENTRIES || found.len() >= SEARCH_MATCHES {
+            if seen > SEARCH_ENTRIES || found.len() >= agent_controller::protocol::worker::same_name::MATCHES {
                 return found;
             }
             let Ok(kind) = entry.file_type() else { continue };
@@ -220,40 +203,44 @@ fn same_name_under(dir: &std::path::Path, name: &str) -> Vec<std::path::PathBuf>
     found
 }
 
-/// The file a read of the missing `asked` means: the only file of its name below the nearest
-/// folder that exists (a model that guessed the path read it next anyway, or worse, made it up).
-fn only_same_name(asked: &str) -> Option<(String, std::path::PathBuf)> {
+/// The files of `asked`'s name below the nearest folder that exists, and that folder.
+fn search_same_name(asked: &str) -> Option<(Vec<std::path::PathBuf>, &std::path::Path)> {
     let name = std::path::Path::new(asked).file_name()?.to_string_lossy().into_owned();
     let dir = std::path::Path::new(asked).ancestors().skip(1).find(|d| d.is_dir())?;
-    match same_name_under(dir, &name).as_slice() {
-        [only] => Some((only.to_string_lossy().into_owned(), dir.to_path_buf())),
-        _ => None,
-    }
+    Some((same_name_under(dir, &name), dir))
 }
 
 fn read_file(p: &Value) -> Result<Value, WorkerError> {
     let asked = required_str(p, "path")?;
-    // Only where the controller asks (its `same_name_read` unit).
-    let redirect = p["same_name"] == true;
-    let (path, moved) = match std::fs::metadata(asked) {
-        Err(e) if redirect && e.kind() == std::io::ErrorKind::NotFound => match only_same_name(asked) {
-            Some((found, dir)) => (found, Some(dir)),
-            None => return Err(not_found(asked, e)),
-        },
-        _ => (asked.to_string(), None),
-    };
-    let mut read = read_whole(&path, p)?;
-    if let Some(dir) = moved {
-        read["note"] =
-            agent_controller::protocol::worker::same_name_note(asked, &path, &dir.display().to_string()).into();
+    match std::fs::metadata(asked) {
+        // Only where the controller asks (its `same_name_read` unit).
+        Err(e) if p["same_name"] == true && e.kind() == std::io::ErrorKind::NotFound => read_same_name(asked, e, p),
+        _ => read_whole(asked, p),
     }
-    Ok(read)
+}
+
+/// The missing `asked` read as the only file of its name below the nearest folder that exists;
+/// none or several are said in the error.
+fn read_same_name(asked: &str, e: std::io::Error, p: &Value) -> Result<Value, WorkerError> {
+    use agent_controller::protocol::worker::same_name;
+    let Some((found, dir)) = search_same_name(asked) else { return Err(cannot_open(asked, e)) };
+    let below = dir.display().to_string();
+    let found: Vec<String> = found.iter().map(|f| f.display().to_string()).collect();
+    match found.as_slice() {
+        [only] => {
+            let mut read = read_whole(only, p)?;
+            read["note"] = same_name::read_instead(asked, only, &below).into();
+            Ok(read)
+        }
+        [] => Err(cannot_open(asked, e).noted(same_name::none_below(&below))),
+        several => Err(cannot_open(asked, e).noted(same_name::several(several))),
+    }
 }
 
 fn read_whole(path: &str, p: &Value) -> Result<Value, WorkerError> {
     let cap = p["max_bytes"].as_u64().unwrap_or(READ_CAP).clamp(1, 4 * READ_CAP);
     // Only regular files: a FIFO or a device would block or never end.
-    let meta = std::fs::metadata(path).map_err(|e| not_found(path, e))?;
+    let meta = std::fs::metadata(path).map_err(|e| cannot_open(path, e))?;
     if !meta.is_file() {
         return Err(WorkerError::bad(format!("`{path}` is not a regular file")));
     }
