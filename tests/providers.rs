@@ -149,11 +149,7 @@ fn openai_quirks_are_tolerated() {
             {"id": "dup", "type": "function", "function": {"name": "browser_get_text", "arguments": ""}}]}),
             "tool_calls",
         ),
-        // A call written as text in a fence, and one in <tool_call> tags.
-        openai_text("I will look at the page.\n```json\n{\"name\": \"browser_get_page_info\", \"arguments\": {}}\n```"),
-        openai_text(
-            "<tool_call>{\"name\": \"finish_task\", \"arguments\": {\"summary\": \"seen it all\"}}</tool_call>",
-        ),
+        openai_tools(None, &[("finish_task", json!({"summary": "seen it all"}))]),
     ];
     let (d, llm) = wire_daemon(dir.path(), Wire::OpenAi, script, |_| {});
     let worker = ok_worker(&d);
@@ -165,10 +161,7 @@ fn openai_quirks_are_tolerated() {
     llm.assert_well_formed();
     let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
     // The opening navigate, then the model's calls.
-    assert_eq!(
-        names,
-        ["browser_navigate", "browser_navigate", "browser_navigate", "browser_get_text", "browser_get_page_info"]
-    );
+    assert_eq!(names, ["browser_navigate", "browser_navigate", "browser_navigate", "browser_get_text"]);
     let reqs = llm.requests();
     // The duplicate ids were replaced: two distinct tool messages answer the second turn.
     let ids: Vec<String> = reqs[2].body["messages"]
@@ -180,6 +173,56 @@ fn openai_quirks_are_tolerated() {
         .collect();
     assert_eq!(ids.len(), 3);
     assert_eq!(ids.iter().collect::<std::collections::HashSet<_>>().len(), 3, "{ids:?}");
+}
+
+/// `text_call`: a call written as text (a fence, `<tool_call>` tags) runs as that call in the
+/// small profile, in every wire format alike; in `full` it is the model's text.
+#[test]
+fn a_call_written_as_text_runs_in_the_small_profile_in_every_wire_format() {
+    for wire in [Wire::Anthropic, Wire::OpenAi, Wire::Gemini] {
+        let dir = TempDir::new("text-call");
+        let script = vec![
+            wire.text(
+                "I will look at the page.\n```json\n{\"name\": \"browser_get_page_info\", \"arguments\": {}}\n```",
+            ),
+            wire.text(
+                "<tool_call>{\"name\": \"finish_task\", \"arguments\": {\"summary\": \"seen it all\"}}</tool_call>",
+            ),
+        ];
+        let (d, llm) = wire_daemon(dir.path(), wire, script, |_| {});
+        let worker = ok_worker(&d);
+        let c = d.client();
+        let task = json!({"mode": "task", "target": "https://a.test/", "instruction": "look", "options": {"profile": "small"}});
+        let id = create_session(&c, task);
+        let s = ended(&c, &id);
+        assert_eq!(
+            (s["status"].as_str(), s["summary"].as_str()),
+            (Some("finished"), Some("seen it all")),
+            "{wire:?} {s}"
+        );
+        assert_eq!(s["guards_fired"]["text_call"], 2, "{wire:?} {s}");
+        llm.assert_well_formed();
+        let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
+        assert_eq!(names, ["browser_navigate", "browser_get_page_info"], "{wire:?}");
+        let steps = c.get(&format!("/sessions/{id}/steps")).json();
+        let marks: Vec<&Value> = steps.as_array().unwrap().iter().map(|st| &st["guard"]).collect();
+        assert_eq!(
+            marks,
+            [&Value::Null, &json!("text_call"), &json!("text_call")],
+            "{wire:?} each step names its unit"
+        );
+    }
+    // In `full`, the text is the model's words: nudged once, then the end.
+    let dir = TempDir::new("text-call-full");
+    let fenced = "```json\n{\"name\": \"browser_get_page_info\", \"arguments\": {}}\n```";
+    let (d, _llm) = wire_daemon(dir.path(), Wire::OpenAi, vec![openai_text(fenced), openai_text(fenced)], |_| {});
+    let worker = ok_worker(&d);
+    let c = d.client();
+    let task =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "look", "options": {"profile": "full"}});
+    let s = ended(&c, &create_session(&c, task));
+    let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(names, ["browser_navigate"], "{s}");
 }
 
 #[test]

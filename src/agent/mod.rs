@@ -301,7 +301,7 @@ impl Agent {
         self.choose_focus(stuck.as_deref(), budget);
         self.journal_conversation();
         trim_images(&mut self.messages, self.runner.config().agent.keep_screenshots);
-        let reply = match self.call_model_seeing() {
+        let mut reply = match self.call_model_seeing() {
             Ok(r) => r,
             Err(LlmError::Cancelled) => return Turn::End(AgentOutcome::Stopped),
             Err(e) => {
@@ -311,6 +311,7 @@ impl Agent {
                 return Turn::End(AgentOutcome::Failed(msg));
             }
         };
+        self.walk_reply(&mut reply);
         for block in &reply.content {
             if let Block::Text { text } = block {
                 if !text.trim().is_empty() {

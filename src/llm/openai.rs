@@ -6,13 +6,13 @@
 //! message with its `tool_call_id`; screenshots as `image_url` data URLs in a user message
 //! after the tool messages (most servers refuse images in tool messages). In: what real
 //! servers send — `content: null`, `arguments` as a string or an object, missing or repeated
-//! call ids (replaced by our own), `finish_reason: "stop"` with calls, and a call written as
-//! text (a fenced JSON block or `<tool_call>` tags), read with the JSON-action normalizer. The
+//! call ids (replaced by our own), `finish_reason: "stop"` with calls. A call written as text is
+//! the small profile's `text_call` unit, in every wire format, not this adapter's. The
 //! key, when there is one, goes only into the `Authorization` header.
 
 use super::limits::tokens;
 use super::transport::{Call, Transport};
-use super::{Block, JsonReply, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage, actions};
+use super::{Block, JsonReply, LlmError, Message, Provider, Reply, Request, Role, StopReason, TokenUsage};
 use crate::util::secret::Secret;
 use crate::wait::stop::StopSignal;
 use serde_json::{Value, json};
@@ -205,12 +205,6 @@ pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError>
     };
     let turn_tag = format!("{}", request.messages.len());
     let mut content = tool_calls(message, &turn_tag);
-    if content.is_empty() && !request.tools.is_empty() {
-        // A call written as text (a template that is not tool-aware): read it, don't nudge.
-        if let Ok(actions::Action::Tool { tool, args }) = actions::parse(&text, &request.known_tools()) {
-            content.push(Block::tool_use(format!("call_{turn_tag}_text"), tool, args));
-        }
-    }
     if !text.trim().is_empty() {
         content.insert(0, Block::text(text));
     }

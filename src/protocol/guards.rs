@@ -167,6 +167,7 @@ guards! {
     FormValues = "form_values",
     ClickAsSaid = "click_as_said",
     FileLinkDownload = "file_link_download",
+    TextCall = "text_call",
     ArgumentRepair = "argument_repair",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
@@ -263,6 +264,12 @@ impl Guard {
                 Redirect,
                 SMALL,
                 "a click on a link to a file downloads it (a viewer has no page to act on)",
+            ),
+            TextCall => row(
+                BeforeCall,
+                Repair,
+                SMALL,
+                "a reply with no tool call whose text is one call to an offered tool (a fenced JSON block, `<tool_call>` tags) runs as that call (templates that are not tool-aware return calls as text); native tool calls, every wire format",
             ),
             ArgumentRepair => row(
                 BeforeCall,

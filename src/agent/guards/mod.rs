@@ -30,6 +30,7 @@ pub(super) mod short_catalog;
 mod streak_hold;
 mod stuck_deliver;
 mod task_words;
+mod text_call;
 
 pub(super) use path::Call;
 
@@ -53,6 +54,8 @@ pub(super) struct Modes {
 
 impl Modes {
     pub const ALL: Modes = Modes { native: true, json: true };
+    /// Native tool calls only: where JSON action mode does the same itself.
+    pub const NATIVE: Modes = Modes { native: true, json: false };
 
     fn has(self, json_actions: bool) -> bool {
         if json_actions { self.json } else { self.native }
@@ -107,6 +110,8 @@ pub(super) enum Hook {
     Stuck(fn(&mut Agent) -> bool),
     /// The request about to be sent: a text that closes this view only (never the journal).
     View(fn(&mut Agent) -> Option<String>),
+    /// The model's reply, before its calls are read.
+    Reply(fn(&mut Agent, &mut crate::llm::Reply)),
     /// Before a call, at its point.
     Call(Point, fn(&mut Agent, &mut Call) -> Verdict),
     /// A target command's parameters (`on`: whether the unit is on; the worker is told either way).
@@ -131,7 +136,7 @@ impl Hook {
     pub fn stage(self) -> Stage {
         match self {
             Hook::Start(_) | Hook::Stuck(_) | Hook::View(_) => Stage::BeforeTurn,
-            Hook::Call(..) => Stage::BeforeCall,
+            Hook::Reply(_) | Hook::Call(..) => Stage::BeforeCall,
             Hook::Worker(_) => Stage::Worker,
             Hook::Answer(_) | Hook::Read(_) | Hook::Result(_) => Stage::AfterResult,
             Hook::End(_) => Stage::AtEnd,
@@ -144,7 +149,7 @@ impl Hook {
             Hook::Start(_) => 0,
             Hook::Stuck(_) => 1,
             Hook::View(_) => 2,
-            Hook::Call(..) => 3,
+            Hook::Reply(_) | Hook::Call(..) => 3,
             Hook::Worker(_) => 4,
             Hook::Answer(_) | Hook::Read(_) | Hook::Result(_) => 5,
             Hook::End(_) => 6,
@@ -181,6 +186,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &form_values::UNIT,
     &click_as_said::UNIT,
     &file_link_download::UNIT,
+    &text_call::UNIT,
     &argument_repair::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
@@ -195,7 +201,9 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&short_catalog::UNIT, Hook::Start(Agent::announce_short_catalog)),
     at(&stuck_deliver::UNIT, Hook::Stuck(Agent::stuck_last_chance)),
     at(&recital::UNIT, Hook::View(Agent::recital_view)),
-    // Before a call: as the model made it.
+    // Before a call: the reply it is read from.
+    at(&text_call::UNIT, Hook::Reply(Agent::text_call)),
+    // As the model made it.
     at(&premature_finish::UNIT, Hook::Call(Point::Made, Agent::premature_finish)),
     at(&click_as_said::UNIT, Hook::Call(Point::Made, Agent::click_as_said)),
     at(&file_link_download::UNIT, Hook::Call(Point::Made, Agent::file_link_download)),
@@ -265,6 +273,8 @@ impl Guards {
 pub(super) struct State {
     /// The guards that acted on the step being made (the step log's `guard`).
     pub marks: Vec<Guard>,
+    /// The guards that acted on the reply: marked on the first step made from it.
+    pub reply_marks: Vec<Guard>,
     /// The recital started (`recital`); it stays on, compaction or not.
     pub recital_started: bool,
     /// Sign-in forms pointed out so far (`login_hint`).
@@ -326,6 +336,17 @@ impl Agent {
         for f in hooks {
             f(self);
         }
+    }
+
+    /// The model's reply, before its calls are read.
+    pub(super) fn walk_reply(&mut self, reply: &mut crate::llm::Reply) {
+        let hooks: Vec<_> =
+            self.steps_on().filter_map(|h| if let Hook::Reply(f) = h { Some(f) } else { None }).collect();
+        self.guard_state.marks.clear();
+        for f in hooks {
+            f(self, reply);
+        }
+        self.guard_state.reply_marks = std::mem::take(&mut self.guard_state.marks);
     }
 
     /// The session is stuck: whether a unit gives it a last chance.
@@ -422,7 +443,9 @@ mod tests {
             let stages: Vec<Stage> = hooks.iter().map(|h| h.stage()).collect();
             assert!(stages.contains(&unit.guard.row().stage), "{}: acts in its row's stage", unit.guard.name());
             assert!(!unit.evidence.is_empty(), "{}: its evidence", unit.guard.name());
-            assert_eq!(unit.modes, Modes::ALL, "{}: no default changed in the refactor", unit.guard.name());
+            // A unit that runs in one tool mode only says why in its header.
+            let one_mode = [Guard::TextCall];
+            assert!(unit.modes == Modes::ALL || one_mode.contains(&unit.guard), "{}: both modes", unit.guard.name());
         }
         let order: Vec<_> = PIPELINE.iter().map(|s| s.hook.order()).collect();
         assert!(order.windows(2).all(|w| w[0] <= w[1]), "stage order: {order:?}");
@@ -446,6 +469,7 @@ mod tests {
                 "form_values",
                 "click_as_said",
                 "file_link_download",
+                "text_call",
                 "argument_repair"
             ]
         );

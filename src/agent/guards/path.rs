@@ -61,7 +61,7 @@ impl Agent {
     /// A call of the model's (or the controller's: opening the target, a replayed step) through
     /// the whole pipeline.
     pub(in crate::agent) fn run_tool(&mut self, name: &str, input: &Value) -> ToolOutcome {
-        self.guard_state.marks.clear();
+        self.guard_state.marks = std::mem::take(&mut self.guard_state.reply_marks);
         self.run_call(Call::new(name, input, 0))
     }
 
