@@ -179,9 +179,14 @@ fn clicks_say_what_they_cannot_do() {
     assert!(e.contains("a click does not choose") && e.contains("browser_select_option") && e.contains("Green"), "{e}");
     let clicked = cmd(r, "browser_click", json!({"selector": format!("ref={name}")}));
     assert!(clicked["next"].as_str().unwrap().contains("browser_type"), "{clicked}");
-    // A field's name where a ref was meant still finds it.
-    cmd(r, "browser_fill_form", json!({"fields": [{"selector": "ref=name", "value": "Zoe"}]}));
-    let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": "ref=phone", "value": "1"}]}));
+    // A field's name where a ref was meant finds it where `loose_selectors` asks, and says so;
+    // elsewhere it is no selector.
+    let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": "ref=name", "value": "Zoe"}]}));
+    assert!(e.contains("invalid selector `ref=name`"), "{e}");
+    let loose = |fields: Value| json!({"fields": fields, "loose_selectors": true});
+    let filled = cmd(r, "browser_fill_form", loose(json!([{"selector": "ref=name", "value": "Zoe"}])));
+    assert_eq!(filled["read_as"], json!([{"selector": "ref=name", "read_as": "the element named name"}]), "{filled}");
+    let e = cmd_err(r, "browser_fill_form", loose(json!([{"selector": "ref=phone", "value": "1"}])));
     assert!(e.contains("no element has the ref, name or id `phone`"), "{e}");
     cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "not an address"}));
     let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}")}));
@@ -206,9 +211,11 @@ fn clicks_say_what_they_cannot_do() {
     // Without the guard (the full profile) the first click sends the form as it is.
     let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/required", site.url), "snapshot_chars": 4000}));
     let snap = nav["snapshot"].as_str().unwrap().to_string();
-    let fill =
-        json!({"fields": [{"selector": "ref=name", "value": "Ann"}, {"selector": "ref=email", "value": "a@b.test"}]});
-    cmd(r, "browser_fill_form", fill);
+    cmd(
+        r,
+        "browser_fill_form",
+        loose(json!([{"selector": "ref=name", "value": "Ann"}, {"selector": "ref=email", "value": "a@b.test"}])),
+    );
     let sent = cmd(r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "button \"Send\""))}));
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Ann"), "{sent}");
 
@@ -324,18 +331,26 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
         assert!(!snap.lines().any(|line| line.trim() == echo), "{echo} is said once: {snap}");
     }
     assert!(snap.contains("text \"This paragraph explains"), "a longer text beside a box stays: {snap}");
-    // Selectors in other tools' words: `:contains` and `button=Go` are taken; `:text` is not, and
-    // the answer names the inputs shown.
+    // Selectors in other tools' words (`loose_selectors`): `:contains` and `button=Go` are taken;
+    // `:text` is not, and the answer names the inputs shown.
     let genre = ref_of(snap, "input text \"Genre\"");
     let e = cmd_err(&on.r, "browser_type", json!({"selector": "input:text", "text": "saga"}));
     assert!(e.contains(&format!("the input elements shown: `ref={genre}` \"Genre\"")), "{e}");
-    // A label's text names its field, as a person reads the form.
-    let typed = cmd(&on.r, "browser_type", json!({"selector": "text=Genre", "text": "saga"}));
-    assert_eq!(typed["typed"], 4, "{typed}");
+    // A label's text names its field, as a person reads the form; not without `loose_selectors`.
+    let e = cmd_err(&on.r, "browser_type", json!({"selector": "text=Genre", "text": "saga"}));
+    assert!(!e.is_empty(), "the label itself takes no typing");
+    let typed = cmd(&on.r, "browser_type", json!({"selector": "text=Genre", "text": "saga", "loose_selectors": true}));
+    assert_eq!(
+        (&typed["typed"], &typed["read_as"][0]["read_as"]),
+        (&json!(4), &json!("the field it labels")),
+        "{typed}"
+    );
     let changes = typed["changes"].as_str().unwrap_or_default();
     assert!(changes.contains(&format!("[{genre}] input text \"Genre\" (value as typed)")), "{typed}");
     for selector in ["button:contains('Go')", "button=Go"] {
-        let go = cmd(&on.r, "browser_click", json!({"selector": selector}));
+        let e = cmd_err(&on.r, "browser_click", json!({"selector": selector}));
+        assert!(e.contains("invalid selector"), "{selector}: {e}");
+        let go = cmd(&on.r, "browser_click", json!({"selector": selector, "loose_selectors": true}));
         assert_eq!(go["text"], "Go", "{selector}: {go}");
     }
 }

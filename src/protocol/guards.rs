@@ -169,6 +169,7 @@ guards! {
     FileLinkDownload = "file_link_download",
     TextCall = "text_call",
     ArgumentRepair = "argument_repair",
+    LooseSelectors = "loose_selectors",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
     StreakHold = "streak_hold",
@@ -276,6 +277,12 @@ impl Guard {
                 Repair,
                 SMALL,
                 "arguments under the wrong name, a list of one, or unknown keys are fixed with a note instead of refused",
+            ),
+            LooseSelectors => row(
+                Worker,
+                Repair,
+                SMALL,
+                "a selector in another spelling of what is meant (`[ref=e4]`, `e4`, a field's name as `ref=email`, `button=Send`, `:contains(…)`, a label's `text=` for its field) is read as meant",
             ),
             LoopNote => row(
                 AfterResult,

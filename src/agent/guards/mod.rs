@@ -21,6 +21,7 @@ pub(super) mod form_values;
 mod login_hint;
 mod loop_hold;
 mod loop_note;
+mod loose_selectors;
 mod path;
 mod premature_finish;
 mod reading_hints;
@@ -188,6 +189,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &file_link_download::UNIT,
     &text_call::UNIT,
     &argument_repair::UNIT,
+    &loose_selectors::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
     &streak_hold::UNIT,
@@ -218,9 +220,11 @@ pub(super) const PIPELINE: &[Step] = &[
     // In the worker.
     at(&form_defaults::UNIT, Hook::Worker(Agent::form_defaults_params)),
     at(&same_name_read::UNIT, Hook::Worker(Agent::same_name_params)),
+    at(&loose_selectors::UNIT, Hook::Worker(Agent::loose_selectors_params)),
     // After a result.
     at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
+    at(&loose_selectors::UNIT, Hook::Answer(Agent::loose_selectors_read)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),
@@ -470,7 +474,8 @@ mod tests {
                 "click_as_said",
                 "file_link_download",
                 "text_call",
-                "argument_repair"
+                "argument_repair",
+                "loose_selectors"
             ]
         );
     }

@@ -2,6 +2,8 @@
 // isolated world (the page's scripts share the DOM, but cannot see or replace anything here).
 // Selectors: CSS, `text=Visible text`, `css:has-text("text")`, and `ref=e12` (a ref a snapshot
 // gave, see snapshot.js; one that names no live element is refused with the nearest match).
+// Small models' other spellings (`[ref=e4]`, `e4`, `name=email`, `button=Send`, `:contains(…)`, a
+// label's text for its field) are read only where `loose_selectors` asks (`looseFor`), reported.
 if (!window.__ac) { window.__ac = (() => {
   const norm = s => String(s ?? "").replace(/\s+/g, " ").trim();
   const body = () => document.body || document.documentElement;
@@ -66,39 +68,53 @@ if (!window.__ac) { window.__ac = (() => {
     const hint = here + (near ? `; the same element is now ref=${near[0]}` : "; use a ref from the latest snapshot");
     throw new Error(`ref=${id}${was ? ` (${was.slice(0, 80)})` : ""} is not on this page${hint}`);
   }
+  let loose = false; const readAs = new Map();
+  // Each command says whether loose spellings are read (the worker prefixes every call).
+  const looseFor = on => { loose = on === true; return true; };
+  // The loose spellings read since last asked: selector → what it was read as.
+  const looseRead = () => { const read = Array.from(readAs, ([selector, as]) => ({selector, read_as: as})); readAs.clear(); return read; };
+  const readLoosely = (sel, as, found) => { readAs.set(sel, as); return found; };
+  // A ref or a field's name or id in another spelling than `ref=e12`, or null.
+  function looseRef(sel) {
+    let m = sel.match(/^\[?(?:ref\s*=\s*)?(e\d+)\]?$/i);
+    if (m && (/ref/i.test(sel) || refs.byRef.has(m[1].toLowerCase()) || !document.querySelector(m[1]))) return readLoosely(sel, "ref=" + m[1].toLowerCase(), [byRef(m[1].toLowerCase())]);
+    // A field's name or id where a ref was meant (the snapshot shows `name=email` beside the ref).
+    m = sel.match(/^(?:ref|name)\s*=\s*["']?([\w.:-]+)["']?$/i);
+    if (!m) return null;
+    const named = Array.from(document.getElementsByName(m[1])), byId = document.getElementById(m[1]);
+    if (named.length || byId) return readLoosely(sel, "the element named " + m[1], named.length ? named : [byId]);
+    throw new Error("no element has the ref, name or id `" + m[1] + "`" + hint(sel));
+  }
   function findAll(sel) {
     sel = String(sel || "").trim();
     if (!sel) throw new Error("empty selector");
-    let m = sel.match(/^\[?(?:ref\s*=\s*)?(e\d+)\]?$/i);
-    if (m && (/ref/i.test(sel) || refs.byRef.has(m[1].toLowerCase()) || !document.querySelector(m[1]))) return [byRef(m[1].toLowerCase())];
-    // A field's name or id where a ref was meant (the snapshot shows `name=email` beside the ref).
-    m = sel.match(/^(?:ref|name)\s*=\s*["']?([\w.:-]+)["']?$/i);
-    if (m) {
-      const named = Array.from(document.getElementsByName(m[1])), byId = document.getElementById(m[1]);
-      if (named.length || byId) return named.length ? named : [byId];
-      throw new Error("no element has the ref, name or id `" + m[1] + "`" + hint(sel));
-    }
+    let m = sel.match(/^ref=(e\d+)$/);
+    if (m) return [byRef(m[1])];
+    const asRef = loose && looseRef(sel);
+    if (asRef) return asRef;
     m = sel.match(/^text=(.*)$/s);
     if (m) {
       let want = norm(m[1].replace(/^["']|["']$/g, ""));
       const all = Array.from(document.querySelectorAll("body *")).filter(visible);
       let exact = innermost(all.filter(el => textOf(el) === want));
       if (!exact.length) exact = innermost(all.filter(el => textOf(el).toLowerCase().includes(want.toLowerCase())));
-      // A click on text usually means the interactive element around it; a label's text, the
-      // field it names (`text=Genre` where a table row's header names the box beside it).
+      // A click on text usually means the interactive element around it; loosely, a label's
+      // text the field it names (`text=Genre` where a table row's header names the box beside it).
       return exact.map(el => {
         const near = el.closest(INTERACTIVE);
-        return (near && near.tagName === "LABEL" && near.control) || near || fieldLabelled(el) || el;
+        const field = loose && ((near && near.tagName === "LABEL" && near.control) || (!near && fieldLabelled(el)));
+        return field ? readLoosely(sel, "the field it labels", field) : near || el;
       });
     }
     // `button=Submit`: a tag and the text it shows.
-    m = sel.match(/^([a-z][a-z0-9]*)\s*=\s*(.+)$/is);
-    if (m && !(document.createElement(m[1]) instanceof HTMLUnknownElement)) return findAll(m[1] + ":has-text(" + m[2] + ")");
+    m = loose && sel.match(/^([a-z][a-z0-9]*)\s*=\s*(.+)$/is);
+    if (m && !(document.createElement(m[1]) instanceof HTMLUnknownElement)) return readLoosely(sel, m[1] + ":has-text(" + m[2] + ")", findAll(m[1] + ":has-text(" + m[2] + ")"));
     // `:contains(…)` is jQuery's spelling of the same test.
-    m = sel.match(/^(.*?):(?:has-text|contains)\((.*)\)\s*$/s);
+    m = sel.match(loose ? /^(.*?):(?:has-text|contains)\((.*)\)\s*$/s : /^(.*?):has-text\((.*)\)\s*$/s);
     if (m) {
       const base = m[1].trim() || "*";
       const want = norm(m[2].replace(/^["']|["']$/g, "")).toLowerCase();
+      if (!/:has-text\(/.test(sel)) readLoosely(sel, base + ":has-text(" + m[2] + ")");
       return innermost(Array.from(document.querySelectorAll(base)).filter(el => textOf(el).toLowerCase().includes(want)));
     }
     try { return Array.from(document.querySelectorAll(sel)); }
@@ -578,7 +594,7 @@ if (!window.__ac) { window.__ac = (() => {
     return {url: location.href, title: String(document.title || ""), ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {find, findAll, glance, outline, center, aim, focusForTyping, setValue, placeSecret, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
+  return {looseFor, looseRead, find, findAll, glance, outline, center, aim, focusForTyping, setValue, placeSecret, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
           norm, visible, takesText, labelFor, cssPath, refState, listenedIn, stepper, stepperAt: sel => stepper(find(sel)),
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

@@ -73,6 +73,9 @@ pub struct Browser {
     gate: Option<gate::Gate>,
     /// The hosts the current command's session may reach (empty: any).
     allowed: Vec<DomainPattern>,
+    /// The current command reads small models' other selector spellings (`loose_selectors`,
+    /// the controller's unit; see page.js).
+    loose_selectors: bool,
     /// The current command types a credential (`only_on`): the page's host as the browser
     /// spells it, checked against the credentials' site, and the origin they are bound to.
     secret_site: Option<SecretSite>,
@@ -111,6 +114,7 @@ impl Browser {
             dialogs: DialogPolicy::Dismiss,
             gate: None,
             allowed: Vec::new(),
+            loose_selectors: false,
             secret_site: None,
             upload_files: None,
             last_click: None,

@@ -53,7 +53,7 @@ impl Browser {
 
     /// Evaluate `expr` with the helpers loaded; JS exceptions become the error message.
     pub(super) fn eval(&mut self, expr: &str) -> Result<Value, WorkerError> {
-        let out = self.evaluate_isolated(&format!("({expr})"), true)?;
+        let out = self.evaluate_isolated(&self.with_mode(expr), true)?;
         if let Some(ex) = out.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
             let first = text.lines().next().unwrap_or(text);
@@ -62,10 +62,16 @@ impl Browser {
         Ok(out["result"]["value"].clone())
     }
 
+    /// `expr` after telling the helpers this command's selector mode (a page loaded during the
+    /// command gets helpers of its own).
+    fn with_mode(&self, expr: &str) -> String {
+        format!("(window.__ac && __ac.looseFor({}), ({expr}))", self.loose_selectors)
+    }
+
     /// The element `expr` evaluates to, as a remote object id for a DevTools call (`None` when it
     /// is null); JS exceptions become the error message, as in `eval`.
     pub(super) fn eval_element(&mut self, expr: &str) -> Result<Option<String>, WorkerError> {
-        let out = self.evaluate_isolated(&format!("({expr})"), false)?;
+        let out = self.evaluate_isolated(&self.with_mode(expr), false)?;
         if let Some(ex) = out.get("exceptionDetails") {
             let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
             let first = text.lines().next().unwrap_or(text);

@@ -21,14 +21,28 @@ const LINKS: usize = 500;
 
 impl Browser {
     pub(super) fn dispatch(&mut self, tool: Tool, p: &Value, ctx: &Context) -> Result<Value, WorkerError> {
+        self.loose_selectors = p["loose_selectors"] == true;
         // Described before it acts: a click may take the element away (`locate.rs`).
         let targets = self.describe_targets(tool, p);
         let result = self.run_tool(tool, p, ctx);
-        match (self.explain_miss(tool, p, result), targets) {
+        let result = match (self.explain_miss(tool, p, result), targets) {
             (Ok(done), Some((key, described))) if done.is_object() => {
                 Ok(with(done, "acted_on", json!({key: described})))
             }
             (other, _) => other,
+        };
+        match result {
+            Ok(done) if self.loose_selectors && done.is_object() => Ok(self.with_loose_reads(done)),
+            other => other,
+        }
+    }
+
+    /// `done` with the selectors read in another spelling than asked (`read_as`), for the
+    /// controller's log; a page that went away took its list with it.
+    fn with_loose_reads(&mut self, done: Value) -> Value {
+        match self.eval("__ac.looseRead()") {
+            Ok(Value::Array(read)) if !read.is_empty() => with(done, "read_as", Value::Array(read)),
+            _ => done,
         }
     }
 
