@@ -284,6 +284,32 @@ fn json_mode_reads_fences_aliases_and_nesting() {
     assert!(system.contains("## Tools") && system.contains("- browser_navigate:"), "{system}");
     let second = reqs[1].body["messages"].to_string();
     assert!(second.contains("Result of browser_navigate"), "{second}");
+    assert_eq!(s["guards_fired"]["loose_actions"], 3, "the fenced reply is the asked shape: {s}");
+}
+
+/// With `loose_actions` off, only the asked shape is an action: an alias gets the one
+/// correction round, and the exact reply after it runs.
+#[test]
+fn json_mode_off_the_loose_unit_corrects_another_shape() {
+    let dir = TempDir::new("json-exact");
+    let script = vec![
+        openai_text(r#"{"tool_name": "browser_get_text", "tool_args": {}}"#),
+        openai_text(r#"{"action": "next_step", "tool": "browser_get_text", "args": {}}"#),
+        openai_text(r#"{"action": "complete", "message": "read it"}"#),
+    ];
+    let (d, llm) = json_daemon(&dir, script);
+    let worker = ok_worker(&d);
+    let c = d.client();
+    let body = json!({"mode": "task", "target": "https://a.test/", "instruction": "read it",
+        "options": {"profile": "small", "guards": {"loose_actions": false}}});
+    let id = create_session(&c, body);
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    assert!(s["guards_fired"].get("loose_actions").is_none(), "{s}");
+    let retry = llm.requests()[1].body["messages"].to_string();
+    assert!(retry.contains("could not be used: no `action`"), "{retry}");
+    let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
+    assert_eq!(names, ["browser_navigate", "browser_get_text"], "{names:?}");
 }
 
 #[test]

@@ -411,6 +411,7 @@ impl Agent {
             narrowed: narrowed.as_deref(),
             messages: &messages,
             max_tokens: self.max_tokens,
+            loose_actions: self.loose_actions_asked(),
         };
         match self.complete(&request) {
             // A server that refuses to be made to call a tool is asked again without it.

@@ -36,6 +36,8 @@ pub enum Unusable {
     NoTool,
     /// `ask_user` without a `question`.
     NoQuestion,
+    /// `complete` without a `message` (read exactly).
+    NoMessage,
     /// An action other than next_step, complete or ask_user (as given).
     UnknownAction(String),
     /// A tool the session does not offer (the tool, the offered ones).
@@ -55,6 +57,7 @@ impl fmt::Display for Unusable {
             Unusable::NoAction => f.write_str("no `action`, and no `tool`, `question` or `message` to tell which one"),
             Unusable::NoTool => f.write_str("`next_step` needs a `tool` (to finish, use `complete` with a `message`)"),
             Unusable::NoQuestion => f.write_str("`ask_user` needs a non-empty `question`"),
+            Unusable::NoMessage => f.write_str("`complete` needs a non-empty `message`"),
             Unusable::UnknownAction(other) => {
                 write!(f, "unknown action {other:?}; use next_step, complete or ask_user")
             }
@@ -180,6 +183,30 @@ fn rename_first(map: &mut Map<String, Value>, key: &str, aliases: &[&str]) {
 
 fn text_field(map: &Map<String, Value>, key: &str) -> Option<String> {
     map.get(key).and_then(Value::as_str).map(str::trim).filter(|s| !s.is_empty()).map(str::to_string)
+}
+
+/// A reply in exactly the shape the prompt asks for: the whole text, or one fenced block, a
+/// JSON object with an `action` and that action's own fields. Other shapes are read by `read`,
+/// only where the small profile's `loose_actions` unit is on.
+pub fn read_exact(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
+    let trimmed = text.trim();
+    let object = [Some(trimmed), fenced(trimmed)]
+        .into_iter()
+        .flatten()
+        .find_map(|c| serde_json::from_str::<Value>(c.trim()).ok().filter(Value::is_object));
+    let Some(Value::Object(map)) = object else { return Err(Unusable::NotAnObject) };
+    match map.get("action").and_then(Value::as_str) {
+        Some("next_step") => {
+            let tool = text_field(&map, "tool").ok_or(Unusable::NoTool)?;
+            let args = map.get("args").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+            check_call(&tool, &args, tools)?;
+            Ok(Action::Tool { tool, args })
+        }
+        Some("complete") => Ok(Action::Complete { message: text_field(&map, "message").ok_or(Unusable::NoMessage)? }),
+        Some("ask_user") => Ok(Action::AskUser { question: text_field(&map, "question").ok_or(Unusable::NoQuestion)? }),
+        Some(other) => Err(Unusable::UnknownAction(other.to_string())),
+        None => Err(Unusable::NoAction),
+    }
 }
 
 /// Parse a reply into an action the session can take, or say precisely why not.

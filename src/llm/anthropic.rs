@@ -178,6 +178,7 @@ pub fn parse_reply(body: &str) -> Result<Reply, LlmError> {
             n("cache_read_input_tokens"),
             n("cache_creation_input_tokens"),
         ),
+        loose_action: false,
     })
 }
 
@@ -244,6 +245,7 @@ mod tests {
             narrowed: None,
             messages: &messages,
             max_tokens: 7,
+            loose_actions: false,
         };
         let body = anthropic.body(&request);
         assert_eq!(body["model"], "m");

@@ -206,7 +206,7 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
         cached,
         0,
     );
-    Ok(Reply { content, stop_reason, usage })
+    Ok(Reply { content, stop_reason, usage, loose_action: false })
 }
 
 impl Provider for Gemini {

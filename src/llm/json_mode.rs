@@ -152,6 +152,17 @@ fn as_text(messages: &[Message]) -> Vec<Message> {
     out
 }
 
+/// The reply's action read exactly as asked, else (where the request allows) in another shape;
+/// whether it was read loosely.
+fn read_action(text: &str, request: &Request<'_>) -> Result<(Action, bool), Unusable> {
+    let tools = request.known_tools();
+    match actions::read_exact(text, &tools) {
+        Ok(action) => Ok((action, false)),
+        Err(_) if request.loose_actions => actions::read(text, &tools).map(|a| (a, true)),
+        Err(e) => Err(e),
+    }
+}
+
 /// The tool call an action stands for, in the session's own tools.
 fn to_call(action: Action, tools: &[ToolDef]) -> Result<(String, Value), Unusable> {
     let has = |n: &str| tools.iter().any(|t| t.name == n);
@@ -186,14 +197,14 @@ impl Provider for JsonActions {
             let reply = self.complete_json(&plain, schema.as_ref(), stop)?;
             usage = usage.plus(reply.usage);
             let text = super::joined_text(&reply.content, "\n");
-            match actions::read(&text, &request.known_tools()).and_then(|a| to_call(a, request.tools)) {
-                Ok((name, args)) => {
+            match read_action(&text, request).and_then(|(a, loose)| Ok((to_call(a, request.tools)?, loose))) {
+                Ok(((name, args), loose_action)) => {
                     let id = format!("json_{}_{attempt}", request.messages.len());
                     let mut content = vec![Block::tool_use(id, name, args)];
                     if !text.trim().is_empty() {
                         content.insert(0, Block::text(text));
                     }
-                    return Ok(Reply { content, stop_reason: StopReason::ToolUse, usage });
+                    return Ok(Reply { content, stop_reason: StopReason::ToolUse, usage, loose_action });
                 }
                 Err(e) => last_error = e.to_string(),
             }
@@ -212,7 +223,7 @@ impl Provider for JsonActions {
             _ => String::new(),
         };
         let content = if said.trim().is_empty() { Vec::new() } else { vec![Block::text(said)] };
-        Ok(Reply { content, stop_reason: StopReason::EndTurn, usage })
+        Ok(Reply { content, stop_reason: StopReason::EndTurn, usage, loose_action: false })
     }
 }
 

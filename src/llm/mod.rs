@@ -116,6 +116,9 @@ pub struct Request<'a> {
     pub narrowed: Option<&'a [ToolDef]>,
     pub messages: &'a [Message],
     pub max_tokens: u32,
+    /// JSON action mode reads a reply in another shape than asked (aliases, nesting, a missing
+    /// `action`): the small profile's `loose_actions` unit.
+    pub loose_actions: bool,
 }
 
 /// A reply kept to JSON by the server: OpenAI-compatible `response_format` (`json_object`, or
@@ -143,6 +146,7 @@ impl<'a> Request<'a> {
             narrowed: None,
             messages,
             max_tokens,
+            loose_actions: false,
         }
     }
 
@@ -184,6 +188,8 @@ pub struct Reply {
     pub content: Vec<Block>,
     pub stop_reason: StopReason,
     pub usage: TokenUsage,
+    /// Its action was read in another shape than asked (`Request::loose_actions`).
+    pub loose_action: bool,
 }
 
 /// Why a model call gave no reply. Its `Display` is what the session's record and the model's

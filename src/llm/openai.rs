@@ -224,7 +224,7 @@ pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError>
         cached,
         0,
     );
-    Ok(Reply { content, stop_reason, usage })
+    Ok(Reply { content, stop_reason, usage, loose_action: false })
 }
 
 impl Provider for OpenAi {
@@ -263,6 +263,7 @@ mod tests {
             narrowed: None,
             messages,
             max_tokens: 100,
+            loose_actions: false,
         }
     }
 
@@ -303,13 +304,14 @@ mod tests {
         assert_eq!(ids.len(), 3);
         assert_eq!(ids.iter().collect::<HashSet<_>>().len(), 3, "{ids:?}");
         assert!(matches!(&r.content[0], Block::ToolUse { input, .. } if input["url"] == "https://a/"));
-        // A call written as text.
+        // A call written as text stays text: reading it is the text_call unit's.
         let body = reply(
             json!({"content": "<tool_call>{\"name\": \"browser_navigate\", \"arguments\": {\"url\": \"https://c/\"}}</tool_call>"}),
             "stop",
         );
         let r = parse_reply(&body, &req).unwrap();
-        assert!(r.content.iter().any(|b| matches!(b, Block::ToolUse { input, .. } if input["url"] == "https://c/")));
+        assert_eq!(r.stop_reason, StopReason::EndTurn);
+        assert!(r.content.iter().all(|b| matches!(b, Block::Text { .. })), "{:?}", r.content);
         // No choices at all.
         assert!(matches!(parse_reply("{}", &req), Err(LlmError::BadReply(_))));
     }

@@ -84,6 +84,8 @@ pub fn probe(endpoint: &Endpoint, config: &Config) -> Found {
         narrowed: None,
         messages: &ask,
         max_tokens: 200,
+        // Read as the small profile's sessions read it (`loose_actions`).
+        loose_actions: true,
     };
     for mode in [ToolMode::Native, ToolMode::Json] {
         let provider = super::provider_for(&Endpoint { tool_mode: mode, ..endpoint.clone() }, config);

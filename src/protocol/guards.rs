@@ -168,6 +168,7 @@ guards! {
     ClickAsSaid = "click_as_said",
     FileLinkDownload = "file_link_download",
     TextCall = "text_call",
+    LooseActions = "loose_actions",
     ArgumentRepair = "argument_repair",
     LooseSelectors = "loose_selectors",
     LoopNote = "loop_note",
@@ -271,6 +272,12 @@ impl Guard {
                 Repair,
                 SMALL,
                 "a reply with no tool call whose text is one call to an offered tool (a fenced JSON block, `<tool_call>` tags) runs as that call (templates that are not tool-aware return calls as text); native tool calls, every wire format",
+            ),
+            LooseActions => row(
+                BeforeCall,
+                Repair,
+                SMALL,
+                "a JSON action in another shape than asked (the tool under another key, its arguments under another name, a nested step, no action key, a key written twice, the tool named inside its arguments, text around it) is read as meant; JSON action mode",
             ),
             ArgumentRepair => row(
                 BeforeCall,

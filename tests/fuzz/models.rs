@@ -149,6 +149,7 @@ fn fuzz_model_replies() {
         narrowed: None,
         messages: &messages,
         max_tokens: 100,
+        loose_actions: true,
     };
     let input = json_body(REPLY_KEYS, REPLY_WORDS, &reply_examples());
     fuzz("model replies (openai, anthropic and gemini parse_reply)", input, |body| {

@@ -21,6 +21,7 @@ pub(super) mod form_values;
 mod login_hint;
 mod loop_hold;
 mod loop_note;
+mod loose_actions;
 mod loose_selectors;
 mod path;
 mod premature_finish;
@@ -57,6 +58,8 @@ impl Modes {
     pub const ALL: Modes = Modes { native: true, json: true };
     /// Native tool calls only: where JSON action mode does the same itself.
     pub const NATIVE: Modes = Modes { native: true, json: false };
+    /// JSON action mode only: what reads a reply as an action.
+    pub const JSON: Modes = Modes { native: false, json: true };
 
     fn has(self, json_actions: bool) -> bool {
         if json_actions { self.json } else { self.native }
@@ -188,6 +191,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &click_as_said::UNIT,
     &file_link_download::UNIT,
     &text_call::UNIT,
+    &loose_actions::UNIT,
     &argument_repair::UNIT,
     &loose_selectors::UNIT,
     &loop_note::UNIT,
@@ -205,6 +209,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&recital::UNIT, Hook::View(Agent::recital_view)),
     // Before a call: the reply it is read from.
     at(&text_call::UNIT, Hook::Reply(Agent::text_call)),
+    at(&loose_actions::UNIT, Hook::Reply(Agent::loose_action_read)),
     // As the model made it.
     at(&premature_finish::UNIT, Hook::Call(Point::Made, Agent::premature_finish)),
     at(&click_as_said::UNIT, Hook::Call(Point::Made, Agent::click_as_said)),
@@ -448,7 +453,7 @@ mod tests {
             assert!(stages.contains(&unit.guard.row().stage), "{}: acts in its row's stage", unit.guard.name());
             assert!(!unit.evidence.is_empty(), "{}: its evidence", unit.guard.name());
             // A unit that runs in one tool mode only says why in its header.
-            let one_mode = [Guard::TextCall];
+            let one_mode = [Guard::TextCall, Guard::LooseActions];
             assert!(unit.modes == Modes::ALL || one_mode.contains(&unit.guard), "{}: both modes", unit.guard.name());
         }
         let order: Vec<_> = PIPELINE.iter().map(|s| s.hook.order()).collect();
@@ -474,6 +479,7 @@ mod tests {
                 "click_as_said",
                 "file_link_download",
                 "text_call",
+                "loose_actions",
                 "argument_repair",
                 "loose_selectors"
             ]

@@ -60,7 +60,7 @@ mod tests {
     use serde_json::json;
 
     fn reply(content: Vec<Block>) -> Reply {
-        Reply { content, stop_reason: StopReason::EndTurn, usage: TokenUsage::default() }
+        Reply { content, stop_reason: StopReason::EndTurn, usage: TokenUsage::default(), loose_action: false }
     }
 
     #[test]
