@@ -274,18 +274,22 @@ fn explore_browser_tool_sets_and_login_keep_the_password_out() {
     assert_eq!(reqs[1].tool_names(), catalog(Mode::Explore, SessionType::Browser, true));
     assert!(reqs[0].body["system"][0]["text"].as_str().unwrap().contains("only observe"));
 
-    // The login ran on the worker: navigate, username, password, submit; no screenshot.
+    // The login ran on the worker: navigate, a wait for the sign-in form, username, password
+    // (in that form), submit; no screenshot.
     let seen = worker.seen.lock().unwrap().clone();
     let all: Vec<&Value> = seen.iter().filter(|c| c["session_id"] == id2.as_str()).collect();
     assert_eq!(all[0]["params"]["url"], "https://shop.test/", "the session opened its target first");
     let login = &all[1..];
     assert_eq!(login[0]["action"], "browser_navigate");
     assert_eq!(login[0]["params"]["url"], "https://shop.test/login");
-    assert_eq!(login[1]["params"]["text"], "alice");
-    assert_eq!(login[2]["params"]["text"], password, "only the worker command carries the password");
-    assert_eq!(login[2]["params"]["selector"], "input[type=password]");
-    assert_eq!(login[3]["action"], "browser_click");
-    assert_eq!(login.len(), 4 + 1, "then the one click of the next turn with valid arguments");
+    assert_eq!(login[1]["action"], "browser_wait_for");
+    let form = login[1]["params"]["selector"].as_str().unwrap();
+    assert!(form.starts_with("form:has(input[type=password]):not("), "{form}");
+    assert_eq!(login[2]["params"]["text"], "alice");
+    assert_eq!(login[3]["params"]["text"], password, "only the worker command carries the password");
+    assert_eq!(login[3]["params"]["selector"], format!("{form} input[type=password]"));
+    assert_eq!(login[4]["action"], "browser_click");
+    assert_eq!(login.len(), 5 + 1, "then the one click of the next turn with valid arguments");
     // The model got text back from the login (every model reads it), and tool errors for the bad calls.
     assert_eq!(reqs[2].image_count(), 0);
     assert!(reqs[2].last_results()[0].to_string().contains("Submitted the login form"));

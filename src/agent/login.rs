@@ -2,8 +2,9 @@
 //! where the site asks for one and the credentials hold a TOTP secret, the one-time code.
 //!
 //! Guarantees: a credential goes only into a field of a page on the credentials' site (the
-//! login URL's origin, or the hosts of `credentials.domain`), set by the worker without key
-//! events in the script that checks it (`only_on`); the password and the codes go into one
+//! login URL's origin, or the hosts of `credentials.domain`) whose form sends there, set by the
+//! worker without key events in the script that checks it (`only_on`); unless the credentials
+//! name the fields, only into a sign-in form (`FORM`); the password and the codes go into one
 //! worker command each and are held in the vault, so no result, log line or record shows them;
 //! every send (the form, the code) waits for approval as any other send does; a code the site
 //! refuses is tried once more with the next period's. The model learns who it logged in as and
@@ -21,7 +22,9 @@ use crate::util::totp::Totp;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-const FORM: &str = "form:has(input[type=password])";
+/// A sign-in form: a password field, and no choice, long text or new password (a survey or a
+/// sign-up form that asks for the account's password is not one).
+const FORM: &str = "form:has(input[type=password]):not(:has(select, textarea, [autocomplete=new-password]))";
 /// The field a site asks a one-time code in: as marked for autofill, else by its name or id.
 const CODE_FIELD: &str = "input:is([autocomplete=one-time-code],[name*=otp i],[id*=otp i],[name*=totp i],\
     [name*=code i],[id*=code i],[name*=mfa i],[name*=2fa i])";
@@ -56,7 +59,7 @@ impl Agent {
             .username_selector
             .clone()
             .unwrap_or_else(|| format!("{FORM} input:is([type=email],[type=text],:not([type]))"));
-        let pass_sel = creds.password_selector.clone().unwrap_or_else(|| "input[type=password]".to_string());
+        let pass_sel = creds.password_selector.clone().unwrap_or_else(|| format!("{FORM} input[type=password]"));
         let submit_sel = creds.submit_selector.clone().unwrap_or_else(|| send_button(FORM));
         let Some(site) = credential_site(creds.domain.as_deref(), &login_url) else {
             return ToolOutcome::error(format!("not typed: the login URL {login_url} names no host"));
@@ -69,6 +72,12 @@ impl Agent {
         };
         if !landed_on(&opened, &bound) {
             return self.elsewhere(&login_url, &opened, &bound);
+        }
+        if creds.password_selector.is_none() && !self.sign_in_form_shown() {
+            return ToolOutcome::error(
+                "not typed: this page has no sign-in form (a form with a password field and no list, long text \
+                 or new password in it). Nothing was typed; if the task needs a sign-in, open its page first.",
+            );
         }
         let steps = [
             (Tool::BrowserType, bound.typed(&user_sel, &creds.username), "type the username"),
@@ -158,6 +167,12 @@ impl Agent {
             );
         }
         Ok(Some(sent))
+    }
+
+    /// Whether the page shows a sign-in form within a few seconds.
+    fn sign_in_form_shown(&mut self) -> bool {
+        let wait = json!({"selector": FORM, "timeout_s": CODE_WAIT_S});
+        self.runner.execute(Tool::BrowserWaitFor.name(), wait, Duration::from_secs(CODE_WAIT_S + 5)).is_ok()
     }
 
     /// Whether the page still shows a one-time code field (the code was refused).

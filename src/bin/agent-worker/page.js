@@ -441,11 +441,11 @@ if (!window.__ac) { window.__ac = (() => {
   }
   // A credential set into `sel`'s field with the page's input events and no key event, only
   // while the field's document and the top page are on `host` (and `origin`, when bound to
-  // one): the check and the write are one script, so nothing moves in between.
+  // one), and its form sends there: the check and the write are one script.
   function placeSecret(sel, text, host, origin) {
     const el = find(sel);
-    const off = [location, el.ownerDocument.location].find(l => l.hostname !== host || (origin && l.origin !== origin));
-    if (off) return {refused: "credential_site", host: off.hostname, message: "not typed: the field is on " + JSON.stringify(off.hostname) + ", not on the credentials' site"};
+    const off = [location, el.ownerDocument.location, el.form && new URL(el.form.action)].find(l => l && (l.hostname !== host || (origin && l.origin !== origin)));
+    if (off) return {refused: "credential_site", host: off.hostname, message: "not typed: the field is on or its form sends to " + JSON.stringify(off.hostname) + ", not the credentials' site"};
     const field = (el.tagName === "INPUT" || el.tagName === "TEXTAREA") && takesText(el);
     if (!field || !visible(el) || el.disabled || el.readOnly) throw new Error("`" + sel + "` is not a visible text field that takes a value: nothing was typed");
     setValue(el, text);
