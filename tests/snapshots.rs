@@ -70,6 +70,9 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert!(snap.contains("input password \"Password\" name=pass (filled; value hidden)"), "{snap}");
     assert!(!nav.to_string().contains("PLANTED-PW-VALUE"), "a password's value never appears");
     assert_eq!(nav["sign_in"], true, "a password field is said as a field, not left to the words");
+    let survey = cmd(r, "browser_navigate", json!({"url": format!("{}/survey", site.url)}));
+    assert_eq!(survey.get("sign_in"), None, "a form with a list that asks for a password is no sign-in form: {survey}");
+    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url), "snapshot_chars": 4000}));
     assert!(snap.contains("select \"Color\" name=color: Red=r | Green=g (selected)"), "{snap}");
     let story = snap.lines().find(|l| l.contains("name=story")).unwrap_or_else(|| panic!("{snap}"));
     assert!(

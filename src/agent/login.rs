@@ -22,9 +22,8 @@ use crate::util::totp::Totp;
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// A sign-in form: a password field, and no choice, long text or new password (a survey or a
-/// sign-up form that asks for the account's password is not one).
-const FORM: &str = "form:has(input[type=password]):not(:has(select, textarea, [autocomplete=new-password]))";
+/// A sign-in form (`protocol::worker`): where the fields are unless the credentials name them.
+const FORM: &str = crate::protocol::worker::SIGN_IN_FORM;
 /// The field a site asks a one-time code in: as marked for autofill, else by its name or id.
 const CODE_FIELD: &str = "input:is([autocomplete=one-time-code],[name*=otp i],[id*=otp i],[name*=totp i],\
     [name*=code i],[id*=code i],[name*=mfa i],[name*=2fa i])";

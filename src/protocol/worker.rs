@@ -153,6 +153,12 @@ pub struct UploadResponse {
 /// `same_name_read` unit) says, on the worker and over SSH alike: the only file of its name
 /// below the nearest folder that exists is read and said in the answer's `note`; none or several
 /// are said in the error.
+/// A sign-in form, as `perform_login` fills it and a snapshot's `sign_in` says it: a form with a
+/// password field and no list, long text or new password (a survey or a sign-up form that asks
+/// for the account's password is not one).
+pub const SIGN_IN_FORM: &str =
+    "form:has(input[type=password]):not(:has(select, textarea, [autocomplete=new-password]))";
+
 pub mod same_name {
     /// Files of the name looked for at most (enough to tell one from several, and to name them).
     pub const MATCHES: usize = 5;

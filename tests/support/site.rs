@@ -69,8 +69,8 @@ fn snapshot_page() -> String {
         <table id="fees"><tr><th>Plan</th><th>Price</th></tr>{rows}</table>
         <form id="signin" action="/login" method="post"><label>Email <input type="email" name="user" value="bob@example.test"></label>
         <label>Password <input type="password" name="pass" value="PLANTED-PW-VALUE"></label>
-        <label>Color <select name="color"><option value="r">Red</option><option value="g" selected>Green</option></select></label>
         <button type="submit">Sign in</button></form>
+        <label>Color <select name="color"><option value="r">Red</option><option value="g" selected>Green</option></select></label>
         <div style="display:none">HIDDEN-TEXT <a href="/secret">Hidden link</a></div>
         <textarea name="story">{story}Finale.</textarea>
         <button id="hello" onclick="document.getElementById('out').textContent='clicked!'">Say hello</button><div id="out"></div>
@@ -360,6 +360,12 @@ impl Site {
                          <p id='out' style='position:absolute;top:300px'></p>",
                     )),
                     ("GET", "/snap") => html(page("Snapshot", &snapshot_page())),
+                    // Asks for the account's password, and is no sign-in form (it has a list).
+                    ("GET", "/survey") => html(page(
+                        "Survey",
+                        "<form action=/submit method=post><input name=name><select name=rating><option>1</option>\
+                        <option>5</option></select><input type=password name=pw><button>Send</button></form>",
+                    )),
                     ("GET", "/spa-form") => html(page("Sign up", SPA_FORM)),
                     ("GET", "/widgets") => html(page("Widgets", WIDGETS)),
                     ("GET", "/layouts") => html(page("Layouts", LAYOUTS)),

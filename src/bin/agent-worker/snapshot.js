@@ -1,5 +1,5 @@
 // agent-worker page snapshot: what the model reads of a page, with refs it can act on.
-// Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part, lines) once per
+// Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part, lines, signIn) once per
 // document, and __ac.watch()/__ac.quiet() to wait for the changes an action sets off.
 // Invariants: hidden elements are left out; a password's value never appears; every element
 // shown gets a ref `eN` (text and images only where a click does something there) that stays the same for
@@ -296,8 +296,9 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     return items.filter((it, i) => !echoed(it, i));
   }
   // `lines`: every line as well, unbounded (each item's text; a table's rows follow its head),
-  // for the worker to tell what an action changed; `doc` names the document.
-  function snapshot(max, floor, reset, known, part, lines) {
+  // for the worker to tell what an action changed; `doc` names the document. `signIn` is the
+  // selector of a sign-in form (protocol's SIGN_IN_FORM).
+  function snapshot(max, floor, reset, known, part, lines, signIn) {
     const state = ac.refState(floor, reset, known);
     const walked = [];
     listeners = new Set();
@@ -310,7 +311,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const header = `Page: ${JSON.stringify(String(document.title || "(untitled)"))} — ${location.href}${http}`;
     const r = render(items, Math.max(max, 500), header, part);
     const out = {url: location.href, title: String(document.title || ""), status: code, snapshot: r.text,
-            sign_in: items.some(i => i.kind === "field" && i.line.startsWith("input password")),
+            sign_in: items.some(i => i.kind === "field" && i.line.startsWith("input password") && i.el && !!i.el.closest(signIn)),
             next_ref: state.next(), keys: state.keys(items.map(i => i.ref).filter(Boolean))};
     if (lines) Object.assign(out, {lines: r.all, doc: String(performance.timeOrigin)});
     return out;

@@ -14,8 +14,10 @@
 //! longer page comes in parts, `browser_snapshot {page: 2}` and on.
 
 use super::Browser;
+use super::util::js;
 use crate::error::WorkerError;
 use agent_controller::protocol::tools::Tool;
+use agent_controller::protocol::worker::SIGN_IN_FORM;
 use serde_json::{Value, json};
 
 /// Characters of a snapshot when the command does not say (the controller's default too).
@@ -41,8 +43,10 @@ impl Browser {
         let known = Value::Object(self.ref_keys.clone());
         let part = p["page"].as_u64().unwrap_or(1).clamp(1, 1000);
         let v = self.eval(&format!(
-            "__ac.snapshot({max}, {}, {}, {known}, {part}, {lines})",
-            self.ref_floor, self.refs_reset
+            "__ac.snapshot({max}, {}, {}, {known}, {part}, {lines}, {})",
+            self.ref_floor,
+            self.refs_reset,
+            js(SIGN_IN_FORM)
         ))?;
         self.refs_reset = false;
         if let Some(next) = v["next_ref"].as_u64() {
