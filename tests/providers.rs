@@ -470,7 +470,8 @@ fn json_mode_keeps_the_reply_to_the_page_where_the_server_enforces_a_schema() {
     let select = branch("browser_select_option")["properties"]["tool_args"]["anyOf"][0].clone();
     assert_eq!(select["properties"]["value"]["enum"], json!(["Red=r", "Green=g"]), "{select}");
     // The pick ran, and the prompt is the same on both turns.
-    assert!(reqs[1].body["messages"].to_string().contains(" browser_select_option: "));
+    let second = reqs[1].body["messages"].to_string();
+    assert!(second.contains("Result of browser_select_option") && !second.contains("Error from"), "{second}");
     let system = |i: usize| reqs[i].body["messages"][0]["content"].as_str().unwrap().to_string();
     assert_eq!(system(0), system(1));
     assert!(system(0).contains("\"tool_args\""), "the prompt shows the shape the schema holds");

@@ -186,9 +186,10 @@ fn text_field(map: &Map<String, Value>, key: &str) -> Option<String> {
 }
 
 /// A reply in exactly the shape the prompt asks for: the whole text, or one fenced block, a
-/// JSON object with an `action` and that action's own fields. Other shapes are read by `read`,
-/// only where the small profile's `loose_actions` unit is on.
-pub fn read_exact(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
+/// JSON object with an `action` and that action's own fields, a step's arguments under
+/// `args_key` (`args`, or `tool_args` where a reply schema holds them). Other shapes are read by
+/// `read`, only where the small profile's `loose_actions` unit is on.
+pub fn read_exact(text: &str, tools: &[ToolDef], args_key: &str) -> Result<Action, Unusable> {
     let trimmed = text.trim();
     let object = [Some(trimmed), fenced(trimmed)]
         .into_iter()
@@ -198,7 +199,7 @@ pub fn read_exact(text: &str, tools: &[ToolDef]) -> Result<Action, Unusable> {
     match map.get("action").and_then(Value::as_str) {
         Some("next_step") => {
             let tool = text_field(&map, "tool").ok_or(Unusable::NoTool)?;
-            let args = map.get("args").cloned().unwrap_or_else(|| Value::Object(Map::new()));
+            let args = map.get(args_key).cloned().unwrap_or_else(|| Value::Object(Map::new()));
             check_call(&tool, &args, tools)?;
             Ok(Action::Tool { tool, args })
         }

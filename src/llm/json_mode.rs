@@ -152,11 +152,12 @@ fn as_text(messages: &[Message]) -> Vec<Message> {
     out
 }
 
-/// The reply's action read exactly as asked, else (where the request allows) in another shape;
-/// whether it was read loosely.
-fn read_action(text: &str, request: &Request<'_>) -> Result<(Action, bool), Unusable> {
+/// The reply's action read exactly as asked (`constrained`: in the reply schema's names), else
+/// (where the request allows) in another shape; whether it was read loosely.
+fn read_action(text: &str, request: &Request<'_>, constrained: bool) -> Result<(Action, bool), Unusable> {
     let tools = request.known_tools();
-    match actions::read_exact(text, &tools) {
+    let args_key = if constrained { "tool_args" } else { "args" };
+    match actions::read_exact(text, &tools, args_key) {
         Ok(action) => Ok((action, false)),
         Err(_) if request.loose_actions => actions::read(text, &tools).map(|a| (a, true)),
         Err(e) => Err(e),
@@ -197,7 +198,9 @@ impl Provider for JsonActions {
             let reply = self.complete_json(&plain, schema.as_ref(), stop)?;
             usage = usage.plus(reply.usage);
             let text = super::joined_text(&reply.content, "\n");
-            match read_action(&text, request).and_then(|(a, loose)| Ok((to_call(a, request.tools)?, loose))) {
+            match read_action(&text, request, constrained)
+                .and_then(|(a, loose)| Ok((to_call(a, request.tools)?, loose)))
+            {
                 Ok(((name, args), loose_action)) => {
                     let id = format!("json_{}_{attempt}", request.messages.len());
                     let mut content = vec![Block::tool_use(id, name, args)];

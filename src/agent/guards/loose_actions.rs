@@ -45,10 +45,13 @@ mod tests {
         let tools = [ToolDef { name: "browser_click", description: "", input_schema: json!({"type": "object"}) }];
         let asked = r#"{"action": "next_step", "tool": "browser_click", "args": {"selector": "ref=e2"}}"#;
         let call = Action::Tool { tool: "browser_click".into(), args: json!({"selector": "ref=e2"}) };
-        assert_eq!(read_exact(asked, &tools), Ok(call.clone()));
+        assert_eq!(read_exact(asked, &tools, "args"), Ok(call.clone()));
         let aliased = r#"Sure: {"tool_name": "browser_click", "arguments": "{\"selector\": \"ref=e2\"}"}"#;
-        assert!(read_exact(aliased, &tools).is_err(), "not the asked shape");
+        assert!(read_exact(aliased, &tools, "args").is_err(), "not the asked shape");
         assert_eq!(read(aliased, &tools), Ok(call));
-        assert!(read_exact(r#"{"action": "complete"}"#, &tools).is_err(), "a complete says its message");
+        assert!(read_exact(r#"{"action": "complete"}"#, &tools, "args").is_err(), "a complete says its message");
+        // Where a reply schema holds the arguments as `tool_args`, that is the asked shape.
+        let constrained = r#"{"action": "next_step", "tool": "browser_click", "tool_args": {"selector": "ref=e2"}}"#;
+        assert_eq!(read_exact(constrained, &tools, "tool_args"), read_exact(asked, &tools, "args"));
     }
 }
