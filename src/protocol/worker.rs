@@ -149,16 +149,17 @@ pub struct UploadResponse {
     pub size_kb: u64,
 }
 
+/// A sign-in form, as `perform_login` fills it and a snapshot's `sign_in` says it: a form with a
+/// password field and no list, long text or field marked as a new password. A narrow rule, on
+/// purpose: a survey with a list that asks for the account's password is not one, and neither
+/// is a real sign-in form with a list in it (credentials that name their fields still work).
+pub const SIGN_IN_FORM: &str =
+    "form:has(input[type=password]):not(:has(select, textarea, [autocomplete=new-password]))";
+
 /// What a `read_file` of a missing path sent with `same_name: true` (the controller's
 /// `same_name_read` unit) says, on the worker and over SSH alike: the only file of its name
 /// below the nearest folder that exists is read and said in the answer's `note`; none or several
 /// are said in the error.
-/// A sign-in form, as `perform_login` fills it and a snapshot's `sign_in` says it: a form with a
-/// password field and no list, long text or new password (a survey or a sign-up form that asks
-/// for the account's password is not one).
-pub const SIGN_IN_FORM: &str =
-    "form:has(input[type=password]):not(:has(select, textarea, [autocomplete=new-password]))";
-
 pub mod same_name {
     /// Files of the name looked for at most (enough to tell one from several, and to name them).
     pub const MATCHES: usize = 5;

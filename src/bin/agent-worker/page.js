@@ -154,12 +154,6 @@ if (!window.__ac) { window.__ac = (() => {
     if (!el) throw new Error("no element matches `" + sel + "`" + hint(sel));
     return el;
   }
-  function glance() {
-    const count = s => document.querySelectorAll(s).length;
-    return {headings: Array.from(document.querySelectorAll("h1,h2,h3")).slice(0, 6).map(textOf),
-      links: count("a[href]"), buttons: count("button,input[type=submit],[role=button]"), inputs: count("input:not([type=hidden]),select,textarea"),
-      forms: count("form"), tables: count("table"), next: "browser_get_dom shows these with selectors"};
-  }
   function cssPath(el) {
     if (el.id && document.querySelectorAll("#" + CSS.escape(el.id)).length === 1) return "#" + CSS.escape(el.id);
     const tag = el.tagName.toLowerCase();
@@ -441,10 +435,11 @@ if (!window.__ac) { window.__ac = (() => {
   }
   // A credential set into `sel`'s field with the page's input events and no key event, only
   // while the field's document and the top page are on `host` (and `origin`, when bound to
-  // one), and its form sends there: the check and the write are one script.
-  function placeSecret(sel, text, host, origin) {
-    const el = find(sel);
-    const off = [location, el.ownerDocument.location, el.form && new URL(el.form.action)].find(l => l && (l.hostname !== host || (origin && l.origin !== origin)));
+  // one) and its form sends only to `site`: the check and the write are one script.
+  function placeSecret(sel, text, host, origin, site) {
+    const el = find(sel), onSite = h => h === site.host || (site.wildcard && h.endsWith("." + site.host));
+    const off = [location, el.ownerDocument.location].find(l => l.hostname !== host || (origin && l.origin !== origin))
+      || (el.form ? window.__acSubmits.sendsTo(el.form) : []).find(u => !onSite(u.hostname) || (origin && u.origin !== origin));
     if (off) return {refused: "credential_site", host: off.hostname, message: "not typed: the field is on or its form sends to " + JSON.stringify(off.hostname) + ", not the credentials' site"};
     const field = (el.tagName === "INPUT" || el.tagName === "TEXTAREA") && takesText(el);
     if (!field || !visible(el) || el.disabled || el.readOnly) throw new Error("`" + sel + "` is not a visible text field that takes a value: nothing was typed");
@@ -594,7 +589,7 @@ if (!window.__ac) { window.__ac = (() => {
     return {url: location.href, title: String(document.title || ""), ready: document.readyState,
       scroll: {x: Math.round(scrollX), y: Math.round(scrollY), height: document.documentElement.scrollHeight}};
   }
-  return {looseFor, looseRead, find, findAll, glance, outline, center, aim, focusForTyping, setValue, placeSecret, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
+  return {looseFor, looseRead, find, findAll, outline, center, aim, focusForTyping, setValue, placeSecret, setSpecial, selectOption, fill, links, table, texts, submit, info, textOf,
           norm, visible, takesText, labelFor, cssPath, refState, listenedIn, stepper, stepperAt: sel => stepper(find(sel)),
           text: sel => textOf(sel ? find(sel) : body())};
 })(); }

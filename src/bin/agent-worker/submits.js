@@ -9,12 +9,19 @@
 if (!window.__acSubmits) { window.__acSubmits = (() => {
   let armed = false, held = null;
   const watched = new WeakSet();
+  // A form's own property: a field named `action`, `method` or `elements` shadows it.
+  const own = (form, name) => Object.getOwnPropertyDescriptor(HTMLFormElement.prototype, name).get.call(form);
   // A form in words for the person who approves: where it goes, how, and by which button.
   function describe(form, submitter) {
-    const action = (submitter && submitter.formAction) || form.action || form.ownerDocument.location.href;
-    const method = ((submitter && submitter.formMethod) || form.method || "get").toLowerCase();
+    const action = (submitter && submitter.formAction) || own(form, "action") || form.ownerDocument.location.href;
+    const method = ((submitter && submitter.formMethod) || own(form, "method") || "get").toLowerCase();
     const button = submitter ? String(submitter.innerText || submitter.value || "").trim().slice(0, 60) : null;
-    return {action, method, button, fields: form.elements.length};
+    return {action, method, button, fields: own(form, "elements").length};
+  }
+  // Every address a form may send to: its action and each of its controls' formaction.
+  function sendsTo(form) {
+    const overrides = Array.from(own(form, "elements")).filter(c => c.hasAttribute("formaction")).map(c => c.formAction);
+    return [own(form, "action"), ...overrides].map(u => new URL(u, location.href));
   }
   // A click on `el` sends its form: a submit button or an image input with a form owner.
   function byClick(el) {
@@ -92,5 +99,5 @@ if (!window.__acSubmits) { window.__acSubmits = (() => {
     if (form.requestSubmit) form.requestSubmit(submitter && submitter.form === form ? submitter : undefined); else form.submit();
     return describe(form, submitter);
   }
-  return {arm, byClick, byEnter, byKey, takeHeld, sendHeld};
+  return {arm, byClick, byEnter, byKey, takeHeld, sendHeld, sendsTo};
 })(); }

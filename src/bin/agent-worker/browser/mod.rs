@@ -93,6 +93,8 @@ pub struct Browser {
 pub(super) struct SecretSite {
     pub host: String,
     pub origin: Option<String>,
+    /// Where the field's form may send, for page.js: `{host, wildcard}` of the credentials' site.
+    pub sends_to: Value,
 }
 
 /// The remark added when a command had to start a new browser.
@@ -216,7 +218,11 @@ impl Browser {
         let host = host_of(here["href"].as_str().unwrap_or("")).unwrap_or_default();
         if pattern.allows(&host) {
             let host = here["hostname"].as_str().unwrap_or_default().to_string();
-            return Ok(SecretSite { host, origin: origin.map(str::to_string) });
+            let sends_to = match pattern.wildcard_domain() {
+                Some(domain) => json!({"host": domain, "wildcard": true}),
+                None => json!({"host": pattern.to_string(), "wildcard": false}),
+            };
+            return Ok(SecretSite { host, origin: origin.map(str::to_string), sends_to });
         }
         Err(WorkerError::refused(json!({
             "refused": Refusal::CredentialSite.as_str(),

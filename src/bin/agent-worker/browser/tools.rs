@@ -33,6 +33,11 @@ impl Browser {
         };
         match result {
             Ok(done) if self.loose_selectors && done.is_object() => Ok(self.with_loose_reads(done)),
+            // A failed command's loose reads are not the next one's.
+            Err(e) if self.loose_selectors => {
+                let _ = self.eval("__ac.looseRead()");
+                Err(e)
+            }
             other => other,
         }
     }
@@ -210,8 +215,13 @@ impl Browser {
     fn place_secret(&mut self, selector: &str, text: &str, site: &SecretSite, p: &Value) -> Result<Value, WorkerError> {
         let before = self.before_action(p);
         let origin = site.origin.as_deref().map_or_else(|| "null".into(), js);
-        let placed =
-            self.eval(&format!("__ac.placeSecret({}, {}, {}, {origin})", js(selector), js(text), js(&site.host)))?;
+        let placed = self.eval(&format!(
+            "__ac.placeSecret({}, {}, {}, {origin}, {})",
+            js(selector),
+            js(text),
+            js(&site.host),
+            site.sends_to
+        ))?;
         if placed["refused"].is_string() {
             return Err(WorkerError::refused(placed));
         }
