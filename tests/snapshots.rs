@@ -72,7 +72,7 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
     assert_eq!(nav["sign_in"], true, "a password field is said as a field, not left to the words");
     let survey = cmd(r, "browser_navigate", json!({"url": format!("{}/survey", site.url)}));
     assert_eq!(survey.get("sign_in"), None, "a form with a list that asks for a password is no sign-in form: {survey}");
-    let nav = cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url), "snapshot_chars": 4000}));
+    cmd(r, "browser_navigate", json!({"url": format!("{}/snap", site.url), "snapshot_chars": 4000}));
     assert!(snap.contains("select \"Color\" name=color: Red=r | Green=g (selected)"), "{snap}");
     let story = snap.lines().find(|l| l.contains("name=story")).unwrap_or_else(|| panic!("{snap}"));
     assert!(

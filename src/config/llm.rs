@@ -194,7 +194,8 @@ pub struct Endpoint {
     pub tool_mode: ToolMode,
     pub max_tokens: u32,
     pub vision: Vision,
-    /// Whether JSON action mode sends a reply schema (`ApiConfig::reply_schema`).
+    /// Whether each turn's reply is kept to the page (`ApiConfig::reply_schema`): a schema in
+    /// JSON action mode, enums in the tool list with native tool calls.
     pub reply_schema: Vision,
     pub temperature: Option<f32>,
     /// Set in the config, else the list price of its model (`price::list_price`).

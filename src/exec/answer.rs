@@ -18,7 +18,8 @@ pub const BULK_BYTES: usize = 1 << 20;
 /// The smallest member worth keeping as text.
 const BULK_MEMBER_BYTES: usize = 64 << 10;
 /// Container members the controller reads from a result: never kept as text.
-const READ_MEMBERS: &[&str] = &["acted_on", "changed", "changes", "refused", "sign_in"];
+const READ_MEMBERS: &[&str] =
+    &["acted_on", "changed", "changes", "needs_approval", "read_as", "refused", "sign_in", "submit_held"];
 
 /// One member of a result kept as the JSON text the worker sent.
 #[derive(Debug)]

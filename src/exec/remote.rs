@@ -97,19 +97,24 @@ pub fn read_line(flavor: Flavor, path: &str, max: u64) -> Result<String, QuoteEr
 }
 
 /// The files named as `path`'s last part below its nearest folder that exists (POSIX hosts; at
-/// most `same_name::MATCHES`), one per line, then that folder's path last.
+/// most `same_name::MATCHES`, in at most 5 s where `timeout` exists), one per line, then that
+/// folder's path last; nothing where the path exists (a folder, a file it may not read) or a
+/// relative path climbs to the working folder, as the worker's search (`shell.rs`).
 pub fn same_name_line(path: &str) -> Option<String> {
     // A name with a pattern's characters would match others than itself.
     let name = path
         .rsplit('/')
         .next()
         .filter(|n| !n.is_empty() && *n != "." && *n != ".." && !n.contains(['*', '?', '[', '\\']))?;
+    let relative = !path.starts_with('/') && !path.starts_with("./");
     Some(format!(
-        "d=$(dirname -- {p}); while [ ! -d \"$d\" ]; do d=$(dirname -- \"$d\"); done; \
-         find \"$d\" -xdev -type f -name {n} 2>/dev/null | head -n {m}; echo \"$d\"",
+        "[ -e {p} ] && exit 0; d=$(dirname -- {p}); while [ ! -d \"$d\" ]; do d=$(dirname -- \"$d\"); done; \
+         {stop}t=; command -v timeout >/dev/null 2>&1 && t='timeout 5'; \
+         $t find \"$d\" -xdev -type f -name {n} 2>/dev/null | head -n {m}; echo \"$d\"",
         p = quote_posix(path),
         n = quote_posix(name),
         m = crate::protocol::worker::same_name::MATCHES,
+        stop = if relative { "[ \"$d\" = . ] && exit 0; " } else { "" },
     ))
 }
 
@@ -153,6 +158,26 @@ mod tests {
         assert!(line.contains(r"'/srv/it'\''s here/notes.txt'") && line.contains("-name 'notes.txt'"), "{line}");
         assert_eq!(same_name_line("/srv/*.txt"), None);
         assert_eq!(same_name_line("/srv/"), None);
+    }
+
+    /// The line run by a real `sh`: it searches only for a path that does not exist, and a
+    /// relative one only below a folder it names (as the worker's search).
+    #[test]
+    fn a_same_name_search_runs_only_for_a_missing_path() {
+        let root = std::env::temp_dir().join(format!("same-name-{}", std::process::id()));
+        std::fs::create_dir_all(root.join("sub/deep")).unwrap();
+        std::fs::write(root.join("sub/deep/notes.txt"), "x").unwrap();
+        let run = |path: &str| {
+            let line = same_name_line(path).unwrap();
+            let out = std::process::Command::new("sh").arg("-c").arg(&line).current_dir(&root).output().unwrap();
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let base = root.display();
+        assert_eq!(run(&format!("{base}/nope/notes.txt")), format!("{base}/sub/deep/notes.txt\n{base}\n"));
+        assert_eq!(run(&format!("{base}/sub")), "", "a folder that exists is no missing file");
+        assert_eq!(run("notes.txt"), "", "a bare name has no folder to search");
+        assert_eq!(run("sub/none/notes.txt"), "sub/deep/notes.txt\nsub\n");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -46,8 +46,9 @@ use crate::protocol::tools::Tool;
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashSet};
 
-/// The tool modes a unit runs in. The evidence says where a unit earns; today every unit runs
-/// in both (`ALL`), and a mode left out here switches it off there without touching its code.
+/// The tool modes a unit runs in. The evidence says where a unit earns; a mode left out here
+/// switches it off there without touching its code (`text_call` is native only, `loose_actions`
+/// JSON only: each repairs what only its mode's replies get wrong).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Modes {
     pub native: bool,
