@@ -209,6 +209,14 @@ fn clicks_say_what_they_cannot_do() {
     // An option as the snapshot lists it (`Green=g`) is chosen.
     let chosen = cmd(r, "browser_select_option", json!({"selector": "select", "value": "Green=g"}));
     assert_eq!(chosen["selected"], "g", "{chosen}");
+    // Its text in another case is that option; part of it only where `loose_selectors` asks.
+    assert_eq!(cmd(r, "browser_select_option", json!({"selector": "select", "value": "red"}))["selected"], "r");
+    let e = cmd_err(r, "browser_select_option", json!({"selector": "select", "value": "gre"}));
+    assert!(e.contains("no option `gre`"), "{e}");
+    let part = cmd(r, "browser_select_option", json!({"selector": "select", "value": "gre", "loose_selectors": true}));
+    assert_eq!(part["selected"], "g", "{part}");
+    assert_eq!(part["read_as"], json!([{"selector": "select", "read_as": "the option \"Green\""}]), "{part}");
+    cmd(r, "browser_select_option", json!({"selector": "select", "value": "Green"}));
     let sent = cmd(r, "browser_click", asked);
     assert!(sent["snapshot"].as_str().unwrap().contains("name=Zoe"), "{sent}");
     // Without the guard (the full profile) the first click sends the form as it is.

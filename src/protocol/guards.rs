@@ -289,7 +289,7 @@ impl Guard {
                 Worker,
                 Repair,
                 SMALL,
-                "a selector in another spelling of what is meant (`[ref=e4]`, `e4`, a field's name as `ref=email`, `button=Send`, `:contains(…)`, a label's `text=` for its field) is read as meant",
+                "a selector in another spelling of what is meant (`[ref=e4]`, `e4`, a field's name as `ref=email`, `button=Send`, `:contains(…)`, a label's `text=` for its field), or an option named by part of its text, is read as meant",
             ),
             LoopNote => row(
                 AfterResult,

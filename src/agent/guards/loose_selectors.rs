@@ -1,7 +1,8 @@
 //! `loose_selectors` (small profile, in the worker, a repair): a selector in a spelling small
 //! models write for what they mean — a ref as `[ref=e4]`, `e4` or `REF = e4`, a field's name or
 //! id as `ref=email` or `name=email`, `button=Send`, jQuery's `:contains(…)`, a label's
-//! `text=` meaning its field — is read as meant. The worker reads them only for a command sent
+//! `text=` meaning its field — is read as meant, and an option named by part of its text is
+//! chosen. The worker reads them only for a command sent
 //! with `loose_selectors: true`, which this unit decides, and reports each one it read
 //! (`read_as`), which becomes this unit's log event and is not shown to the model.
 //!

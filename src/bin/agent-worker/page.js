@@ -471,8 +471,10 @@ if (!window.__ac) { window.__ac = (() => {
     if (step) return focusStepper(el, sel, step);
     if (el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a select"));
     const opts = Array.from(el.options);
-    const exact = v => opts.find(o => o.value === v) || opts.find(o => norm(o.text) === norm(v));
-    const pick = v => exact(v) || opts.find(o => norm(o.text).toLowerCase().includes(norm(v).toLowerCase()))
+    const lower = s => norm(s).toLowerCase(), exact = v => opts.find(o => o.value === v) || opts.find(o => lower(o.text) === lower(v));
+    // Part of an option's text is a loose reading (`loose_selectors`).
+    const part = v => { const o = loose && opts.find(o => lower(o.text).includes(lower(v))); return o && readLoosely(sel, "the option " + JSON.stringify(norm(o.text)), o); };
+    const pick = v => exact(v) || part(v)
       // `Mug=mug`, as the snapshot lists an option whose value differs from its text.
       || (v.includes("=") && pick(v.split("=")[0]));
     const names = opts.map(o => norm(o.text));
