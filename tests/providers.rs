@@ -223,6 +223,7 @@ fn a_call_written_as_text_runs_in_the_small_profile_in_every_wire_format() {
     let s = ended(&c, &create_session(&c, task));
     let names: Vec<String> = actions(&worker).into_iter().map(|(a, _)| a).collect();
     assert_eq!(names, ["browser_navigate"], "{s}");
+    assert!(s["guards_fired"].get("text_call").is_none(), "{s}");
 }
 
 #[test]
