@@ -167,8 +167,9 @@ fn upload_download_and_zip() {
     f.done.send(AgentOutcome::Stopped).unwrap();
 }
 
-/// The same bytes again, under any name and by any way in, are not stored twice: the answer
-/// names the file that holds them. Equal sizes with other bytes are stored.
+/// The same bytes again are not stored twice (the answer names the file that holds them), by
+/// any way in but one: a file the model writes under a name of its own is stored under it, as
+/// the task may ask for that name. Equal sizes with other bytes are stored.
 #[test]
 fn a_file_with_the_bytes_of_a_stored_one_is_not_stored_again() {
     let f = fixture("dedupe", |_| {});
@@ -178,10 +179,12 @@ fn a_file_with_the_bytes_of_a_stored_one_is_not_stored_again() {
     let mut other = report.clone();
     other[69_999] ^= 1;
     assert_eq!(f.upload("report.pdf", &other).json()["stored_as"], "report-2.pdf", "same size, other bytes");
+    let written = f.runner.store_file("again.pdf", &report, FileKind::Generated).unwrap();
+    assert_eq!((written.filename.as_str(), written.duplicate), ("again.pdf", false), "the name asked for");
     let again = f.runner.store_file("again.pdf", &report, FileKind::Generated).unwrap();
-    assert_eq!((again.filename.as_str(), again.duplicate), ("report.pdf", true));
+    assert_eq!((again.filename.as_str(), again.duplicate), ("again.pdf", true));
     let files = f.d.client().get(&format!("/sessions/{}/files", f.id)).json();
-    assert_eq!(files.as_array().unwrap().len(), 2, "{files}");
+    assert_eq!(files.as_array().unwrap().len(), 3, "{files}");
     assert!(!files.to_string().contains("duplicate"), "listings never say duplicate: {files}");
     f.assert_no_partials();
     f.done.send(AgentOutcome::Stopped).unwrap();

@@ -111,7 +111,7 @@ impl Session {
             if index.total_bytes + size > self.config.max_session_bytes() {
                 return Err(limit_error(false, &self.config, &self.id));
             }
-            if let Some(existing) = self.same_bytes(index, &staged, kind, size) {
+            if let Some(existing) = self.same_bytes(index, &staged, kind, size, &name) {
                 return Ok((existing, index.file_count(), true));
             }
             let name = index.unique_name(&name);
@@ -131,8 +131,17 @@ impl Session {
     }
 
     /// A file the session produced (not a screenshot, not an input) with exactly the staged bytes: a model that downloads or
-    /// saves the same thing again gets the name it already has, not a copy.
-    fn same_bytes(&self, index: &FileIndex, staged: &StagedFile, kind: FileKind, size: u64) -> Option<String> {
+    /// saves the same thing again gets the name it already has, not a copy. A file the model writes
+    /// under another name is stored: that name is what the task asked for (`answer.txt` after a
+    /// `notes.txt` that says the same).
+    fn same_bytes(
+        &self,
+        index: &FileIndex,
+        staged: &StagedFile,
+        kind: FileKind,
+        size: u64,
+        name: &str,
+    ) -> Option<String> {
         let produced = |kind: FileKind| matches!(kind, FileKind::Download | FileKind::Generated);
         if !produced(kind) {
             return None;
@@ -141,6 +150,7 @@ impl Session {
             .entries
             .iter()
             .filter(|(_, info)| produced(info.kind) && info.size == size)
+            .filter(|(held, _)| kind != FileKind::Generated || held.as_str() == name)
             .find(|(name, _)| self.dir.file_path(index, name).is_some_and(|p| staged.same_bytes_as(&p)))
             .map(|(name, _)| name.clone())
     }
