@@ -68,6 +68,12 @@ impl Modes {
 }
 
 /// One guard: its row, the modes it runs in, and what was measured of it.
+///
+/// The keep rule, the one test every unit's evidence answers: at least three paired repeats
+/// (the same tasks and seeds with the unit on and off, `eval --ablate-fired`), and a win on one
+/// suite (own or MiniWoB's development split) with no loss on the other, in the tool modes it
+/// runs in. A unit whose evidence says "not yet ablated" has not met it yet; one that fails it
+/// goes.
 #[derive(Debug)]
 pub(super) struct Unit {
     pub guard: Guard,
