@@ -19,7 +19,9 @@ use serde_json::Value;
 pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::LooseSelectors,
     modes: Modes::ALL,
-    evidence: "moved from the worker's page helpers, where they ran in every session; not yet ablated.",
+    evidence: "moved from the worker's page helpers, where they ran in every session. One paired repeat \
+     (0652cf9, OpenAI native, 9 multi-step MiniWoB pages): fired on multi-layouts only, 0 → 0. Not yet \
+     the keep rule's three.",
 };
 
 /// What the worker's `read_as` says, one line per selector.

@@ -19,7 +19,8 @@ use serde_json::{Value, json};
 pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::ReadingHints,
     modes: Modes::ALL,
-    evidence: "moved from the worker and the SSH executor, where it ran in every session; not yet ablated.",
+    evidence: "moved from the worker and the SSH executor, where it ran in every session. One paired repeat \
+     (0652cf9, OpenAI native, own shell tasks): 2 → 1 (csv-sum). Not yet the keep rule's three.",
 };
 
 /// Lines past which a model counts or picks lines by eye badly.

@@ -17,7 +17,8 @@ use serde_json::Value;
 pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::SameNameRead,
     modes: Modes::ALL,
-    evidence: "moved from the worker, where it ran in every session (SSH did not have it); not yet ablated.",
+    evidence: "moved from the worker, where it ran in every session (SSH did not have it). One paired repeat \
+     (0652cf9, OpenAI native): find-file 1 → 0. Not yet the keep rule's three.",
 };
 
 /// Whether the answer to a read of `input`'s path is another file's.

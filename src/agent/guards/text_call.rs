@@ -17,7 +17,8 @@ pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::TextCall,
     modes: Modes::NATIVE,
     evidence: "moved from the OpenAI adapter, where it ran in every profile (Anthropic and Gemini did not have \
-               it); not yet ablated.",
+               it). It fired in none of 27 native sessions on the local model this round (injection 14, \
+               MiniWoB 9, own 4; 4e00e41 and 0652cf9); not yet ablated.",
 };
 
 /// The one call `reply`'s text writes to a tool in `offered`, as a call block (`id` its id).
