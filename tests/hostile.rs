@@ -298,6 +298,23 @@ fn page_text_reaches_the_model_between_markers_and_credentials_stay_on_their_sit
     assert!(posted.iter().any(|l| l.starts_with("GET /login")), "the redirect was followed: {posted:?}");
 }
 
+/// A script of `n` sessions that each sign in and finish.
+fn logins(n: usize) -> Vec<Step> {
+    let step = [tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
+    step.iter().cycle().take(2 * n).cloned().collect()
+}
+
+/// A session that signs in on `login_url` (its target too) with `password`, run to its end.
+fn sign_in(c: &Client, login_url: &str, password: &str) -> String {
+    let id = create_session(
+        c,
+        json!({"mode": "task", "target": login_url, "instruction": "Sign in",
+            "credentials": {"username": "bob@example.test", "password": password, "login_url": login_url}}),
+    );
+    wait_status(c, &id, "finished");
+    id
+}
+
 #[test]
 fn a_password_lands_only_in_its_field_whatever_the_page_does_with_the_focus() {
     if !have_chromium() {
@@ -305,19 +322,12 @@ fn a_password_lands_only_in_its_field_whatever_the_page_does_with_the_focus() {
     }
     let (near, far) = sites();
     let dir = TempDir::new("secret-typing");
-    let step = [tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
-    let (d, _llm) = llm_daemon(dir.path(), [step.clone(), step].concat(), |_| {});
+    let (d, _llm) = llm_daemon(dir.path(), logins(2), |_| {});
     let _worker = RealWorker::start(&d, "login-box", "browser");
     let c = d.client();
     let password = "correct-horse-battery-9";
     for page in ["login-framed", "login-jumpy"] {
-        let login_url = format!("{}/{page}", near.url);
-        let id = create_session(
-            &c,
-            json!({"mode": "task", "target": login_url, "instruction": "Sign in",
-                "credentials": {"username": "bob@example.test", "password": password, "login_url": login_url}}),
-        );
-        wait_status(&c, &id, "finished");
+        sign_in(&c, &format!("{}/{page}", near.url), password);
         // The site got both, sent by its own form; the other host got not one key of them.
         let posted = near.seen();
         assert!(posted.iter().any(|l| l.starts_with("POST /login") && l.contains(password)), "{page}: {posted:?}");
@@ -338,19 +348,12 @@ fn a_password_goes_only_into_a_sign_in_form_that_sends_to_its_site() {
     }
     let (near, far) = sites();
     let dir = TempDir::new("login-form");
-    let step = [tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
-    let (d, llm) = llm_daemon(dir.path(), [step.clone(), step.clone(), step.clone(), step].concat(), |_| {});
+    let (d, llm) = llm_daemon(dir.path(), logins(4), |_| {});
     let _worker = RealWorker::start(&d, "form-box", "browser");
     let c = d.client();
     let password = "staple-tongue-41";
     for (i, page) in ["survey", "login-offsite", "login-formaction", "login-shadowed"].into_iter().enumerate() {
-        let login_url = format!("{}/{page}", near.url);
-        let id = create_session(
-            &c,
-            json!({"mode": "task", "target": login_url, "instruction": "Sign in",
-                "credentials": {"username": "bob@example.test", "password": password, "login_url": login_url}}),
-        );
-        wait_status(&c, &id, "finished");
+        sign_in(&c, &format!("{}/{page}", near.url), password);
         let told = llm.requests()[2 * i + 1].last_results()[0].clone();
         if page == "login-shadowed" {
             assert!(told.to_string().contains("Submitted the login form"), "{told}");
@@ -399,18 +402,11 @@ fn a_failed_login_tells_the_model_what_the_record_keeps_and_no_password() {
     }
     let (near, _far) = sites();
     let dir = TempDir::new("login-echo");
-    let script = vec![tool("perform_login", json!({})), tool("finish_task", json!({"summary": "done"}))];
-    let (d, llm) = llm_daemon(dir.path(), script, |_| {});
+    let (d, llm) = llm_daemon(dir.path(), logins(1), |_| {});
     let _worker = RealWorker::start(&d, "echo-box", "browser");
     let c = d.client();
-    let login_url = format!("{}/login-echo", near.url);
     let password = "tr0ub4dor-and-3";
-    let id = create_session(
-        &c,
-        json!({"mode": "task", "target": login_url, "instruction": "Sign in",
-            "credentials": {"username": "bob@example.test", "password": password, "login_url": login_url}}),
-    );
-    wait_status(&c, &id, "finished");
+    let id = sign_in(&c, &format!("{}/login-echo", near.url), password);
     // The send failed (no button), and the page quoted the password in the error.
     let seen = llm.requests()[1].last_results()[0].clone();
     assert_eq!(seen["is_error"], true, "{seen}");
