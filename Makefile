@@ -6,8 +6,9 @@ CONFIG  ?= config.yaml
 TARGET  := x86_64-unknown-linux-gnu
 # A static binary without musl: glibc static-pie (musl would need musl-tools for ring). Its
 # relative relocations packed as RELR (glibc >= 2.36, binutils >= 2.38): 176 KB smaller than
-# RELA, still position-independent (ASLR kept).
-STATIC_RUSTFLAGS := -C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs
+# RELA, still position-independent (ASLR kept). Identical functions folded into one by the
+# linker (rust-lld's --icf=all: generic copies that compiled to the same code), 54 KB less.
+STATIC_RUSTFLAGS := -C target-feature=+crt-static -C link-arg=-Wl,-z,pack-relative-relocs -C link-arg=-Wl,--icf=all
 # Where cargo builds: CARGO_TARGET_DIR when set, as cargo itself reads it.
 TARGET_DIR  := $(or $(CARGO_TARGET_DIR),target)
 RELEASE_BIN := $(TARGET_DIR)/$(TARGET)/release/agent-controller

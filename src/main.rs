@@ -36,6 +36,7 @@ fn main() -> ExitCode {
     }
     match name {
         "serve" => {
+            agent_controller::util::panic::abort_on_panic(|| {});
             agent_controller::util::malloc::drop_thread_caches();
             run_daemon(&parsed)
         }

@@ -1,8 +1,9 @@
-//! Durability through the real daemon: one daemon per output directory, panics contained,
-//! storage management, worker liveness during long commands.
+//! Durability through the real daemon: one daemon per output directory, a panic logged and its
+//! sessions resumed after the restart, storage management, worker liveness during long commands.
 
 use crate::support::*;
 use serde_json::json;
+use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -46,54 +47,55 @@ fn a_second_daemon_on_the_same_directory_exits_naming_the_holder() {
     assert_eq!(d.client().get(&format!("/sessions/{id}")).json()["status"], "error");
 }
 
+/// A panic is a bug and ends the process (`util::panic`): it is logged, the process aborts
+/// (SIGABRT, so `Restart=on-failure` starts it again), and after the restart the session that
+/// was running is ended `interrupted` and goes on from its journal.
 #[test]
-fn a_panic_ends_one_session_and_one_request_not_the_daemon() {
+fn a_panic_ends_the_process_logged_and_the_restart_resumes_its_sessions() {
+    use std::os::unix::process::ExitStatusExt;
     let dir = TempDir::new("panic");
-    let (test_agent, inner) = TestAgent::new();
-    // Sessions whose instruction says so panic inside the agent; the others go to the test.
-    let agent: agent_controller::session::AgentFn = std::sync::Arc::new(move |runner| {
-        if runner.record().instruction.as_deref() == Some("panic") {
-            runner.log(agent_controller::protocol::LogKind::Assistant, "about to fail", None);
-            panic!("the agent tripped over {}", "a bug");
-        }
-        inner(runner)
-    });
-    let d = TestDaemon::start(test_config(dir.path()), agent);
-    let c = d.client();
-    let _w1 = register(&d.worker_client(), json!({"hostname": "a", "capabilities": ["browser"]}));
-    let _w2 = register(&d.worker_client(), json!({"hostname": "b", "capabilities": ["browser"]}));
-    let calm = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "calm"}));
-    let (runner, done) = test_agent.next();
-    let bad = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "panic"}));
-    let s = wait_status(&c, &bad, "error");
-    assert_eq!(s["error"], "internal error: the agent tripped over a bug");
-    // The end is recorded like any other: the log has what came before and the reason.
-    wait_until(Duration::from_secs(5), "the end in the log", || {
-        let log = c.get(&format!("/sessions/{bad}/log")).json();
-        let texts: Vec<String> =
-            log["entries"].as_array().unwrap().iter().filter_map(|e| e["text"].as_str().map(String::from)).collect();
-        (texts.iter().any(|t| t == "about to fail") && texts.iter().any(|t| t.contains("internal error"))).then_some(())
-    });
-    // The worker is free again: a third session gets it.
-    let third = create_session(&c, json!({"mode": "task", "target": "https://x.test", "instruction": "calm"}));
-    let (_r3, done3) = test_agent.next();
-    wait_status(&c, &third, "running");
-    // A panicking route answers 500 JSON, on both servers, and the handlers go on.
-    for client in [&c, &d.worker_client()] {
-        for _ in 0..12 {
-            let r = client.get("/__test/panic");
-            assert_eq!(r.status, 500, "{}", r.text());
-            assert_eq!(r.json()["code"], "internal");
-        }
-        assert_eq!(client.get("/health").status, 200);
+    let llm = crate::support::llm::ScriptedLlm::start(vec![
+        crate::support::llm::text("slow").delayed(Duration::from_secs(30)),
+    ]);
+    let config = format!("api:\n  base_url: \"{}\"\nlogging:\n  file: daemon.log\n", llm.url);
+    std::fs::write(dir.path().join("config.yaml"), config).unwrap();
+    let serve = || {
+        start_serving(
+            Command::new(binary())
+                .args(["serve", "--api-port", "0", "--worker-port", "0"])
+                .env("ANTHROPIC_API_KEY", "sk-test")
+                .current_dir(dir.path()),
+        )
+    };
+    let Serving { mut child, stderr, api, worker, .. } = serve();
+    let c = Client::new(api.clone(), None);
+    let _w = register(&Client::new(worker, None), json!({"hostname": "h", "capabilities": ["shell"]}));
+    let id = create_session(&c, json!({"mode": "explore", "type": "shell", "target": "h"}));
+    wait_status(&c, &id, "running");
+
+    // The route panics: no answer, the connection just closes, and the process is gone.
+    let addr = api.trim_start_matches("http://");
+    let mut conn = std::net::TcpStream::connect(addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    conn.write_all(format!("GET /__test/panic HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes())
+        .unwrap();
+    let mut answer = Vec::new();
+    let _ = conn.read_to_end(&mut answer);
+    assert!(answer.is_empty(), "a panicking route answered: {}", String::from_utf8_lossy(&answer));
+    let status = wait_until(Duration::from_secs(10), "the process to end", || child.0.try_wait().unwrap());
+    assert_eq!(status.signal(), Some(libc::SIGABRT), "{status:?}");
+    let printed = std::io::read_to_string(stderr).unwrap();
+    let logged = std::fs::read_to_string(dir.path().join("daemon.log")).unwrap();
+    for text in [&printed, &logged] {
+        assert!(text.contains("a bug ends the process") && text.contains("test trigger: a route panicked"), "{text}");
     }
-    // The other session never noticed.
-    assert_eq!(c.get(&format!("/sessions/{calm}")).json()["status"], "running");
-    runner.log(agent_controller::protocol::LogKind::Assistant, "still here", None);
-    done.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
-    wait_status(&c, &calm, "finished");
-    done3.send(agent_controller::session::AgentOutcome::Finished { summary: "ok".into() }).unwrap();
-    wait_status(&c, &third, "finished");
+
+    let Serving { child: _child, api, stderr: _stderr, .. } = serve();
+    let c = Client::new(api, None);
+    let s = c.get(&format!("/sessions/{id}")).json();
+    assert_eq!((&s["status"], &s["end"]), (&json!("error"), &json!({"kind": "interrupted", "by": "restart"})), "{s}");
+    let r = c.post(&format!("/sessions/{id}/resume"), &json!({}));
+    assert_eq!(r.status, 202, "{}", r.text());
 }
 
 #[test]

@@ -150,12 +150,7 @@ fn admit(client: TcpStream, peer: SocketAddr, inner: &Path, limits: &Limits, reg
     let spawned = std::thread::Builder::new().name("conn".into()).stack_size(128 * 1024).spawn(move || {
         // SAFETY: `fd` was given up by `into_raw_fd` above and is owned by this thread alone.
         let client = unsafe { TcpStream::from_raw_fd(fd) };
-        let served = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            relay::serve(&client, peer, &inner, &limits, &slot);
-        }));
-        if served.is_err() {
-            log::error!("the relay of a connection from {peer} panicked; the connection is closed");
-        }
+        relay::serve(&client, peer, &inner, &limits, &slot);
         // Out of the registry before the descriptor closes, so eviction never hits a reused one.
         slot.registry.remove(slot.id);
         drop(client);

@@ -13,7 +13,6 @@
 pub mod api;
 mod body;
 mod conns;
-mod contain;
 mod drain;
 mod front;
 mod guard;
@@ -29,6 +28,7 @@ mod splice;
 mod statuses;
 mod stream;
 mod tls;
+mod triggers;
 mod web;
 pub mod worker_api;
 
@@ -37,12 +37,12 @@ pub use body::{
     read_json, read_worker_json, split_url,
 };
 pub use conns::Limits as ConnLimits;
-pub use contain::contained;
 pub use front::sweep_stale_dirs;
 pub use relay::{chunk_size, reread_head};
 pub use server::{HttpServer, ServerSpec};
 pub use statuses::session_failure;
 pub use tls::{TlsConfig, load as load_tls};
+pub use triggers::test_trigger;
 
 pub use drain::send;
 pub(crate) use drain::send_off_pool;

@@ -125,7 +125,7 @@ fn spawn_pool(
                             if let Some(request) = guard.check(request)
                                 && let Some(request) = hand_off_slow_body(request, &handle, &slow_bodies)
                             {
-                                run_contained(&handle, request, &thread_name);
+                                handle(request);
                             }
                         }
                         Err(_) if stopping.load(Ordering::Acquire) => return,
@@ -142,15 +142,6 @@ fn spawn_pool(
 
 /// A handler thread's stack (routes parse JSON and build replies on it).
 const HANDLER_STACK: usize = 1024 * 1024;
-
-/// Run the handler; routes contain their own panics (`contain.rs`), and this keeps the thread
-/// if answering panics (tiny_http answers a dropped request 500).
-fn run_contained(handle: &Handler, request: Request, thread_name: &str) {
-    let handled = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handle(request)));
-    if handled.is_err() {
-        log::error!("{thread_name}: a request handler panicked; the thread goes on");
-    }
-}
 
 /// Handle a request whose body comes at the client's pace on a thread of its own; the request
 /// back when it is not such a request, or no thread is to be had.
@@ -174,7 +165,7 @@ fn hand_off_slow_body(request: Request, handle: &Handler, under_way: &Arc<Atomic
     let (handle, counter, taken) = (Arc::clone(handle), Arc::clone(under_way), rx.clone());
     let spawned = std::thread::Builder::new().name("body".into()).stack_size(HANDLER_STACK).spawn(move || {
         if let Ok(request) = taken.recv() {
-            run_contained(&handle, request, "body");
+            handle(request);
         }
         counter.fetch_sub(1, Ordering::AcqRel);
     });

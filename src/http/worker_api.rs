@@ -55,7 +55,8 @@ pub struct WorkerApi {
 
 impl WorkerApi {
     pub fn handle(&self, mut request: Request) {
-        let result = http::contained(&mut request, |r| self.route(r));
+        http::test_trigger(&request);
+        let result = self.route(&mut request);
         http::finish(request, result);
     }
 

@@ -132,19 +132,12 @@ fn run_over_ssh(session: &Arc<Session>, agent: &AgentFn, config: Arc<Config>) {
     finish(session, outcome);
 }
 
-/// The agent under `catch_unwind`: a panic (a bug) ends this session `error` with the reason,
-/// recorded like any other end; every other session and the servers go on.
+/// The agent's run (a panic ends the process, `util::panic`: this session and every other is
+/// then ended `interrupted` by the restart, and may be resumed).
 fn run_agent(session: &Arc<Session>, agent: &AgentFn, runner: SessionRunner) -> AgentOutcome {
     // Closed again in `finish`.
     session.dir.keep_files_open();
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| agent(runner))) {
-        Ok(outcome) => outcome,
-        Err(payload) => {
-            let what = crate::util::panic::message(&*payload);
-            log::error!("{}: the agent panicked: {what}", session.id);
-            AgentOutcome::Failed(format!("internal error: {what}"))
-        }
-    }
+    agent(runner)
 }
 
 /// Record how the session ended (a stop or shutdown already did), empty the vault, answer

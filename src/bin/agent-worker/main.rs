@@ -43,6 +43,9 @@ pub const CAPABILITIES: &[&str] = &["browser", "shell", "app"];
 const DOWNLOADS: &str = "downloads";
 
 fn main() -> ExitCode {
+    // A panic ends the worker as a signal would, then aborts: its service restarts it, and the
+    // controller fails the command it held.
+    agent_controller::util::panic::abort_on_panic(signals::stop_everything);
     let mut args = pico_args::Arguments::from_env();
     if args.contains(["-h", "--help"]) {
         print!("{}", cli::USAGE);

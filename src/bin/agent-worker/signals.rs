@@ -1,6 +1,7 @@
 //! Stopping by signal, and the cleanup it needs.
 //!
-//! SIGINT/SIGTERM end the worker at once with exit code 0. A long poll may be in flight then;
+//! SIGINT/SIGTERM end the worker at once with exit code 0 (a panic ends it too, after the same
+//! cleanup: `util::panic`). A long poll may be in flight then;
 //! nothing is lost, because the controller fails the command when it sees the worker gone.
 //! `exit` runs no destructors, so whoever starts a process group (the browser, a shell
 //! command) or creates a temporary folder (a browser profile, the download folder) registers
@@ -75,8 +76,9 @@ pub fn stop_on_signal() {
     });
 }
 
-/// Kill every registered process group, then remove every registered folder.
-fn stop_everything() {
+/// Kill every registered process group, then remove every registered folder (on a signal, and
+/// when a panic ends the worker: nothing panics while holding `OWNED`).
+pub fn stop_everything() {
     let (groups, dirs) = {
         let mut owned = owned();
         (std::mem::take(&mut owned.groups), std::mem::take(&mut owned.dirs))
