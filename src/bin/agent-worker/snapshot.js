@@ -1,7 +1,8 @@
 // agent-worker page snapshot: what the model reads of a page, with refs it can act on.
 // Loaded after page.js; adds __ac.snapshot(max, floor, reset, known, part, lines, signIn) once per
 // document, and __ac.watch()/__ac.quiet() to wait for the changes an action sets off.
-// Invariants: hidden elements are left out; a password's value never appears; every element
+// Invariants: hidden elements are left out; a secret field's value never appears (masks.js: a
+// password, a card number or one-time code, a credential or a person's typing); every element
 // shown gets a ref `eN` (text and images only where a click does something there) that stays the same for
 // that element while the document lives, and that an element looking the same (its line without
 // values and state marks) on a later page of the session gets again (`known`, see page.js);
@@ -74,7 +75,7 @@ if (window.__ac && !window.__ac.snapshot) { window.__ac.snapshot = (() => {
     const step = type === "text" && ac.stepper(el);
     if (step) return stepLine(el, step, label, name);
     let value = "";
-    if (type === "password") value = el.value ? " (filled; value hidden)" : " (empty)";
+    if (window.__acMasks.secret(el)) value = el.value ? " (filled; value hidden)" : " (empty)";
     else if (type === "checkbox" || type === "radio") value = el.checked ? " (checked)" : " (not checked)";
     else if (el.value) value = ` value=${JSON.stringify(ends(norm(el.value)))}`;
     // An empty field says so: its label alone reads to a small model like a filled-in value.
