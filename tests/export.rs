@@ -127,6 +127,86 @@ fn a_browser_run_exports_as_a_playwright_script_that_sends_the_same_forms() {
     assert!(site.posted.lock().unwrap()[4].starts_with("/submit name=Max&color=g&gift=yes"));
 }
 
+/// What a step set by its meaning is exported as the field holds it (a date as `2026-03-05`, a
+/// select's option value, a slider's number), a radio named by another radio's label as the
+/// radio that was checked, and a field in a frame through its frame: the script sends the
+/// same two forms.
+#[test]
+fn dates_sliders_radios_selects_and_frames_export_as_they_were_set() {
+    if !have_chromium() {
+        return;
+    }
+    let site = Site::start();
+    let script = vec![
+        // The frame comes first on the page (e1), then its field and button.
+        tool("browser_type", json!({"selector": "ref=e2", "text": "Zoe Card"})),
+        tool("browser_click", json!({"selector": "ref=e3"})),
+        tool(
+            "browser_fill_form",
+            json!({"fields": [{"selector": "#when", "value": "March 5, 2026"}, {"selector": "#volume", "value": "7"},
+                {"selector": "#std", "value": "Express", "type": "radio"}]}),
+        ),
+        tool("browser_select_option", json!({"selector": "#size", "value": "large"})),
+        tool("request_takeover", json!({"reason": "the date is yours to say"})),
+        tool("browser_click", json!({"selector": "form > button"})),
+        tool("finish_task", json!({"summary": "booked"})),
+    ];
+    let dir = TempDir::new("export-kinds");
+    let (d, _llm) = llm_daemon(dir.path(), script, |_| {});
+    let _worker = RealWorker::start(&d, "export-kinds", "browser");
+    let c = d.client();
+    let id = create_session(
+        &c,
+        json!({"mode": "task", "target": format!("{}/booking", site.url), "instruction": "book with the card"}),
+    );
+    // A person changes the date: what the field made of it stays out of the record.
+    wait_status(&c, &id, "paused");
+    let act = json!({"tool": "browser_type", "input": {"selector": "#when", "text": "April 9, 2026"}});
+    assert_eq!(c.post(&format!("/sessions/{id}/act"), &act).status, 200);
+    assert_eq!(c.post(&format!("/sessions/{id}/resume"), &json!({})).status, 202);
+    let s = ended(&c, &id);
+    assert_eq!(s["status"], "finished", "{s}");
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(&id).join(name)).unwrap();
+    let steps = read("steps.jsonl");
+    assert!(steps.contains("2026-03-05"), "the model's own date is kept as the field holds it: {steps}");
+    for record in [steps, read("log.jsonl"), read("conversation.jsonl")] {
+        assert!(!record.contains("2026-04-09") && !record.contains("April 9"), "{record}");
+    }
+    let by_session = site.posted.lock().unwrap().clone();
+    assert_eq!(
+        by_session,
+        ["/submit holder=Zoe+Card", "/submit when=2026-04-09&volume=7&ship=exp&size=l"],
+        "{:?}",
+        c.get(&format!("/sessions/{id}/log")).json()
+    );
+
+    let py = c.get(&format!("/sessions/{id}/export?format=playwright")).text();
+    for line in [
+        "page.frame_locator(\"#pay\").get_by_label(\"Card holder\").fill(args.v1)",
+        "page.frame_locator(\"#pay\").get_by_role(\"button\", name=\"Save card\").click()",
+        "page.get_by_label(\"Express\").check()",
+        "default=\"2026-03-05\"",
+        "default=\"l\"",
+        "page.get_by_label(\"Delivery date\").fill(secret(\"TYPED_1\"))",
+    ] {
+        assert!(py.contains(line), "{line:?} in:\n{py}");
+    }
+    if !have_python_playwright() {
+        return;
+    }
+    let folder = TempDir::new("export-kinds-run");
+    let file = folder.path().join("run.py");
+    std::fs::write(&file, &py).unwrap();
+    let ran = Command::new("python3")
+        .arg(&file)
+        .args(["--browser", "/usr/bin/chromium"])
+        .env("TYPED_1", "2026-04-09")
+        .output()
+        .unwrap();
+    assert!(ran.status.success(), "{}\n{}", String::from_utf8_lossy(&ran.stdout), String::from_utf8_lossy(&ran.stderr));
+    assert_eq!(site.posted.lock().unwrap()[2..], by_session[..], "the script sent the same forms");
+}
+
 #[test]
 fn export_errors_are_json_and_the_console_writes_the_file() {
     let script = vec![tool("finish_task", json!({"summary": "nothing to do"}))];

@@ -97,7 +97,21 @@ fn from_description(d: &Value) -> Option<String> {
     } else {
         by_role().or_else(by_text).or_else(by_testid).or_else(by_id)
     };
-    found.or_else(|| text("css").map(|css| format!("page.locator({})", py(css))))
+    let found = found.or_else(|| text("css").map(|css| format!("page.locator({})", py(css))))?;
+    Some(match in_frames(d) {
+        Some(scope) => found.replacen("page", &scope, 1),
+        None => found,
+    })
+}
+
+/// `page.frame_locator(…)` down to the frame the element is in, or None on the top page.
+fn in_frames(d: &Value) -> Option<String> {
+    let frames = d["frames"].as_array().filter(|f| !f.is_empty())?;
+    let mut scope = "page".to_string();
+    for f in frames.iter().filter_map(Value::as_str) {
+        scope.push_str(&format!(".frame_locator({})", py(f)));
+    }
+    Some(scope)
 }
 
 /// `#id` where the id is a plain CSS name, else the attribute selector.
@@ -148,6 +162,20 @@ mod tests {
         assert_eq!(locator(Some(&shared), None).as_deref(), Ok("page.locator(\"#buy-2\")"));
         let nothing = json!({"tag": "div", "css": "body > div:nth-of-type(2)", "unique": {}});
         assert_eq!(locator(Some(&nothing), None).as_deref(), Ok("page.locator(\"body > div:nth-of-type(2)\")"));
+    }
+
+    #[test]
+    fn an_element_in_a_frame_is_found_through_its_frames() {
+        let field = json!({"tag": "input", "label": "Card holder", "frames": ["iframe[title=\"Payment\"]", "#inner"],
+            "unique": {"label": "loose"}});
+        assert_eq!(
+            locator(Some(&field), None).as_deref(),
+            Ok(
+                "page.frame_locator(\"iframe[title=\\\"Payment\\\"]\").frame_locator(\"#inner\").get_by_label(\"Card holder\")"
+            )
+        );
+        let top = json!({"tag": "input", "label": "Name", "frames": [], "unique": {"label": "loose"}});
+        assert_eq!(locator(Some(&top), None).as_deref(), Ok("page.get_by_label(\"Name\")"));
     }
 
     #[test]

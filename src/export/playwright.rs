@@ -170,8 +170,10 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
         }
         Tool::BrowserType => {
             let target = loc()?;
-            let text = typed_value(step, "/text", &step.entry["element"], a["text"].as_str().unwrap_or(""), values);
-            let how = if a["clear"] == false { "press_sequentially" } else { "fill" };
+            let element = &step.entry["element"];
+            let text = typed_value(step, "/text", element, as_set(element, a["text"].as_str().unwrap_or("")), values);
+            // A date or number field is set whole (the worker did too); text may go key by key.
+            let how = if a["clear"] == false && element["set"].is_null() { "press_sequentially" } else { "fill" };
             let mut lines = vec![format!("{target}.{how}({text})")];
             if a["press_enter"] == true {
                 lines.extend([format!("{target}.press(\"Enter\")"), settle]);
@@ -179,9 +181,14 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
             lines
         }
         Tool::BrowserSelectOption => {
-            let value =
-                values.option(a["value"].as_str().unwrap_or(""), n, &about("chosen in", &step.entry["element"], a));
-            vec![set_field(&loc()?, &step.entry["element"], &value, a["value"].as_str().unwrap_or("")), settle]
+            let (element, asked) = (&step.entry["element"], a["value"].as_str().unwrap_or(""));
+            let value = match element["set"].as_array() {
+                Some(several) => {
+                    format!("[{}]", several.iter().filter_map(Value::as_str).map(py).collect::<Vec<_>>().join(", "))
+                }
+                None => values.option(as_set(element, asked), n, &about("chosen in", element, a)),
+            };
+            vec![set_field(&loc()?, element, &value, asked), settle]
         }
         Tool::BrowserFillForm => fill_form(step, values)?,
         Tool::BrowserSubmitForm => submit(step)?,
@@ -245,6 +252,16 @@ fn typed_value(step: &Step<'_>, pointer: &str, element: &Value, recorded: &str, 
     values.option(recorded, n, &about("typed into", element, step.args()))
 }
 
+/// What a step set into its element as the field holds it (`set`, from the worker: a date as
+/// `2024-03-05`, a select's option value rather than its text), else what the step asked; a
+/// parameter or a secret as asked, so the script reads it as the run did.
+fn as_set<'a>(element: &'a Value, asked: &'a str) -> &'a str {
+    match element["set"].as_str() {
+        Some(set) if !asked.contains("{{") && !asked.contains(super::values::REDACTED) => set,
+        _ => asked,
+    }
+}
+
 /// An option's words: `typed into "Your name"`.
 fn about(verb: &str, element: &Value, args: &Value) -> String {
     let words = ["label", "name", "placeholder", "field_name", "id"]
@@ -283,7 +300,7 @@ fn fill_form(step: &Step<'_>, values: &mut Values) -> Result<Vec<String>, NoLoca
         let value = if boxed {
             String::new()
         } else {
-            typed_value(step, &format!("/fields/{i}/value"), element, recorded, values)
+            typed_value(step, &format!("/fields/{i}/value"), element, as_set(element, recorded), values)
         };
         lines.push(set_field(&target, element, &value, recorded));
     }

@@ -331,6 +331,24 @@ impl Site {
                             form_value(&body, "gift")
                         ),
                     )),
+                    // Fields a run sets by what they mean (a date, a slider, a radio by its
+                    // label, a select by its text) and a form inside a same-origin frame.
+                    ("GET", "/booking") => html(page(
+                        "Booking",
+                        r#"<iframe id="pay" title="Payment" src="/card" style="width:400px;height:120px"></iframe>
+                        <form method="post" action="/submit">
+                          <label>Delivery date <input type="date" name="when" id="when"></label>
+                          <label>Volume <input type="range" name="volume" id="volume" min="0" max="10" value="2"></label>
+                          <label><input type="radio" name="ship" value="std" id="std" checked> Standard</label>
+                          <label><input type="radio" name="ship" value="exp"> Express</label>
+                          <select name="size" id="size"><option value="s">Small</option><option value="l">Large</option></select>
+                          <button>Book</button></form>"#,
+                    )),
+                    ("GET", "/card") => html(page(
+                        "Card",
+                        r#"<form method="post" action="/submit"><label>Card holder <input name="holder"></label>
+                        <button>Save card</button></form>"#,
+                    )),
                     // A form the browser will not send while a required field is empty.
                     ("GET", "/required") => html(page(
                         "Contact",

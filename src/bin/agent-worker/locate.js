@@ -29,7 +29,7 @@ if (!window.__acLocate) { window.__acLocate = (() => {
       option: "option", img: el.getAttribute("alt") === "" ? "" : "img", td: "cell", th: "columnheader"}[tag] || "";
   }
   const byIds = el => norm((el.getAttribute("aria-labelledby") || "").split(/\s+/)
-    .map(id => id && document.getElementById(id)).filter(Boolean).map(ac.textOf).join(" "));
+    .map(id => id && el.ownerDocument.getElementById(id)).filter(Boolean).map(ac.textOf).join(" "));
   // What Playwright's get_by_label reads: a <label> of the field, aria-labelledby, aria-label.
   function labelOf(el) {
     if (!isField(el)) return "";
@@ -61,9 +61,22 @@ if (!window.__acLocate) { window.__acLocate = (() => {
     const exact = others.filter(o => read(o) === want);
     return exact.length === 1 && exact[0] === el ? "exact" : null;
   }
-  const shown = sel => Array.from(document.querySelectorAll(sel)).filter(ac.visible);
+  // The frames from the top page down to `el`'s document, each a selector that names it alone
+  // in its parent's document (Playwright's frame_locator): an id, a name, a title, a src.
+  function framesOf(el) {
+    const path = [];
+    for (let w = el.ownerDocument.defaultView; w && w.frameElement; w = w.parent) {
+      const f = w.frameElement, tag = f.tagName.toLowerCase(), doc = f.ownerDocument;
+      const one = s => doc.querySelectorAll(s).length === 1 ? s : null;
+      const attr = a => f.getAttribute(a) ? one(tag + "[" + a + '="' + CSS.escape(f.getAttribute(a)) + '"]') : null;
+      path.unshift((f.id && one("#" + CSS.escape(f.id))) || attr("name") || attr("title") || attr("src") || ac.cssPath(f));
+    }
+    return path;
+  }
   function describe(sel) {
-    const el = ac.find(sel);
+    const el = ac.find(sel), doc = el.ownerDocument;
+    // Alone in its own document: a frame's locator looks only inside the frame.
+    const shown = s => Array.from(doc.querySelectorAll(s)).filter(ac.visible);
     const tag = el.tagName.toLowerCase(), role = roleOf(el), name = nameOf(el, role);
     const label = labelOf(el), placeholder = isField(el) ? norm(el.getAttribute("placeholder")) : "";
     const text = isField(el) ? "" : ac.textOf(el).slice(0, 80);
@@ -74,14 +87,14 @@ if (!window.__acLocate) { window.__acLocate = (() => {
       label: alone(el, label, fields, labelOf),
       placeholder: alone(el, placeholder, fields, o => norm(o.getAttribute("placeholder"))),
       text: text && alone(el, text, ac.findAll("text=" + text).filter(ac.visible), ac.textOf),
-      testid: !!testid && document.querySelectorAll(`[data-testid="${CSS.escape(testid)}"]`).length === 1,
+      testid: !!testid && doc.querySelectorAll(`[data-testid="${CSS.escape(testid)}"]`).length === 1,
       // An id a framework made up (digits in a row, a hash) is no name a person would write.
       id: !!id && !/\d{3,}|^[a-f0-9-]{12,}$|^:|^ember|^react/i.test(id) &&
-        document.querySelectorAll("#" + CSS.escape(id)).length === 1,
+        doc.querySelectorAll("#" + CSS.escape(id)).length === 1,
     };
     return {tag, type: tag === "input" ? (el.getAttribute("type") || "text").toLowerCase() : "", role, name: name.slice(0, 120),
       label: label.slice(0, 120), placeholder, text, testid, id, field_name: el.getAttribute("name") || "",
-      css: ac.cssPath(el), frame: el.ownerDocument !== document, unique};
+      css: ac.cssPath(el), frames: framesOf(el), unique};
   }
   return {describe};
 })(); }

@@ -395,7 +395,8 @@ if (!window.__ac) { window.__ac = (() => {
     if (!takesText(el) && el.tagName !== "SELECT") throw new Error(wrongKind(el, sel, "a text field"));
     el.scrollIntoView({block: "center"});
     el.focus();
-    if (document.activeElement !== el && !el.contains(document.activeElement))
+    const focused = el.ownerDocument.activeElement; // a frame's field has focus in its own document
+    if (focused !== el && !el.contains(focused))
       throw new Error("`" + sel + "` does not take keyboard focus (disabled or not a field)");
     touched.add(el);
     if (clear) {
@@ -421,7 +422,7 @@ if (!window.__ac) { window.__ac = (() => {
     if (step.now === null) throw new Error("`" + sel + "` is a " + step.role + " that shows no number, so it cannot be set to one: click its parts instead");
     el.scrollIntoView({block: "center"});
     el.focus();
-    if (document.activeElement !== el) throw new Error("`" + sel + "` does not take keyboard focus, so its keys cannot move it: click its parts instead");
+    if (el.ownerDocument.activeElement !== el) throw new Error("`" + sel + "` does not take keyboard focus, so its keys cannot move it: click its parts instead");
     touched.add(el);
     return {stepper: step.role};
   }

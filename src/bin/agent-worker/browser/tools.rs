@@ -27,6 +27,7 @@ impl Browser {
         let result = self.run_tool(tool, p, ctx);
         let result = match (self.explain_miss(tool, p, result), targets) {
             (Ok(done), Some((key, described))) if done.is_object() => {
+                let described = self.with_effects(key, described, p, &done);
                 Ok(with(done, "acted_on", json!({key: described})))
             }
             (other, _) => other,
@@ -149,7 +150,11 @@ impl Browser {
         let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
         let selectors: Vec<&str> = fields.iter().filter_map(|f| f["selector"].as_str()).collect();
         self.mask_typed(p, &selectors)?;
-        let typed: Vec<&str> = fields.iter().filter_map(|f| f["value"].as_str()).collect();
+        let mut held = Vec::new();
+        let done: Vec<Value> =
+            done.as_array().cloned().unwrap_or_default().into_iter().map(|f| unechoed(p, f, &mut held)).collect();
+        let typed: Vec<&str> =
+            fields.iter().filter_map(|f| f["value"].as_str()).chain(held.iter().map(String::as_str)).collect();
         self.with_changes(json!({"filled": done}), before, p, &typed)
     }
 
@@ -191,9 +196,10 @@ impl Browser {
         }
         // A date, time, number, range or colour field takes the value the text means (never a
         // password: those are typed key by key).
+        let mut held = Vec::new();
         let done = if focused["special"].is_string() {
             let set = self.eval(&format!("__ac.setSpecial({}, {})", js(selector), js(text)))?;
-            with(set, "into", json!(selector))
+            with(unechoed(p, set, &mut held), "into", json!(selector))
         } else if let Some(role) = focused["stepper"].as_str() {
             with(self.step_to(selector, text, role)?, "into", json!(selector))
         } else {
@@ -206,7 +212,8 @@ impl Browser {
             self.key("Enter")?;
             self.settle()?;
         }
-        self.with_changes(done, before, p, &[text])
+        let typed: Vec<&str> = std::iter::once(text).chain(held.iter().map(String::as_str)).collect();
+        self.with_changes(done, before, p, &typed)
     }
 
     /// A credential set into the field without key events, in one script that checks the
@@ -355,4 +362,21 @@ impl Browser {
 /// approval mode is not `auto`; an approved command carries `false`).
 fn holds_submits(p: &Value) -> bool {
     p["hold_submits"] == true
+}
+
+/// A person's typing (`mask_typed`) is never echoed, not even as the value a date or number
+/// field made of it: `set` (and `asked`) leave the answer and join `held`, which the page's
+/// changes then show as typed.
+fn unechoed(p: &Value, mut done: Value, held: &mut Vec<String>) -> Value {
+    if p["mask_typed"] != true {
+        return done;
+    }
+    if let Some(answer) = done.as_object_mut() {
+        for key in ["set", "asked"] {
+            if let Some(Value::String(v)) = answer.remove(key) {
+                held.push(v);
+            }
+        }
+    }
+    done
 }
