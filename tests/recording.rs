@@ -250,6 +250,15 @@ fn a_desktop_password_field_is_painted_over_in_screenshots_and_frames() {
     assert_eq!(frames[0].width, 640);
     assert!(uniform(&frames[0], password, 0.5), "the password field shows in the frame");
     assert!(!uniform(&frames[0], plain, 0.5));
+    // A person clicks into the user name field and types: it is painted over from then on.
+    let center = json!({"x": plain.0 + plain.2 / 2, "y": plain.1 + plain.3 / 2});
+    cmd(r, "click", center);
+    cmd(r, "type_text", json!({"text": "typed-by-a-person", "mask_typed": true}));
+    let shot = cmd(r, "screenshot", json!({}));
+    let png = base64::engine::general_purpose::STANDARD.decode(shot["full_png_base64"].as_str().unwrap()).unwrap();
+    let full = Picture::png(&png);
+    assert!(uniform(&full, plain, 1.0), "the field a person typed into shows");
+    assert!(uniform(&full, password, 1.0));
 }
 
 #[test]

@@ -1,9 +1,10 @@
 //! The desktop's pictures with their secrets painted over: screenshots (for the model, a
 //! person taking over, the step images) and the recording's frames (`frames/`).
 //!
-//! What the accessibility tree marks as a password field (role "password text") is painted
-//! over, in screen pixels, on the grabbed screen before it is shrunk or encoded. Where there is
-//! no accessibility bus (no `atspi` feature, no bus on the display) nothing can be known: the
+//! What the accessibility tree marks as a password field (role "password text"), and the
+//! widget that had the keyboard focus when a person typed (`mask_typed`, on their acts while
+//! they hold the session) for as long as that widget lives, is painted over, in screen pixels,
+//! on the grabbed screen before it is shrunk or encoded. Where there is no accessibility bus (no `atspi` feature, no bus on the display) nothing can be known: the
 //! picture goes as it is, and a bus not found is not looked for again for half a minute, so
 //! each screenshot does not pay for the search. Guarantees: masks come from a walk bounded in
 //! time; the last click of the step before a frame is marked on it.
@@ -17,6 +18,7 @@ use crate::frames::{self, Rect};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// The longest the walk for password fields may take per picture.
@@ -26,8 +28,25 @@ const NO_BUS_WAIT: Duration = Duration::from_secs(30);
 const PASSWORD_ROLE: &str = "password text";
 
 impl Desktop {
-    /// The password fields' boxes on screen (screen pixels), as far as the tree tells.
+    /// The secret fields' boxes on screen (screen pixels), as far as the tree tells.
     pub(super) fn secret_boxes(&mut self) -> Vec<Rect> {
+        let mut out = Vec::new();
+        for (_, node) in self.walk_windows() {
+            secrets(&node, &self.typed_into, &mut out);
+        }
+        out
+    }
+
+    /// A person is about to type: the widget with the keyboard focus holds a secret from now on.
+    pub(super) fn mark_focused_secret(&mut self) {
+        let focused = self.walk_windows().iter().find_map(|(_, node)| focused(node));
+        if let Some(id) = focused {
+            self.typed_into.insert(id);
+        }
+    }
+
+    /// Every window's widget tree, bounded in time; none where there is no bus.
+    fn walk_windows(&mut self) -> Vec<(String, Node)> {
         if self.no_bus_since.is_some_and(|t| t.elapsed() < NO_BUS_WAIT) {
             return Vec::new();
         }
@@ -37,11 +56,7 @@ impl Desktop {
         match self.widgets.walk(x, &wins, &scope) {
             Ok(walk) => {
                 self.no_bus_since = None;
-                let mut out = Vec::new();
-                for (_, node) in &walk.windows {
-                    passwords(node, &mut out);
-                }
-                out
+                walk.windows
             }
             Err(_) => {
                 self.no_bus_since = Some(Instant::now());
@@ -75,14 +90,19 @@ impl Desktop {
     }
 }
 
-/// Every password field under `node`, with a place on screen.
-fn passwords(node: &Node, out: &mut Vec<Rect>) {
-    if node.role == PASSWORD_ROLE {
+/// Every password field and widget a person typed into under `node`, with a place on screen.
+fn secrets(node: &Node, typed_into: &BTreeSet<String>, out: &mut Vec<Rect>) {
+    if node.role == PASSWORD_ROLE || typed_into.contains(&node.id) {
         if let Some((x, y, w, h)) = node.rect {
             out.push(Rect { x: x as f64 - 2.0, y: y as f64 - 2.0, w: w as f64 + 4.0, h: h as f64 + 4.0 });
         }
     }
     for kid in &node.children {
-        passwords(kid, out);
+        secrets(kid, typed_into, out);
     }
+}
+
+/// The deepest widget under `node` that has the keyboard focus.
+fn focused(node: &Node) -> Option<String> {
+    node.children.iter().find_map(focused).or_else(|| node.states.contains(&"focused").then(|| node.id.clone()))
 }

@@ -46,6 +46,8 @@ pub struct Desktop {
     widgets: widgets::Widgets,
     /// When the accessibility bus was last not found (`masks.rs` waits before looking again).
     no_bus_since: Option<std::time::Instant>,
+    /// The widgets a person typed into (their ids): painted over like password fields (`masks.rs`).
+    typed_into: std::collections::BTreeSet<String>,
     /// Where the current step clicked (screen pixels), for its recording frame.
     last_click: Option<(i32, i32)>,
 }
@@ -69,6 +71,7 @@ impl Desktop {
             lent: Lent::default(),
             widgets: Default::default(),
             no_bus_since: None,
+            typed_into: Default::default(),
             last_click: None,
         })
     }

@@ -38,7 +38,12 @@ impl Desktop {
             Tool::Click => self.click(p, input::LEFT, 1, "clicked"),
             Tool::RightClick => self.click(p, input::RIGHT, 1, "right_clicked"),
             Tool::DoubleClick => self.click(p, input::LEFT, 2, "double_clicked"),
-            Tool::TypeText => self.type_text(any_str(p, "text")?, ctx),
+            Tool::TypeText => {
+                if p["mask_typed"] == true {
+                    self.mark_focused_secret();
+                }
+                self.type_text(any_str(p, "text")?, ctx)
+            }
             Tool::PressKey => self.press_key(required_str(p, "key")?),
             Tool::Scroll => self.scroll(p),
             Tool::SwitchWindow => self.switch_window(required_str(p, "title")?),
@@ -57,7 +62,7 @@ impl Desktop {
 
     fn screenshot(&mut self) -> Result<Value, WorkerError> {
         let settings = self.settings;
-        // Password fields painted over before the picture is shrunk or encoded (`masks.rs`).
+        // Secret fields painted over before the picture is shrunk or encoded (`masks.rs`).
         let boxes = self.secret_boxes();
         let x = self.x.as_mut().ok_or_else(|| WorkerError::Unavailable("the display is not connected".into()))?;
         let shot = capture::shot(x, settings, |full| crate::frames::mask(full, &boxes))?;
