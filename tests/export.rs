@@ -128,7 +128,7 @@ fn a_browser_run_exports_as_a_playwright_script_that_sends_the_same_forms() {
 }
 
 /// What a step set by its meaning is exported as the field holds it (a date as `2026-03-05`, a
-/// select's option value, a slider's number), a radio named by another radio's label as the
+/// select's option value, a slider's number, an ARIA slider by its keys), a radio named by another radio's label as the
 /// radio that was checked, and a field in a frame through its frame: the script sends the
 /// same two forms.
 #[test]
@@ -147,6 +147,7 @@ fn dates_sliders_radios_selects_and_frames_export_as_they_were_set() {
                 {"selector": "#std", "value": "Express", "type": "radio"}]}),
         ),
         tool("browser_select_option", json!({"selector": "#size", "value": "large"})),
+        tool("browser_type", json!({"selector": "#stars", "text": "4"})),
         tool("request_takeover", json!({"reason": "the date is yours to say"})),
         tool("browser_click", json!({"selector": "form > button"})),
         tool("finish_task", json!({"summary": "booked"})),
@@ -175,7 +176,7 @@ fn dates_sliders_radios_selects_and_frames_export_as_they_were_set() {
     let by_session = site.posted.lock().unwrap().clone();
     assert_eq!(
         by_session,
-        ["/submit holder=Zoe+Card", "/submit when=2026-04-09&volume=7&ship=exp&size=l"],
+        ["/submit holder=Zoe+Card", "/submit when=2026-04-09&volume=7&ship=exp&size=l&stars=4"],
         "{:?}",
         c.get(&format!("/sessions/{id}/log")).json()
     );
@@ -188,6 +189,7 @@ fn dates_sliders_radios_selects_and_frames_export_as_they_were_set() {
         "default=\"2026-03-05\"",
         "default=\"l\"",
         "page.get_by_label(\"Delivery date\").fill(secret(\"TYPED_1\"))",
+        "step_to(page.get_by_role(\"slider\", name=\"Stars\"), args.v5)",
     ] {
         assert!(py.contains(line), "{line:?} in:\n{py}");
     }

@@ -20,6 +20,7 @@ use serde_json::Value;
 #[derive(Default)]
 struct Uses {
     totp: bool,
+    stepper: bool,
 }
 
 /// The whole script.
@@ -53,6 +54,9 @@ pub(super) fn script(run: &Run<'_>, steps: &[Step<'_>]) -> String {
     out.push_str(HELPERS);
     if uses.totp {
         out.push_str(TOTP);
+    }
+    if uses.stepper {
+        out.push_str(STEPPER);
     }
     out.push_str("\n\ndef run(page, args):\n    \"\"\"The session's acting steps, in order.\"\"\"\n");
     for line in body {
@@ -168,10 +172,18 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
         Tool::BrowserPressKey => {
             vec![format!("page.keyboard.press({})", py(&key_name(a["key"].as_str().unwrap_or("")))), settle]
         }
+        Tool::BrowserType | Tool::BrowserSelectOption if is_stepper(&step.entry["element"]) => {
+            let (element, key) =
+                (&step.entry["element"], if step.tool == Tool::BrowserType { "text" } else { "value" });
+            let pointer = format!("/{key}");
+            let value = typed_value(step, &pointer, element, &as_set(element, a[key].as_str().unwrap_or("")), values);
+            uses.stepper = true;
+            vec![format!("step_to({}, {value})", loc()?), settle]
+        }
         Tool::BrowserType => {
             let target = loc()?;
             let element = &step.entry["element"];
-            let text = typed_value(step, "/text", element, as_set(element, a["text"].as_str().unwrap_or("")), values);
+            let text = typed_value(step, "/text", element, &as_set(element, a["text"].as_str().unwrap_or("")), values);
             // A date or number field is set whole (the worker did too); text may go key by key.
             let how = if a["clear"] == false && element["set"].is_null() { "press_sequentially" } else { "fill" };
             let mut lines = vec![format!("{target}.{how}({text})")];
@@ -186,7 +198,7 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
                 Some(several) => {
                     format!("[{}]", several.iter().filter_map(Value::as_str).map(py).collect::<Vec<_>>().join(", "))
                 }
-                None => values.option(as_set(element, asked), n, &about("chosen in", element, a)),
+                None => values.option(&as_set(element, asked), n, &about("chosen in", element, a)),
             };
             vec![set_field(&loc()?, element, &value, asked), settle]
         }
@@ -255,11 +267,23 @@ fn typed_value(step: &Step<'_>, pointer: &str, element: &Value, recorded: &str, 
 /// What a step set into its element as the field holds it (`set`, from the worker: a date as
 /// `2024-03-05`, a select's option value rather than its text), else what the step asked; a
 /// parameter or a secret as asked, so the script reads it as the run did.
-fn as_set<'a>(element: &'a Value, asked: &'a str) -> &'a str {
-    match element["set"].as_str() {
+fn as_set(element: &Value, asked: &str) -> String {
+    let set = match &element["set"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    match set {
         Some(set) if !asked.contains("{{") && !asked.contains(super::values::REDACTED) => set,
-        _ => asked,
+        _ => asked.to_string(),
     }
+}
+
+/// A slider or spin button made of ARIA (not a range or number input): the worker moved it by
+/// its arrow keys, and so does the script (`step_to`).
+fn is_stepper(element: &Value) -> bool {
+    let native = element["tag"] == "input" && matches!(element["type"].as_str(), Some("range" | "number"));
+    matches!(element["role"].as_str(), Some("slider" | "spinbutton")) && !native
 }
 
 /// An option's words: `typed into "Your name"`.
@@ -300,7 +324,7 @@ fn fill_form(step: &Step<'_>, values: &mut Values) -> Result<Vec<String>, NoLoca
         let value = if boxed {
             String::new()
         } else {
-            typed_value(step, &format!("/fields/{i}/value"), element, as_set(element, recorded), values)
+            typed_value(step, &format!("/fields/{i}/value"), element, &as_set(element, recorded), values)
         };
         lines.push(set_field(&target, element, &value, recorded));
     }
@@ -496,6 +520,23 @@ def totp(key):
     offset = mac[-1] & 0x0F
     code = (struct.unpack(">I", mac[offset:offset + 4])[0] & 0x7FFFFFFF) % 10 ** digits
     return str(code).zfill(digits)
+"#;
+
+const STEPPER: &str = r#"
+
+def step_to(target, value):
+    """A slider or spin button made of ARIA, moved by its arrow keys until it holds `value`."""
+    read = "el => el.tagName === 'INPUT' && el.value.trim() !== '' ? el.value : el.getAttribute('aria-valuenow')"
+    want = float(value)
+    target.focus()
+    for _ in range(200):
+        was = float(target.evaluate(read))
+        if was == want:
+            return
+        target.press("ArrowUp" if was < want else "ArrowDown")
+        now = float(target.evaluate(read))
+        if now == was or (now < want) != (was < want):
+            return
 "#;
 
 const MAIN: &str = r#"

@@ -342,7 +342,21 @@ impl Site {
                           <label><input type="radio" name="ship" value="std" id="std" checked> Standard</label>
                           <label><input type="radio" name="ship" value="exp"> Express</label>
                           <select name="size" id="size"><option value="s">Small</option><option value="l">Large</option></select>
-                          <button>Book</button></form>"#,
+                          <div role="slider" id="stars" aria-label="Stars" aria-valuemin="1" aria-valuemax="5"
+                            aria-valuenow="1" tabindex="0">*</div><input type="hidden" name="stars" value="1">
+                          <button>Book</button></form>
+                        <script>
+                          const stars = document.getElementById("stars");
+                          stars.addEventListener("keydown", e => {
+                            const by = {ArrowUp: 1, ArrowRight: 1, ArrowDown: -1, ArrowLeft: -1}[e.key];
+                            if (!by) return;
+                            const n = Math.min(5, Math.max(1, Number(stars.getAttribute("aria-valuenow")) + by));
+                            stars.setAttribute("aria-valuenow", n);
+                            stars.textContent = "*".repeat(n);
+                            document.querySelector("input[name=stars]").value = n;
+                            e.preventDefault();
+                          });
+                        </script>"#,
                     )),
                     ("GET", "/card") => html(page(
                         "Card",
