@@ -173,35 +173,11 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
             vec![format!("page.keyboard.press({})", py(&key_name(a["key"].as_str().unwrap_or("")))), settle]
         }
         Tool::BrowserType | Tool::BrowserSelectOption if is_stepper(&step.entry["element"]) => {
-            let (element, key) =
-                (&step.entry["element"], if step.tool == Tool::BrowserType { "text" } else { "value" });
-            let pointer = format!("/{key}");
-            let value = typed_value(step, &pointer, element, &as_set(element, a[key].as_str().unwrap_or("")), values);
             uses.stepper = true;
-            vec![format!("step_to({}, {value})", loc()?), settle]
+            stepped(step, &loc()?, values)
         }
-        Tool::BrowserType => {
-            let target = loc()?;
-            let element = &step.entry["element"];
-            let text = typed_value(step, "/text", element, &as_set(element, a["text"].as_str().unwrap_or("")), values);
-            // A date or number field is set whole (the worker did too); text may go key by key.
-            let how = if a["clear"] == false && element["set"].is_null() { "press_sequentially" } else { "fill" };
-            let mut lines = vec![format!("{target}.{how}({text})")];
-            if a["press_enter"] == true {
-                lines.extend([format!("{target}.press(\"Enter\")"), settle]);
-            }
-            lines
-        }
-        Tool::BrowserSelectOption => {
-            let (element, asked) = (&step.entry["element"], a["value"].as_str().unwrap_or(""));
-            let value = match element["set"].as_array() {
-                Some(several) => {
-                    format!("[{}]", several.iter().filter_map(Value::as_str).map(py).collect::<Vec<_>>().join(", "))
-                }
-                None => values.option(&as_set(element, asked), n, &about("chosen in", element, a)),
-            };
-            vec![set_field(&loc()?, element, &value, asked), settle]
-        }
+        Tool::BrowserType => typed(step, &loc()?, values),
+        Tool::BrowserSelectOption => chosen(step, &loc()?, values),
         Tool::BrowserFillForm => fill_form(step, values)?,
         Tool::BrowserSubmitForm => submit(step)?,
         Tool::BrowserDownload => vec![download_line(a, n, values)],
@@ -242,6 +218,41 @@ fn emit(step: &Step<'_>, values: &mut Values, uses: &mut Uses) -> Result<Vec<Str
         Tool::PerformLogin => login(step, values, uses)?,
         _ => Vec::new(),
     })
+}
+
+/// A typing: filled whole (a date or number field is set whole, as the worker set it), or key by
+/// key where the step did not clear the field; Enter after it where the step pressed it.
+fn typed(step: &Step<'_>, target: &str, values: &mut Values) -> Vec<String> {
+    let (a, element) = (step.args(), &step.entry["element"]);
+    let text = typed_value(step, "/text", element, &as_set(element, a["text"].as_str().unwrap_or("")), values);
+    let how = if a["clear"] == false && element["set"].is_null() { "press_sequentially" } else { "fill" };
+    let mut lines = vec![format!("{target}.{how}({text})")];
+    if a["press_enter"] == true {
+        lines.extend([format!("{target}.press(\"Enter\")"), "settle(page)".into()]);
+    }
+    lines
+}
+
+/// A choice in a select (several where it took several), or a date, number or range field the
+/// step set through `browser_select_option`.
+fn chosen(step: &Step<'_>, target: &str, values: &mut Values) -> Vec<String> {
+    let (a, element) = (step.args(), &step.entry["element"]);
+    let asked = a["value"].as_str().unwrap_or("");
+    let value = match element["set"].as_array() {
+        Some(several) => {
+            format!("[{}]", several.iter().filter_map(Value::as_str).map(py).collect::<Vec<_>>().join(", "))
+        }
+        None => values.option(&as_set(element, asked), step.number(), &about("chosen in", element, a)),
+    };
+    vec![set_field(target, element, &value, asked), "settle(page)".into()]
+}
+
+/// A slider or spin button made of ARIA, typed into or chosen in: moved by its keys (`step_to`).
+fn stepped(step: &Step<'_>, target: &str, values: &mut Values) -> Vec<String> {
+    let (a, element) = (step.args(), &step.entry["element"]);
+    let key = if step.tool == Tool::BrowserType { "text" } else { "value" };
+    let value = typed_value(step, &format!("/{key}"), element, &as_set(element, a[key].as_str().unwrap_or("")), values);
+    vec![format!("step_to({target}, {value})"), "settle(page)".into()]
 }
 
 /// The text a step typed: what a person typed and what went into a password field from the
