@@ -334,3 +334,33 @@ fn guard_click_as_said_and_file_link_download_are_named_in_the_step_log() {
     assert_eq!(step["guard"], "click_as_said", "the first guard that changed it: {step}");
     assert_eq!(step["guards"], json!(["click_as_said", "file_link_download"]), "{step}");
 }
+
+const BOOKING: &str = "Page: \"Booking\" — https://shop.test/book (HTTP 200)\n\
+    [e2] input text \"Arrival\" name=arrive (empty) (read-only)\n[e3] button \"Reserve\"";
+
+/// `readonly_click` on a case it was not written for, a typing the worker took as it is (a field
+/// that is not read-only): the worker is asked either way, the flag it answers when it clicked
+/// is this guard's firing and step, never the model's text, and without the flag nothing fires.
+#[test]
+fn guard_readonly_click_asks_the_worker_and_logs_its_click_not_its_flag() {
+    let script = vec![
+        tool("browser_type", json!({"selector": "ref=e2", "text": "03/03/2024"})),
+        tool("browser_type", json!({"selector": "ref=e3", "text": "x"})),
+        finish("picked"),
+    ];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_type" if cmd["params"]["selector"] == "ref=e2" => {
+            let asked = cmd["params"]["readonly_click"] == true;
+            json!({"success": true, "data": {"clicked": "input", "typed": 0, "clicked_read_only": asked}})
+        }
+        "browser_type" => json!({"success": true, "data": {"typed": 1, "into": "ref=e3"}}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/book", "snapshot": BOOKING}}),
+    };
+    let r =
+        run("g-readonly", script, "browser", task("https://shop.test/book", "Arrive on 3 March."), "finished", respond);
+    let typings: Vec<&Value> = r.commands.iter().filter(|c| c["action"] == "browser_type").collect();
+    assert!(typings.iter().all(|c| c["params"]["readonly_click"] == true), "asked on every typing: {typings:?}");
+    assert_eq!(r.fired("readonly_click"), 1, "{}", r.record);
+    let to_model: String = r.requests.iter().map(|q| q.body.to_string()).collect();
+    assert!(!to_model.contains("clicked_read_only"), "the flag is the guard's, not the model's: {to_model}");
+}

@@ -470,9 +470,10 @@ fn form_defaults_holds_a_button_among_fields_with_no_form_once() {
     assert!(shown(&joined).contains("joined Basic"), "held once only: {joined}");
 }
 
-/// A read-only field (a date picked from a calendar) takes no typing: typed into, it is clicked,
-/// and the answer shows the calendar that opened; no fill writes it. The calendar lies over the
-/// button: a click there would hit a day, so it is not made, and the answer names the calendar.
+/// A read-only field (a date picked from a calendar) takes no typing: typed into, it is refused,
+/// the click named, and where `readonly_click` asks it is clicked, the answer showing the
+/// calendar that opened; no fill writes it. The calendar lies over the button: a click there
+/// would hit a day, so it is not made, and the answer names the calendar.
 #[test]
 fn a_read_only_field_opens_its_calendar_and_a_covered_button_is_not_clicked() {
     if !have_chromium() {
@@ -486,8 +487,11 @@ fn a_read_only_field_opens_its_calendar_and_a_covered_button_is_not_clicked() {
     let arrive = format!("ref={}", ref_of(&snap, "(read-only)"));
     let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": arrive, "value": "03/03/2024"}]}));
     assert!(e.contains("is read-only"), "{e}");
-    let typed = cmd(r, "browser_type", json!({"selector": arrive, "text": "03/03/2024"}));
-    assert_eq!(typed["typed"], 0, "{typed}");
+    let e = cmd_err(r, "browser_type", json!({"selector": arrive, "text": "03/03/2024"}));
+    assert!(e.contains("is read-only") && e.contains("Click it (browser_click)"), "{e}");
+    assert!(cmd(r, "browser_click", json!({"selector": reserve}))["clicked"].is_string(), "nothing opened over it");
+    let typed = cmd(r, "browser_type", json!({"selector": arrive, "text": "03/03/2024", "readonly_click": true}));
+    assert_eq!((&typed["typed"], &typed["clicked_read_only"]), (&json!(0), &json!(true)), "{typed}");
     assert!(typed["next"].as_str().unwrap_or_default().contains("read-only field"), "{typed}");
     let e = cmd_err(r, "browser_click", json!({"selector": reserve}));
     assert!(e.contains("is covered by [") && e.contains("div \"March 2024 1 2 3 4 5\""), "{e}");

@@ -171,6 +171,7 @@ guards! {
     LooseActions = "loose_actions",
     ArgumentRepair = "argument_repair",
     LooseSelectors = "loose_selectors",
+    ReadonlyClick = "readonly_click",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
     StreakHold = "streak_hold",
@@ -290,6 +291,12 @@ impl Guard {
                 Repair,
                 SMALL,
                 "a selector in another spelling of what is meant (`[ref=e4]`, `e4`, a field's name as `ref=email`, `button=Send`, `:contains(…)`, a label's `text=` for its field), or an option named by part of its text, is read as meant",
+            ),
+            ReadonlyClick => row(
+                Worker,
+                Redirect,
+                SMALL,
+                "typing into a read-only field (a date picker's box) clicks it instead, as a person opens its calendar, and the answer shows what opened",
             ),
             LoopNote => row(
                 AfterResult,

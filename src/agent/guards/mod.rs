@@ -26,6 +26,7 @@ mod loose_selectors;
 mod path;
 mod premature_finish;
 mod reading_hints;
+mod readonly_click;
 mod recital;
 mod same_name_read;
 pub(super) mod short_catalog;
@@ -201,6 +202,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &loose_actions::UNIT,
     &argument_repair::UNIT,
     &loose_selectors::UNIT,
+    &readonly_click::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
     &streak_hold::UNIT,
@@ -233,10 +235,12 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&form_defaults::UNIT, Hook::Worker(Agent::form_defaults_params)),
     at(&same_name_read::UNIT, Hook::Worker(Agent::same_name_params)),
     at(&loose_selectors::UNIT, Hook::Worker(Agent::loose_selectors_params)),
+    at(&readonly_click::UNIT, Hook::Worker(Agent::readonly_click_params)),
     // After a result.
     at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
     at(&loose_selectors::UNIT, Hook::Answer(Agent::loose_selectors_read)),
+    at(&readonly_click::UNIT, Hook::Answer(Agent::readonly_clicked)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),
@@ -488,7 +492,8 @@ mod tests {
                 "text_call",
                 "loose_actions",
                 "argument_repair",
-                "loose_selectors"
+                "loose_selectors",
+                "readonly_click"
             ]
         );
     }

@@ -188,11 +188,16 @@ impl Browser {
         }
         let before = self.before_action(p);
         let focused = self.eval(&format!("__ac.focusForTyping({}, {clear})", js(selector)))?;
-        // A read-only field takes no keys: it is clicked, as a person would, and the answer
-        // shows what that opened (a calendar to choose from).
+        // A read-only field takes no keys. Where the controller asks (`readonly_click`), it is
+        // clicked, as a person would, and the answer shows what that opened (a calendar).
         if focused["readOnly"] == true {
-            let clicked = self.click(selector, &json!({}))?;
-            return self.with_changes(with(clicked, "typed", json!(0)), before, p, &[]);
+            if p["readonly_click"] != true {
+                return Err(WorkerError::Page(format!(
+                    "`{selector}` is read-only: it takes no typing. Click it (browser_click) and choose its value from what opens"
+                )));
+            }
+            let clicked = with(self.click(selector, &json!({}))?, "typed", json!(0));
+            return self.with_changes(with(clicked, "clicked_read_only", json!(true)), before, p, &[]);
         }
         // A date, time, number, range or colour field takes the value the text means (never a
         // password: those are typed key by key).
