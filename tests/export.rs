@@ -158,7 +158,8 @@ fn dates_sliders_radios_selects_and_frames_export_as_they_were_set() {
     let c = d.client();
     let id = create_session(
         &c,
-        json!({"mode": "task", "target": format!("{}/booking", site.url), "instruction": "book with the card"}),
+        json!({"mode": "task", "target": format!("{}/booking", site.url), "instruction": "book with the card",
+            "options": {"guards": {"radio_by_label": true}}}),
     );
     // A person changes the date: what the field made of it stays out of the record.
     wait_status(&c, &id, "paused");

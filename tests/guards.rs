@@ -364,3 +364,43 @@ fn guard_readonly_click_asks_the_worker_and_logs_its_click_not_its_flag() {
     let to_model: String = r.requests.iter().map(|q| q.body.to_string()).collect();
     assert!(!to_model.contains("clicked_read_only"), "the flag is the guard's, not the model's: {to_model}");
 }
+
+/// A worker's answer is outside data: one that is not an object (a string, a list) passes the
+/// answer's units untouched, and the session goes on (a panic there would end the daemon).
+#[test]
+fn guards_pass_an_answer_that_is_not_an_object_untouched() {
+    let script = vec![
+        tool("run_command", json!({"command": "awk '{s+=$2} END {print s}' /srv/a.csv"})),
+        tool("read_file", json!({"path": "/srv/a.csv"})),
+        finish("read"),
+    ];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "run_command" => json!({"success": true, "data": "13"}),
+        _ => json!({"success": true, "data": ["a,b", "1,2"]}),
+    };
+    let r = run("g-not-object", script, "shell", shell_task("Sum column b of /srv/a.csv."), "finished", respond);
+    assert_eq!(r.fired("reading_hints"), 0, "{}", r.record);
+    assert!(r.result(1).contains("13") && r.result(2).contains("1,2"), "{}", r.result(2));
+}
+
+/// `radio_by_label` on a fill it was not written for (a text field and a checkbox): asked on the
+/// fill, firing once for the one field the worker marked, the mark never shown to the model.
+#[test]
+fn guard_radio_by_label_asks_the_worker_and_counts_only_the_fields_it_marked() {
+    let fields = json!([{"selector": "ref=e2", "value": "Zoe"}, {"selector": "ref=e3", "value": "Express"},
+        {"selector": "ref=e5", "value": "yes"}]);
+    let script = vec![tool("browser_fill_form", json!({"fields": fields})), finish("filled")];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_fill_form" => {
+            let asked = cmd["params"]["radio_by_label"] == true;
+            json!({"success": true, "data": {"filled": [{"selector": "ref=e2", "filled": true},
+                {"selector": "ref=e4", "checked": true, "chosen_by_label": asked}, {"selector": "ref=e5", "checked": true}]}})
+        }
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    };
+    let r = run("g-radio", script, "browser", task("https://shop.test/", "Express for Zoe."), "finished", respond);
+    let fill = r.commands.iter().find(|c| c["action"] == "browser_fill_form").unwrap();
+    assert_eq!(fill["params"]["radio_by_label"], true, "{fill}");
+    assert_eq!(r.fired("radio_by_label"), 1, "{}", r.record);
+    assert!(!r.result(1).contains("chosen_by_label"), "{}", r.result(1));
+}

@@ -366,8 +366,9 @@ fn fields_without_a_label_are_named_by_the_text_beside_them() {
     }
 }
 
-/// A checkbox or radio takes true or false, or (a radio) one of its group's labels; any other
-/// value is refused with the group's choices and the text fields beside it, and ticks nothing.
+/// A checkbox or radio takes true or false, or (a radio, where `radio_by_label` asks) one of its
+/// group's labels; any other value is refused with the group's choices and the text fields
+/// beside it, and ticks nothing.
 /// Typing into what the page makes clickable says to click it.
 #[test]
 fn a_box_takes_only_a_state_or_a_label_and_a_clickable_is_clicked() {
@@ -380,8 +381,13 @@ fn a_box_takes_only_a_state_or_a_label_and_a_clickable_is_clicked() {
     assert!(e.contains("is a radio: it is checked or not") && e.contains("takes no \"6\""), "{e}");
     assert!(e.contains(&format!("[{small}] \"Small\", [{large}] \"Large\"")), "the choices: {e}");
     assert!(e.contains(&format!("Text goes into a text field: [{qty}] \"Quantity\"")), "{e}");
-    let filled = cmd(&on.r, "browser_fill_form", fill(&format!("ref={small}"), "Large"));
-    assert_eq!(filled["filled"][0], json!({"selector": format!("ref={large}"), "checked": true}), "{filled}");
+    let e = cmd_err(&on.r, "browser_fill_form", fill(&format!("ref={small}"), "Large"));
+    assert!(e.contains("takes no \"Large\"") && e.contains(&format!("[{large}] \"Large\"")), "{e}");
+    let mut by_label = fill(&format!("ref={small}"), "Large");
+    by_label["radio_by_label"] = true.into();
+    let filled = cmd(&on.r, "browser_fill_form", by_label);
+    let want = json!({"selector": format!("ref={large}"), "checked": true, "chosen_by_label": true});
+    assert_eq!(filled["filled"][0], want, "{filled}");
     let now = cmd(&on.r, "browser_snapshot", json!({}));
     let now = now["snapshot"].as_str().unwrap();
     assert!(

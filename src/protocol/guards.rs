@@ -172,6 +172,7 @@ guards! {
     ArgumentRepair = "argument_repair",
     LooseSelectors = "loose_selectors",
     ReadonlyClick = "readonly_click",
+    RadioByLabel = "radio_by_label",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
     StreakHold = "streak_hold",
@@ -297,6 +298,12 @@ impl Guard {
                 Redirect,
                 SMALL,
                 "typing into a read-only field (a date picker's box) clicks it instead, as a person opens its calendar, and the answer shows what opened",
+            ),
+            RadioByLabel => row(
+                Worker,
+                Repair,
+                SMALL,
+                "a radio given in a fill with another radio's label (the group's field for the choice) checks the radio of that label",
             ),
             LoopNote => row(
                 AfterResult,

@@ -25,6 +25,7 @@ mod loose_actions;
 mod loose_selectors;
 mod path;
 mod premature_finish;
+mod radio_by_label;
 mod reading_hints;
 mod readonly_click;
 mod recital;
@@ -203,6 +204,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &argument_repair::UNIT,
     &loose_selectors::UNIT,
     &readonly_click::UNIT,
+    &radio_by_label::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
     &streak_hold::UNIT,
@@ -236,11 +238,13 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&same_name_read::UNIT, Hook::Worker(Agent::same_name_params)),
     at(&loose_selectors::UNIT, Hook::Worker(Agent::loose_selectors_params)),
     at(&readonly_click::UNIT, Hook::Worker(Agent::readonly_click_params)),
+    at(&radio_by_label::UNIT, Hook::Worker(Agent::radio_by_label_params)),
     // After a result.
     at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
     at(&loose_selectors::UNIT, Hook::Answer(Agent::loose_selectors_read)),
     at(&readonly_click::UNIT, Hook::Answer(Agent::readonly_clicked)),
+    at(&radio_by_label::UNIT, Hook::Answer(Agent::radios_chosen_by_label)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),
@@ -412,8 +416,13 @@ impl Agent {
         }
     }
 
-    /// A target's answer, before it is rendered for the model.
+    /// A target's answer, before it is rendered for the model. Only an object has the fields
+    /// the hooks read and set: any other answer (a worker's is outside data) passes untouched,
+    /// and no hook can index into it.
     pub(super) fn walk_answer(&mut self, tool: Tool, input: &Value, answer: &mut Value) {
+        if !answer.is_object() {
+            return;
+        }
         let hooks: Vec<_> =
             self.steps_on().filter_map(|h| if let Hook::Answer(f) = h { Some(f) } else { None }).collect();
         for f in hooks {
@@ -493,7 +502,8 @@ mod tests {
                 "loose_actions",
                 "argument_repair",
                 "loose_selectors",
-                "readonly_click"
+                "readonly_click",
+                "radio_by_label"
             ]
         );
     }

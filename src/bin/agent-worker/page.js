@@ -522,7 +522,7 @@ if (!window.__ac) { window.__ac = (() => {
     return "`" + sel + "` is a " + el.type + ": it is checked or not (value true or false), it takes no " + JSON.stringify(String(value)) +
       (choices ? ". Its group's choices: " + choices : "") + (fields ? ". Text goes into a text field: " + fields : "");
   }
-  function fill(fields) {
+  function fill(fields, byLabel) {
     const done = [];
     for (const f of fields) {
       const el = find(f.selector);
@@ -533,12 +533,12 @@ if (!window.__ac) { window.__ac = (() => {
       else if (kind === "checkbox" || kind === "radio") {
         if (el.type !== "checkbox" && el.type !== "radio") throw new Error(wrongKind(el, f.selector, "a " + kind));
         const want = checkedWanted(el, f.value);
-        // A radio given one of its group's labels: that one is chosen.
-        const chosen = want === null && el.type === "radio" ? radioGroup(el).find(r => checkedWanted(r, f.value) === true) : null;
+        // A radio given one of its group's labels: that one is chosen, where asked (`radio_by_label`).
+        const chosen = byLabel && want === null && el.type === "radio" ? radioGroup(el).find(r => checkedWanted(r, f.value) === true) : null;
         if (want === null && !chosen) throw new Error(notABox(el, f.selector, f.value));
         const box = chosen || el, ref = chosen && refs.byEl.get(chosen);
         if (box.checked !== (want ?? true)) box.click();
-        done.push({selector: ref ? "ref=" + ref : f.selector, checked: box.checked});
+        done.push(Object.assign({selector: ref ? "ref=" + ref : f.selector, checked: box.checked}, chosen && {chosen_by_label: true}));
       } else if (el.isContentEditable) { el.focus(); el.textContent = String(f.value); el.dispatchEvent(new Event("input", {bubbles: true})); done.push({selector: f.selector, filled: true}); }
       else if (!takesText(el)) throw new Error(wrongKind(el, f.selector, "a text field"));
       else { el.focus(); setValue(el, String(f.value)); done.push({selector: f.selector, filled: true}); }

@@ -147,7 +147,8 @@ impl Browser {
     fn fill_form(&mut self, p: &Value) -> Result<Value, WorkerError> {
         let fields = array(p, "fields")?;
         let before = self.before_action(p);
-        let done = self.eval(&format!("__ac.fill({})", Value::Array(fields.clone())))?;
+        let by_label = p["radio_by_label"] == true;
+        let done = self.eval(&format!("__ac.fill({}, {by_label})", Value::Array(fields.clone())))?;
         let selectors: Vec<&str> = fields.iter().filter_map(|f| f["selector"].as_str()).collect();
         self.mask_typed(p, &selectors)?;
         let mut held = Vec::new();
