@@ -18,6 +18,9 @@ pub enum WorkerError {
     Browser(CdpError),
     /// The page said no: a script error from the page helpers, a failed navigation.
     Page(String),
+    /// A selector or ref the page helpers found nothing for (their `NoMatch`): the words say
+    /// which, and what is near.
+    NoMatch(String),
     /// Something waited for did not happen in time (an element, a page load).
     Timeout(String),
     /// A local file or process operation failed; `doing` says which, `source` why.
@@ -81,7 +84,9 @@ impl fmt::Display for WorkerError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use WorkerError::*;
         match self {
-            BadParams(m) | Page(m) | Timeout(m) | Download(m) | Upload(m) | Unavailable(m) => f.write_str(m),
+            BadParams(m) | Page(m) | NoMatch(m) | Timeout(m) | Download(m) | Upload(m) | Unavailable(m) => {
+                f.write_str(m)
+            }
             Refused { message, .. } => f.write_str(message),
             Browser(e) => e.fmt(f),
             Io { doing, source } => write!(f, "{doing}: {source}"),

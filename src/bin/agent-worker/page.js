@@ -6,6 +6,7 @@
 // label's text for its field) are read only where `loose_selectors` asks (`looseFor`), reported.
 if (!window.__ac) { window.__ac = (() => {
   const norm = s => String(s ?? "").replace(/\s+/g, " ").trim();
+  class NoMatch extends Error {} // a selector or ref that names nothing: typed for the worker (its className)
   const body = () => document.body || document.documentElement;
   const visible = el => {
     // nodeType, not instanceof: elements of a same-origin frame come from another realm.
@@ -66,7 +67,7 @@ if (!window.__ac) { window.__ac = (() => {
     const to = was && (String(was).match(/ → (\S+)$/) || [])[1];
     const here = to && to === location.href ? "; it is a link to the page you are on now" : "";
     const hint = here + (near ? `; the same element is now ref=${near[0]}` : "; use a ref from the latest snapshot");
-    throw new Error(`ref=${id}${was ? ` (${was.slice(0, 80)})` : ""} is not on this page${hint}`);
+    throw new NoMatch(`ref=${id}${was ? ` (${was.slice(0, 80)})` : ""} is not on this page${hint}`);
   }
   let loose = false; const readAs = new Map();
   // Each command says whether loose spellings are read (the worker prefixes every call).
@@ -151,7 +152,7 @@ if (!window.__ac) { window.__ac = (() => {
   function find(sel) {
     const all = findAll(sel);
     const el = all.find(visible) || all[0];
-    if (!el) throw new Error("no element matches `" + sel + "`" + hint(sel));
+    if (!el) throw new NoMatch("no element matches `" + sel + "`" + hint(sel));
     return el;
   }
   function cssPath(el) {
@@ -547,7 +548,7 @@ if (!window.__ac) { window.__ac = (() => {
   }
   function links(sel, pattern, attr) {
     const root = sel ? findAll(sel) : [document];
-    if (sel && !root.length) throw new Error("no element matches `" + sel + "`" + hint(sel));
+    if (sel && !root.length) throw new NoMatch("no element matches `" + sel + "`" + hint(sel));
     const re = pattern ? new RegExp(pattern) : null;
     const seen = new Set(), out = [];
     for (const r of root) {

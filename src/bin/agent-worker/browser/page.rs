@@ -55,9 +55,7 @@ impl Browser {
     pub(super) fn eval(&mut self, expr: &str) -> Result<Value, WorkerError> {
         let out = self.evaluate_isolated(&self.with_mode(expr), true)?;
         if let Some(ex) = out.get("exceptionDetails") {
-            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
-            let first = text.lines().next().unwrap_or(text);
-            return Err(WorkerError::Page(first.trim_start_matches("Error: ").to_string()));
+            return Err(thrown(ex));
         }
         Ok(out["result"]["value"].clone())
     }
@@ -73,9 +71,7 @@ impl Browser {
     pub(super) fn eval_element(&mut self, expr: &str) -> Result<Option<String>, WorkerError> {
         let out = self.evaluate_isolated(&self.with_mode(expr), false)?;
         if let Some(ex) = out.get("exceptionDetails") {
-            let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
-            let first = text.lines().next().unwrap_or(text);
-            return Err(WorkerError::Page(first.trim_start_matches("Error: ").to_string()));
+            return Err(thrown(ex));
         }
         Ok(out["result"]["objectId"].as_str().map(str::to_string))
     }
@@ -327,5 +323,15 @@ impl Browser {
         r.cdp.call(None, "Target.activateTarget", json!({"targetId": id}), CALL)?;
         launch::attach(r, &id, width, height)?;
         self.eval("__ac.info()")
+    }
+}
+
+/// What a helper threw: its first line, typed by the class it threw (`NoMatch`, page.js).
+fn thrown(ex: &Value) -> WorkerError {
+    let text = ex["exception"]["description"].as_str().or(ex["text"].as_str()).unwrap_or("script error");
+    let first = text.lines().next().unwrap_or(text).trim_start_matches("Error: ").to_string();
+    match ex["exception"]["className"].as_str() {
+        Some("NoMatch") => WorkerError::NoMatch(first),
+        _ => WorkerError::Page(first),
     }
 }

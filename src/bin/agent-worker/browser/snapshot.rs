@@ -88,7 +88,7 @@ impl Browser {
         result: Result<Value, WorkerError>,
     ) -> Result<Value, WorkerError> {
         let message = match &result {
-            Err(WorkerError::Page(m)) if m.starts_with("no element matches") || m.starts_with("ref=") => m.clone(),
+            Err(WorkerError::NoMatch(m)) => m.clone(),
             _ => return result,
         };
         let snap = match self.snapshot(p) {
@@ -108,7 +108,7 @@ impl Browser {
             return Ok(out);
         }
         let page = snap["snapshot"].as_str().unwrap_or_default();
-        Err(WorkerError::Page(format!(
+        Err(WorkerError::NoMatch(format!(
             "{message}\n\nThe page as it is now (act on an element with selector `ref=eN`):\n{page}"
         )))
     }
