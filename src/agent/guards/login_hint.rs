@@ -12,7 +12,8 @@ use crate::protocol::guards::Guard;
 pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::LoginHint,
     modes: Modes::ALL,
-    evidence: "own 14, three repeats: 3 → 0 (login-invoice). MiniWoB: never fired. Stays.",
+    evidence: "own 14, three repeats: 3 → 0 (login-invoice); again after the sign-in form rule, three \
+               paired repeats (0652cf9, 1f6f954; OpenAI native): 3 → 0. MiniWoB: never fired. Stays.",
 };
 
 /// The most sign-in forms pointed out in a session.

@@ -19,8 +19,9 @@ use serde_json::{Value, json};
 pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::ReadingHints,
     modes: Modes::ALL,
-    evidence: "moved from the worker and the SSH executor, where it ran in every session. One paired repeat \
-     (0652cf9, OpenAI native, own shell tasks): 2 → 1 (csv-sum). Not yet the keep rule's three.",
+    evidence: "moved from the worker and the SSH executor, where it ran in every session. Three paired \
+     repeats (OpenAI native, own shell tasks; 0652cf9, then 1f6f954): 6 → 2 (csv-sum, log-errors). \
+     MiniWoB: never fires. Stays; JSON mode not yet paired.",
 };
 
 /// Lines past which a model counts or picks lines by eye badly.

@@ -17,8 +17,9 @@ use serde_json::Value;
 pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::SameNameRead,
     modes: Modes::ALL,
-    evidence: "moved from the worker, where it ran in every session (SSH did not have it). One paired repeat \
-     (0652cf9, OpenAI native): find-file 1 → 0. Not yet the keep rule's three.",
+    evidence: "moved from the worker, where it ran in every session (SSH did not have it). Three paired \
+     repeats (OpenAI native; 0652cf9, then 1f6f954): find-file 3 → 0. MiniWoB: never fires. Stays; JSON \
+     mode not yet paired.",
 };
 
 /// Whether the answer to a read of `input`'s path is another file's.
