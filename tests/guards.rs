@@ -404,3 +404,27 @@ fn guard_radio_by_label_asks_the_worker_and_counts_only_the_fields_it_marked() {
     assert_eq!(r.fired("radio_by_label"), 1, "{}", r.record);
     assert!(!r.result(1).contains("chosen_by_label"), "{}", r.result(1));
 }
+
+/// `read_miss_page` on a case it was not written for, a links read (it came from a DOM read's
+/// miss): asked on every read, firing on the worker's `found: false`, and switched off the
+/// worker is told so and the miss is the model's error.
+#[test]
+fn guard_read_miss_page_asks_the_worker_on_reads_and_fires_on_its_answer() {
+    let script = vec![tool("browser_scrape_links", json!({"selector": "#toc"})), finish("read")];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_scrape_links" if cmd["params"]["read_miss_page"] == true => json!({"success": true,
+            "data": {"found": false, "message": "no element matches `#toc`", "snapshot": SEARCH}}),
+        "browser_scrape_links" => json!({"success": false, "error": "no element matches `#toc`"}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    };
+    let on =
+        run("g-miss", script.clone(), "browser", task("https://shop.test/", "List the links."), "finished", respond);
+    assert_eq!(on.fired("read_miss_page"), 1, "{}", on.record);
+    assert!(on.result(1).contains("[e4] link"), "{}", on.result(1));
+    let mut body = task("https://shop.test/", "List the links.");
+    body["options"] = json!({"guards": {"read_miss_page": false}});
+    let off = run("g-miss-off", script, "browser", body, "finished", respond);
+    let read = off.commands.iter().find(|c| c["action"] == "browser_scrape_links").unwrap();
+    assert_eq!(read["params"]["read_miss_page"], false, "{read}");
+    assert_eq!(off.fired("read_miss_page"), 0, "{}", off.record);
+}

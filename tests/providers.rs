@@ -331,6 +331,7 @@ fn json_mode_corrects_one_bad_reply_and_takes_two_as_words() {
     assert_eq!(s["status"], "finished", "{s}");
     let retry = llm.requests()[1].body["messages"].to_string();
     assert!(retry.contains("could not be used: the reply is not a JSON object"), "{retry}");
+    assert_eq!(s["guards_fired"]["json_correction"], 1, "the round is the unit's event: {s}");
     // Two bad replies in a row are the model's words: the session nudges, as for a native
     // model's text, instead of ending on them.
     let second = create_session(&c, json!({"mode": "task", "target": "https://a.test/", "instruction": "two"}));
@@ -341,6 +342,39 @@ fn json_mode_corrects_one_bad_reply_and_takes_two_as_words() {
     assert_eq!(reqs.len(), 5, "no loop");
     let nudged = reqs[4].body["messages"].to_string();
     assert!(nudged.contains("Continue with the tools") && nudged.contains("teleport"), "{nudged}");
+    assert_eq!(s["guards_fired"]["json_correction"], 1, "{s}");
+}
+
+/// `json_correction` on a case it was not written for: a capable model's (`full`) call of a
+/// tool it was not offered gets the round too; switched off, the reply is words at once.
+#[test]
+fn guard_json_correction_serves_every_profile_and_off_a_bad_reply_is_words_at_once() {
+    let dir = TempDir::new("json-correction");
+    let script = vec![
+        openai_text(r#"{"action": "next_step", "tool": "browser_teleport", "args": {}}"#),
+        openai_text(r#"{"action": "complete", "message": "corrected"}"#),
+        openai_text(r#"{"action": "next_step", "tool": "browser_teleport", "args": {}}"#),
+        openai_text(r#"{"action": "complete", "message": "nudged instead"}"#),
+    ];
+    let (d, llm) = json_daemon(&dir, script);
+    let _worker = ok_worker(&d);
+    let c = d.client();
+    let full =
+        json!({"mode": "task", "target": "https://a.test/", "instruction": "one", "options": {"profile": "full"}});
+    let s = ended(&c, &create_session(&c, full));
+    assert_eq!((s["status"].as_str(), s["summary"].as_str()), (Some("finished"), Some("corrected")), "{s}");
+    assert_eq!(s["guards_fired"]["json_correction"], 1, "{s}");
+    let retry = llm.requests()[1].body["messages"].to_string();
+    assert!(retry.contains("could not be used") && retry.contains("browser_teleport"), "{retry}");
+    let off = json!({"mode": "task", "target": "https://a.test/", "instruction": "two",
+        "options": {"profile": "full", "guards": {"json_correction": false}}});
+    let s = ended(&c, &create_session(&c, off));
+    assert_eq!(s["summary"], "nudged instead", "{s}");
+    assert!(s["guards_fired"].get("json_correction").is_none(), "{s}");
+    let reqs = llm.requests();
+    assert_eq!(reqs.len(), 4, "no round of its own: the bad reply, then the nudge's");
+    let nudged = reqs[3].body["messages"].to_string();
+    assert!(!nudged.contains("could not be used") && nudged.contains("Continue with the tools"), "{nudged}");
 }
 
 /// A server that refuses `response_format` is asked again without it, and not asked again.

@@ -111,8 +111,9 @@ fn snapshots_show_the_page_and_refs_act_on_it() {
         "refs are stable: {again}"
     );
 
-    // A selector that matches nothing: reading tools answer with the page, acting ones fail with it.
-    let dom = cmd(r, "browser_get_dom", json!({"selector": "#no-such-part"}));
+    // A selector that matches nothing: reading tools answer with the page where the controller
+    // asks (`read_miss_page`), acting ones fail with it.
+    let dom = cmd(r, "browser_get_dom", json!({"selector": "#no-such-part", "read_miss_page": true}));
     assert_eq!(dom["found"], false);
     assert!(dom["message"].as_str().unwrap().contains("no element matches `#no-such-part`"), "{dom}");
     assert!(dom["snapshot"].as_str().unwrap().contains("button \"Say hello\""), "{dom}");

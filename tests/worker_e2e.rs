@@ -72,10 +72,13 @@ fn every_browser_tool_through_controller_and_worker() {
     cmd(&r, "browser_click", json!({"selector": "button:has-text(\"hello\")"}));
     let e = cmd_err(&r, "browser_click", json!({"selector": "#buy"}));
     assert!(e.contains("no element matches `#buy`") && e.contains("#prices"), "names the page's ids: {e}");
-    // Reading tools answer a selector that matches nothing with the whole page.
-    let e = cmd(&r, "browser_scrape_table", json!({"selector": "prices"}));
+    // Reading tools answer a selector that matches nothing with the whole page where the
+    // controller asks (`read_miss_page`); else they fail as an action does.
+    let e = cmd(&r, "browser_scrape_table", json!({"selector": "prices", "read_miss_page": true}));
     assert!(e["message"].as_str().unwrap().contains("did you mean `#prices`?"), "{e}");
-    let e = cmd(&r, "browser_scrape_links", json!({"selector": "#nothing-here"}));
+    let e = cmd_err(&r, "browser_scrape_table", json!({"selector": "prices"}));
+    assert!(e.contains("did you mean `#prices`?") && e.contains("link \"Chapter 1\""), "{e}");
+    let e = cmd(&r, "browser_scrape_links", json!({"selector": "#nothing-here", "read_miss_page": true}));
     assert_eq!(e["found"], false, "an empty match is not an empty list: {e}");
     assert!(e["snapshot"].as_str().unwrap().contains("link \"Chapter 1\""), "{e}");
     let scrolled = cmd(&r, "browser_scroll", json!({"direction": "down", "amount": 500}));

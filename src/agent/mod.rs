@@ -412,6 +412,7 @@ impl Agent {
             messages: &messages,
             max_tokens: self.max_tokens,
             loose_actions: self.loose_actions_asked(),
+            correct_once: self.json_correction_asked(),
         };
         match self.complete(&request) {
             // A server that refuses to be made to call a tool is asked again without it.

@@ -179,6 +179,7 @@ pub fn parse_reply(body: &str) -> Result<Reply, LlmError> {
             n("cache_creation_input_tokens"),
         ),
         loose_action: false,
+        corrected: None,
     })
 }
 
@@ -246,6 +247,7 @@ mod tests {
             messages: &messages,
             max_tokens: 7,
             loose_actions: false,
+            correct_once: false,
         };
         let body = anthropic.body(&request);
         assert_eq!(body["model"], "m");

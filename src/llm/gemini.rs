@@ -206,7 +206,7 @@ pub fn parse_reply(body: &str, turn: usize) -> Result<Reply, LlmError> {
         cached,
         0,
     );
-    Ok(Reply { content, stop_reason, usage, loose_action: false })
+    Ok(Reply { content, stop_reason, usage, loose_action: false, corrected: None })
 }
 
 impl Provider for Gemini {

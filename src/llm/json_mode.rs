@@ -3,9 +3,10 @@
 //! The session's tools are listed in the system prompt and the model answers with one flat JSON
 //! action (`actions.rs`). The conversation goes out as plain text: an earlier call as the JSON
 //! it came from, its result as a user message ("Result of browser_navigate: …", screenshots
-//! beside it). A reply that is not a valid action is answered once, quoting the exact error;
-//! a second bad reply in a row is passed on as the model's words, as a native model's text is
-//! (the session nudges once, then ends with them). Nothing is ever synthesized: no default
+//! beside it). A reply that is not a valid action is answered once, quoting the exact error,
+//! where the session's `json_correction` unit asks (`Request::correct_once`); a bad reply after
+//! it, or without it, is passed on as the model's words, as a native model's text is (the
+//! session nudges once, then ends with them). Nothing is ever synthesized: no default
 //! step, no context-free "think".
 //! A call with no tools at all (a validator, a summary, the report asked for at the end) is
 //! passed through as plain text.
@@ -193,7 +194,10 @@ impl Provider for JsonActions {
         let mut messages = as_text(request.messages);
         let mut usage = TokenUsage::default();
         let mut last_error = String::new();
-        for attempt in 0..2 {
+        let mut corrected = None;
+        let mut said = String::new();
+        let attempts = if request.correct_once { 2 } else { 1 };
+        for attempt in 0..attempts {
             let plain = Request::plain(&system, &messages, request.max_tokens);
             let reply = self.complete_json(&plain, schema.as_ref(), stop)?;
             usage = usage.plus(reply.usage);
@@ -207,26 +211,28 @@ impl Provider for JsonActions {
                     if !text.trim().is_empty() {
                         content.insert(0, Block::text(text));
                     }
-                    return Ok(Reply { content, stop_reason: StopReason::ToolUse, usage, loose_action });
+                    return Ok(Reply { content, stop_reason: StopReason::ToolUse, usage, loose_action, corrected });
                 }
                 Err(e) => last_error = e.to_string(),
             }
+            if attempt + 1 == attempts {
+                said = text;
+                break;
+            }
+            corrected = Some(last_error.clone());
             let quoted = format!(
                 "Your reply could not be used: {last_error}. Answer again with exactly one JSON object as described."
             );
-            let said = if text.trim().is_empty() { "(an empty reply)".to_string() } else { text };
-            messages.push(Message { role: Role::Assistant, content: vec![Block::text(said)] });
+            let echoed = if text.trim().is_empty() { "(an empty reply)".to_string() } else { text };
+            messages.push(Message { role: Role::Assistant, content: vec![Block::text(echoed)] });
             messages.push(Message::user(vec![Block::text(quoted)]));
         }
-        // Twice not an action: the reply counts as words, as a native model's text does (the
-        // session nudges once, then ends with them) rather than ending the session here.
-        log::info!("the model's reply was not a valid action twice in a row: {last_error}");
-        let said = match messages.iter().rev().nth(1) {
-            Some(m) if m.role == Role::Assistant => m.text(),
-            _ => String::new(),
-        };
+        // Not an action (after the correction, where asked): the reply counts as words, as a
+        // native model's text does (the session nudges once, then ends with them) rather than
+        // ending the session here.
+        log::info!("the model's reply was not a valid action ({attempts} tries): {last_error}");
         let content = if said.trim().is_empty() { Vec::new() } else { vec![Block::text(said)] };
-        Ok(Reply { content, stop_reason: StopReason::EndTurn, usage, loose_action: false })
+        Ok(Reply { content, stop_reason: StopReason::EndTurn, usage, loose_action: false, corrected })
     }
 }
 

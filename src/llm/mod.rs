@@ -119,6 +119,9 @@ pub struct Request<'a> {
     /// JSON action mode reads a reply in another shape than asked (aliases, nesting, a missing
     /// `action`): the small profile's `loose_actions` unit.
     pub loose_actions: bool,
+    /// JSON action mode answers a reply it cannot read once with the exact error, and asks
+    /// again, before passing it on as words: the `json_correction` unit.
+    pub correct_once: bool,
 }
 
 /// A reply kept to JSON by the server: OpenAI-compatible `response_format` (`json_object`, or
@@ -147,6 +150,7 @@ impl<'a> Request<'a> {
             messages,
             max_tokens,
             loose_actions: false,
+            correct_once: false,
         }
     }
 
@@ -190,6 +194,9 @@ pub struct Reply {
     pub usage: TokenUsage,
     /// Its action was read in another shape than asked (`Request::loose_actions`).
     pub loose_action: bool,
+    /// The first reply could not be read as an action, and this error was answered
+    /// (`Request::correct_once`); this reply is the one that came after it.
+    pub corrected: Option<String>,
 }
 
 /// Why a model call gave no reply. Its `Display` is what the session's record and the model's

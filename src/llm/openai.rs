@@ -224,7 +224,7 @@ pub fn parse_reply(body: &str, request: &Request<'_>) -> Result<Reply, LlmError>
         cached,
         0,
     );
-    Ok(Reply { content, stop_reason, usage, loose_action: false })
+    Ok(Reply { content, stop_reason, usage, loose_action: false, corrected: None })
 }
 
 impl Provider for OpenAi {
@@ -264,6 +264,7 @@ mod tests {
             messages,
             max_tokens: 100,
             loose_actions: false,
+            correct_once: false,
         }
     }
 

@@ -86,6 +86,7 @@ pub fn probe(endpoint: &Endpoint, config: &Config) -> Found {
         max_tokens: 200,
         // Read as the small profile's sessions read it (`loose_actions`).
         loose_actions: true,
+        correct_once: true,
     };
     for mode in [ToolMode::Native, ToolMode::Json] {
         let provider = super::provider_for(&Endpoint { tool_mode: mode, ..endpoint.clone() }, config);

@@ -169,10 +169,12 @@ guards! {
     FileLinkDownload = "file_link_download",
     TextCall = "text_call",
     LooseActions = "loose_actions",
+    JsonCorrection = "json_correction",
     ArgumentRepair = "argument_repair",
     LooseSelectors = "loose_selectors",
     ReadonlyClick = "readonly_click",
     RadioByLabel = "radio_by_label",
+    ReadMissPage = "read_miss_page",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
     StreakHold = "streak_hold",
@@ -281,6 +283,12 @@ impl Guard {
                 SMALL,
                 "a JSON action in another shape than asked (the tool under another key, its arguments under another name, a nested step, no action key, a key written twice, the tool named inside its arguments, text around it) is read as meant; JSON action mode",
             ),
+            JsonCorrection => row(
+                BeforeCall,
+                Hint,
+                BOTH,
+                "a JSON action that cannot be read (no JSON, an unknown tool, arguments not an object) is answered once with the exact error before it counts as the model's words, as a native API refuses a malformed call; JSON action mode",
+            ),
             ArgumentRepair => row(
                 BeforeCall,
                 Repair,
@@ -304,6 +312,12 @@ impl Guard {
                 Repair,
                 SMALL,
                 "a radio given in a fill with another radio's label (the group's field for the choice) checks the radio of that label",
+            ),
+            ReadMissPage => row(
+                Worker,
+                Redirect,
+                SMALL,
+                "a read of part of the page (text, DOM, links, a table) whose selector matches nothing answers with the whole page as a result, not an error",
             ),
             LoopNote => row(
                 AfterResult,
@@ -358,7 +372,8 @@ mod tests {
                     "{}: full never redirects, repairs or acts",
                     g.name()
                 );
-                assert!(row.why.contains("loop") || *g == Guard::DoneBefore, "{}: full keeps loop handling", g.name());
+                let every_model = [Guard::DoneBefore, Guard::JsonCorrection];
+                assert!(row.why.contains("loop") || every_model.contains(g), "{}: full keeps loop handling", g.name());
             }
             assert!(g.in_profile(Profile::Small), "{}: small has every guard", g.name());
         }

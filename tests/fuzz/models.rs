@@ -150,6 +150,7 @@ fn fuzz_model_replies() {
         messages: &messages,
         max_tokens: 100,
         loose_actions: true,
+        correct_once: true,
     };
     let input = json_body(REPLY_KEYS, REPLY_WORDS, &reply_examples());
     fuzz("model replies (openai, anthropic and gemini parse_reply)", input, |body| {

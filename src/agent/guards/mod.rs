@@ -18,6 +18,7 @@ mod failed_hold;
 mod file_link_download;
 mod form_defaults;
 pub(super) mod form_values;
+mod json_correction;
 mod login_hint;
 mod loop_hold;
 mod loop_note;
@@ -26,6 +27,7 @@ mod loose_selectors;
 mod path;
 mod premature_finish;
 mod radio_by_label;
+mod read_miss_page;
 mod reading_hints;
 mod readonly_click;
 mod recital;
@@ -50,7 +52,7 @@ use std::collections::{BTreeSet, HashSet};
 
 /// The tool modes a unit runs in. The evidence says where a unit earns; a mode left out here
 /// switches it off there without touching its code (`text_call` is native only, `loose_actions`
-/// JSON only: each repairs what only its mode's replies get wrong).
+/// and `json_correction` JSON only: each mends what only its mode's replies get wrong).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Modes {
     pub native: bool,
@@ -201,10 +203,12 @@ pub(super) const UNITS: &[&Unit] = &[
     &file_link_download::UNIT,
     &text_call::UNIT,
     &loose_actions::UNIT,
+    &json_correction::UNIT,
     &argument_repair::UNIT,
     &loose_selectors::UNIT,
     &readonly_click::UNIT,
     &radio_by_label::UNIT,
+    &read_miss_page::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
     &streak_hold::UNIT,
@@ -221,6 +225,7 @@ pub(super) const PIPELINE: &[Step] = &[
     // Before a call: the reply it is read from.
     at(&text_call::UNIT, Hook::Reply(Agent::text_call)),
     at(&loose_actions::UNIT, Hook::Reply(Agent::loose_action_read)),
+    at(&json_correction::UNIT, Hook::Reply(Agent::json_corrected)),
     // As the model made it.
     at(&premature_finish::UNIT, Hook::Call(Point::Made, Agent::premature_finish)),
     at(&click_as_said::UNIT, Hook::Call(Point::Made, Agent::click_as_said)),
@@ -239,12 +244,14 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&loose_selectors::UNIT, Hook::Worker(Agent::loose_selectors_params)),
     at(&readonly_click::UNIT, Hook::Worker(Agent::readonly_click_params)),
     at(&radio_by_label::UNIT, Hook::Worker(Agent::radio_by_label_params)),
+    at(&read_miss_page::UNIT, Hook::Worker(Agent::read_miss_page_params)),
     // After a result.
     at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
     at(&loose_selectors::UNIT, Hook::Answer(Agent::loose_selectors_read)),
     at(&readonly_click::UNIT, Hook::Answer(Agent::readonly_clicked)),
     at(&radio_by_label::UNIT, Hook::Answer(Agent::radios_chosen_by_label)),
+    at(&read_miss_page::UNIT, Hook::Answer(Agent::read_missed)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),
@@ -473,7 +480,7 @@ mod tests {
             assert!(stages.contains(&unit.guard.row().stage), "{}: acts in its row's stage", unit.guard.name());
             assert!(!unit.evidence.is_empty(), "{}: its evidence", unit.guard.name());
             // A unit that runs in one tool mode only says why in its header.
-            let one_mode = [Guard::TextCall, Guard::LooseActions];
+            let one_mode = [Guard::TextCall, Guard::LooseActions, Guard::JsonCorrection];
             assert!(unit.modes == Modes::ALL || one_mode.contains(&unit.guard), "{}: both modes", unit.guard.name());
         }
         let order: Vec<_> = PIPELINE.iter().map(|s| s.hook.order()).collect();
@@ -503,7 +510,8 @@ mod tests {
                 "argument_repair",
                 "loose_selectors",
                 "readonly_click",
-                "radio_by_label"
+                "radio_by_label",
+                "read_miss_page"
             ]
         );
     }

@@ -61,7 +61,13 @@ mod tests {
     use serde_json::json;
 
     fn reply(content: Vec<Block>) -> Reply {
-        Reply { content, stop_reason: StopReason::EndTurn, usage: TokenUsage::default(), loose_action: false }
+        Reply {
+            content,
+            stop_reason: StopReason::EndTurn,
+            usage: TokenUsage::default(),
+            loose_action: false,
+            corrected: None,
+        }
     }
 
     #[test]

@@ -79,8 +79,9 @@ impl Browser {
         Ok(Value::Object(map))
     }
 
-    /// A selector or ref that matched nothing: a tool that only reads answers with the whole
-    /// page instead, one that acts fails with the page added, so the next call can use a ref.
+    /// A selector or ref that matched nothing fails with the page added, so the next call can
+    /// use a ref; a tool that only reads answers with the whole page instead, as a result, where
+    /// the controller asks (`read_miss_page`, its unit of that name).
     pub(super) fn explain_miss(
         &mut self,
         tool: Tool,
@@ -99,7 +100,7 @@ impl Browser {
             tool,
             Tool::BrowserGetDom | Tool::BrowserGetText | Tool::BrowserScrapeLinks | Tool::BrowserScrapeTable
         );
-        if reads {
+        if reads && p["read_miss_page"] == true {
             let note = format!("{message}. The whole page is below instead: use a ref from it (selector `ref=eN`).");
             let mut out = json!({"found": false, "message": note});
             if let (Some(out), Value::Object(snap)) = (out.as_object_mut(), snap) {
