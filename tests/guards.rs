@@ -428,3 +428,29 @@ fn guard_read_miss_page_asks_the_worker_on_reads_and_fires_on_its_answer() {
     assert_eq!(read["params"]["read_miss_page"], false, "{read}");
     assert_eq!(off.fired("read_miss_page"), 0, "{}", off.record);
 }
+
+/// `select_sets_value` on a case it was not written for, a colour field (it came from dates and
+/// sliders): asked on every select_option, firing on a value set and not on a select's choice.
+#[test]
+fn guard_select_sets_value_asks_the_worker_and_fires_on_a_value_set_only() {
+    let script = vec![
+        tool("browser_select_option", json!({"selector": "ref=e2", "value": "teal"})),
+        tool("browser_select_option", json!({"selector": "ref=e3", "value": "Large"})),
+        finish("set"),
+    ];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_select_option" if cmd["params"]["selector"] == "ref=e2" => {
+            match cmd["params"]["select_sets_value"] == true {
+                true => json!({"success": true, "data": {"set": "#008080", "kind": "color"}}),
+                false => json!({"success": false, "error": "`ref=e2` is a color field, not a select"}),
+            }
+        }
+        "browser_select_option" => json!({"success": true, "data": {"selected": "l", "label": "Large"}}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    };
+    let r =
+        run("g-select-set", script, "browser", task("https://shop.test/", "A large teal one."), "finished", respond);
+    let selects: Vec<&Value> = r.commands.iter().filter(|c| c["action"] == "browser_select_option").collect();
+    assert!(selects.len() == 2 && selects.iter().all(|c| c["params"]["select_sets_value"] == true), "{selects:?}");
+    assert_eq!(r.fired("select_sets_value"), 1, "{}", r.record);
+}

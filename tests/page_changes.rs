@@ -110,9 +110,16 @@ fn actions_answer_with_what_changed_on_the_page() {
     assert_eq!(back["set"], "2024-03-05", "{back}");
     assert_eq!(cmd(&r, "browser_type", json!({"selector": start, "text": "31.12.2024"}))["set"], "2024-12-31");
     assert_eq!(
-        cmd(&r, "browser_select_option", json!({"selector": start, "value": "March 5, 2024"}))["set"],
+        cmd(
+            &r,
+            "browser_select_option",
+            json!({"selector": start, "value": "March 5, 2024", "select_sets_value": true})
+        )["set"],
         "2024-03-05"
     );
+    // Not asked to (`select_sets_value` off), select_option chooses in a select only.
+    let e = cmd_err(&r, "browser_select_option", json!({"selector": start, "value": "March 5, 2024"}));
+    assert!(e.contains("is a date field") && e.contains("not a select: use browser_type with the value"), "{e}");
     let e = cmd_err(&r, "browser_type", json!({"selector": start, "text": "05-03-2024"}));
     assert!(e.contains("is not a date it takes") && e.contains("03/05/2024 (month first)"), "ambiguous: {e}");
     let e = cmd_err(&r, "browser_type", json!({"selector": start, "text": "2024-02-30"}));
@@ -131,21 +138,24 @@ fn actions_answer_with_what_changed_on_the_page() {
 
     // A range and a spinner take a value, by type or by select_option, with their events.
     let vol = ref_of(&snap, "input range \"Volume\"");
-    let slid = cmd(&r, "browser_select_option", json!({"selector": vol, "value": "8"}));
+    let slid = cmd(&r, "browser_select_option", json!({"selector": vol, "value": "8", "select_sets_value": true}));
     assert_eq!(slid["set"], "8", "{slid}");
     assert!(changes(&slid).contains("vol input 8; vol change 8;"), "{slid}");
     let over = cmd(&r, "browser_type", json!({"selector": vol, "text": "15"}));
     assert_eq!((&over["set"], &over["asked"]), (&json!("10"), &json!("15")), "kept to its bounds: {over}");
     let qty = ref_of(&snap, "input number \"Quantity\"");
     assert_eq!(cmd(&r, "browser_type", json!({"selector": qty, "text": "3"}))["set"], "3");
-    let many = cmd(&r, "browser_select_option", json!({"selector": qty, "value": "12"}));
+    let many = cmd(&r, "browser_select_option", json!({"selector": qty, "value": "12", "select_sets_value": true}));
     assert!(many["problem"].as_str().unwrap_or_default().contains('9'), "{many}");
     let e = cmd_err(&r, "browser_type", json!({"selector": qty, "text": "three"}));
     assert!(e.contains("number field") && e.contains("write it as a number"), "{e}");
 
     let tint = ref_of(&snap, "input color \"Colour\"");
     assert_eq!(cmd(&r, "browser_type", json!({"selector": tint, "text": "#f80"}))["set"], "#ff8800");
-    assert_eq!(cmd(&r, "browser_select_option", json!({"selector": tint, "value": "teal"}))["set"], "#008080");
+    assert_eq!(
+        cmd(&r, "browser_select_option", json!({"selector": tint, "value": "teal", "select_sets_value": true}))["set"],
+        "#008080"
+    );
 
     // A native select: chosen, or its options listed.
     let chosen = cmd(&r, "browser_select_option", json!({"selector": size, "value": "Medium"}));
@@ -195,8 +205,12 @@ fn aria_sliders_and_spin_buttons_show_their_number_and_take_one_by_their_keys() 
     let up = cmd(r, "browser_type", json!({"selector": bright, "text": "60"}));
     assert_eq!((&up["set"], &up["keys"]), (&json!(60), &json!(4)), "{up}");
     assert!(changes(&up).contains("bright 60;"), "{up}");
-    let between = cmd(r, "browser_select_option", json!({"selector": bright, "value": "52"}));
+    let between =
+        cmd(r, "browser_select_option", json!({"selector": bright, "value": "52", "select_sets_value": true}));
     assert_eq!((&between["set"], &between["asked"]), (&json!(50), &json!(52)), "the first step past it: {between}");
+
+    let e = cmd_err(r, "browser_select_option", json!({"selector": bright, "value": "52"}));
+    assert!(e.contains("is a slider") && e.contains("use browser_type with the number"), "{e}");
 
     let guests = ref_of(&snap, "spinbutton \"Guests\"");
     let five = cmd(r, "browser_type", json!({"selector": guests, "text": "5"}));

@@ -173,6 +173,7 @@ guards! {
     ArgumentRepair = "argument_repair",
     LooseSelectors = "loose_selectors",
     ReadonlyClick = "readonly_click",
+    SelectSetsValue = "select_sets_value",
     RadioByLabel = "radio_by_label",
     ReadMissPage = "read_miss_page",
     LoopNote = "loop_note",
@@ -306,6 +307,12 @@ impl Guard {
                 Redirect,
                 SMALL,
                 "typing into a read-only field (a date picker's box) clicks it instead, as a person opens its calendar, and the answer shows what opened",
+            ),
+            SelectSetsValue => row(
+                Worker,
+                Redirect,
+                SMALL,
+                "select_option on a field that is no select (a date, number or range field, an ARIA slider) sets its value as typing would",
             ),
             RadioByLabel => row(
                 Worker,

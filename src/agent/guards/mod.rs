@@ -32,6 +32,7 @@ mod reading_hints;
 mod readonly_click;
 mod recital;
 mod same_name_read;
+mod select_sets_value;
 pub(super) mod short_catalog;
 mod streak_hold;
 mod stuck_deliver;
@@ -207,6 +208,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &argument_repair::UNIT,
     &loose_selectors::UNIT,
     &readonly_click::UNIT,
+    &select_sets_value::UNIT,
     &radio_by_label::UNIT,
     &read_miss_page::UNIT,
     &loop_note::UNIT,
@@ -243,6 +245,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&same_name_read::UNIT, Hook::Worker(Agent::same_name_params)),
     at(&loose_selectors::UNIT, Hook::Worker(Agent::loose_selectors_params)),
     at(&readonly_click::UNIT, Hook::Worker(Agent::readonly_click_params)),
+    at(&select_sets_value::UNIT, Hook::Worker(Agent::select_sets_value_params)),
     at(&radio_by_label::UNIT, Hook::Worker(Agent::radio_by_label_params)),
     at(&read_miss_page::UNIT, Hook::Worker(Agent::read_miss_page_params)),
     // After a result.
@@ -250,6 +253,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
     at(&loose_selectors::UNIT, Hook::Answer(Agent::loose_selectors_read)),
     at(&readonly_click::UNIT, Hook::Answer(Agent::readonly_clicked)),
+    at(&select_sets_value::UNIT, Hook::Answer(Agent::select_set_a_value)),
     at(&radio_by_label::UNIT, Hook::Answer(Agent::radios_chosen_by_label)),
     at(&read_miss_page::UNIT, Hook::Answer(Agent::read_missed)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
@@ -510,6 +514,7 @@ mod tests {
                 "argument_repair",
                 "loose_selectors",
                 "readonly_click",
+                "select_sets_value",
                 "radio_by_label",
                 "read_miss_page"
             ]

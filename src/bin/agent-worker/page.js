@@ -11,8 +11,7 @@ if (!window.__ac) { window.__ac = (() => {
   const visible = el => {
     // nodeType, not instanceof: elements of a same-origin frame come from another realm.
     if (!el || el.nodeType !== 1) return false;
-    const r = el.getBoundingClientRect();
-    const st = getComputedStyle(el);
+    const r = el.getBoundingClientRect(), st = getComputedStyle(el);
     return r.width > 0 && r.height > 0 && st.visibility !== "hidden" && st.display !== "none";
   };
   const textOf = el => norm(el.innerText !== undefined ? el.innerText : el.textContent) ||
@@ -373,7 +372,7 @@ if (!window.__ac) { window.__ac = (() => {
     else if (tag === "a") what = "link";
     else if (tag === "select") { what = "select"; tool = "browser_select_option"; }
     else if (tag === "input" && (type === "checkbox" || type === "radio")) { what = type; tool = "browser_fill_form with type " + type + " (or browser_click)"; }
-    else if (window.__acInputs.special(el)) { what = type + " field"; tool = "browser_type or browser_select_option with the value (" + window.__acInputs.forms(type) + ")"; }
+    else if (window.__acInputs.special(el)) { what = type + " field"; tool = "browser_type with the value (" + window.__acInputs.forms(type) + ")"; }
     else if (STEP_ROLES.has(el.getAttribute("role"))) { what = el.getAttribute("role"); tool = "browser_type with the number"; }
     else if (takesText(el)) { what = "text field"; tool = "browser_type or browser_fill_form"; }
     // A ref on anything else means the page reacts to a click on it (snapshot.js gives plain
@@ -466,8 +465,10 @@ if (!window.__ac) { window.__ac = (() => {
     if (!el.checkValidity()) out.problem = el.validationMessage;
     return out;
   }
-  function selectOption(sel, value) {
+  // A date, number or ARIA slider takes its value here only where asked (`select_sets_value`).
+  function selectOption(sel, value, setsValue) {
     const el = find(sel);
+    if (el.tagName !== "SELECT" && !setsValue) throw new Error(wrongKind(el, sel, "a select"));
     if (el.tagName !== "SELECT" && window.__acInputs.special(el)) return setSpecial(sel, value, el);
     const step = el.tagName !== "SELECT" && stepper(el);
     if (step) return focusStepper(el, sel, step);
@@ -530,7 +531,7 @@ if (!window.__ac) { window.__ac = (() => {
       const kind = f.type || (el.tagName === "SELECT" ? "select" : (el.type === "checkbox" || el.type === "radio") ? el.type : "text");
       if (readOnly(el)) throw new Error("`" + f.selector + "` is read-only: it takes no typing. Click it (browser_click) and choose its value from what opens");
       if (window.__acInputs.special(el)) done.push(Object.assign({selector: f.selector}, setSpecial(f.selector, f.value, el)));
-      else if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value)));
+      else if (kind === "select") done.push(Object.assign({selector: f.selector}, selectOption(f.selector, f.value, false)));
       else if (kind === "checkbox" || kind === "radio") {
         if (el.type !== "checkbox" && el.type !== "radio") throw new Error(wrongKind(el, f.selector, "a " + kind));
         const want = checkedWanted(el, f.value);

@@ -73,7 +73,9 @@ impl Browser {
             Tool::BrowserSelectOption => {
                 let (selector, value) = (required_str(p, "selector")?, any_str(p, "value")?);
                 let before = self.before_action(p);
-                let mut chosen = self.eval(&format!("__ac.selectOption({}, {})", js(selector), js(value)))?;
+                let sets_value = p["select_sets_value"] == true;
+                let mut chosen =
+                    self.eval(&format!("__ac.selectOption({}, {}, {sets_value})", js(selector), js(value)))?;
                 if let Some(role) = chosen["stepper"].as_str().map(str::to_string) {
                     chosen = self.step_to(selector, value, &role)?;
                 }
