@@ -454,3 +454,29 @@ fn guard_select_sets_value_asks_the_worker_and_fires_on_a_value_set_only() {
     assert!(selects.len() == 2 && selects.iter().all(|c| c["params"]["select_sets_value"] == true), "{selects:?}");
     assert_eq!(r.fired("select_sets_value"), 1, "{}", r.record);
 }
+
+/// `tool_advice`: asked on a click and a table read, firing on the answer that carries advice,
+/// not on a click whose answer has none (a button's).
+#[test]
+fn guard_tool_advice_asks_the_worker_and_fires_on_advice_only() {
+    let script = vec![
+        tool("browser_click", json!({"selector": "ref=e3"})),
+        tool("browser_scrape_table", json!({})),
+        finish("read"),
+    ];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_click" => json!({"success": true, "data": {"clicked": "button", "text": "Go"}}),
+        "browser_scrape_table" => {
+            let mut data = json!({"rows": 2, "columns": 2, "csv": "a,b\n1,2\n"});
+            if cmd["params"]["advice"] == true {
+                data["to_save"] = json!("to keep it as a file, call browser_scrape_table again with a filename");
+            }
+            json!({"success": true, "data": data})
+        }
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    };
+    let r = run("g-advice", script, "browser", task("https://shop.test/", "Read the table."), "finished", respond);
+    let asked: Vec<&Value> = r.commands.iter().filter(|c| c["params"].get("advice").is_some()).collect();
+    assert!(asked.len() == 2 && asked.iter().all(|c| c["params"]["advice"] == true), "{asked:?}");
+    assert_eq!(r.fired("tool_advice"), 1, "{}", r.record);
+}

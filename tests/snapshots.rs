@@ -181,8 +181,10 @@ fn clicks_say_what_they_cannot_do() {
     assert!(e.contains("the form was not sent") && e.contains(&format!("[{name}] \"Your name\"")), "{e}");
     let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "select"))}));
     assert!(e.contains("a click does not choose") && e.contains("browser_select_option") && e.contains("Green"), "{e}");
-    let clicked = cmd(r, "browser_click", json!({"selector": format!("ref={name}")}));
+    let clicked = cmd(r, "browser_click", json!({"selector": format!("ref={name}"), "advice": true}));
     assert!(clicked["next"].as_str().unwrap().contains("browser_type"), "{clicked}");
+    let plain = cmd(r, "browser_click", json!({"selector": format!("ref={name}")}));
+    assert!(plain.get("next").is_none(), "advice only where `tool_advice` asks: {plain}");
     // A field's name where a ref was meant finds it where `loose_selectors` asks, and says so;
     // elsewhere it is no selector.
     let e = cmd_err(r, "browser_fill_form", json!({"fields": [{"selector": "ref=name", "value": "Zoe"}]}));

@@ -8,6 +8,10 @@
 //! a count in the session record and in `/metrics`); `agent.guards.NAME: false` in the config
 //! and `options.guards` on a session switch a row off by name.
 //!
+//! Not a guard: opening a browser session's target before the first turn (the state the
+//! request names, in every profile), and the facts a result states (an HTTP status, a download
+//! whose bytes do not match its name).
+//!
 //! Invariant: a guard acts only where its row is on; the `full` profile has no row that
 //! redirects, repairs or acts, and none that reads the task's words to choose a tool or a file
 //! — it keeps what serves every model (loop detection and its escalation, the wrap-up), which
@@ -176,6 +180,7 @@ guards! {
     SelectSetsValue = "select_sets_value",
     RadioByLabel = "radio_by_label",
     ReadMissPage = "read_miss_page",
+    ToolAdvice = "tool_advice",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
     StreakHold = "streak_hold",
@@ -325,6 +330,12 @@ impl Guard {
                 Redirect,
                 SMALL,
                 "a read of part of the page (text, DOM, links, a table) whose selector matches nothing answers with the whole page as a result, not an error",
+            ),
+            ToolAdvice => row(
+                Worker,
+                Hint,
+                SMALL,
+                "a click on a text field says to type into it (a read-only one: to choose from what opened), a table read without a file name how to keep it as one",
             ),
             LoopNote => row(
                 AfterResult,

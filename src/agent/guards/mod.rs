@@ -38,6 +38,7 @@ mod streak_hold;
 mod stuck_deliver;
 mod task_words;
 mod text_call;
+mod tool_advice;
 
 pub(super) use path::Call;
 
@@ -211,6 +212,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &select_sets_value::UNIT,
     &radio_by_label::UNIT,
     &read_miss_page::UNIT,
+    &tool_advice::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
     &streak_hold::UNIT,
@@ -248,6 +250,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&select_sets_value::UNIT, Hook::Worker(Agent::select_sets_value_params)),
     at(&radio_by_label::UNIT, Hook::Worker(Agent::radio_by_label_params)),
     at(&read_miss_page::UNIT, Hook::Worker(Agent::read_miss_page_params)),
+    at(&tool_advice::UNIT, Hook::Worker(Agent::tool_advice_params)),
     // After a result.
     at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
@@ -256,6 +259,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&select_sets_value::UNIT, Hook::Answer(Agent::select_set_a_value)),
     at(&radio_by_label::UNIT, Hook::Answer(Agent::radios_chosen_by_label)),
     at(&read_miss_page::UNIT, Hook::Answer(Agent::read_missed)),
+    at(&tool_advice::UNIT, Hook::Answer(Agent::tool_advised)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),

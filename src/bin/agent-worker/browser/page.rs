@@ -223,8 +223,8 @@ impl Browser {
         self.page_call("Input.dispatchMouseEvent", params).map(|_| ())
     }
 
-    /// A click, aimed first (`aim` in page.js), with the checks the controller's guards ask for
-    /// (`confirm_defaults`); a refusal comes back typed (`WorkerError::Refused`).
+    /// A click, aimed first (`aim` in page.js), with the checks and words the controller's guards
+    /// ask for (`confirm_defaults`, `advice`); a refusal comes back typed (`WorkerError::Refused`).
     pub(super) fn click(&mut self, selector: &str, p: &Value) -> Result<Value, WorkerError> {
         let confirm = p["confirm_defaults"].as_bool().unwrap_or(false);
         let c = self.eval(&format!("__ac.aim({}, {confirm})", js(selector)))?;
@@ -238,7 +238,8 @@ impl Browser {
         self.settle()?;
         let info = self.eval("__ac.info()")?;
         let mut done = json!({"clicked": c["tag"], "text": c["text"], "url": info["url"], "title": info["title"]});
-        if let Some(next) = c["next"].as_str() {
+        // What to do with the field clicked, where the controller asks (`tool_advice`).
+        if let Some(next) = c["next"].as_str().filter(|_| p["advice"] == true) {
             done["next"] = next.into();
         }
         Ok(done)

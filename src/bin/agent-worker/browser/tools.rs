@@ -199,7 +199,8 @@ impl Browser {
                     "`{selector}` is read-only: it takes no typing. Click it (browser_click) and choose its value from what opens"
                 )));
             }
-            let clicked = with(self.click(selector, &json!({}))?, "typed", json!(0));
+            // The click's answer says the field is read-only: it is this redirect's own account.
+            let clicked = with(self.click(selector, &json!({"advice": true}))?, "typed", json!(0));
             return self.with_changes(with(clicked, "clicked_read_only", json!(true)), before, p, &[]);
         }
         // A date, time, number, range or colour field takes the value the text means (never a
@@ -336,8 +337,11 @@ impl Browser {
             return Ok(with(with(saved, "rows", json!(rows.len())), "columns", json!(columns)));
         }
         if p["format"].as_str() != Some("json") {
-            let to_save = "to keep it as a file, call browser_scrape_table again with a filename";
-            return Ok(json!({"rows": rows.len(), "columns": columns, "csv": to_csv(&rows), "to_save": to_save}));
+            let mut out = json!({"rows": rows.len(), "columns": columns, "csv": to_csv(&rows)});
+            if p["advice"] == true {
+                out["to_save"] = "to keep it as a file, call browser_scrape_table again with a filename".into();
+            }
+            return Ok(out);
         }
         let header = rows.first().cloned().unwrap_or_default();
         let data: Vec<Value> = rows
