@@ -480,3 +480,28 @@ fn guard_tool_advice_asks_the_worker_and_fires_on_advice_only() {
     assert!(asked.len() == 2 && asked.iter().all(|c| c["params"]["advice"] == true), "{asked:?}");
     assert_eq!(r.fired("tool_advice"), 1, "{}", r.record);
 }
+
+/// `invalid_form_hold` on a case it was not written for, an e-mail field that holds no e-mail
+/// (it came from required fields left empty): asked on every click, firing on the typed
+/// refusal, and switched off the click goes to the worker unheld.
+#[test]
+fn guard_invalid_form_hold_asks_the_worker_and_fires_on_its_refusal() {
+    let script = vec![tool("browser_click", json!({"selector": "ref=e3"})), finish("held")];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_click" if cmd["params"]["hold_invalid"] == true => json!({"success": false,
+            "error": "the form was not sent: [e2] \"Email\": Please include an '@' in the email address.",
+            "data": {"refused": "form_invalid", "selector": "ref=e3",
+                "fields": [{"ref": "e2", "label": "Email", "problem": "Please include an '@' in the email address."}]}}),
+        "browser_click" => json!({"success": true, "data": {"clicked": "button", "text": "Go"}}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    };
+    let on = run("g-invalid", script.clone(), "browser", task("https://shop.test/", "Search."), "finished", respond);
+    assert_eq!(on.fired("invalid_form_hold"), 1, "{}", on.record);
+    assert!(on.result(1).contains("include an '@'"), "{}", on.result(1));
+    let mut body = task("https://shop.test/", "Search.");
+    body["options"] = json!({"guards": {"invalid_form_hold": false}});
+    let off = run("g-invalid-off", script, "browser", body, "finished", respond);
+    let click = off.commands.iter().find(|c| c["action"] == "browser_click").unwrap();
+    assert_eq!(click["params"]["hold_invalid"], false, "{click}");
+    assert_eq!(off.fired("invalid_form_hold"), 0, "{}", off.record);
+}

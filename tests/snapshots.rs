@@ -177,8 +177,12 @@ fn clicks_say_what_they_cannot_do() {
     let snap = nav["snapshot"].as_str().unwrap().to_string();
     let (name, email, send) =
         (ref_of(&snap, "\"Your name\""), ref_of(&snap, "input email"), ref_of(&snap, "button \"Send\""));
-    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}")}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}"), "hold_invalid": true}));
     assert!(e.contains("the form was not sent") && e.contains(&format!("[{name}] \"Your name\"")), "{e}");
+    // Not asked to hold it (`invalid_form_hold` off), the click is made and the browser keeps
+    // the form: the page stays.
+    let sent = cmd(r, "browser_click", json!({"selector": format!("ref={send}")}));
+    assert!(sent["url"].as_str().unwrap().ends_with("/required"), "{sent}");
     let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={}", ref_of(&snap, "select"))}));
     assert!(e.contains("a click does not choose") && e.contains("browser_select_option") && e.contains("Green"), "{e}");
     let clicked = cmd(r, "browser_click", json!({"selector": format!("ref={name}"), "advice": true}));
@@ -195,7 +199,7 @@ fn clicks_say_what_they_cannot_do() {
     let e = cmd_err(r, "browser_fill_form", loose(json!([{"selector": "ref=phone", "value": "1"}])));
     assert!(e.contains("no element has the ref, name or id `phone`"), "{e}");
     cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "not an address"}));
-    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}")}));
+    let e = cmd_err(r, "browser_click", json!({"selector": format!("ref={send}"), "hold_invalid": true}));
     assert!(e.contains(&format!("[{email}] \"Email\"")) && !e.contains("Your name"), "{e}");
     cmd(r, "browser_type", json!({"selector": format!("ref={email}"), "text": "zoe@example.test", "clear": true}));
     // Asked for by the small profile's guard: the select nobody chose is pointed out once, typed.

@@ -8,9 +8,7 @@
 //! a count in the session record and in `/metrics`); `agent.guards.NAME: false` in the config
 //! and `options.guards` on a session switch a row off by name.
 //!
-//! Not a guard: opening a browser session's target before the first turn (the state the
-//! request names, in every profile), and the facts a result states (an HTTP status, a download
-//! whose bytes do not match its name).
+//! Not guards: opening the target first, a result's facts (ARCHITECTURE says why).
 //!
 //! Invariant: a guard acts only where its row is on; the `full` profile has no row that
 //! redirects, repairs or acts, and none that reads the task's words to choose a tool or a file
@@ -167,6 +165,7 @@ guards! {
     ReadingHints = "reading_hints",
     SameNameRead = "same_name_read",
     AnswerInWords = "answer_in_words",
+    InvalidFormHold = "invalid_form_hold",
     FormDefaults = "form_defaults",
     FormValues = "form_values",
     ClickAsSaid = "click_as_said",
@@ -252,6 +251,12 @@ impl Guard {
                 Act,
                 SMALL,
                 "a task ending without the text file its words name: its content asked for in words and saved when grounded",
+            ),
+            InvalidFormHold => row(
+                Worker,
+                Hold,
+                BOTH,
+                "a click on a submit whose form the browser would not send (a required field empty, an e-mail that is not one) is not made; the refusal names each field with the browser's own message, which no snapshot shows",
             ),
             FormDefaults => row(
                 Worker,
@@ -390,7 +395,7 @@ mod tests {
                     "{}: full never redirects, repairs or acts",
                     g.name()
                 );
-                let every_model = [Guard::DoneBefore, Guard::JsonCorrection];
+                let every_model = [Guard::DoneBefore, Guard::JsonCorrection, Guard::InvalidFormHold];
                 assert!(row.why.contains("loop") || every_model.contains(g), "{}: full keeps loop handling", g.name());
             }
             assert!(g.in_profile(Profile::Small), "{}: small has every guard", g.name());

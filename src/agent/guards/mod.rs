@@ -18,6 +18,7 @@ mod failed_hold;
 mod file_link_download;
 mod form_defaults;
 pub(super) mod form_values;
+mod invalid_form_hold;
 mod json_correction;
 mod login_hint;
 mod loop_hold;
@@ -199,6 +200,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &reading_hints::UNIT,
     &same_name_read::UNIT,
     &answer_in_words::UNIT,
+    &invalid_form_hold::UNIT,
     &form_defaults::UNIT,
     &form_values::UNIT,
     &click_as_said::UNIT,
@@ -243,6 +245,7 @@ pub(super) const PIPELINE: &[Step] = &[
     // As it runs.
     at(&argument_repair::UNIT, Hook::Call(Point::Run, Agent::argument_repair)),
     // In the worker.
+    at(&invalid_form_hold::UNIT, Hook::Worker(Agent::invalid_form_params)),
     at(&form_defaults::UNIT, Hook::Worker(Agent::form_defaults_params)),
     at(&same_name_read::UNIT, Hook::Worker(Agent::same_name_params)),
     at(&loose_selectors::UNIT, Hook::Worker(Agent::loose_selectors_params)),
@@ -262,6 +265,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&tool_advice::UNIT, Hook::Answer(Agent::tool_advised)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
+    at(&invalid_form_hold::UNIT, Hook::Result(Agent::invalid_form_held)),
     at(&form_defaults::UNIT, Hook::Result(Agent::form_defaults_held)),
     at(&form_values::UNIT, Hook::Result(Agent::point_at_form_values)),
     // At the end.

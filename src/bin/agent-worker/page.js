@@ -263,15 +263,15 @@ if (!window.__ac) { window.__ac = (() => {
   // an error) where it would do nothing a model expects: on a select (a click does not choose),
   // on a submit button whose form the browser will not send (a required field empty, an email
   // that is not one), naming those fields by ref; on an element something else covers (the
-  // click would land on that). The controller's `form_defaults` guard asks for one more
-  // (`confirmDefaults`): the first send of a form whose selects or prefilled fields nobody set.
-  function aim(sel, confirmDefaults) {
+  // click would land on that). The controller's guards ask for the form checks: `holdInvalid`
+  // (`invalid_form_hold`) and `confirmDefaults` (`form_defaults`, a first send nobody set up).
+  function aim(sel, confirmDefaults, holdInvalid) {
     const el = find(sel);
     if (el.tagName === "SELECT") {
       const options = Array.from(el.options).slice(0, 12).map(o => norm(o.text));
       return {refused: "select_click", options, message: "`" + sel + "` is a select: a click does not choose an option. Call browser_select_option with selector `" + sel + "` and one of: " + options.join(", ")};
     }
-    const bad = unsent(el);
+    const bad = holdInvalid ? unsent(el) : [];
     if (bad.length) return {refused: "form_invalid", selector: sel, fields: bad, message: "the form was not sent: " + bad.map(fieldText).join("; ") + ". If the task is to send this form, fill these (browser_fill_form or browser_type), then click `" + sel + "` again"};
     const left = confirmDefaults ? unset(el) : [];
     if (left.length) return {refused: "form_unset", selector: sel, text: textOf(el).slice(0, 80), fields: left, message: unsetText(left, sel)};

@@ -224,10 +224,11 @@ impl Browser {
     }
 
     /// A click, aimed first (`aim` in page.js), with the checks and words the controller's guards
-    /// ask for (`confirm_defaults`, `advice`); a refusal comes back typed (`WorkerError::Refused`).
+    /// ask for (`hold_invalid`, `confirm_defaults`, `advice`); a refusal comes back typed (`WorkerError::Refused`).
     pub(super) fn click(&mut self, selector: &str, p: &Value) -> Result<Value, WorkerError> {
         let confirm = p["confirm_defaults"].as_bool().unwrap_or(false);
-        let c = self.eval(&format!("__ac.aim({}, {confirm})", js(selector)))?;
+        let hold = p["hold_invalid"] == true;
+        let c = self.eval(&format!("__ac.aim({}, {confirm}, {hold})", js(selector)))?;
         if c["refused"].is_string() {
             return Err(WorkerError::refused(c));
         }
