@@ -22,7 +22,8 @@ pub(in crate::agent) const UNIT: Unit = Unit {
     evidence: "own 14, three repeats: 5 → 1 (order-form, search). MiniWoB, three repeats: 9 → 3 \
                (form-sequence-3, read-table-2, use-spinner sent the form unfilled). Stays. Its \
                `type=button` case on multi-layouts (the only dev page with such a button; no own-suite \
-               page has one), six paired seeds: JSON 0/6 → 2/6, OpenAI native 2/6 → 2/6.",
+               page has one), six paired seeds: JSON 0/6 → 2/6, OpenAI native 2/6 → 2/6. MiniWoB's 9 multi-step pages, JSON, three \
+               repeats paired (f178551): 5 → 0 in the 8 runs it fired in.",
 };
 
 /// Whether a click on `selector` asks the worker to hold a submit whose fields nobody set.

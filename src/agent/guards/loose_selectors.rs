@@ -20,8 +20,9 @@ pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::LooseSelectors,
     modes: Modes::ALL,
     evidence: "moved from the worker's page helpers, where they ran in every session. One paired repeat \
-     (0652cf9, OpenAI native, 9 multi-step MiniWoB pages): fired on multi-layouts only, 0 → 0. Not yet \
-     the keep rule's three.",
+     (0652cf9, OpenAI native, 9 multi-step MiniWoB pages): fired on multi-layouts only, 0 → 0. MiniWoB's 9 multi-step pages, JSON, three repeats paired \
+     (f178551): 3 → 2 in the 12 runs it fired in; OpenAI native (024f699): did not fire. Not yet the keep \
+     rule's three with a win.",
 };
 
 /// What the worker's `read_as` says, one line per selector.
