@@ -21,8 +21,8 @@ pub(in crate::agent) const UNIT: Unit = Unit {
     modes: Modes::ALL,
     evidence: "moved from the worker's page helpers, where they ran in every session. One paired repeat \
      (0652cf9, OpenAI native, 9 multi-step MiniWoB pages): fired on multi-layouts only, 0 → 0. MiniWoB's 9 multi-step pages, JSON, three repeats paired \
-     (f178551): 3 → 2 in the 12 runs it fired in; OpenAI native (024f699): did not fire. Not yet the keep \
-     rule's three with a win.",
+     (f178551): 3 → 2 in the 12 runs it fired in; OpenAI native (024f699): did not fire; Anthropic native \
+     (16f7a63): 1 → 0 in 1. Not yet the keep rule's three with a win.",
 };
 
 /// What the worker's `read_as` says, one line per selector.

@@ -18,7 +18,7 @@ pub(in crate::agent) const UNIT: Unit = Unit {
     guard: Guard::SelectSetsValue,
     modes: Modes::ALL,
     evidence: "moved from the worker's select_option, where it ran in every session and every profile. MiniWoB's 9 multi-step pages, OpenAI native, three repeats paired \
-     (024f699): 3 → 3 in the 3 runs it fired in (use-spinner).",
+     (024f699): 3 → 3 in the 3 runs it fired in (use-spinner); Anthropic native (16f7a63): 3 → 3 in 3.",
 };
 
 /// Whether a select_option's answer is a value set, not an option chosen (a select answers

@@ -20,7 +20,8 @@ pub(in crate::agent) const UNIT: Unit = Unit {
     evidence: "own 14, the whole suite off, OpenAI, two runs: 12 → 11 and 11 → 11, 384 k → 571 k input tokens, \
                51 → 87 minutes; first request 1 891 → 3 302 tokens. MiniWoB, three repeats: 38 → 38 of 108, a \
                run's input tokens about 170 k → 290 k; first request 1 950 → 3 363. Stays: it buys no pass, but \
-               without it the first request is past the 2 000-token bar and a run costs two thirds more tokens.",
+               without it the first request is past the 2 000-token bar and a run costs two thirds more tokens. MiniWoB's 9 \
+               multi-step pages, Anthropic native, three repeats paired (16f7a63): 10 → 7 of 27, 197 k → 259 k input tokens.",
 };
 
 /// Whether the short catalog lists `tool` (else it runs only when called by name).
