@@ -505,6 +505,40 @@ fn guard_change_context_asks_on_actions_and_its_count_stays_with_the_controller(
     assert!(seen.contains("(above) [e2] clickable") && !seen.contains("\"context\""), "{seen}");
 }
 
+/// `progress` on a case it was not written for, a search typed then sent by a key: from the
+/// second action each request closes with the steps so far, each with its element's line as
+/// the model saw it and what it did, and nothing it typed; a scroll is no step.
+#[test]
+fn guard_progress_closes_requests_with_the_steps_so_far() {
+    let script = vec![
+        tool("browser_type", json!({"selector": "ref=e2", "text": "brass lamp"})),
+        tool("browser_scroll", json!({"direction": "down"})),
+        tool("browser_press_key", json!({"key": "Enter", "selector": "ref=e2"})),
+        finish("searched"),
+    ];
+    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_type" => {
+            json!({"success": true, "data": {"typed": 10, "changed": {"page": "same", "added": 0, "updated": 1, "removed": 0},
+            "changes": "What changed on the page (lines: 1 changed):\n[e2] input search \"Search\" name=q (value as typed)"}})
+        }
+        "browser_press_key" => json!({"success": true, "data": {"pressed": "Enter", "changed": {"page": "new"},
+            "url": "https://shop.test/search?q=lamp", "title": "Results", "snapshot": RESULTS}}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    };
+    let r = run("g-progress", script, "browser", task("https://shop.test/", "Search for a lamp."), "finished", respond);
+    let closing = |i: usize| {
+        let msgs = r.requests[i].body["messages"].as_array().unwrap().clone();
+        msgs.last().unwrap()["content"].to_string()
+    };
+    assert!(!closing(2).contains("steps so far"), "one step is no list yet: {}", closing(2));
+    let last = closing(3);
+    assert!(last.contains("steps so far"), "{last}");
+    assert!(last.contains("1. typed into input search \\\"Search\\\" name=q → lines 1 changed"), "{last}");
+    assert!(last.contains("2. pressed Enter → a new page \\\"Results\\\""), "the key takes no selector: {last}");
+    assert!(!last.contains("brass") && !last.contains("scroll"), "{last}");
+    assert_eq!(r.fired("progress"), 1, "{}", r.record);
+}
+
 /// `invalid_form_hold` on a case it was not written for, an e-mail field that holds no e-mail
 /// (it came from required fields left empty): asked on every click, firing on the typed
 /// refusal, and switched off the click goes to the worker unheld.

@@ -181,6 +181,7 @@ guards! {
     ReadMissPage = "read_miss_page",
     ToolAdvice = "tool_advice",
     ChangeContext = "change_context",
+    Progress = "progress",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
     StreakHold = "streak_hold",
@@ -348,6 +349,12 @@ impl Guard {
                 Hint,
                 SMALL,
                 "an action's changes on its page show the unchanged line above and below a changed text that names no element (a count, a message), so what it belongs to reads with it",
+            ),
+            Progress => row(
+                BeforeTurn,
+                Hint,
+                SMALL,
+                "once a session acted twice, each request closes with its steps so far: what each acted on and what it did (a new page, lines changed, nothing)",
             ),
             LoopNote => row(
                 AfterResult,

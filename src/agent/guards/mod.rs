@@ -28,6 +28,7 @@ mod loose_actions;
 mod loose_selectors;
 mod path;
 mod premature_finish;
+mod progress;
 mod radio_by_label;
 mod read_miss_page;
 mod reading_hints;
@@ -217,6 +218,7 @@ pub(super) const UNITS: &[&Unit] = &[
     &read_miss_page::UNIT,
     &tool_advice::UNIT,
     &change_context::UNIT,
+    &progress::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
     &streak_hold::UNIT,
@@ -229,6 +231,7 @@ pub(super) const PIPELINE: &[Step] = &[
     // Before a turn.
     at(&short_catalog::UNIT, Hook::Start(Agent::announce_short_catalog)),
     at(&stuck_deliver::UNIT, Hook::Stuck(Agent::stuck_last_chance)),
+    at(&progress::UNIT, Hook::View(Agent::progress_view)),
     at(&recital::UNIT, Hook::View(Agent::recital_view)),
     // Before a call: the reply it is read from.
     at(&text_call::UNIT, Hook::Reply(Agent::text_call)),
@@ -267,6 +270,7 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&read_miss_page::UNIT, Hook::Answer(Agent::read_missed)),
     at(&tool_advice::UNIT, Hook::Answer(Agent::tool_advised)),
     at(&change_context::UNIT, Hook::Answer(Agent::change_context_shown)),
+    at(&progress::UNIT, Hook::Answer(Agent::progress_noted)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),
     at(&invalid_form_hold::UNIT, Hook::Result(Agent::invalid_form_held)),
@@ -333,6 +337,8 @@ pub(super) struct State {
     /// Submits the worker held once (`form_defaults`): a ref keeps naming the same button on a
     /// later page (a search form on its own results), and it is not held again.
     pub held_submits: HashSet<String>,
+    /// The session's steps so far, one line each (`progress`).
+    pub progress: Vec<String>,
 }
 
 impl State {

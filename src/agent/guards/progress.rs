@@ -1,0 +1,127 @@
+//! `progress` (small profile, before a turn, a hint): once a session has acted twice on its
+//! pages, each request closes with its steps so far, one line each: what it acted on (the
+//! element's line as the model saw it, without its ref) and what that did (a new page and its
+//! title, or how many lines came, changed and went, or nothing). A small model on a task of
+//! several dependent steps loses which of them are done, and repeats or skips one.
+//!
+//! Invariant: the steps come from the worker's fields (`changed`, `title`) and the page the
+//! model saw; never a typed value; the list closes the view, never the journal.
+
+use super::super::Agent;
+use super::super::snapshot::{line_of, ref_in};
+use super::{Modes, Unit};
+use crate::llm::Role;
+use crate::protocol::guards::Guard;
+use crate::protocol::tools::Tool;
+use serde_json::Value;
+
+pub(in crate::agent) const UNIT: Unit =
+    Unit { guard: Guard::Progress, modes: Modes::ALL, evidence: "not yet ablated." };
+
+/// The steps kept (the latest), and the most characters of an element's line in one.
+const MAX_STEPS: usize = 8;
+const TARGET_CHARS: usize = 70;
+/// The latest messages searched for a line a result brought.
+const SEARCHED: usize = 8;
+
+/// What an acting tool did, as a verb before its target.
+fn verb(tool: Tool, input: &Value) -> Option<String> {
+    Some(match tool {
+        Tool::BrowserClick => "clicked".into(),
+        Tool::BrowserType => "typed into".into(),
+        Tool::BrowserPressKey => format!("pressed {}", input["key"].as_str().unwrap_or("a key")),
+        Tool::BrowserSelectOption => "chose in".into(),
+        Tool::BrowserFillForm => {
+            let n = input["fields"].as_array().map_or(0, Vec::len);
+            return Some(format!("filled {n} field(s)"));
+        }
+        _ => return None,
+    })
+}
+
+/// What the answer says the step did, from its fields.
+fn effect(answer: &Value) -> Option<String> {
+    let changed = &answer["changed"];
+    match changed["page"].as_str()? {
+        "new" => Some(match answer["title"].as_str().filter(|t| !t.is_empty()) {
+            Some(t) => format!("a new page {}", serde_json::json!(t)),
+            None => "a new page".into(),
+        }),
+        _ => {
+            let n = |k: &str| changed[k].as_u64().unwrap_or(0);
+            let parts: Vec<String> = [(n("added"), "new"), (n("updated"), "changed"), (n("removed"), "gone")]
+                .iter()
+                .filter(|(n, _)| *n > 0)
+                .map(|(n, what)| format!("{n} {what}"))
+                .collect();
+            Some(if parts.is_empty() { "nothing changed".into() } else { format!("lines {}", parts.join(", ")) })
+        }
+    }
+}
+
+impl Agent {
+    /// After an action's answer: its step, as the list will say it.
+    pub(in crate::agent) fn progress_noted(&mut self, tool: Tool, input: &Value, answer: &mut Value) {
+        let Some(verb) = verb(tool, input) else { return };
+        let line = match tool {
+            Tool::BrowserFillForm => None,
+            _ => self.seen_line(input).or_else(|| input["selector"].as_str().map(str::to_string)),
+        };
+        // A value it held then is not what it holds now.
+        let line = line.as_deref().unwrap_or_default().split(" value=").next().unwrap_or_default();
+        let line: String = line.chars().take(TARGET_CHARS).collect();
+        let step = match (tool, line.is_empty()) {
+            (_, true) => verb,
+            (Tool::BrowserPressKey, false) => format!("{verb} on {line}"),
+            _ => format!("{verb} {line}"),
+        };
+        let effect = effect(answer).map(|e| format!(" → {e}")).unwrap_or_default();
+        let steps = &mut self.guard_state.progress;
+        steps.push(format!("{step}{effect}"));
+        if steps.len() > MAX_STEPS {
+            steps.remove(0);
+        }
+    }
+
+    /// The line of the element a `ref=` selector names, as the model last saw it: on the latest
+    /// page, else among the latest results (what an action brought).
+    fn seen_line(&self, input: &Value) -> Option<String> {
+        let r = ref_in(input["selector"].as_str()?)?;
+        let on_page = self.last_page.as_deref().and_then(|p| line_of(p, r));
+        let in_results =
+            || self.messages.iter().rev().take(SEARCHED).find_map(|m| line_of(&m.text(), r).map(str::to_string));
+        on_page.map(str::to_string).or_else(in_results)
+    }
+
+    /// The request about to be sent: the steps so far, from the second.
+    pub(in crate::agent) fn progress_view(&mut self) -> Option<String> {
+        let steps = &self.guard_state.progress;
+        if steps.len() < 2 || self.messages.last().map(|m| m.role) != Some(Role::User) {
+            return None;
+        }
+        let list: Vec<String> = steps.iter().enumerate().map(|(i, s)| format!("{}. {s}", i + 1)).collect();
+        let text = format!("(Your steps so far, the latest last)\n{}", self.boundary.wrap(&list.join("\n")));
+        let n = steps.len();
+        self.fire(Guard::Progress, &format!("{n} steps so far close the request"));
+        Some(text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn guard_progress_says_a_steps_effect_from_the_answers_fields() {
+        let same = json!({"changed": {"page": "same", "added": 1, "updated": 0, "removed": 1}});
+        assert_eq!(effect(&same).as_deref(), Some("lines 1 new, 1 gone"));
+        let nothing = json!({"changed": {"page": "same", "added": 0, "updated": 0, "removed": 0}});
+        assert_eq!(effect(&nothing).as_deref(), Some("nothing changed"));
+        let new = json!({"changed": {"page": "new"}, "title": "Checkout"});
+        assert_eq!(effect(&new).as_deref(), Some("a new page \"Checkout\""));
+        assert_eq!(effect(&json!({"clicked": "button"})), None, "no fields, no effect said");
+        assert_eq!(verb(Tool::BrowserPressKey, &json!({"key": "Enter"})).as_deref(), Some("pressed Enter"));
+        assert_eq!(verb(Tool::BrowserScroll, &json!({})), None, "a scroll is no step of the task");
+    }
+}
