@@ -505,22 +505,25 @@ fn guard_change_context_asks_on_actions_and_its_count_stays_with_the_controller(
     assert!(seen.contains("(above) [e2] clickable") && !seen.contains("\"context\""), "{seen}");
 }
 
-/// `progress` on a case it was not written for, a search typed then sent by a key: from the
-/// second action each request closes with the steps so far, each with its element's line as
-/// the model saw it and what it did, and nothing it typed; a scroll is no step.
+/// `progress` on a case it was not written for, a search typed, a suggestion picked, then sent
+/// by a key: from the second action each request closes with the steps so far, each with its
+/// element's line as the model saw it (on the page or in a result) and what it did, and nothing
+/// it typed; a scroll is no step.
 #[test]
 fn guard_progress_closes_requests_with_the_steps_so_far() {
     let script = vec![
         tool("browser_type", json!({"selector": "ref=e2", "text": "brass lamp"})),
         tool("browser_scroll", json!({"direction": "down"})),
-        tool("browser_press_key", json!({"key": "Enter", "selector": "ref=e2"})),
+        tool("browser_click", json!({"selector": "ref=e9"})),
+        tool("browser_press_key", json!({"key": "Enter"})),
         finish("searched"),
     ];
-    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
-        "browser_type" => {
-            json!({"success": true, "data": {"typed": 10, "changed": {"page": "same", "added": 0, "updated": 1, "removed": 0},
-            "changes": "What changed on the page (lines: 1 changed):\n[e2] input search \"Search\" name=q (value as typed)"}})
-        }
+    let same = |added: u64, updated: u64| json!({"page": "same", "added": added, "updated": updated, "removed": 0});
+    let respond = move |cmd: &Value| match cmd["action"].as_str().unwrap() {
+        "browser_type" => json!({"success": true, "data": {"typed": 10, "changed": same(1, 1),
+            "changes": "What changed on the page (lines: 1 new, 1 changed):\n[e2] input search \"Search\" name=q (value as typed)\n[e9] option \"Brass lamp\""}}),
+        "browser_click" => json!({"success": true, "data": {"clicked": "li", "changed": same(0, 1),
+            "changes": "What changed on the page (lines: 1 changed):\n[e2] input search \"Search\" name=q value=\"Brass lamp\""}}),
         "browser_press_key" => json!({"success": true, "data": {"pressed": "Enter", "changed": {"page": "new"},
             "url": "https://shop.test/search?q=lamp", "title": "Results", "snapshot": RESULTS}}),
         _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
@@ -531,12 +534,13 @@ fn guard_progress_closes_requests_with_the_steps_so_far() {
         msgs.last().unwrap()["content"].to_string()
     };
     assert!(!closing(2).contains("steps so far"), "one step is no list yet: {}", closing(2));
-    let last = closing(3);
+    let last = closing(4);
     assert!(last.contains("steps so far"), "{last}");
-    assert!(last.contains("1. typed into input search \\\"Search\\\" name=q → lines 1 changed"), "{last}");
-    assert!(last.contains("2. pressed Enter → a new page \\\"Results\\\""), "the key takes no selector: {last}");
+    assert!(last.contains("1. typed into input search \\\"Search\\\" name=q → lines 1 new, 1 changed"), "{last}");
+    assert!(last.contains("2. clicked option \\\"Brass lamp\\\" → lines 1 changed"), "a result's ref: {last}");
+    assert!(last.contains("3. pressed Enter → a new page \\\"Results\\\""), "{last}");
     assert!(!last.contains("brass") && !last.contains("scroll"), "{last}");
-    assert_eq!(r.fired("progress"), 1, "{}", r.record);
+    assert_eq!(r.fired("progress"), 2, "{}", r.record);
 }
 
 /// `invalid_form_hold` on a case it was not written for, an e-mail field that holds no e-mail

@@ -10,7 +10,7 @@
 use super::super::Agent;
 use super::super::snapshot::{line_of, ref_in};
 use super::{Modes, Unit};
-use crate::llm::Role;
+use crate::llm::{Block, Role};
 use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use serde_json::Value;
@@ -59,6 +59,19 @@ fn effect(answer: &Value) -> Option<String> {
     }
 }
 
+/// Every text of a message, those inside its tool results too.
+fn texts_of(blocks: &[Block]) -> Vec<&str> {
+    let mut out = Vec::new();
+    for b in blocks {
+        match b {
+            Block::Text { text } => out.push(text.as_str()),
+            Block::ToolResult { content, .. } => out.extend(texts_of(content)),
+            _ => {}
+        }
+    }
+    out
+}
+
 impl Agent {
     /// After an action's answer: its step, as the list will say it.
     pub(in crate::agent) fn progress_noted(&mut self, tool: Tool, input: &Value, answer: &mut Value) {
@@ -88,8 +101,10 @@ impl Agent {
     fn seen_line(&self, input: &Value) -> Option<String> {
         let r = ref_in(input["selector"].as_str()?)?;
         let on_page = self.last_page.as_deref().and_then(|p| line_of(p, r));
-        let in_results =
-            || self.messages.iter().rev().take(SEARCHED).find_map(|m| line_of(&m.text(), r).map(str::to_string));
+        let in_results = || {
+            let texts = self.messages.iter().rev().take(SEARCHED).flat_map(|m| texts_of(&m.content));
+            texts.filter_map(|t| line_of(t, r)).next().map(str::to_string)
+        };
         on_page.map(str::to_string).or_else(in_results)
     }
 
