@@ -481,30 +481,6 @@ fn guard_tool_advice_asks_the_worker_and_fires_on_advice_only() {
     assert_eq!(r.fired("tool_advice"), 1, "{}", r.record);
 }
 
-/// `change_context`: asked on an action, firing on an answer whose changes it gave lines to,
-/// and its count goes no further than the controller; a scroll is not asked.
-#[test]
-fn guard_change_context_asks_on_actions_and_its_count_stays_with_the_controller() {
-    let script = vec![
-        tool("browser_click", json!({"selector": "ref=e3"})),
-        tool("browser_scroll", json!({"direction": "down"})),
-        finish("added"),
-    ];
-    let respond = |cmd: &Value| match cmd["action"].as_str().unwrap() {
-        "browser_click" if cmd["params"]["change_context"] == true => json!({"success": true, "data": {
-            "changed": {"page": "same", "added": 1, "updated": 0, "removed": 1}, "context": 2,
-            "changes": "What changed on the page (lines: 1 new, 1 gone):\n(above) [e2] clickable \"-\"\ntext \"2\"\n(below) [e3] clickable \"+\""}}),
-        "browser_click" => json!({"success": true, "data": {"clicked": "clickable"}}),
-        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
-    };
-    let r = run("g-context", script, "browser", task("https://shop.test/", "Add two."), "finished", respond);
-    let asked: Vec<&Value> = r.commands.iter().filter(|c| c["params"].get("change_context").is_some()).collect();
-    assert!(asked.len() == 1 && asked[0]["action"] == "browser_click", "{asked:?}");
-    assert_eq!(r.fired("change_context"), 1, "{}", r.record);
-    let seen = r.result(1);
-    assert!(seen.contains("(above) [e2] clickable") && !seen.contains("\"context\""), "{seen}");
-}
-
 /// `progress` on a case it was not written for, a search typed, a suggestion picked, then sent
 /// by a key: from the second action each request closes with the steps so far, each with its
 /// element's line as the model saw it (on the page or in a result) and what it did, and nothing

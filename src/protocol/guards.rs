@@ -180,7 +180,6 @@ guards! {
     RadioByLabel = "radio_by_label",
     ReadMissPage = "read_miss_page",
     ToolAdvice = "tool_advice",
-    ChangeContext = "change_context",
     Progress = "progress",
     LoopNote = "loop_note",
     LoopHold = "loop_hold",
@@ -343,12 +342,6 @@ impl Guard {
                 Hint,
                 SMALL,
                 "a click on a text field says to type into it (a read-only one: to choose from what opened), a table read without a file name how to keep it as one",
-            ),
-            ChangeContext => row(
-                Worker,
-                Hint,
-                SMALL,
-                "an action's changes on its page show the unchanged line above and below a changed text that names no element (a count, a message), so what it belongs to reads with it",
             ),
             Progress => row(
                 BeforeTurn,

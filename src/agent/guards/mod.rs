@@ -12,7 +12,6 @@
 
 mod answer_in_words;
 mod argument_repair;
-mod change_context;
 mod click_as_said;
 mod done_before;
 mod failed_hold;
@@ -217,7 +216,6 @@ pub(super) const UNITS: &[&Unit] = &[
     &radio_by_label::UNIT,
     &read_miss_page::UNIT,
     &tool_advice::UNIT,
-    &change_context::UNIT,
     &progress::UNIT,
     &loop_note::UNIT,
     &loop_hold::UNIT,
@@ -259,7 +257,6 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&radio_by_label::UNIT, Hook::Worker(Agent::radio_by_label_params)),
     at(&read_miss_page::UNIT, Hook::Worker(Agent::read_miss_page_params)),
     at(&tool_advice::UNIT, Hook::Worker(Agent::tool_advice_params)),
-    at(&change_context::UNIT, Hook::Worker(Agent::change_context_params)),
     // After a result.
     at(&same_name_read::UNIT, Hook::Answer(Agent::same_name_answered)),
     at(&reading_hints::UNIT, Hook::Answer(Agent::reading_hints)),
@@ -269,7 +266,6 @@ pub(super) const PIPELINE: &[Step] = &[
     at(&radio_by_label::UNIT, Hook::Answer(Agent::radios_chosen_by_label)),
     at(&read_miss_page::UNIT, Hook::Answer(Agent::read_missed)),
     at(&tool_advice::UNIT, Hook::Answer(Agent::tool_advised)),
-    at(&change_context::UNIT, Hook::Answer(Agent::change_context_shown)),
     at(&progress::UNIT, Hook::Answer(Agent::progress_noted)),
     at(&login_hint::UNIT, Hook::Read(Agent::login_hint)),
     at(&loop_note::UNIT, Hook::Result(Agent::loop_note)),

@@ -1,4 +1,4 @@
-//! `progress` (small profile, before a turn, a hint): once a session has acted twice on its
+//! `progress` (small profile, JSON action mode, before a turn, a hint): once a session has acted twice on its
 //! pages, each request closes with its steps so far, one line each: what it acted on (the
 //! element's line as the model saw it, without its ref) and what that did (a new page and its
 //! title, or how many lines came, changed and went, or nothing). A small model on a task of

@@ -1,16 +1,17 @@
 //! What an action changed on the page: the answer of `browser_click`, `browser_type`,
 //! `browser_press_key`, `browser_select_option` and `browser_fill_form`.
 //!
-//! The page's snapshot lines (with refs) are read before the action, and again once the page
-//! has been still a moment or the document a navigation brings has loaded (10 s at most). A new
-//! document or URL is a new page: the answer is the whole snapshot. Otherwise it is the lines
-//! new or changed, with their refs, in page order, and how many went; at most `MAX_LINES` lines
-//! and `MAX_CHARS` characters, else the whole snapshot. The counts and whether the page is new
-//! are fields (`changed: {page: "new" | "same", added, updated, removed}`) for the controller;
-//! the lines (`changes`) are for the model. A value the action typed is never echoed: a field
-//! holding exactly what was typed reads `(value as typed)`. Where the command asks
-//! (`change_context`), a run of changed lines that starts with text naming no element comes with
-//! the unchanged lines above and below it, marked, and `context` counts them.
+//! Before the action the page's snapshot lines are read (with refs) and its changes watched;
+//! after it, once the page has been still a moment (a suggestion list shown after a debounce),
+//! or once the document that a navigation it started brings has loaded (10 s at most; told by
+//! the Navigation API, or by the helpers' world gone), they are read again. A new document or another URL is a new page: the answer is the whole
+//! snapshot. Otherwise the answer is the lines that are new or changed (a suggestion list, a
+//! dialog, an error line, a field's new value), with their refs, in page order, and how many
+//! lines went; at most `MAX_LINES` lines and `MAX_CHARS` characters, else the whole snapshot
+//! (most of the page changed). The counts and whether the page is new are fields
+//! (`changed: {page: "new" | "same", added, updated, removed}`) for the controller; the lines
+//! (`changes`) are for the model. A value the action typed is never echoed: a field that holds
+//! exactly what was typed reads `(value as typed)`.
 
 use super::Browser;
 use super::snapshot::shaped;
@@ -54,8 +55,6 @@ pub(super) struct Diff {
     pub updated: usize,
     /// Lines gone, not counting those `updated` replaced.
     pub removed: usize,
-    /// Where each of `added` is among the lines after.
-    pub at: Vec<usize>,
 }
 
 impl Browser {
@@ -102,25 +101,17 @@ impl Browser {
             extend(&mut map, shaped(&after));
             return Ok(Value::Object(map));
         }
-        let after_lines = lines_of(&after);
-        let diff = diff(&before.lines, &after_lines);
+        let diff = diff(&before.lines, &lines_of(&after));
         let added = diff.added.len() - diff.updated;
         map.insert(
             "changed".into(),
             json!({"page": "same", "added": added, "updated": diff.updated, "removed": diff.removed}),
         );
         let shown: Vec<String> = diff.added.iter().map(|l| as_typed(l, typed)).collect();
-        if too_long(&shown) {
+        if shown.len() > MAX_LINES || shown.iter().map(|l| l.len() + 1).sum::<usize>() > MAX_CHARS {
             extend(&mut map, shaped(&after));
             return Ok(Value::Object(map));
         }
-        let (with, context) = with_context(&diff, &after_lines, &diff.added);
-        let shown = if p["change_context"] == true && context > 0 && !too_long(&with) {
-            map.insert("context".into(), json!(context));
-            with.iter().map(|l| as_typed(l, typed)).collect()
-        } else {
-            shown
-        };
         map.insert("changes".into(), json!(render(&diff, &shown)));
         if after["sign_in"] == true && !before.sign_in {
             map.insert("sign_in".into(), json!(true));
@@ -157,39 +148,6 @@ fn lines_of(v: &Value) -> Vec<String> {
     items.iter().filter_map(Value::as_str).flat_map(str::lines).map(str::to_string).collect()
 }
 
-/// More than the changes may show.
-fn too_long(shown: &[String]) -> bool {
-    shown.len() > MAX_LINES || shown.iter().map(|l| l.len() + 1).sum::<usize>() > MAX_CHARS
-}
-
-/// `shown` (the added lines) with the unchanged line above and below each run of
-/// them that starts without a ref, marked; and how many such lines were added.
-fn with_context(diff: &Diff, after: &[String], shown: &[String]) -> (Vec<String>, usize) {
-    let mut out = Vec::with_capacity(shown.len());
-    let mut context = 0;
-    let mut k = 0;
-    while k < shown.len() {
-        let mut end = k + 1;
-        while end < shown.len() && diff.at[end] == diff.at[end - 1] + 1 {
-            end += 1;
-        }
-        let near = ref_of(&shown[k]).is_none();
-        let above = diff.at[k].checked_sub(1).map(|i| &after[i]).filter(|_| near);
-        let below = after.get(diff.at[end - 1] + 1).filter(|_| near);
-        if let Some(l) = above {
-            out.push(format!("(above) {}", l.trim_start()));
-            context += 1;
-        }
-        out.extend(shown[k..end].iter().cloned());
-        if let Some(l) = below {
-            out.push(format!("(below) {}", l.trim_start()));
-            context += 1;
-        }
-        k = end;
-    }
-    (out, context)
-}
-
 /// The ref a line starts with (`[e12] …`, indented in a frame).
 fn ref_of(line: &str) -> Option<&str> {
     line.trim_start().strip_prefix('[')?.split_once("] ").map(|(r, _)| r)
@@ -203,14 +161,10 @@ pub(super) fn diff(before: &[String], after: &[String]) -> Diff {
         *left.entry(l.as_str()).or_default() += 1;
     }
     let mut added = Vec::new();
-    let mut at = Vec::new();
-    for (i, l) in after.iter().enumerate() {
+    for l in after {
         match left.get_mut(l.as_str()) {
             Some(n) if *n > 0 => *n -= 1,
-            _ => {
-                added.push(l.clone());
-                at.push(i);
-            }
+            _ => added.push(l.clone()),
         }
     }
     let mut gone_refs = HashSet::new();
@@ -223,7 +177,7 @@ pub(super) fn diff(before: &[String], after: &[String]) -> Diff {
         }
     }
     let updated = added.iter().filter(|l| ref_of(l).is_some_and(|r| gone_refs.contains(r))).count();
-    Diff { added, updated, removed: gone - updated, at }
+    Diff { added, updated, removed: gone - updated }
 }
 
 /// The model's lines: a head with the counts, then the lines.
@@ -302,26 +256,6 @@ mod tests {
         assert!(text.ends_with("[e5] option \"Parma\""), "{text}");
         let same = diff(&before, &before);
         assert_eq!(render(&same, &same.added), "Nothing changed on the page.");
-    }
-
-    #[test]
-    fn text_that_names_no_element_comes_with_the_lines_around_it() {
-        let before = lines(
-            "text \"Wings\"\n[e5] clickable \"-\"\n[e6] clickable \"+\"\ntext \"Soup\"\n[e7] clickable \"-\"\n[e8] clickable \"+\"",
-        );
-        let after = lines(
-            "text \"Wings\"\n[e5] clickable \"-\"\ntext \"1\"\n[e6] clickable \"+\"\ntext \"Soup\"\n[e7] clickable \"-\"\n\
-             [e8] clickable \"+\"\n[e9] option \"Paris\"",
-        );
-        let d = diff(&before, &after);
-        assert_eq!(d.at, [2, 7]);
-        let (shown, context) = with_context(&d, &after, &d.added);
-        assert_eq!(
-            shown,
-            lines("(above) [e5] clickable \"-\"\ntext \"1\"\n(below) [e6] clickable \"+\"\n[e9] option \"Paris\""),
-            "a line with a ref names itself; the last line has nothing below"
-        );
-        assert_eq!(context, 2);
     }
 
     #[test]
