@@ -40,8 +40,34 @@ fn run(
     status: &str,
     respond: impl Fn(&Value) -> Value + Send + 'static,
 ) -> Run {
+    run_on(tag, |dir| llm_daemon(dir, script, small), caps, body, status, respond)
+}
+
+/// A small-profile session answering in JSON actions (OpenAI's format), run to `status`.
+fn run_json(
+    tag: &str,
+    script: Vec<Step>,
+    body: Value,
+    status: &str,
+    respond: impl Fn(&Value) -> Value + Send + 'static,
+) -> Run {
+    let json_mode = |c: &mut agent_controller::config::Config| {
+        small(c);
+        c.api.tool_mode = "json".into();
+    };
+    run_on(tag, |dir| wire_daemon(dir, Wire::OpenAi, script, json_mode), "browser", body, status, respond)
+}
+
+fn run_on(
+    tag: &str,
+    daemon: impl FnOnce(&std::path::Path) -> (TestDaemon, ScriptedLlm),
+    caps: &str,
+    body: Value,
+    status: &str,
+    respond: impl Fn(&Value) -> Value + Send + 'static,
+) -> Run {
     let dir = TempDir::new(tag);
-    let (d, llm) = llm_daemon(dir.path(), script, small);
+    let (d, llm) = daemon(dir.path());
     let worker = ScriptedWorker::start(&d.worker_client(), "guard-box", &[caps], false, respond);
     let c = d.client();
     let id = create_session(&c, body);
@@ -482,29 +508,21 @@ fn guard_tool_advice_asks_the_worker_and_fires_on_advice_only() {
 }
 
 /// `progress` on a case it was not written for, a search typed, a suggestion picked, then sent
-/// by a key: from the second action each request closes with the steps so far, each with its
-/// element's line as the model saw it (on the page or in a result) and what it did, and nothing
-/// it typed; a scroll is no step.
+/// by a key, in JSON action mode: from the second action each request closes with the steps so
+/// far, each with its element's line as the model saw it (on the page or in a result) and what
+/// it did, and nothing it typed; a scroll is no step. With native tool calls it stays quiet.
 #[test]
 fn guard_progress_closes_requests_with_the_steps_so_far() {
-    let script = vec![
-        tool("browser_type", json!({"selector": "ref=e2", "text": "brass lamp"})),
-        tool("browser_scroll", json!({"direction": "down"})),
-        tool("browser_click", json!({"selector": "ref=e9"})),
-        tool("browser_press_key", json!({"key": "Enter"})),
-        finish("searched"),
+    let calls = [
+        ("browser_type", json!({"selector": "ref=e2", "text": "brass lamp"})),
+        ("browser_scroll", json!({"direction": "down"})),
+        ("browser_click", json!({"selector": "ref=e9"})),
+        ("browser_press_key", json!({"key": "Enter"})),
     ];
-    let same = |added: u64, updated: u64| json!({"page": "same", "added": added, "updated": updated, "removed": 0});
-    let respond = move |cmd: &Value| match cmd["action"].as_str().unwrap() {
-        "browser_type" => json!({"success": true, "data": {"typed": 10, "changed": same(1, 1),
-            "changes": "What changed on the page (lines: 1 new, 1 changed):\n[e2] input search \"Search\" name=q (value as typed)\n[e9] option \"Brass lamp\""}}),
-        "browser_click" => json!({"success": true, "data": {"clicked": "li", "changed": same(0, 1),
-            "changes": "What changed on the page (lines: 1 changed):\n[e2] input search \"Search\" name=q value=\"Brass lamp\""}}),
-        "browser_press_key" => json!({"success": true, "data": {"pressed": "Enter", "changed": {"page": "new"},
-            "url": "https://shop.test/search?q=lamp", "title": "Results", "snapshot": RESULTS}}),
-        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
-    };
-    let r = run("g-progress", script, "browser", task("https://shop.test/", "Search for a lamp."), "finished", respond);
+    let as_json = |(name, args): &(&str, Value)| openai_text(&json!({"tool": name, "args": args}).to_string());
+    let mut script: Vec<Step> = calls.iter().map(as_json).collect();
+    script.push(openai_text(r#"{"action": "complete", "message": "searched"}"#));
+    let r = run_json("g-progress", script, task("https://shop.test/", "Search for a lamp."), "finished", suggesting);
     let closing = |i: usize| {
         let msgs = r.requests[i].body["messages"].as_array().unwrap().clone();
         msgs.last().unwrap()["content"].to_string()
@@ -517,6 +535,26 @@ fn guard_progress_closes_requests_with_the_steps_so_far() {
     assert!(last.contains("3. pressed Enter → a new page \\\"Results\\\""), "{last}");
     assert!(!last.contains("brass") && !last.contains("scroll"), "{last}");
     assert_eq!(r.fired("progress"), 2, "{}", r.record);
+
+    let mut native: Vec<Step> = calls.iter().map(|(name, args)| tool(name, args.clone())).collect();
+    native.push(finish("searched"));
+    let r = run("g-progress-native", native, "browser", task("https://shop.test/", "Search."), "finished", suggesting);
+    assert!(r.record["guards_fired"].get("progress").is_none(), "JSON mode only: {}", r.record);
+}
+
+/// A search box whose typing brings a suggestion, a click on it that fills the box, and a key
+/// that sends the search.
+fn suggesting(cmd: &Value) -> Value {
+    let same = |added: u64, updated: u64| json!({"page": "same", "added": added, "updated": updated, "removed": 0});
+    match cmd["action"].as_str().unwrap() {
+        "browser_type" => json!({"success": true, "data": {"typed": 10, "changed": same(1, 1),
+            "changes": "What changed on the page (lines: 1 new, 1 changed):\n[e2] input search \"Search\" name=q (value as typed)\n[e9] option \"Brass lamp\""}}),
+        "browser_click" => json!({"success": true, "data": {"clicked": "li", "changed": same(0, 1),
+            "changes": "What changed on the page (lines: 1 changed):\n[e2] input search \"Search\" name=q value=\"Brass lamp\""}}),
+        "browser_press_key" => json!({"success": true, "data": {"pressed": "Enter", "changed": {"page": "new"},
+            "url": "https://shop.test/search?q=lamp", "title": "Results", "snapshot": RESULTS}}),
+        _ => json!({"success": true, "data": {"url": "https://shop.test/", "snapshot": SEARCH}}),
+    }
 }
 
 /// `invalid_form_hold` on a case it was not written for, an e-mail field that holds no e-mail

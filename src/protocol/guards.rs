@@ -347,7 +347,7 @@ impl Guard {
                 BeforeTurn,
                 Hint,
                 SMALL,
-                "once a session acted twice, each request closes with its steps so far: what each acted on and what it did (a new page, lines changed, nothing)",
+                "once a session acted twice, each request closes with its steps so far: what each acted on and what it did (a new page, lines changed, nothing); JSON action mode",
             ),
             LoopNote => row(
                 AfterResult,

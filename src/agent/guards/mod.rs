@@ -56,7 +56,8 @@ use std::collections::{BTreeSet, HashSet};
 
 /// The tool modes a unit runs in. The evidence says where a unit earns; a mode left out here
 /// switches it off there without touching its code (`text_call` is native only, `loose_actions`
-/// and `json_correction` JSON only: each mends what only its mode's replies get wrong).
+/// and `json_correction` JSON only: each mends what only its mode's replies get wrong; `progress`
+/// JSON only, where it earned and the Anthropic format lost by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct Modes {
     pub native: bool,
@@ -498,7 +499,7 @@ mod tests {
             assert!(stages.contains(&unit.guard.row().stage), "{}: acts in its row's stage", unit.guard.name());
             assert!(!unit.evidence.is_empty(), "{}: its evidence", unit.guard.name());
             // A unit that runs in one tool mode only says why in its header.
-            let one_mode = [Guard::TextCall, Guard::LooseActions, Guard::JsonCorrection];
+            let one_mode = [Guard::TextCall, Guard::LooseActions, Guard::JsonCorrection, Guard::Progress];
             assert!(unit.modes == Modes::ALL || one_mode.contains(&unit.guard), "{}: both modes", unit.guard.name());
         }
         let order: Vec<_> = PIPELINE.iter().map(|s| s.hook.order()).collect();
