@@ -8,9 +8,9 @@
 //! model saw; never a typed value; the list closes the view, never the journal.
 
 use super::super::Agent;
-use super::super::snapshot::{line_of, ref_in};
+use super::super::snapshot::{before_value, line_of, ref_in};
 use super::{Modes, Unit};
-use crate::llm::{Block, Role};
+use crate::llm::{Block, Role, joined_text};
 use crate::protocol::guards::Guard;
 use crate::protocol::tools::Tool;
 use serde_json::Value;
@@ -65,17 +65,13 @@ fn effect(answer: &Value) -> Option<String> {
     }
 }
 
-/// Every text of a message, those inside its tool results too.
-fn texts_of(blocks: &[Block]) -> Vec<&str> {
-    let mut out = Vec::new();
-    for b in blocks {
-        match b {
-            Block::Text { text } => out.push(text.as_str()),
-            Block::ToolResult { content, .. } => out.extend(texts_of(content)),
-            _ => {}
-        }
-    }
-    out
+/// A message's texts: its own, and each tool result's.
+fn texts_of(blocks: &[Block]) -> impl Iterator<Item = String> + '_ {
+    blocks.iter().filter_map(|b| match b {
+        Block::Text { text } => Some(text.clone()),
+        Block::ToolResult { content, .. } => Some(joined_text(content, "\n")),
+        _ => None,
+    })
 }
 
 impl Agent {
@@ -87,7 +83,7 @@ impl Agent {
             _ => self.seen_line(input).or_else(|| input["selector"].as_str().map(str::to_string)),
         };
         // A value it held then is not what it holds now.
-        let line = line.as_deref().unwrap_or_default().split(" value=").next().unwrap_or_default();
+        let line = before_value(line.as_deref().unwrap_or_default());
         let line: String = line.chars().take(TARGET_CHARS).collect();
         let step = match (tool, line.is_empty()) {
             (_, true) => verb,
@@ -106,12 +102,11 @@ impl Agent {
     /// page, else among the latest results (what an action brought).
     fn seen_line(&self, input: &Value) -> Option<String> {
         let r = ref_in(input["selector"].as_str()?)?;
-        let on_page = self.last_page.as_deref().and_then(|p| line_of(p, r));
         let in_results = || {
-            let texts = self.messages.iter().rev().take(SEARCHED).flat_map(|m| texts_of(&m.content));
-            texts.filter_map(|t| line_of(t, r)).next().map(str::to_string)
+            let mut texts = self.messages.iter().rev().take(SEARCHED).flat_map(|m| texts_of(&m.content));
+            texts.find_map(|t| line_of(&t, r).map(str::to_string))
         };
-        on_page.map(str::to_string).or_else(in_results)
+        self.ref_target(input).or_else(in_results)
     }
 
     /// The request about to be sent: the steps so far, from the second.

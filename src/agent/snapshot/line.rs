@@ -66,6 +66,11 @@ pub(in crate::agent) fn find<'a>(page: &'a str, r: &str) -> Option<Line<'a>> {
     lines(page).find(|l| l.tag == Some(r))
 }
 
+/// A line's body without the value its element held then (` value=…` to the end).
+pub(in crate::agent) fn before_value(body: &str) -> &str {
+    body.split(" value=").next().unwrap_or(body)
+}
+
 /// What identifies an element in a line's body: its kind and label, not its current value.
 pub(in crate::agent) fn identity(body: &str) -> &str {
     [" value=", " (", " → "].iter().filter_map(|m| body.find(m)).min().map_or(body, |i| &body[..i]).trim()
@@ -101,6 +106,7 @@ mod tests {
         assert_eq!(select.kind(), ("select", "\"Size\" name=size: S | M (selected)"));
         assert_eq!(select.name(), Some("Size"));
         assert_eq!(identity(select.body), "select \"Size\" name=size: S | M");
+        assert_eq!(before_value("input text \"City\" name=city value=\"Paris\""), "input text \"City\" name=city");
         let untagged = Line::parse("text \"Desk lamp, 24.90 EUR\"");
         assert_eq!((untagged.tag, untagged.id(), untagged.link()), (None, None, None));
         assert_eq!(Line::parse("[x] button \"Go\"").id(), None, "a tag that is no ref");

@@ -9,7 +9,7 @@
 
 pub(super) mod line;
 
-pub(super) use line::page_url;
+pub(super) use line::{before_value, page_url};
 
 use super::Agent;
 use crate::exec::Answer;
